@@ -1,0 +1,177 @@
+// Package cli holds cellguard's subcommands: flag parsing, wiring and exit
+// codes. Logic lives in the other internal packages; each subcommand is one
+// file here and one line in Commands.
+//
+// Output rules: results a caller may parse (tables, --json, drain's integer)
+// go to Stdout; logs (lager JSON) go to Stderr or --log-file, never to Stdout.
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/logging"
+)
+
+// Exit codes, documented in README.md ("Exit codes").
+const (
+	ExitOK      = 0 // success; validate: passed (warnings allowed)
+	ExitFailed  = 1 // the operation failed or a blocking check failed
+	ExitCantRun = 2 // bad usage or input, or cellguard itself could not run
+)
+
+// Env is what a subcommand may touch of the outside world; tests swap it.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// Command is one subcommand (or a group of them, via Sub).
+type Command struct {
+	Name    string
+	Summary string
+	// Run parses args (without the command name) and returns an exit code.
+	Run func(ctx context.Context, env *Env, args []string) int
+	// Sub, when set, makes this a group: "cellguard unit install ...".
+	Sub []*Command
+}
+
+// Commands is the one list of cellguard's subcommands.
+func Commands() []*Command {
+	return []*Command{
+		unitCommand(),
+		startCommand(),
+		stopCommand(),
+		versionCommand(),
+	}
+}
+
+// Main runs cellguard with args (os.Args[1:]) and returns the exit code.
+func Main(ctx context.Context, env *Env, args []string) int {
+	return dispatch(ctx, env, "cellguard", Commands(), args)
+}
+
+func dispatch(ctx context.Context, env *Env, prog string, cmds []*Command, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(env.Stderr, prog, cmds)
+		if len(args) == 0 {
+			return ExitCantRun
+		}
+		return ExitOK
+	}
+	for _, c := range cmds {
+		if c.Name != args[0] {
+			continue
+		}
+		if c.Sub != nil {
+			return dispatch(ctx, env, prog+" "+c.Name, c.Sub, args[1:])
+		}
+		return c.Run(ctx, env, args[1:])
+	}
+	fmt.Fprintf(env.Stderr, "%s: unknown command %q\n", prog, args[0])
+	usage(env.Stderr, prog, cmds)
+	return ExitCantRun
+}
+
+func usage(w io.Writer, prog string, cmds []*Command) {
+	fmt.Fprintf(w, "usage: %s COMMAND [flags]\n\ncommands:\n", prog)
+	sorted := append([]*Command(nil), cmds...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, c := range sorted {
+		fmt.Fprintf(w, "  %-20s %s\n", c.Name, c.Summary)
+	}
+	fmt.Fprintf(w, "\nRun '%s COMMAND --help' for a command's flags.\n"+
+		"Exit codes: 0 ok, 1 failed (or a blocking check failed), 2 bad usage or could not run.\n", prog)
+}
+
+// common holds the flags every subcommand takes.
+type common struct {
+	logFile    string
+	timeFormat string
+	logLevel   string
+	configPath string
+}
+
+// newFlagSet returns a flag set for "cellguard <name>" with the common flags
+// registered; usage text goes to stderr.
+func newFlagSet(env *Env, name, synopsis string, c *common) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.StringVar(&c.logFile, "log-file", "", "append logs to this file instead of stderr")
+	fs.StringVar(&c.timeFormat, "log-time-format", "unix-epoch", "log timestamps: unix-epoch or rfc3339 (as Garden's --time-format)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, error or fatal")
+	fs.StringVar(&c.configPath, "config", "", "cellguard config file (JSON rendered by the BOSH job); default "+config.DefaultPath+" when it exists")
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "usage: cellguard %s\n\nflags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args; it returns ok=false and the exit code to use when the
+// command should stop (bad flags, or --help).
+func parse(fs *flag.FlagSet, args []string) (bool, int) {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return false, ExitOK
+		}
+		return false, ExitCantRun
+	}
+	return true, ExitOK
+}
+
+// logger builds the lager logger and loads the config for a command. The
+// config is optional unless --config names a file.
+func (c *common) setup(env *Env, source string) (lager.Logger, *config.Config, func(), error) {
+	cfg, err := config.LoadDefault(c.configPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts := logging.Options{File: c.logFile, TimeFormat: c.timeFormat, Level: c.logLevel}
+	// Flags win over the config file; the config fills what was left at defaults.
+	if opts.File == "" {
+		opts.File = cfg.Log.File
+	}
+	if opts.TimeFormat == "unix-epoch" && cfg.Log.TimeFormat != "" {
+		opts.TimeFormat = cfg.Log.TimeFormat
+	}
+	if opts.Level == "info" && cfg.Log.Level != "" {
+		opts.Level = cfg.Log.Level
+	}
+	logger, closer, err := logging.New(opts, env.Stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return logger.Session(source), cfg, func() { _ = closer() }, nil
+}
+
+// errorf prints "cellguard: error: ..." to stderr, for humans; the same fact
+// should also be logged by the caller when a logger exists.
+func errorf(env *Env, format string, args ...any) {
+	fmt.Fprintf(env.Stderr, "cellguard: error: "+format+"\n", args...)
+}
+
+// hintf prints "cellguard: hint: ..." after an error.
+func hintf(env *Env, format string, args ...any) {
+	fmt.Fprintf(env.Stderr, "cellguard: hint: "+format+"\n", args...)
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// DefaultEnv is the process environment.
+func DefaultEnv() *Env {
+	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+}

@@ -1,0 +1,186 @@
+// Package config loads and validates the JSON file the BOSH job renders
+// (jobs/cellguard/templates/config/cellguard.json.erb). Every section is
+// optional so each subcommand can run from flags alone.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// DefaultPath is where the BOSH job renders the config.
+const DefaultPath = "/var/vcap/jobs/cellguard/config/cellguard.json"
+
+// Config is the whole file.
+type Config struct {
+	Log        Log        `json:"log"`
+	Daemons    []Daemon   `json:"daemons"`
+	Supervisor Supervisor `json:"supervisor"`
+	Sysctl     Sysctl     `json:"sysctl"`
+	Validator  Validator  `json:"validator"`
+}
+
+// Log mirrors the common --log-* flags.
+type Log struct {
+	File       string `json:"file"`
+	TimeFormat string `json:"time_format"` // unix-epoch | rfc3339
+	Level      string `json:"level"`
+}
+
+// Daemon is a monit-managed daemon that gets a delegated unit.
+type Daemon struct {
+	Name    string `json:"name"`
+	Start   string `json:"start"`   // absolute path + args, e.g. "/var/vcap/jobs/garden/bin/garden_ctl start"
+	Stop    string `json:"stop"`    // may be empty: then stop signals the main process
+	PIDFile string `json:"pidfile"` // what monit watches
+	// Type is "exec" (the ctl script execs the daemon) or "forking" (it
+	// backgrounds the daemon and exits; PIDFile required).
+	Type         string   `json:"type"`
+	StartTimeout Duration `json:"start_timeout"`
+	StopTimeout  Duration `json:"stop_timeout"`
+	Runtime      bool     `json:"runtime"` // install under /run/systemd/system
+}
+
+// Supervisor controls protect-supervisor.
+type Supervisor struct {
+	Protect bool `json:"protect"`
+	// PIDFile of the supervisor process (monit); default /var/vcap/monit/monit.pid
+	// is not assumed: empty means find monit by process name.
+	PIDFile string `json:"pidfile"`
+}
+
+// Sysctl configures `cellguard sysctl apply|check`.
+type Sysctl struct {
+	Profile string            `json:"profile"` // "container-host" or "none"
+	Set     map[string]string `json:"set"`     // overrides and additions
+	Remove  []string          `json:"remove"`  // keys dropped from the profile
+	File    string            `json:"file"`    // persisted file, default /etc/sysctl.d/60-cellguard.conf
+}
+
+// Validator configures `cellguard validate`.
+type Validator struct {
+	RuntimeRoots    []string          `json:"runtime_roots"`
+	Namespaces      []string          `json:"namespaces"`
+	RuntimeBinaries map[string]string `json:"runtime_binaries"` // e.g. {"runc": "/var/vcap/packages/runc/bin/runc"}
+	Ignore          []string          `json:"ignore"`
+	// Blocking lists, per phase ("pre-start", "drain"), the check ids whose
+	// failures block; an absent phase means each check's default severity.
+	Blocking         map[string][]string `json:"blocking"`
+	Fix              bool                `json:"fix"`
+	PrometheusFile   string              `json:"prometheus_textfile"`
+	RuncInitMaxAge   Duration            `json:"runc_init_max_age"`
+	Daemons          []string            `json:"daemons"` // daemon names whose units are audited
+	AdvisoriesFile   string              `json:"advisories_file"`
+	ExtraCgroupRoots []string            `json:"extra_cgroup_roots"`
+}
+
+// Duration is a time.Duration written as "30s" in JSON.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON accepts "30s" or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		if s == "" {
+			d.Duration = 0
+			return nil
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		d.Duration = v
+		return nil
+	}
+	var n float64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration: want \"30s\" or seconds, got %s", b)
+	}
+	d.Duration = time.Duration(n * float64(time.Second))
+	return nil
+}
+
+// MarshalJSON writes the duration as "30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// Load reads and validates a config file. Unknown fields are an error: a typo
+// in a job property must not silently disable a protection.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	return Parse(b, path)
+}
+
+// Parse decodes and validates config bytes; name is used in errors.
+func Parse(b []byte, name string) (*Config, error) {
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("parse config %s: %w", name, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("parse config %s: trailing data after the JSON object", name)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	return &c, nil
+}
+
+// LoadDefault loads path, or DefaultPath when path is empty and that file
+// exists, or an empty config.
+func LoadDefault(path string) (*Config, error) {
+	if path != "" {
+		return Load(path)
+	}
+	if _, err := os.Stat(DefaultPath); err == nil {
+		return Load(DefaultPath)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("stat config %s: %w", DefaultPath, err)
+	}
+	return &Config{}, nil
+}
+
+// Validate checks what can be checked without touching the host.
+func (c *Config) Validate() error {
+	seen := map[string]bool{}
+	for i, d := range c.Daemons {
+		if d.Name == "" {
+			return fmt.Errorf("daemons[%d]: name is empty", i)
+		}
+		if seen[d.Name] {
+			return fmt.Errorf("daemons[%d]: duplicate name %q", i, d.Name)
+		}
+		seen[d.Name] = true
+		if d.Start == "" {
+			return fmt.Errorf("daemon %q: start command is empty", d.Name)
+		}
+		switch d.Type {
+		case "", "exec", "forking":
+		default:
+			return fmt.Errorf("daemon %q: type %q: want exec or forking", d.Name, d.Type)
+		}
+		if d.Type == "forking" && d.PIDFile == "" {
+			return fmt.Errorf("daemon %q: type forking needs a pidfile", d.Name)
+		}
+	}
+	return nil
+}
+
+// Daemon returns the daemon named name.
+func (c *Config) Daemon(name string) (Daemon, bool) {
+	for _, d := range c.Daemons {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Daemon{}, false
+}

@@ -1,0 +1,66 @@
+// Package logging builds cellguard's lager logger: JSON lines, as Garden and
+// every CF log pipeline expect, written to stderr or a file and never to the
+// stream a caller parses (drain's stdout, --json output).
+package logging
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"code.cloudfoundry.org/lager/v3"
+)
+
+// Options select where and how logs are written.
+type Options struct {
+	// File, when set, receives the logs (appended); otherwise Stderr does.
+	File string
+	// TimeFormat is "unix-epoch" (lager's default) or "rfc3339", like
+	// Garden's --time-format.
+	TimeFormat string
+	// Level is debug, info, error or fatal.
+	Level string
+}
+
+// New returns a logger named "cellguard" and a closer for the log file.
+func New(opts Options, stderr io.Writer) (lager.Logger, func() error, error) {
+	w := stderr
+	closer := func() error { return nil }
+	if opts.File != "" {
+		f, err := os.OpenFile(opts.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open log file %s: %w", opts.File, err)
+		}
+		w, closer = f, f.Close
+	}
+	level, err := ParseLevel(opts.Level)
+	if err != nil {
+		return nil, nil, err
+	}
+	logger := lager.NewLogger("cellguard")
+	switch strings.ToLower(opts.TimeFormat) {
+	case "", "unix-epoch":
+		logger.RegisterSink(lager.NewWriterSink(w, level))
+	case "rfc3339":
+		logger.RegisterSink(lager.NewPrettySink(w, level))
+	default:
+		return nil, nil, fmt.Errorf("unknown log time format %q: want unix-epoch or rfc3339", opts.TimeFormat)
+	}
+	return logger, closer, nil
+}
+
+// ParseLevel maps a level name to lager's level; empty means info.
+func ParseLevel(s string) (lager.LogLevel, error) {
+	switch strings.ToLower(s) {
+	case "", "info":
+		return lager.INFO, nil
+	case "debug":
+		return lager.DEBUG, nil
+	case "error":
+		return lager.ERROR, nil
+	case "fatal":
+		return lager.FATAL, nil
+	}
+	return lager.INFO, fmt.Errorf("unknown log level %q: want debug, info, error or fatal", s)
+}
