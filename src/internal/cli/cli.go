@@ -51,6 +51,8 @@ func Commands() []*Command {
 		unitCommand(),
 		startCommand(),
 		stopCommand(),
+		sysctlCommand(),
+		validateCommand(),
 		versionCommand(),
 	}
 }
