@@ -77,7 +77,7 @@ func TestRenderIsDeterministic(t *testing.T) {
 	}
 }
 
-// injection is input that must never reach a unit file.
+// injection is input that must never reach a unit file, in any position.
 var injection = []string{
 	"/bin/true\nExecStartPre=/bin/rm -rf /",
 	"/bin/true\rKillMode=control-group",
@@ -94,25 +94,31 @@ var injection = []string{
 	"/bin/true `id`",
 	"/bin/true a|b",
 	"/bin/true a&b",
+	"",
+	"   ",
+	"/bin/tr\tue x\vy",
+	"/bin/true \u00a0nbsp",
+	"/bin/true é",
+	"!/bin/true",
+}
+
+// badExecutable is fine as an argument but not as the command itself:
+// systemd reads -, @, +, !, : prefixes, and only clean absolute paths are
+// allowed.
+var badExecutable = []string{
 	"-/bin/true",
 	"@/bin/true argv0",
 	"+/bin/true",
-	"!/bin/true",
 	":/bin/true",
 	"relative/bin",
 	"true",
 	"/bin/../bin/true",
 	"/bin//true",
 	"/bin/true/",
-	"",
-	"   ",
-	"/bin/tr\tue x\vy",
-	"/bin/true \u00a0nbsp",
-	"/bin/true é",
 }
 
 func TestSplitCommandRefusesInjection(t *testing.T) {
-	for _, cmd := range injection {
+	for _, cmd := range append(append([]string(nil), injection...), badExecutable...) {
 		if words, err := SplitCommand(cmd); err == nil {
 			t.Errorf("SplitCommand(%q) = %q, want error", cmd, words)
 		} else if !errors.Is(err, ErrBadCommand) {
@@ -124,10 +130,11 @@ func TestSplitCommandRefusesInjection(t *testing.T) {
 func TestRenderRefusesInjectionEverywhere(t *testing.T) {
 	for _, bad := range injection {
 		cases := map[string]func(*Spec){
-			"start":   func(s *Spec) { s.Start = strings.Split(bad, " ") },
-			"stop":    func(s *Spec) { s.Stop = []string{"/bin/kill", bad} },
-			"pidfile": func(s *Spec) { s.PIDFile = bad },
-			"name":    func(s *Spec) { s.Name = bad },
+			"start":    func(s *Spec) { s.Start = strings.Split(bad, " ") },
+			"stop":     func(s *Spec) { s.Stop = strings.Split(bad, " ") },
+			"stop-arg": func(s *Spec) { s.Stop = []string{"/bin/kill", bad} },
+			"pidfile":  func(s *Spec) { s.PIDFile = bad },
+			"name":     func(s *Spec) { s.Name = bad },
 		}
 		for field, mutate := range cases {
 			s := goodSpec()
@@ -135,6 +142,22 @@ func TestRenderRefusesInjectionEverywhere(t *testing.T) {
 			if field == "pidfile" && bad == "" {
 				continue // no pidfile is valid for Type=exec
 			}
+			if b, err := Render(s); err == nil {
+				t.Errorf("%s=%q rendered:\n%s", field, bad, b)
+			}
+		}
+	}
+}
+
+func TestRenderRefusesBadExecutable(t *testing.T) {
+	for _, bad := range badExecutable {
+		for field, mutate := range map[string]func(*Spec){
+			"start":   func(s *Spec) { s.Start = strings.Split(bad, " ") },
+			"stop":    func(s *Spec) { s.Stop = strings.Split(bad, " ") },
+			"pidfile": func(s *Spec) { s.PIDFile = bad },
+		} {
+			s := goodSpec()
+			mutate(&s)
 			if b, err := Render(s); err == nil {
 				t.Errorf("%s=%q rendered:\n%s", field, bad, b)
 			}

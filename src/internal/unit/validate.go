@@ -86,7 +86,14 @@ func SplitCommand(cmd string) ([]string, error) {
 	if strings.ContainsAny(cmd, "\x00\n\r") {
 		return nil, fmt.Errorf("%w: %q contains a NUL or line break", ErrBadCommand, cmd)
 	}
-	words := strings.Fields(cmd)
+	// Only ASCII spaces separate words; a tab or an exotic space inside a
+	// word is refused by validateWords rather than silently reinterpreted.
+	var words []string
+	for _, w := range strings.Split(cmd, " ") {
+		if w != "" {
+			words = append(words, w)
+		}
+	}
 	if err := validateWords(words); err != nil {
 		return nil, err
 	}
