@@ -1,0 +1,34 @@
+package checks
+
+import (
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+)
+
+// Deps is what checks may read: where the host is and what the job
+// configured. Add fields here with a targeted edit; keep zero values usable.
+type Deps struct {
+	// Root prefixes every host path (/proc, /sys/fs/cgroup, runtime roots),
+	// so checks run on fixture trees; "/" or "" is the live host.
+	Root string
+	// RuntimeRoots are runc state roots; empty means runcstate.DefaultRoots.
+	RuntimeRoots []string
+	// Namespaces filters containerd namespaces; empty means all.
+	Namespaces []string
+	// ExtraCgroupRoots are cgroup paths (e.g. "/garden") searched for
+	// processes no runtime state claims, besides the parents of known
+	// containers' cgroups.
+	ExtraCgroupRoots []string
+	// RuncInitMaxAge is how old a `runc init` may get; 0 means the default.
+	RuncInitMaxAge time.Duration
+	// Fix lets cgroup-integrity move escaped processes back.
+	Fix bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// All is the one list of the validator's checks, in report order.
+func All(d Deps) []check.Check {
+	return []check.Check{}
+}
