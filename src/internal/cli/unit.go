@@ -1,17 +1,300 @@
 package cli
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-// placeholder until the units slice lands in this file.
-func notYet(_ context.Context, env *Env, _ []string) int {
-	errorf(env, "not implemented yet")
-	return ExitCantRun
+	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/unit"
+)
+
+// daemonFlags are the flags that describe a daemon; they override the
+// daemon's entry in the config file.
+type daemonFlags struct {
+	start, stop, pidfile, typ string
+	runtime                   bool
+	startTimeout, stopTimeout time.Duration
+	root, dbusAddress         string
+	jsonOut                   bool
+}
+
+func (f *daemonFlags) register(fs *flag.FlagSet, describe bool) {
+	if describe {
+		fs.StringVar(&f.start, "start", "", "start command: absolute path to the daemon's ctl script and its arguments, e.g. \"/var/vcap/jobs/garden/bin/garden_ctl start\"")
+		fs.StringVar(&f.stop, "stop", "", "stop command (empty: SIGTERM the main process)")
+		fs.StringVar(&f.pidfile, "pidfile", "", "pidfile the daemon writes (what monit watches)")
+		fs.StringVar(&f.typ, "type", "", "exec (the ctl script execs the daemon; default) or forking (it backgrounds the daemon; needs --pidfile)")
+		fs.BoolVar(&f.runtime, "runtime", false, "install under /run/systemd/system (gone after reboot) instead of /etc/systemd/system")
+	}
+	fs.DurationVar(&f.startTimeout, "start-timeout", 0, "how long to wait for the start job and the process (default 30s)")
+	fs.DurationVar(&f.stopTimeout, "stop-timeout", 0, "how long to wait for the stop job and the process to be gone (default 30s)")
+	f.registerConn(fs)
+}
+
+func (f *daemonFlags) registerConn(fs *flag.FlagSet) {
+	fs.StringVar(&f.root, "root", "/", "root of the managed system (tests: /proc/<pid>/root of a container)")
+	fs.StringVar(&f.dbusAddress, "dbus-address", "", "D-Bus address of systemd (default: /run/systemd/private, then the system bus)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON")
+}
+
+// daemon merges the config's entry for name with the flags.
+func (f *daemonFlags) daemon(cfg *config.Config, name string) (daemonctl.Daemon, error) {
+	d := daemonctl.Daemon{Name: name}
+	if c, ok := cfg.Daemon(name); ok {
+		d.PIDFile, d.Type, d.Runtime = c.PIDFile, c.Type, c.Runtime
+		d.StartTimeout, d.StopTimeout = c.StartTimeout.Duration, c.StopTimeout.Duration
+		var err error
+		if d.Start, err = splitOptional(c.Start); err != nil {
+			return d, fmt.Errorf("config daemon %q start: %w", name, err)
+		}
+		if d.Stop, err = splitOptional(c.Stop); err != nil {
+			return d, fmt.Errorf("config daemon %q stop: %w", name, err)
+		}
+	}
+	var err error
+	if f.start != "" {
+		if d.Start, err = unit.SplitCommand(f.start); err != nil {
+			return d, fmt.Errorf("--start: %w", err)
+		}
+	}
+	if f.stop != "" {
+		if d.Stop, err = unit.SplitCommand(f.stop); err != nil {
+			return d, fmt.Errorf("--stop: %w", err)
+		}
+	}
+	if f.pidfile != "" {
+		d.PIDFile = f.pidfile
+	}
+	if f.typ != "" {
+		d.Type = f.typ
+	}
+	d.Runtime = d.Runtime || f.runtime
+	if f.startTimeout > 0 {
+		d.StartTimeout = f.startTimeout
+	}
+	if f.stopTimeout > 0 {
+		d.StopTimeout = f.stopTimeout
+	}
+	return d, nil
+}
+
+func splitOptional(cmd string) ([]string, error) {
+	if strings.TrimSpace(cmd) == "" {
+		return nil, nil
+	}
+	return unit.SplitCommand(cmd)
+}
+
+func (f *daemonFlags) manager(c *common, env *Env, source string) (*daemonctl.Manager, *config.Config, func(), error) {
+	logger, cfg, done, err := c.setup(env, source)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return &daemonctl.Manager{Logger: logger, Root: f.root, DBus: systemd.Options{Address: f.dbusAddress}}, cfg, done, nil
+}
+
+// oneName takes exactly one positional NAME.
+func oneName(env *Env, fs *flag.FlagSet) (string, bool) {
+	if fs.NArg() != 1 {
+		errorf(env, "want exactly one daemon NAME, got %d arguments", fs.NArg())
+		fs.Usage()
+		return "", false
+	}
+	return fs.Arg(0), true
+}
+
+// parseInterspersed lets flags follow the NAME ("cellguard start garden --json").
+func parseInterspersed(fs *flag.FlagSet, args []string) (bool, int) {
+	var pos []string
+	for {
+		if ok, code := parse(fs, args); !ok {
+			return false, code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	_ = fs.Parse(pos) // re-seat positionals; they hold no flags
+	return true, ExitOK
+}
+
+func printJSON(env *Env, v any) {
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// failure prints an error with a hint derived from its kind and returns the
+// exit code: bad input is 2, everything else 1.
+func failure(env *Env, err error) int {
+	errorf(env, "%v", err)
+	switch {
+	case errors.Is(err, unit.ErrBadName), errors.Is(err, unit.ErrBadCommand), errors.Is(err, unit.ErrBadPath):
+		hintf(env, "nothing was written; fix the input and run again")
+		return ExitCantRun
+	case errors.Is(err, systemd.ErrNoSystemd):
+		hintf(env, "systemd is not init on this system; start and stop fall back to running the commands directly")
+	case strings.Contains(err.Error(), "connect to systemd"):
+		hintf(env, "is systemd PID 1 and is its D-Bus socket (/run/systemd/private or /run/dbus/system_bus_socket) reachable?")
+	}
+	return ExitFailed
 }
 
 func unitCommand() *Command {
 	return &Command{Name: "unit", Summary: "install and inspect delegated systemd units", Sub: []*Command{
-		{Name: "install", Summary: "install a delegated unit for a monit-managed daemon", Run: notYet},
+		{Name: "install", Summary: "install a delegated unit for a monit-managed daemon", Run: runUnitInstall},
+		{Name: "status", Summary: "show a unit's state and delegation, read over D-Bus", Run: runUnitStatus},
+		{Name: "protect-supervisor", Summary: "delegate the unit that holds monit (e.g. runit.service) in place", Run: runProtectSupervisor},
 	}}
 }
-func startCommand() *Command { return &Command{Name: "start", Summary: "start a daemon's unit", Run: notYet} }
-func stopCommand() *Command  { return &Command{Name: "stop", Summary: "stop a daemon's unit", Run: notYet} }
+
+func runUnitInstall(ctx context.Context, env *Env, args []string) int {
+	var c common
+	var f daemonFlags
+	fs := newFlagSet(env, "unit install", "unit install NAME --start CMD [--stop CMD] [--pidfile P] [--type exec|forking] [--runtime] [flags]\n\n"+
+		"Writes cellguard-NAME.service (Delegate=, KillMode=none, TasksMax=infinity) atomically and\n"+
+		"reloads systemd over D-Bus only when the content changed. Flags override the config's\n"+
+		"daemons entry for NAME. Exit: 0 installed or unchanged, 1 systemd refused, 2 bad input.", &c)
+	f.register(fs, true)
+	if ok, code := parseInterspersed(fs, args); !ok {
+		return code
+	}
+	name, ok := oneName(env, fs)
+	if !ok {
+		return ExitCantRun
+	}
+	m, cfg, done, err := f.manager(&c, env, "unit-install")
+	if err != nil {
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	defer done()
+	d, err := f.daemon(cfg, name)
+	if err != nil {
+		return failure(env, err)
+	}
+	if len(d.Start) == 0 {
+		errorf(env, "no start command for %q: pass --start or add it to the config's daemons", name)
+		return ExitCantRun
+	}
+	res, err := m.Install(ctx, d)
+	if err != nil {
+		return failure(env, err)
+	}
+	if f.jsonOut {
+		printJSON(env, res)
+		return ExitOK
+	}
+	switch {
+	case res.NoSystemd:
+		fmt.Fprintf(env.Stdout, "systemd is not init here: nothing to install for %s; `cellguard start %s` runs its start command directly\n", name, name)
+	case res.Written:
+		fmt.Fprintf(env.Stdout, "installed %s (Delegate=%s, KillMode=%s); systemd reloaded\n", res.Path, res.Delegate, res.KillMode)
+	case res.Reloaded:
+		fmt.Fprintf(env.Stdout, "%s unchanged; systemd reloaded because it had not read it yet\n", res.Path)
+	default:
+		fmt.Fprintf(env.Stdout, "%s unchanged; no reload\n", res.Path)
+	}
+	return ExitOK
+}
+
+func runUnitStatus(ctx context.Context, env *Env, args []string) int {
+	var c common
+	var f daemonFlags
+	fs := newFlagSet(env, "unit status", "unit status NAME [--json]\n\n"+
+		"NAME is a daemon name (cellguard-NAME.service) or a full unit name (runit.service).\n"+
+		"Exit: 0 read, 1 not installed or unreadable, 2 bad usage.", &c)
+	f.registerConn(fs)
+	if ok, code := parseInterspersed(fs, args); !ok {
+		return code
+	}
+	name, ok := oneName(env, fs)
+	if !ok {
+		return ExitCantRun
+	}
+	unitName := name
+	if unit.ValidateUnitName(name) != nil {
+		if err := unit.ValidateName(name); err != nil {
+			return failure(env, err)
+		}
+		unitName = unit.UnitName(name)
+	}
+	m, _, done, err := f.manager(&c, env, "unit-status")
+	if err != nil {
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	defer done()
+	u, err := m.Status(ctx, unitName)
+	if u != nil && f.jsonOut {
+		printJSON(env, u)
+	} else if u != nil {
+		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+		for _, kv := range [][2]string{
+			{"Unit", u.Name}, {"LoadState", u.LoadState}, {"ActiveState", u.ActiveState}, {"SubState", u.SubState},
+			{"MainPID", fmt.Sprint(u.MainPID)}, {"ControlGroup", u.ControlGroup},
+			{"Delegate", fmt.Sprint(u.Delegate)}, {"DelegateControllers", strings.Join(u.DelegateControllers, " ")},
+			{"KillMode", u.KillMode}, {"FragmentPath", u.FragmentPath}, {"DropInPaths", strings.Join(u.DropInPaths, " ")},
+		} {
+			fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+		}
+		tw.Flush()
+	}
+	if err != nil {
+		return failure(env, err)
+	}
+	return ExitOK
+}
+
+func runProtectSupervisor(ctx context.Context, env *Env, args []string) int {
+	var c common
+	var f daemonFlags
+	var pid int
+	var process string
+	fs := newFlagSet(env, "unit protect-supervisor", "unit protect-supervisor [--pid PID | --process monit] [--json]\n\n"+
+		"Finds the unit holding monit (GetUnitNameByPID), writes a drop-in giving it the same\n"+
+		"delegation as cellguard's units, reloads, and reads Delegate back.\n"+
+		"Exit: 0 protected, 1 it did not take or systemd refused, 2 bad usage.", &c)
+	fs.IntVar(&pid, "pid", 0, "pid of the supervisor (default: the oldest process named --process)")
+	fs.StringVar(&process, "process", "monit", "process name of the supervisor")
+	f.registerConn(fs)
+	if ok, code := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		errorf(env, "unexpected arguments: %v", fs.Args())
+		return ExitCantRun
+	}
+	m, _, done, err := f.manager(&c, env, "protect-supervisor")
+	if err != nil {
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	defer done()
+	res, err := m.ProtectSupervisor(ctx, pid, process)
+	if err != nil {
+		return failure(env, err)
+	}
+	if f.jsonOut {
+		printJSON(env, res)
+		return ExitOK
+	}
+	if res.NoSystemd {
+		fmt.Fprintf(env.Stdout, "systemd is not init here: %s (pid %d) needs no protection\n", process, res.PID)
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stdout, "%s (pid %d) runs in %s: %s %s; DelegateControllers=%s\n", process, res.PID, res.Unit,
+		res.DropIn, map[bool]string{true: "written and reloaded", false: "unchanged"}[res.Written],
+		strings.Join(res.DelegateControllers, " "))
+	return ExitOK
+}

@@ -1,0 +1,299 @@
+// Package daemonctl installs, starts, stops and inspects the delegated units
+// of monit-managed daemons, and protects the supervisor's unit. It is what
+// `cellguard unit ...`, `cellguard start` and `cellguard stop` run; where
+// systemd is absent it falls back to running the daemon's commands directly
+// so monit keeps working.
+package daemonctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+	cgroups "github.com/containerd/cgroups/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/unit"
+)
+
+// Unit directories.
+const (
+	PersistentUnitDir = "/etc/systemd/system"
+	RuntimeUnitDir    = "/run/systemd/system"
+)
+
+// killModeNoneDeprecatedSince is the systemd version that started warning.
+const killModeNoneDeprecatedSince = 246
+
+// Daemon is one monit-managed daemon.
+type Daemon struct {
+	Name         string
+	Start        []string
+	Stop         []string
+	PIDFile      string
+	Type         string // unit.TypeExec (default) or unit.TypeForking
+	Runtime      bool   // /run/systemd/system instead of /etc/systemd/system
+	StartTimeout time.Duration
+	StopTimeout  time.Duration
+}
+
+// Manager carries what every operation needs.
+type Manager struct {
+	Logger lager.Logger
+	// Root is where the managed system's files are seen ("/" in production,
+	// /proc/<pid>/root when a test drives a container's systemd from outside).
+	Root string
+	// DBus selects how to reach systemd; empty means the local defaults.
+	DBus systemd.Options
+	// Delegate overrides the Delegate= value; empty means detect the cgroup
+	// layout under Root.
+	Delegate string
+
+	deprecationLogged bool
+}
+
+func (m *Manager) path(p string) string { return filepath.Join(m.rootDir(), p) }
+
+func (m *Manager) rootDir() string {
+	if m.Root == "" {
+		return "/"
+	}
+	return m.Root
+}
+
+// HasSystemd reports whether systemd manages this system. An explicit D-Bus
+// address means the caller knows it does.
+func (m *Manager) HasSystemd() bool {
+	return m.DBus.Address != "" || systemd.Booted(m.rootDir())
+}
+
+func (m *Manager) dial(ctx context.Context) (*systemd.Conn, error) {
+	if !m.HasSystemd() {
+		return nil, systemd.ErrNoSystemd
+	}
+	return systemd.Dial(ctx, m.DBus)
+}
+
+// delegate picks Delegate= for the cgroup layout: an explicit v1 controller
+// list on legacy and hybrid hosts (plain "yes" leaves v1 blkio movable).
+func (m *Manager) delegate() string {
+	if m.Delegate != "" {
+		return m.Delegate
+	}
+	if DetectUnified(m.rootDir()) {
+		return unit.DelegateV2
+	}
+	return unit.DelegateV1
+}
+
+// DetectUnified reports whether root's /sys/fs/cgroup is a pure cgroup v2
+// mount. For the live root the kernel's answer comes from containerd's
+// cgroups.Mode(); under another root we stat the mount ourselves.
+func DetectUnified(root string) bool {
+	if root == "/" {
+		return cgroups.Mode() == cgroups.Unified
+	}
+	return isCgroup2(filepath.Join(root, "sys/fs/cgroup"))
+}
+
+// unitDir returns the directory a daemon's unit lives in.
+func (d Daemon) unitDir() string {
+	if d.Runtime {
+		return RuntimeUnitDir
+	}
+	return PersistentUnitDir
+}
+
+// UnitName is the daemon's unit name.
+func (d Daemon) UnitName() string { return unit.UnitName(d.Name) }
+
+// spec builds the unit spec; the executables must exist under root.
+func (m *Manager) spec(d Daemon, killMode string) (unit.Spec, error) {
+	typ := d.Type
+	if typ == "" {
+		typ = unit.TypeExec
+	}
+	s := unit.Spec{
+		Name: d.Name, Start: d.Start, Stop: d.Stop, PIDFile: d.PIDFile, Type: typ,
+		Delegate: m.delegate(), KillMode: killMode,
+		TimeoutStartSec: int(d.StartTimeout / time.Second), TimeoutStopSec: int(d.StopTimeout / time.Second),
+	}
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	for _, cmd := range [][]string{d.Start, d.Stop} {
+		if len(cmd) == 0 {
+			continue
+		}
+		if err := m.checkExecutable(cmd[0]); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func (m *Manager) checkExecutable(p string) error {
+	fi, err := os.Stat(m.path(p))
+	if err != nil {
+		return fmt.Errorf("%w: executable %s: %w", unit.ErrBadCommand, p, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%w: %s is not an executable file (mode %v)", unit.ErrBadCommand, p, fi.Mode())
+	}
+	return nil
+}
+
+// InstallResult says what Install did.
+type InstallResult struct {
+	Unit     string `json:"unit"`
+	Path     string `json:"path"`
+	Written  bool   `json:"written"`  // the file content changed
+	Reloaded bool   `json:"reloaded"` // systemd was asked to reread units
+	KillMode string `json:"kill_mode"`
+	Delegate string `json:"delegate"`
+	// NoSystemd: systemd is not init here; nothing was installed.
+	NoSystemd bool `json:"no_systemd,omitempty"`
+}
+
+// Install writes the daemon's unit and reloads systemd when (and only when)
+// the content changed or systemd says it needs a reload (a previous run that
+// died between write and Reload). Nothing is written on invalid input.
+func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) {
+	res := InstallResult{Unit: d.UnitName(), Path: filepath.Join(d.unitDir(), d.UnitName())}
+	s, err := m.spec(d, unit.KillModeNone)
+	if err != nil {
+		return res, fmt.Errorf("install %s: %w", res.Unit, err)
+	}
+	res.Delegate = s.Delegate
+	if !m.HasSystemd() {
+		res.NoSystemd = true
+		m.Logger.Info("no-systemd-nothing-to-install", lager.Data{"unit": res.Unit,
+			"reason": "systemd is not init here (bosh-lite/warden container?): start and stop will run the daemon's commands directly"})
+		return res, nil
+	}
+	conn, err := m.dial(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close()
+	m.noteKillModeDeprecation(ctx, conn)
+
+	killMode := unit.KillModeNone
+	if prev, err := conn.Unit(ctx, res.Unit); err == nil && prev.LoadState == "loaded" &&
+		prev.KillMode == unit.KillModeProcess && m.unitFileMentions(res.Path, "KillMode=process") {
+		// An earlier install found KillMode=none refused; don't flip back and
+		// forth (and Reload) on every run.
+		killMode = unit.KillModeProcess
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		s.KillMode = killMode
+		text, err := unit.Render(s)
+		if err != nil {
+			return res, fmt.Errorf("install %s: %w", res.Unit, err)
+		}
+		if err := os.MkdirAll(m.path(d.unitDir()), 0o755); err != nil {
+			return res, fmt.Errorf("install %s: create %s: %w", res.Unit, d.unitDir(), err)
+		}
+		w, err := fsutil.WriteFileAtomic(m.path(res.Path), text, 0o644)
+		if err != nil {
+			return res, fmt.Errorf("install %s: %w", res.Unit, err)
+		}
+		res.Written = res.Written || w.Changed
+		u, err := conn.Unit(ctx, res.Unit)
+		if err != nil {
+			return res, err
+		}
+		if w.Changed || u.NeedDaemonReload || u.LoadState != "loaded" {
+			if err := conn.Reload(ctx); err != nil {
+				return res, err
+			}
+			res.Reloaded = true
+			if u, err = conn.Unit(ctx, res.Unit); err != nil {
+				return res, err
+			}
+		}
+		if u.LoadState != "loaded" {
+			return res, fmt.Errorf("install %s: systemd did not load %s (LoadState=%s); see `journalctl -b | grep %s`",
+				res.Unit, res.Path, u.LoadState, res.Unit)
+		}
+		if killMode == unit.KillModeNone && u.KillMode != unit.KillModeNone {
+			m.Logger.Info("kill-mode-none-refused-falling-back", lager.Data{"unit": res.Unit, "kill_mode_read_back": u.KillMode,
+				"reason": "this systemd does not honour KillMode=none; KillMode=process (containerd's choice) still leaves container processes alone when the daemon stops"})
+			killMode = unit.KillModeProcess
+			continue
+		}
+		if err := verifyDelegation(u, s.Delegate); err != nil {
+			return res, fmt.Errorf("install %s: %w", res.Unit, err)
+		}
+		res.KillMode = u.KillMode
+		m.Logger.Info("installed", lager.Data{"unit": res.Unit, "path": res.Path, "written": res.Written,
+			"reloaded": res.Reloaded, "delegate_controllers": u.DelegateControllers, "kill_mode": u.KillMode})
+		return res, nil
+	}
+	return res, fmt.Errorf("install %s: KillMode could not be set to none or process", res.Unit)
+}
+
+func (m *Manager) unitFileMentions(p, line string) bool {
+	b, err := os.ReadFile(m.path(p))
+	return err == nil && slices.Contains(strings.Split(string(b), "\n"), line)
+}
+
+// verifyDelegation fails unless systemd reports the delegation we asked for:
+// never assume a directive took.
+func verifyDelegation(u *systemd.Unit, delegate string) error {
+	ok, missing := u.Delegates(unit.Controllers(delegate))
+	if !ok {
+		return fmt.Errorf("systemd reports Delegate=%v DelegateControllers=%v for %s, missing %v: the unit is not protected",
+			u.Delegate, u.DelegateControllers, u.Name, missing)
+	}
+	return nil
+}
+
+// noteKillModeDeprecation logs once per Manager why KillMode=none stays.
+func (m *Manager) noteKillModeDeprecation(ctx context.Context, conn *systemd.Conn) {
+	if m.deprecationLogged {
+		return
+	}
+	v, err := conn.Version(ctx)
+	if err != nil {
+		m.Logger.Error("read-systemd-version", err)
+		return
+	}
+	major, err := systemd.ParseVersion(v)
+	if err != nil {
+		m.Logger.Error("parse-systemd-version", err)
+		return
+	}
+	m.deprecationLogged = true
+	if major >= killModeNoneDeprecatedSince {
+		m.Logger.Info("kill-mode-none-deprecated", lager.Data{"systemd_version": v,
+			"reason": "systemd logs that KillMode=none is deprecated; cellguard keeps it because any other mode lets stopping or restarting the unit kill the container processes in its delegated subtree, which the daemon's own stop command must decide"})
+	}
+}
+
+// ErrUnitMissing means the unit is not installed.
+var ErrUnitMissing = errors.New("unit not installed")
+
+// Status reads a unit's state over D-Bus.
+func (m *Manager) Status(ctx context.Context, unitName string) (*systemd.Unit, error) {
+	conn, err := m.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	u, err := conn.Unit(ctx, unitName)
+	if err != nil {
+		return nil, err
+	}
+	if u.LoadState == "not-found" {
+		return u, fmt.Errorf("%s: %w (run `cellguard unit install`)", unitName, ErrUnitMissing)
+	}
+	return u, nil
+}

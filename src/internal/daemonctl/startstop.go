@@ -1,0 +1,263 @@
+package daemonctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+)
+
+// Default bounds for waiting on a daemon; monit's own start/stop timeout
+// (30s by default in BOSH) should be longer than these plus the job's time.
+const (
+	DefaultStartTimeout = 30 * time.Second
+	DefaultStopTimeout  = 30 * time.Second
+	pollInterval        = 50 * time.Millisecond
+)
+
+// StartResult says what Start did.
+type StartResult struct {
+	Unit      string `json:"unit"`
+	JobResult string `json:"job_result,omitempty"`
+	PID       int    `json:"pid"`
+	Direct    bool   `json:"direct,omitempty"` // ran the start command without systemd
+}
+
+// Start starts the daemon's unit and waits until its process runs (the
+// pidfile names a live process, or systemd reports a MainPID).
+func (m *Manager) Start(ctx context.Context, d Daemon) (StartResult, error) {
+	res := StartResult{Unit: d.UnitName()}
+	timeout := orDefault(d.StartTimeout, DefaultStartTimeout)
+	if !m.HasSystemd() {
+		res.Direct = true
+		pid, err := m.startDirect(ctx, d, timeout)
+		res.PID = pid
+		return res, err
+	}
+	conn, err := m.dial(ctx)
+	if err != nil {
+		return res, fmt.Errorf("start %s: %w", res.Unit, err)
+	}
+	defer conn.Close()
+	jctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	jr, err := conn.Start(jctx, res.Unit)
+	res.JobResult = string(jr)
+	if err != nil {
+		return res, fmt.Errorf("%w; look at `journalctl -u %s` and `cellguard unit status %s`", err, res.Unit, d.Name)
+	}
+	m.Logger.Info("start-job-finished", lager.Data{"unit": res.Unit, "result": jr.Explain()})
+	if jr != "done" {
+		return res, fmt.Errorf("start %s: job %s; look at `journalctl -u %s` and `cellguard unit status %s`",
+			res.Unit, jr.Explain(), res.Unit, d.Name)
+	}
+	pid, err := m.waitRunning(jctx, conn, d)
+	res.PID = pid
+	if err != nil {
+		return res, fmt.Errorf("start %s: %w; look at `journalctl -u %s`", res.Unit, err, res.Unit)
+	}
+	m.Logger.Info("started", lager.Data{"unit": res.Unit, "pid": pid})
+	return res, nil
+}
+
+// waitRunning waits for the pidfile (when there is one) to name a live
+// process, else for the unit's MainPID.
+func (m *Manager) waitRunning(ctx context.Context, conn *systemd.Conn, d Daemon) (int, error) {
+	for {
+		if d.PIDFile != "" {
+			if pid, err := m.readPID(d.PIDFile); err == nil && m.alive(pid) {
+				return pid, nil
+			}
+		} else if conn != nil {
+			if u, err := conn.Unit(ctx, d.UnitName()); err == nil && u.MainPID != 0 && m.alive(int(u.MainPID)) {
+				return int(u.MainPID), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if d.PIDFile != "" {
+				return 0, fmt.Errorf("pidfile %s names no running process after the start job finished (%w)", d.PIDFile, ctx.Err())
+			}
+			return 0, fmt.Errorf("no main process after the start job finished (%w)", ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// StopResult says what Stop did.
+type StopResult struct {
+	Unit      string `json:"unit"`
+	JobResult string `json:"job_result,omitempty"`
+	PID       int    `json:"pid"` // the process waited for, 0 if none was known
+	Direct    bool   `json:"direct,omitempty"`
+}
+
+// Stop stops the daemon's unit and waits until its process is gone.
+func (m *Manager) Stop(ctx context.Context, d Daemon) (StopResult, error) {
+	res := StopResult{Unit: d.UnitName()}
+	timeout := orDefault(d.StopTimeout, DefaultStopTimeout)
+	jctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if d.PIDFile != "" {
+		if pid, err := m.readPID(d.PIDFile); err == nil && m.alive(pid) {
+			res.PID = pid
+		}
+	}
+	if !m.HasSystemd() {
+		res.Direct = true
+		if err := m.stopDirect(jctx, d, res.PID); err != nil {
+			return res, err
+		}
+	} else {
+		conn, err := m.dial(ctx)
+		if err != nil {
+			return res, fmt.Errorf("stop %s: %w", res.Unit, err)
+		}
+		defer conn.Close()
+		if res.PID == 0 {
+			if u, err := conn.Unit(ctx, res.Unit); err == nil && u.MainPID != 0 {
+				res.PID = int(u.MainPID)
+			}
+		}
+		jr, err := conn.Stop(jctx, res.Unit)
+		res.JobResult = string(jr)
+		if err != nil {
+			return res, fmt.Errorf("%w; look at `journalctl -u %s`", err, res.Unit)
+		}
+		m.Logger.Info("stop-job-finished", lager.Data{"unit": res.Unit, "result": jr.Explain()})
+		if jr != "done" {
+			return res, fmt.Errorf("stop %s: job %s; look at `journalctl -u %s` and `cellguard unit status %s`",
+				res.Unit, jr.Explain(), res.Unit, d.Name)
+		}
+	}
+	if res.PID != 0 {
+		if err := m.waitGone(jctx, res.PID); err != nil {
+			return res, fmt.Errorf("stop %s: %w; with KillMode=none only the stop command ends the daemon: check it", res.Unit, err)
+		}
+	}
+	m.Logger.Info("stopped", lager.Data{"unit": res.Unit, "pid": res.PID, "direct": res.Direct})
+	return res, nil
+}
+
+func (m *Manager) waitGone(ctx context.Context, pid int) error {
+	for m.alive(pid) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("process %d still running (%w)", pid, ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
+	return nil
+}
+
+// startDirect runs the start command without systemd. An exec-type ctl
+// script stays in the foreground as the daemon, so it is detached into its
+// own session; a forking one is waited for.
+func (m *Manager) startDirect(ctx context.Context, d Daemon, timeout time.Duration) (int, error) {
+	if m.rootDir() != "/" {
+		return 0, fmt.Errorf("start %s without systemd: only possible on the live root", d.Name)
+	}
+	m.Logger.Info("starting-directly-without-systemd", lager.Data{"daemon": d.Name, "command": d.Start,
+		"reason": "systemd is not init here, so no delegated unit can hold the daemon; running its start command as monit would"})
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.Command(d.Start[0], d.Start[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if d.Type == "forking" {
+		if out, err := runBounded(ctx, cmd); err != nil {
+			return 0, fmt.Errorf("start %s directly: %s: %w: %s", d.Name, strings.Join(d.Start, " "), err, out)
+		}
+	} else {
+		if err := cmd.Start(); err != nil {
+			return 0, fmt.Errorf("start %s directly: %w", d.Name, err)
+		}
+		pid := cmd.Process.Pid
+		go func() { _ = cmd.Wait() }() // reap it if it dies while we wait
+		if d.PIDFile == "" {
+			return pid, nil
+		}
+	}
+	pid, err := m.waitRunning(ctx, nil, d)
+	if err != nil {
+		return 0, fmt.Errorf("start %s directly: %w", d.Name, err)
+	}
+	return pid, nil
+}
+
+// stopDirect runs the stop command, or signals the known pid.
+func (m *Manager) stopDirect(ctx context.Context, d Daemon, pid int) error {
+	m.Logger.Info("stopping-directly-without-systemd", lager.Data{"daemon": d.Name, "command": d.Stop, "pid": pid})
+	if len(d.Stop) > 0 {
+		cmd := exec.Command(d.Stop[0], d.Stop[1:]...)
+		if out, err := runBounded(ctx, cmd); err != nil {
+			return fmt.Errorf("stop %s directly: %s: %w: %s", d.Name, strings.Join(d.Stop, " "), err, out)
+		}
+		return nil
+	}
+	if pid == 0 {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop %s directly: signal %d: %w", d.Name, pid, err)
+	}
+	return nil
+}
+
+// runBounded runs cmd, killing it when ctx ends.
+func runBounded(ctx context.Context, cmd *exec.Cmd) (string, error) {
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return out.String(), ctx.Err()
+	}
+}
+
+func (m *Manager) readPID(pidfile string) (int, error) {
+	b, err := os.ReadFile(m.path(pidfile))
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("pidfile %s: %q is not a pid", pidfile, strings.TrimSpace(string(b)))
+	}
+	return pid, nil
+}
+
+// alive reports whether pid exists and is not a zombie, in Root's /proc.
+func (m *Manager) alive(pid int) bool {
+	b, err := os.ReadFile(m.path(fmt.Sprintf("/proc/%d/stat", pid)))
+	if err != nil {
+		return false
+	}
+	// state is the first field after the last ')' (comm may hold spaces).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

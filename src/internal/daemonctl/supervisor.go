@@ -1,0 +1,136 @@
+package daemonctl
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+	"github.com/cloudfoundry/cellguard/src/internal/unit"
+)
+
+// ProtectResult says what ProtectSupervisor did.
+type ProtectResult struct {
+	PID                 int      `json:"pid"`
+	Unit                string   `json:"unit"`
+	DropIn              string   `json:"drop_in"`
+	Written             bool     `json:"written"`
+	Reloaded            bool     `json:"reloaded"`
+	DelegateControllers []string `json:"delegate_controllers"`
+	NoSystemd           bool     `json:"no_systemd,omitempty"`
+}
+
+// ProtectSupervisor finds the unit holding the supervisor (monit) and gives
+// it a delegation drop-in, so every monit job's cgroup subtree is protected
+// even where a job's own release cannot change. pid 0 means find the oldest
+// process named processName.
+func (m *Manager) ProtectSupervisor(ctx context.Context, pid int, processName string) (ProtectResult, error) {
+	var res ProtectResult
+	if pid == 0 {
+		p, err := m.findProcess(processName)
+		if err != nil {
+			return res, err
+		}
+		pid = p
+	}
+	res.PID = pid
+	if !m.HasSystemd() {
+		res.NoSystemd = true
+		m.Logger.Info("no-systemd-nothing-to-protect", lager.Data{"pid": pid})
+		return res, nil
+	}
+	conn, err := m.dial(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close()
+	name, err := conn.UnitByPID(ctx, pid)
+	if err != nil {
+		return res, err
+	}
+	res.Unit = name
+	if !strings.HasSuffix(name, ".service") {
+		return res, fmt.Errorf("protect supervisor: %s (pid %d) runs in %s, not a service; start it from a service unit (BOSH stemcells use runit.service)",
+			processName, pid, name)
+	}
+	delegate := m.delegate()
+	text, err := unit.RenderSupervisorDropIn(name, delegate)
+	if err != nil {
+		return res, err
+	}
+	dir := filepath.Join(PersistentUnitDir, name+".d")
+	res.DropIn = filepath.Join(dir, unit.DropInName)
+	if err := os.MkdirAll(m.path(dir), 0o755); err != nil {
+		return res, fmt.Errorf("protect supervisor: create %s: %w", dir, err)
+	}
+	w, err := fsutil.WriteFileAtomic(m.path(res.DropIn), text, 0o644)
+	if err != nil {
+		return res, fmt.Errorf("protect supervisor: %w", err)
+	}
+	res.Written = w.Changed
+	u, err := conn.Unit(ctx, name)
+	if err != nil {
+		return res, err
+	}
+	if w.Changed || u.NeedDaemonReload {
+		if err := conn.Reload(ctx); err != nil {
+			return res, err
+		}
+		res.Reloaded = true
+		if u, err = conn.Unit(ctx, name); err != nil {
+			return res, err
+		}
+	}
+	res.DelegateControllers = u.DelegateControllers
+	if err := verifyDelegation(u, delegate); err != nil {
+		return res, fmt.Errorf("protect supervisor: drop-in %s did not take: %w", res.DropIn, err)
+	}
+	m.Logger.Info("supervisor-protected", lager.Data{"unit": name, "pid": pid, "drop_in": res.DropIn,
+		"written": res.Written, "reloaded": res.Reloaded, "delegate_controllers": u.DelegateControllers})
+	return res, nil
+}
+
+// findProcess returns the oldest (lowest start time) process whose comm is
+// name, under Root's /proc.
+func (m *Manager) findProcess(name string) (int, error) {
+	entries, err := os.ReadDir(m.path("/proc"))
+	if err != nil {
+		return 0, fmt.Errorf("list processes: %w", err)
+	}
+	best, bestStart := 0, uint64(0)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(m.path(fmt.Sprintf("/proc/%d/stat", pid)))
+		if err != nil {
+			continue // exited while we looked
+		}
+		s := string(b)
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open || s[open+1:closing] != name {
+			continue
+		}
+		fields := strings.Fields(s[closing+1:])
+		if len(fields) < 20 {
+			continue
+		}
+		start, err := strconv.ParseUint(fields[19], 10, 64) // field 22 of stat
+		if err != nil {
+			continue
+		}
+		if best == 0 || start < bestStart {
+			best, bestStart = pid, start
+		}
+	}
+	if best == 0 {
+		return 0, fmt.Errorf("protect supervisor: no process named %q is running; pass --pid", name)
+	}
+	return best, nil
+}

@@ -1,0 +1,233 @@
+// Package systemd is cellguard's only door to systemd: a thin, context-first
+// wrapper over go-systemd's D-Bus client. Nothing here shells out to
+// systemctl.
+package systemd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	sd "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
+)
+
+// Well-known sockets, relative to a root.
+const (
+	PrivateSocket   = "/run/systemd/private"
+	SystemBusSocket = "/run/dbus/system_bus_socket"
+)
+
+// ErrNoSystemd means systemd is not the init system here (bosh-lite and
+// warden containers), so there is nothing to talk to.
+var ErrNoSystemd = errors.New("systemd is not running as init (no /run/systemd/system)")
+
+// Booted reports whether systemd is PID 1 of the system under root, by the
+// same test as sd_booted(3).
+func Booted(root string) bool {
+	fi, err := os.Lstat(filepath.Join(root, "/run/systemd/system"))
+	return err == nil && fi.IsDir()
+}
+
+// Options choose how to reach systemd.
+type Options struct {
+	// Address is a D-Bus address ("unix:path=/proc/123/root/run/dbus/system_bus_socket").
+	// Empty means: systemd's private socket, then the system bus.
+	Address string
+}
+
+// Conn is a connection to systemd's manager.
+type Conn struct {
+	sd      *sd.Conn
+	bus     *godbus.Conn // the method-call connection sd uses, for calls sd has no ctx form of
+	Address string
+}
+
+// Dial connects to systemd. It honours ctx for the whole handshake: a hung
+// socket gives an error, not a hung monit start program.
+func Dial(ctx context.Context, opts Options) (*Conn, error) {
+	addrs := []string{opts.Address}
+	if opts.Address == "" {
+		addrs = []string{"unix:path=" + PrivateSocket, "unix:path=" + SystemBusSocket}
+	}
+	var errs []error
+	for _, a := range addrs {
+		c, err := dialOne(ctx, a)
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", a, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("connect to systemd over D-Bus: %w", errors.Join(errs...))
+}
+
+func dialOne(ctx context.Context, address string) (*Conn, error) {
+	type result struct {
+		c   *Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var first *godbus.Conn
+		conn, err := sd.NewConnection(func() (*godbus.Conn, error) {
+			bc, err := godbus.Dial(address, godbus.WithContext(ctx))
+			if err != nil {
+				return nil, err
+			}
+			if err := bc.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+				bc.Close()
+				return nil, fmt.Errorf("auth: %w", err)
+			}
+			// systemd's private socket is peer-to-peer: no bus daemon, no Hello.
+			if !strings.HasSuffix(address, PrivateSocket) {
+				if err := bc.Hello(); err != nil {
+					bc.Close()
+					return nil, fmt.Errorf("hello: %w", err)
+				}
+			}
+			if first == nil {
+				first = bc
+			}
+			return bc, nil
+		})
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		done <- result{c: &Conn{sd: conn, bus: first, Address: address}}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() { // close whatever the abandoned dial produces
+			if r := <-done; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, fmt.Errorf("dial: %w", ctx.Err())
+	}
+}
+
+// Close closes the connection.
+func (c *Conn) Close() { c.sd.Close() }
+
+func (c *Conn) manager() godbus.BusObject {
+	return c.bus.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1")
+}
+
+// Version returns the Manager's Version property ("252.38-1~deb12u1").
+func (c *Conn) Version(ctx context.Context) (string, error) {
+	var v godbus.Variant
+	err := c.manager().CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0,
+		"org.freedesktop.systemd1.Manager", "Version").Store(&v)
+	if err != nil {
+		return "", fmt.Errorf("read systemd Version: %w", err)
+	}
+	s, ok := v.Value().(string)
+	if !ok {
+		return "", fmt.Errorf("read systemd Version: unexpected type %T", v.Value())
+	}
+	return s, nil
+}
+
+// ParseVersion returns the major version of a systemd version string
+// ("252.38-1~deb12u1" -> 252, "v256" -> 256, "245 (245.4-4ubuntu3)" -> 245).
+func ParseVersion(s string) (int, error) {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	if end == 0 {
+		return 0, fmt.Errorf("parse systemd version %q: no leading number", s)
+	}
+	return strconv.Atoi(s[:end])
+}
+
+// Reload is `daemon-reload`: systemd rereads unit files.
+func (c *Conn) Reload(ctx context.Context) error {
+	if err := c.sd.ReloadContext(ctx); err != nil {
+		return fmt.Errorf("reload systemd: %w", err)
+	}
+	return nil
+}
+
+// JobResult is what systemd says of a finished job.
+type JobResult string
+
+// Explain puts a job result in words for an operator.
+func (r JobResult) Explain() string {
+	switch r {
+	case "done":
+		return "done: the job completed"
+	case "canceled":
+		return "canceled: another job replaced it before it finished (someone started or stopped the unit meanwhile)"
+	case "timeout":
+		return "timeout: the unit did not finish starting or stopping within its TimeoutStartSec/TimeoutStopSec"
+	case "failed":
+		return "failed: the command exited non-zero, was killed, or the unit's main process could not be found"
+	case "dependency":
+		return "dependency: a unit this one requires failed"
+	case "skipped":
+		return "skipped: the job did not apply in the unit's current state"
+	}
+	return string(r) + ": unknown job result"
+}
+
+// Start starts unit (mode "replace") and waits for the job to finish.
+func (c *Conn) Start(ctx context.Context, unit string) (JobResult, error) {
+	return c.job(ctx, "start", unit, c.sd.StartUnitContext)
+}
+
+// Stop stops unit (mode "replace") and waits for the job to finish.
+func (c *Conn) Stop(ctx context.Context, unit string) (JobResult, error) {
+	return c.job(ctx, "stop", unit, c.sd.StopUnitContext)
+}
+
+func (c *Conn) job(ctx context.Context, verb, unit string,
+	call func(context.Context, string, string, chan<- string) (int, error)) (JobResult, error) {
+	ch := make(chan string, 1)
+	if _, err := call(ctx, unit, "replace", ch); err != nil {
+		return "", fmt.Errorf("%s %s: %w", verb, unit, err)
+	}
+	select {
+	case r := <-ch:
+		return JobResult(r), nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("%s %s: waiting for the job: %w", verb, unit, ctx.Err())
+	}
+}
+
+// UnitByPID returns the name of the unit whose cgroup holds pid.
+func (c *Conn) UnitByPID(ctx context.Context, pid int) (string, error) {
+	name, err := c.sd.GetUnitNameByPID(ctx, uint32(pid))
+	if err != nil {
+		return "", fmt.Errorf("find unit of pid %d: %w", pid, err)
+	}
+	return name, nil
+}
+
+// SetUnitProperties sets properties at runtime (not persisted), like
+// `systemctl set-property --runtime`.
+func (c *Conn) SetUnitProperties(ctx context.Context, unit string, props ...sd.Property) error {
+	if err := c.sd.SetUnitPropertiesContext(ctx, unit, true, props...); err != nil {
+		return fmt.Errorf("set properties of %s: %w", unit, err)
+	}
+	return nil
+}
+
+// StartTransient starts a transient service running argv with props.
+func (c *Conn) StartTransient(ctx context.Context, unit string, argv []string, props ...sd.Property) (JobResult, error) {
+	all := append([]sd.Property{sd.PropExecStart(argv, false)}, props...)
+	return c.job(ctx, "start transient", unit, func(ctx context.Context, name, mode string, ch chan<- string) (int, error) {
+		return c.sd.StartTransientUnitContext(ctx, name, mode, all, ch)
+	})
+}
