@@ -54,6 +54,7 @@ func Commands() []*Command {
 		sysctlCommand(),
 		validateCommand(),
 		versionCommand(),
+		configCommand(),
 	}
 }
 
