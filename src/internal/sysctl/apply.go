@@ -1,0 +1,238 @@
+package sysctl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+)
+
+// Key results in an apply.
+const (
+	ResultChanged    = "changed"     // written and read back
+	ResultUnchanged  = "unchanged"   // already had the wanted value
+	ResultInvalid    = "invalid"     // refused before anything was written
+	ResultRejected   = "rejected"    // the kernel refused the value (EINVAL)
+	ResultFailed     = "failed"      // the write failed for another reason
+	ResultUnverified = "unverified"  // written, but the kernel holds something else
+	ResultRolledBack = "rolled-back" // written, then restored because another key was rejected
+	ResultSkipped    = "skipped"     // not attempted because the input was invalid
+)
+
+// KeyResult is one key of an apply.
+type KeyResult struct {
+	Key     string `json:"key"`
+	Before  string `json:"before"`
+	Wanted  string `json:"wanted"`
+	After   string `json:"after"`
+	Changed bool   `json:"changed"`
+	Result  string `json:"result"`
+	Error   string `json:"error,omitempty"`
+	// BootNote warns that the boot configuration will not keep this value
+	// (another file wins); check reports the same as boot drift.
+	BootNote string `json:"boot_note,omitempty"`
+}
+
+// ApplyReport is the result of Apply.
+type ApplyReport struct {
+	Profile string `json:"profile"`
+	File    string `json:"file"`
+	// Persisted is true when File holds this profile after the run;
+	// FileChanged when this run rewrote it.
+	Persisted   bool        `json:"persisted"`
+	FileChanged bool        `json:"file_changed"`
+	Changed     int         `json:"changed"` // keys written
+	Keys        []KeyResult `json:"keys"`
+}
+
+// Apply is Host{Root: root}.Apply(p).
+func Apply(root string, p Profile) (ApplyReport, error) { return Host{Root: root}.Apply(p) }
+
+// Apply makes the profile true now and after a reboot, in this order:
+//
+//  1. validate every entry against the running kernel without writing
+//     (unknown, read-only or write-only keys, non-numeric values for
+//     numeric keys); any failure stops here with ErrInvalid;
+//  2. write each value that differs; if the kernel rejects one (EINVAL),
+//     restore every key written so far and stop with ErrInvalid: the
+//     persisted file is only replaced when every entry is valid;
+//  3. read every written key back;
+//  4. persist the file atomically (its content is deterministic, so an
+//     unchanged profile leaves it untouched).
+//
+// Failures that are not the input's fault (EPERM, a value the kernel
+// stores differently, an unwritable file) return ErrNotApplied with the
+// report filled in. A second run changes nothing: Changed is 0 and
+// FileChanged false.
+func (h Host) Apply(p Profile) (ApplyReport, error) {
+	rep := ApplyReport{Profile: p.Name, File: p.File}
+	if err := validateFile(p.File); err != nil {
+		return rep, err
+	}
+	live := h.live()
+
+	// 1. Validate everything before touching anything.
+	var invalid []error
+	for _, e := range p.Entries {
+		kr := KeyResult{Key: e.Key, Wanted: e.Value, Result: ResultSkipped}
+		before, err := checkLive(live, e)
+		kr.Before = NormalizeValue(before)
+		if err != nil {
+			kr.Result, kr.Error = ResultInvalid, err.Error()
+			invalid = append(invalid, err)
+		}
+		rep.Keys = append(rep.Keys, kr)
+	}
+	if len(invalid) > 0 {
+		return rep, fmt.Errorf("apply sysctls: nothing written: %w", errors.Join(invalid...))
+	}
+
+	// 2. Write what differs.
+	var rejections, failures []error
+	var written []int
+	for i := range rep.Keys {
+		kr := &rep.Keys[i]
+		k := MustKey(kr.Key)
+		if kr.Before == kr.Wanted {
+			kr.Result, kr.After = ResultUnchanged, kr.Before
+			continue
+		}
+		err := live.Write(k, kr.Wanted)
+		switch {
+		case err == nil:
+			written = append(written, i)
+			kr.Result = ResultChanged
+		case rejected(err):
+			kr.Result = ResultRejected
+			kr.Error = fmt.Sprintf("%s: the kernel rejected %q: %v", k, kr.Wanted, err)
+			rejections = append(rejections, &inputError{msg: kr.Error, err: err})
+		default:
+			kr.Result, kr.Error = ResultFailed, err.Error()
+			failures = append(failures, err)
+		}
+	}
+	if len(rejections) > 0 {
+		// Put back what this run changed, newest first.
+		for j := len(written) - 1; j >= 0; j-- {
+			kr := &rep.Keys[written[j]]
+			k := MustKey(kr.Key)
+			if err := live.Write(k, kr.Before); err != nil {
+				kr.Result = ResultFailed
+				kr.Error = fmt.Sprintf("rollback to %q failed: %v", kr.Before, err)
+				rejections = append(rejections, fmt.Errorf("%s: rollback to %q: %w", k, kr.Before, err))
+				continue
+			}
+			kr.Result = ResultRolledBack
+		}
+		for i := range rep.Keys {
+			if kr := &rep.Keys[i]; kr.Result != ResultRejected && kr.Result != ResultFailed {
+				if v, err := live.Read(MustKey(kr.Key)); err == nil {
+					kr.After = NormalizeValue(v)
+				}
+			}
+		}
+		return rep, fmt.Errorf("apply sysctls: file not written, live changes rolled back: %w", errors.Join(rejections...))
+	}
+
+	// 3. Read back.
+	for _, i := range written {
+		kr := &rep.Keys[i]
+		k := MustKey(kr.Key)
+		v, err := live.Read(k)
+		if err != nil {
+			kr.Result, kr.Error = ResultUnverified, err.Error()
+			failures = append(failures, err)
+			continue
+		}
+		kr.After = NormalizeValue(v)
+		kr.Changed = kr.After != kr.Before
+		if kr.Changed {
+			rep.Changed++
+		}
+		if kr.After != kr.Wanted {
+			kr.Result = ResultUnverified
+			kr.Error = fmt.Sprintf("%s: wrote %q, the kernel holds %q (it clamps or rounds this key; use the value it holds)",
+				k, kr.Wanted, kr.After)
+			failures = append(failures, errors.New(kr.Error))
+		}
+	}
+	for i := range rep.Keys {
+		if kr := &rep.Keys[i]; kr.Result == ResultFailed {
+			if v, err := live.Read(MustKey(kr.Key)); err == nil {
+				kr.After = NormalizeValue(v)
+			}
+		}
+	}
+
+	// 4. Persist. Every value is valid here, so the file is right for boot
+	// even if some key could not be written live (EPERM in a container).
+	target := hostJoin(h.Root, p.File)
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		failures = append(failures, fmt.Errorf("create %s: %w", filepath.Dir(p.File), err))
+	} else if res, err := fsutil.WriteFileAtomic(target, Render(p), 0o644); err != nil {
+		failures = append(failures, fmt.Errorf("persist %s: %w", p.File, err))
+	} else {
+		rep.Persisted, rep.FileChanged = true, res.Changed
+	}
+
+	// Warn now about files that will undo us at boot; check reports it too.
+	if boot, err := LoadBoot(h.Root); err == nil {
+		for i := range rep.Keys {
+			kr := &rep.Keys[i]
+			k := MustKey(kr.Key)
+			win := boot.Winner(k)
+			if win != nil && win.Value == kr.Wanted {
+				continue
+			}
+			var oursAt *Assignment
+			for _, a := range boot.History(k) {
+				if boot.File(a).Path == p.File && a.Key == k.Path() {
+					a := a
+					oursAt = &a
+				}
+			}
+			kr.BootNote = explainBoot(boot, p.File, filepath.Base(p.File), k, kr.Wanted, win, oursAt)
+		}
+	}
+
+	if len(failures) > 0 {
+		return rep, fmt.Errorf("apply sysctls: %w: %w", errors.Join(failures...), ErrNotApplied)
+	}
+	return rep, nil
+}
+
+// Summary is a one-line account of an apply, for humans and logs.
+func (r ApplyReport) Summary() string {
+	var unchanged, bad int
+	for _, k := range r.Keys {
+		switch k.Result {
+		case ResultUnchanged:
+			unchanged++
+		case ResultChanged:
+		default:
+			bad++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d keys: ", len(r.Keys))
+	if r.Changed == 0 && bad == 0 {
+		b.WriteString("nothing changed, all already set")
+	} else {
+		fmt.Fprintf(&b, "%d changed, %d already set", r.Changed, unchanged)
+		if bad > 0 {
+			fmt.Fprintf(&b, ", %d not applied", bad)
+		}
+	}
+	switch {
+	case !r.Persisted:
+		fmt.Fprintf(&b, "; %s not written", r.File)
+	case r.FileChanged:
+		fmt.Fprintf(&b, "; %s written", r.File)
+	default:
+		fmt.Fprintf(&b, "; %s unchanged", r.File)
+	}
+	return b.String()
+}
