@@ -1,0 +1,333 @@
+package runtimever
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+)
+
+//go:embed advisories.json
+var embeddedAdvisories []byte
+
+// Conditions an advisory may name. Each is evaluated on the host by the
+// runtime-versions check; unknown names are rejected when data is loaded,
+// so a typo cannot silently turn a blocking entry into a warning.
+const (
+	// ConditionPipeSoftLimit holds when fs.pipe-user-pages-soft is
+	// non-zero: a user over the limit gets small pipes.
+	ConditionPipeSoftLimit = "pipe_soft_limit_active"
+)
+
+var knownConditions = map[string]bool{ConditionPipeSoftLimit: true}
+
+// Range is one affected interval: Introduced <= v < Fixed. Introduced "0"
+// means every earlier version; an empty Fixed means no fix is released.
+type Range struct {
+	Introduced string `json:"introduced"`
+	Fixed      string `json:"fixed,omitempty"`
+}
+
+// Advisory is one entry of advisories.json.
+type Advisory struct {
+	ID        string  `json:"id"`
+	Component string  `json:"component"` // runc | containerd
+	Summary   string  `json:"summary"`
+	Affected  []Range `json:"affected"`
+	// Backports are distribution builds known to carry the fix although
+	// their upstream version is in an affected range. An entry is an exact
+	// package version ("1.1.5+ds1-1+deb12u1", matched against the version
+	// the binary reports as its commit/revision), or ">=" plus a Debian
+	// version: that upload and later revisions of the same upstream
+	// version, by dpkg ordering.
+	Backports []string `json:"backports,omitempty"`
+	// Severity per phase when the advisory matches; a missing phase means
+	// warning.
+	Severity map[check.Phase]check.Severity `json:"severity"`
+	// Condition, when set, names a host condition under which the
+	// advisory bites; when it does not hold, the entry is at most a
+	// warning.
+	Condition  string   `json:"condition,omitempty"`
+	References []string `json:"references"`
+	Note       string   `json:"note,omitempty"`
+	// Disabled drops an entry of the same id from the shipped list (in an
+	// operator's file).
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// File is the advisories.json document.
+type File struct {
+	Schema     int        `json:"schema"`
+	Note       string     `json:"note,omitempty"`
+	Advisories []Advisory `json:"advisories"`
+}
+
+// SeverityIn returns the entry's severity in phase p.
+func (a Advisory) SeverityIn(p check.Phase) check.Severity {
+	if s, ok := a.Severity[p]; ok {
+		return s
+	}
+	return check.Warning
+}
+
+// FixedIn lists the releases that fix the entry, for the operator.
+func (a Advisory) FixedIn() []string {
+	var out []string
+	for _, r := range a.Affected {
+		if r.Fixed != "" {
+			out = append(out, r.Fixed)
+		}
+	}
+	return out
+}
+
+// Validate checks one entry.
+func (a Advisory) Validate() error {
+	if a.ID == "" {
+		return errors.New("advisory without id")
+	}
+	if a.Disabled {
+		return nil
+	}
+	switch a.Component {
+	case Runc, Containerd:
+	default:
+		return fmt.Errorf("advisory %s: component %q: want runc or containerd", a.ID, a.Component)
+	}
+	if a.Summary == "" || len(a.References) == 0 {
+		return fmt.Errorf("advisory %s: summary and references are required", a.ID)
+	}
+	if len(a.Affected) == 0 {
+		return fmt.Errorf("advisory %s: no affected range", a.ID)
+	}
+	for i, r := range a.Affected {
+		var lo Version
+		if r.Introduced != "0" {
+			v, err := ParseVersion(r.Introduced)
+			if err != nil {
+				return fmt.Errorf("advisory %s: affected[%d].introduced: %w", a.ID, i, err)
+			}
+			lo = v
+		}
+		if r.Fixed != "" {
+			hi, err := ParseVersion(r.Fixed)
+			if err != nil {
+				return fmt.Errorf("advisory %s: affected[%d].fixed: %w", a.ID, i, err)
+			}
+			if !lo.Less(hi) {
+				return fmt.Errorf("advisory %s: affected[%d]: introduced %s is not below fixed %s", a.ID, i, r.Introduced, r.Fixed)
+			}
+		}
+	}
+	for p, s := range a.Severity {
+		if p != check.PreStart && p != check.Drain {
+			return fmt.Errorf("advisory %s: severity phase %q: want pre-start or drain", a.ID, p)
+		}
+		if s != check.Blocking && s != check.Warning && s != check.Info {
+			return fmt.Errorf("advisory %s: severity %q: want blocking, warning or info", a.ID, s)
+		}
+	}
+	if a.Condition != "" && !knownConditions[a.Condition] {
+		return fmt.Errorf("advisory %s: unknown condition %q", a.ID, a.Condition)
+	}
+	for _, b := range a.Backports {
+		if strings.TrimSpace(strings.TrimPrefix(b, ">=")) == "" {
+			return fmt.Errorf("advisory %s: empty backport entry", a.ID)
+		}
+	}
+	return nil
+}
+
+// Verdict is how an advisory relates to one probed binary.
+type Verdict int
+
+const (
+	NotAffected Verdict = iota
+	Affected
+	// Backported: the upstream version is affected but the distribution
+	// build is listed as carrying the fix.
+	Backported
+)
+
+// Match reports whether the advisory applies to a binary of version v,
+// whose distribution package version (may be empty) is distro and whose
+// commit field is commit. The returned string is the backport entry that
+// matched, for evidence.
+func (a Advisory) Match(v Version, distro, commit string) (Verdict, string) {
+	affected := false
+	for _, r := range a.Affected {
+		if r.Introduced != "0" && v.Less(MustParse(r.Introduced)) {
+			continue
+		}
+		if r.Fixed != "" && !v.Less(MustParse(r.Fixed)) {
+			continue
+		}
+		affected = true
+		break
+	}
+	if !affected {
+		return NotAffected, ""
+	}
+	for _, b := range a.Backports {
+		if matchBackport(b, distro, commit) {
+			return Backported, b
+		}
+	}
+	return Affected, ""
+}
+
+func matchBackport(entry, distro, commit string) bool {
+	if min, ok := strings.CutPrefix(entry, ">="); ok {
+		min = strings.TrimSpace(min)
+		if distro == "" {
+			return false
+		}
+		du, _ := SplitDistro(distro)
+		mu, _ := SplitDistro(min)
+		// later revisions of the same upstream carry the fix; a different
+		// upstream version is judged by the affected ranges alone
+		return du == mu && CompareDpkg(distro, min) >= 0
+	}
+	return entry == distro || (commit != "" && entry == commit)
+}
+
+// Parse decodes and validates advisory data; name is used in errors.
+func Parse(b []byte, name string) (File, error) {
+	var f File
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return File{}, fmt.Errorf("parse advisories %s: %w", name, err)
+	}
+	if f.Schema != 1 {
+		return File{}, fmt.Errorf("parse advisories %s: schema %d: want 1", name, f.Schema)
+	}
+	seen := map[string]bool{}
+	for _, a := range f.Advisories {
+		if err := a.Validate(); err != nil {
+			return File{}, fmt.Errorf("advisories %s: %w", name, err)
+		}
+		if seen[a.ID] {
+			return File{}, fmt.Errorf("advisories %s: id %q listed twice", name, a.ID)
+		}
+		seen[a.ID] = true
+	}
+	return f, nil
+}
+
+// Shipped returns the advisory list embedded in the release.
+func Shipped() ([]Advisory, error) {
+	f, err := Parse(embeddedAdvisories, "(shipped)")
+	if err != nil {
+		return nil, err
+	}
+	return f.Advisories, nil
+}
+
+// Load returns the shipped list merged with the operator's file at path
+// (host path; read under root). Entries of the file replace shipped
+// entries of the same id; "disabled": true removes one. On a real root
+// ("" or "/") the file must be owned by root and writable by no one else,
+// and its directory must not be world-writable without the sticky bit:
+// whoever can edit the list can silence a blocking check.
+func Load(root, path string) ([]Advisory, error) {
+	shipped, err := Shipped()
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return shipped, nil
+	}
+	host := filepath.Join(root, path)
+	if root == "" || root == "/" {
+		if err := checkTrusted(host); err != nil {
+			return nil, err
+		}
+	}
+	b, err := os.ReadFile(host)
+	if err != nil {
+		return nil, fmt.Errorf("read advisories %s: %w", host, err)
+	}
+	f, err := Parse(b, host)
+	if err != nil {
+		return nil, err
+	}
+	return merge(shipped, f.Advisories), nil
+}
+
+func checkTrusted(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("stat advisories %s: %w", path, err)
+	}
+	if err := trusted(path, st); err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	dst, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("stat advisories dir %s: %w", dir, err)
+	}
+	if dst.Mode().Perm()&0o002 != 0 && dst.Mode()&os.ModeSticky == 0 {
+		return fmt.Errorf("advisories dir %s is world-writable (%v): anyone could replace the file", dir, dst.Mode().Perm())
+	}
+	return nil
+}
+
+// trusted is the ownership rule, separate so tests can feed it stat data.
+func trusted(path string, st os.FileInfo) error {
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("advisories %s is group- or world-writable (%v): want 0644 or stricter", path, st.Mode().Perm())
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
+		return fmt.Errorf("advisories %s is owned by uid %d: want root", path, sys.Uid)
+	}
+	return nil
+}
+
+func merge(base, over []Advisory) []Advisory {
+	byID := map[string]Advisory{}
+	var order []string
+	for _, a := range base {
+		byID[a.ID] = a
+		order = append(order, a.ID)
+	}
+	for _, a := range over {
+		if _, ok := byID[a.ID]; !ok {
+			order = append(order, a.ID)
+		}
+		byID[a.ID] = a
+	}
+	var out []Advisory
+	for _, id := range order {
+		if a := byID[id]; !a.Disabled {
+			out = append(out, a)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Component < out[j].Component })
+	return out
+}
+
+// PipeSoftLimit reads fs.pipe-user-pages-soft under root: the number of
+// pipe pages a user may hold before new pipes shrink to one page; 0 means
+// no limit.
+func PipeSoftLimit(root string) (int64, error) {
+	p := filepath.Join(root, "/proc/sys/fs/pipe-user-pages-soft")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0, fmt.Errorf("read sysctl %s: %w", p, err)
+	}
+	var n int64
+	if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &n); err != nil {
+		return 0, fmt.Errorf("parse sysctl %s %q: %w", p, bytes.TrimSpace(b), err)
+	}
+	return n, nil
+}

@@ -1,0 +1,270 @@
+package runtimever
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+)
+
+func TestShippedAdvisories(t *testing.T) {
+	advs, err := Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, a := range advs {
+		ids[a.ID] = true
+		for _, r := range a.References {
+			if !strings.HasPrefix(r, "https://") {
+				t.Errorf("%s: reference %q is not a URL", a.ID, r)
+			}
+		}
+	}
+	// the entries issue 4 requires
+	for _, id := range []string{"runc-rc93-init-hang", "runc-devices-update-deny-all", "CVE-2019-5736", "CVE-2024-21626",
+		"CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881", "runc-systemd-unit-exists", "CVE-2020-15257"} {
+		if !ids[id] {
+			t.Errorf("shipped advisories lack %s", id)
+		}
+	}
+}
+
+// matchIDs returns the ids of shipped advisories of component that match.
+func matchIDs(t *testing.T, component, version, distro, commit string) (affected, backported []string) {
+	t.Helper()
+	advs, err := Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := MustParse(version)
+	for _, a := range advs {
+		if a.Component != component {
+			continue
+		}
+		switch verdict, _ := a.Match(v, distro, commit); verdict {
+		case Affected:
+			affected = append(affected, a.ID)
+		case Backported:
+			backported = append(backported, a.ID)
+		}
+	}
+	sort.Strings(affected)
+	sort.Strings(backported)
+	return affected, backported
+}
+
+func TestMatchShipped(t *testing.T) {
+	testCases := []struct {
+		name, component, version, distro, commit string
+		affected, backported                     string
+	}{
+		{"rc6 is vulnerable to everything old", Runc, "1.0.0-rc6+dev", "", "",
+			"CVE-2019-5736 CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-devices-update-deny-all runc-systemd-unit-exists", ""},
+		{"rc7 fixes CVE-2019-5736", Runc, "1.0.0-rc7", "", "",
+			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-devices-update-deny-all runc-systemd-unit-exists", ""},
+		{"rc92+dev is before the rc93 hang", Runc, "1.0.0-rc92+dev", "", "",
+			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", ""},
+		{"rc93 hangs", Runc, "1.0.0-rc93", "", "",
+			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-rc93-init-hang runc-systemd-unit-exists", ""},
+		{"rc94 does not", Runc, "1.0.0-rc94", "", "",
+			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", ""},
+		{"1.0.0 final is after every rc", Runc, "1.0.0", "", "",
+			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", ""},
+		{"Debian bullseye rc93 spelled ~rc93", Runc, "1.0.0~rc93+ds1", "1.0.0~rc93+ds1-5+deb11u2", "1.0.0~rc93+ds1-5+deb11u2",
+			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-rc93-init-hang runc-systemd-unit-exists", ""},
+		{"upstream 1.1.5", Runc, "1.1.5", "", "",
+			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", ""},
+		{"Debian bookworm 1.1.5 carries the CVE-2024-21626 fix", Runc, "1.1.5+ds1", "1.1.5+ds1-1+deb12u1", "1.1.5+ds1-1+deb12u1",
+			"CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", "CVE-2024-21626"},
+		{"a later bookworm security upload too", Runc, "1.1.5+ds1", "1.1.5+ds1-1+deb12u2", "",
+			"CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", "CVE-2024-21626"},
+		{"the bookworm upload before the fix does not", Runc, "1.1.5+ds1", "1.1.5+ds1-1", "",
+			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", ""},
+		{"1.1.12", Runc, "1.1.12", "", "v1.1.12-0-g51d5e94",
+			"CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579", ""},
+		{"1.2.8 fixes November 2025", Runc, "1.2.8", "", "", "CVE-2026-41579", ""},
+		{"1.3.2 is in the 1.3 affected range", Runc, "1.3.2", "", "",
+			"CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579", ""},
+		{"1.3.3", Runc, "1.3.3", "", "", "CVE-2026-41579", ""},
+		{"1.4.0-rc.2", Runc, "1.4.0-rc.2", "", "",
+			"CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579", ""},
+		{"1.4.0-rc.3", Runc, "1.4.0-rc.3", "", "", "CVE-2026-41579", ""},
+		{"1.4.3", Runc, "1.4.3", "", "", "", ""},
+		{"1.5.0", Runc, "1.5.0", "", "", "", ""},
+		{"containerd 1.4.2", Containerd, "v1.4.2", "", "", "CVE-2020-15257", ""},
+		{"containerd 1.3.8", Containerd, "1.3.8", "", "", "CVE-2020-15257", ""},
+		{"containerd 1.3.9", Containerd, "1.3.9", "", "", "", ""},
+		{"containerd 1.4.3", Containerd, "1.4.3", "", "", "", ""},
+		{"containerd 1.4.0-beta.2", Containerd, "1.4.0-beta.2", "", "", "CVE-2020-15257", ""},
+		{"Debian containerd 1.6.20", Containerd, "1.6.20~ds1", "1.6.20~ds1-1+deb12u3", "", "", ""},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			aff, back := matchIDs(t, tc.component, tc.version, tc.distro, tc.commit)
+			if strings.Join(aff, " ") != tc.affected {
+				t.Errorf("affected = %q\nwant       %q", strings.Join(aff, " "), tc.affected)
+			}
+			if strings.Join(back, " ") != tc.backported {
+				t.Errorf("backported = %q, want %q", strings.Join(back, " "), tc.backported)
+			}
+		})
+	}
+}
+
+// TestMatchRealDebianRunc: what the runc installed here matches, decided
+// from the data: Debian's 1.1.5+ds1-1+deb12u1 carries the CVE-2024-21626
+// fix (its changelog says so), nothing for November 2025, nor the 1.1.6
+// UnitExists fix.
+func TestMatchRealDebianRunc(t *testing.T) {
+	requireFile(t, "/usr/sbin/runc")
+	info, err := Prober{}.Probe(context.Background(), Binary{Component: Runc, Path: "/usr/sbin/runc", HostPath: "/usr/sbin/runc"})
+	if err != nil || info.VersionErr != nil {
+		t.Fatal(err, info.VersionErr)
+	}
+	if info.Distro != "1.1.5+ds1-1+deb12u1" {
+		t.Skipf("SKIP: this test's expectations are for Debian's runc 1.1.5+ds1-1+deb12u1, host has %q", info.Distro)
+	}
+	aff, back := matchIDs(t, Runc, info.Version.Raw, info.Distro, info.Commit)
+	if got, want := strings.Join(aff, " "), "CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists"; got != want {
+		t.Errorf("affected = %q, want %q", got, want)
+	}
+	if got := strings.Join(back, " "); got != "CVE-2024-21626" {
+		t.Errorf("backported = %q, want CVE-2024-21626", got)
+	}
+}
+
+func TestMatchExactBackportAndCommit(t *testing.T) {
+	a := Advisory{ID: "X", Component: Runc, Affected: []Range{{Introduced: "0", Fixed: "1.0.0-rc7"}},
+		Backports: []string{"1.0.0~rc6+dfsg1-3", "09c8266bf2fcf9519a651b04ae54c967b9ab86ec"}}
+	v := MustParse("1.0.0-rc6+dev")
+	testCases := []struct {
+		distro, commit string
+		want           Verdict
+	}{
+		{"1.0.0~rc6+dfsg1-3", "", Backported},
+		{"1.0.0~rc6+dfsg1-4", "", Affected}, // exact entries do not extend to later revisions
+		{"", "09c8266bf2fcf9519a651b04ae54c967b9ab86ec", Backported},
+		{"", "ccb5efd37fb7c86364786e9137e22948751de7ed", Affected},
+	}
+	for _, tc := range testCases {
+		if got, _ := a.Match(v, tc.distro, tc.commit); got != tc.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", tc.distro, tc.commit, got, tc.want)
+		}
+	}
+	// ">=" needs the same upstream version: a different upstream is judged
+	// by the ranges alone.
+	b := Advisory{ID: "Y", Component: Runc, Affected: []Range{{Introduced: "0", Fixed: "1.1.12"}}, Backports: []string{">=1.1.5+ds1-1+deb12u1"}}
+	if got, _ := b.Match(MustParse("1.1.6"), "1.1.6+ds1-1", ""); got != Affected {
+		t.Errorf("other upstream 1.1.6+ds1-1 = %v, want Affected", got)
+	}
+}
+
+func TestParseRejectsBadData(t *testing.T) {
+	good := `{"id":"X","component":"runc","summary":"s","references":["https://x"],"affected":[{"introduced":"0","fixed":"1.1.12"}]`
+	testCases := []struct{ name, doc, want string }{
+		{"unknown field", `{"schema":1,"advisories":[` + good + `,"fixd":"1"}]}`, "unknown field"},
+		{"bad schema", `{"schema":2,"advisories":[]}`, "schema 2"},
+		{"unknown condition", `{"schema":1,"advisories":[` + good + `,"condition":"pipe_soft_limit"}]}`, "unknown condition"},
+		{"bad component", `{"schema":1,"advisories":[{"id":"X","component":"crun","summary":"s","references":["r"],"affected":[{"introduced":"0"}]}]}`, "component"},
+		{"inverted range", `{"schema":1,"advisories":[{"id":"X","component":"runc","summary":"s","references":["r"],"affected":[{"introduced":"1.2.0","fixed":"1.1.0"}]}]}`, "not below"},
+		{"bad version", `{"schema":1,"advisories":[{"id":"X","component":"runc","summary":"s","references":["r"],"affected":[{"introduced":"0","fixed":"one"}]}]}`, "fixed"},
+		{"bad severity", `{"schema":1,"advisories":[` + good + `,"severity":{"pre-start":"fatal"}}]}`, "severity"},
+		{"bad phase", `{"schema":1,"advisories":[` + good + `,"severity":{"prestart":"blocking"}}]}`, "phase"},
+		{"duplicate", `{"schema":1,"advisories":[` + good + `},` + good + `}]}`, "twice"},
+		{"no references", `{"schema":1,"advisories":[{"id":"X","component":"runc","summary":"s","affected":[{"introduced":"0"}]}]}`, "references"},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.doc), "test.json")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadMergesOperatorFile(t *testing.T) {
+	root := t.TempDir()
+	doc := `{"schema":1,"advisories":[
+	  {"id":"CVE-2020-15257","disabled":true},
+	  {"id":"CVE-2024-21626","component":"runc","summary":"override","references":["https://example.org"],
+	   "affected":[{"introduced":"0","fixed":"1.1.12"}],"backports":["1.1.5+ds1-1+deb12u1"],"severity":{"pre-start":"warning"}},
+	  {"id":"SITE-1","component":"containerd","summary":"site rule","references":["https://example.org/1"],
+	   "affected":[{"introduced":"1.6.0","fixed":"1.6.21"}],"severity":{"pre-start":"blocking"}}]}`
+	must(t, os.MkdirAll(filepath.Join(root, "var/vcap/jobs/cellguard/config"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "var/vcap/jobs/cellguard/config/advisories.json"), []byte(doc), 0o644))
+	advs, err := Load(root, "/var/vcap/jobs/cellguard/config/advisories.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]Advisory{}
+	for _, a := range advs {
+		byID[a.ID] = a
+	}
+	if _, ok := byID["CVE-2020-15257"]; ok {
+		t.Error("disabled entry still present")
+	}
+	if a := byID["CVE-2024-21626"]; a.Summary != "override" || a.SeverityIn(check.PreStart) != check.Warning {
+		t.Errorf("override not applied: %+v", a)
+	}
+	if _, ok := byID["SITE-1"]; !ok {
+		t.Error("added entry missing")
+	}
+	if _, ok := byID["CVE-2019-5736"]; !ok {
+		t.Error("shipped entries lost")
+	}
+	if _, err := Load(root, "/nope.json"); err == nil {
+		t.Error("missing advisories file: no error")
+	}
+}
+
+// TestTrusted checks the ownership rule on real files: a 0644 file of
+// ours passes when we are root, a world-writable one never does.
+func TestTrusted(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.json")
+	must(t, os.WriteFile(p, []byte("{}"), 0o644))
+	must(t, os.Chmod(p, 0o666))
+	if err := checkTrusted(p); err == nil || !strings.Contains(err.Error(), "world-writable") {
+		t.Errorf("0666 file: err = %v, want world-writable", err)
+	}
+	must(t, os.Chmod(p, 0o644))
+	err := checkTrusted(p)
+	if os.Geteuid() == 0 {
+		if err != nil {
+			t.Errorf("root-owned 0644 file: %v", err)
+		}
+		must(t, os.Chown(p, 65534, 65534))
+		if err := checkTrusted(p); err == nil || !strings.Contains(err.Error(), "uid 65534") {
+			t.Errorf("file owned by nobody: err = %v", err)
+		}
+		must(t, os.Chown(p, 0, 0))
+		must(t, os.Chmod(dir, 0o777))
+		if err := checkTrusted(p); err == nil || !strings.Contains(err.Error(), "dir") {
+			t.Errorf("world-writable dir: err = %v", err)
+		}
+		must(t, os.Chmod(dir, os.ModeSticky|0o777))
+		if err := checkTrusted(p); err != nil {
+			t.Errorf("sticky world-writable dir (like /tmp): %v", err)
+		}
+	} else if err == nil || !strings.Contains(err.Error(), "owned by uid") {
+		t.Errorf("non-root-owned file: err = %v, want owned by uid", err)
+	}
+}
+
+func TestPipeSoftLimit(t *testing.T) {
+	root := t.TempDir()
+	if _, err := PipeSoftLimit(root); err == nil {
+		t.Error("missing file: no error")
+	}
+	must(t, os.MkdirAll(filepath.Join(root, "proc/sys/fs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "proc/sys/fs/pipe-user-pages-soft"), []byte("16384\n"), 0o644))
+	if n, err := PipeSoftLimit(root); err != nil || n != 16384 {
+		t.Errorf("PipeSoftLimit = %d, %v", n, err)
+	}
+}

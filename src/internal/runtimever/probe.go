@@ -1,0 +1,283 @@
+package runtimever
+
+import (
+	"context"
+	"debug/buildinfo"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Components cellguard knows how to probe.
+const (
+	Runc       = "runc"
+	Containerd = "containerd"
+)
+
+// DefaultPath is searched (under the root prefix) after the configured
+// paths. BOSH jobs run with a minimal PATH, so it is fixed, not inherited.
+var DefaultPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// Binary is one runtime binary found on the host.
+type Binary struct {
+	Component string // Runc or Containerd
+	Path      string // as the host sees it (without the root prefix)
+	HostPath  string // root prefix + Path: what is executed and read
+	Source    string // "config" or "PATH"
+}
+
+// Locator finds runtime binaries under Root.
+type Locator struct {
+	Root string
+	// Configured maps component to path (config.Validator.RuntimeBinaries).
+	Configured map[string]string
+	// Path is the search path; nil means DefaultPath.
+	Path []string
+}
+
+// Missing is a configured binary that is not there.
+type Missing struct {
+	Component, Path string
+	Err             error
+}
+
+// Locate returns every distinct binary of component: the configured one
+// first, then each PATH hit that is not the same file (same device and
+// inode, so symlinks and bind mounts are not reported twice). A configured
+// path that does not exist is returned in missing.
+func (l Locator) Locate(component string) (found []Binary, missing []Missing) {
+	type key struct{ dev, ino uint64 }
+	seen := map[key]bool{}
+	add := func(p, source string) error {
+		host := filepath.Join(l.Root, p)
+		st, err := os.Stat(host)
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+			return fmt.Errorf("stat %s: not an executable file", host)
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			k := key{uint64(sys.Dev), sys.Ino}
+			if seen[k] {
+				return nil
+			}
+			seen[k] = true
+		}
+		found = append(found, Binary{Component: component, Path: p, HostPath: host, Source: source})
+		return nil
+	}
+	if p := l.Configured[component]; p != "" {
+		if err := add(p, "config"); err != nil {
+			missing = append(missing, Missing{Component: component, Path: p, Err: err})
+		}
+	}
+	dirs := l.Path
+	if dirs == nil {
+		dirs = DefaultPath
+	}
+	for _, d := range dirs {
+		_ = add(filepath.Join(d, component), "PATH") // absent on PATH is normal
+	}
+	return found, missing
+}
+
+// Info is what a probe learned about one binary.
+type Info struct {
+	Binary
+	// Version is the upstream version; zero with VersionErr set when it
+	// could not be determined.
+	Version    Version
+	VersionErr error
+	// VersionSource says where Version came from: "--version", "features",
+	// "buildinfo".
+	VersionSource string
+	// Distro is the distribution package version when the binary reports
+	// one ("1.1.5+ds1-1+deb12u1"); backports match against it.
+	Distro string
+	Commit string
+	// Features is true when `runc features` worked, which only runc >= 1.1
+	// implements.
+	Features bool
+	// Raw outputs, for evidence.
+	RawVersion string
+	// Notes are odd things seen while probing (inconsistent sources).
+	Notes []string
+}
+
+// Prober runs binaries to learn their versions.
+type Prober struct {
+	// Timeout per exec; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Probe learns b's version. It returns an error only when the binary
+// could not be run at all (including ErrTimeout); a binary that runs but
+// does not say its version yields Info.VersionErr.
+func (p Prober) Probe(ctx context.Context, b Binary) (Info, error) {
+	info := Info{Binary: b}
+	out, err := Output(ctx, p.Timeout, b.HostPath, "--version")
+	if err != nil {
+		return info, fmt.Errorf("probe %s version: %w", b.Component, err)
+	}
+	info.RawVersion = strings.TrimSpace(string(out))
+	var ver string
+	switch b.Component {
+	case Runc:
+		ver, info.Commit = ParseRuncVersion(string(out))
+	case Containerd:
+		ver, info.Commit = ParseContainerdVersion(string(out))
+	default:
+		return info, fmt.Errorf("probe %s: unknown component", b.Component)
+	}
+	info.Distro = DistroVersion(info.Commit)
+	info.Version, info.VersionErr = ParseVersion(ver)
+	if info.VersionErr == nil {
+		info.VersionSource = "--version"
+		if strings.HasSuffix(ver, "+unknown") {
+			// containerd built without its version ldflags prints the
+			// source tree's version: a lower bound, matched as if exact.
+			info.Notes = append(info.Notes, fmt.Sprintf("%s was built without version ldflags; %s is the source tree's version, the real one may be later", b.Component, ver))
+		}
+	}
+
+	if b.Component == Runc {
+		if fout, ferr := Output(ctx, p.Timeout, b.HostPath, "features"); ferr == nil {
+			p.useFeatures(&info, fout)
+		} else if errors.Is(ferr, ErrTimeout) {
+			return info, fmt.Errorf("probe %s features: %w", b.Component, ferr)
+		}
+	}
+	if info.VersionErr != nil {
+		if v, src, err := VersionFromBuildInfo(b.HostPath); err == nil {
+			info.Version, info.VersionErr, info.VersionSource = v, nil, src
+		} else {
+			info.Notes = append(info.Notes, err.Error())
+		}
+	}
+	if info.VersionErr == nil && b.Component == Runc {
+		// runc features exists since 1.1: a binary claiming less but
+		// answering it (or the reverse) is a custom build whose version
+		// string should not be trusted blindly.
+		v11 := Version{Major: 1, Minor: 1}
+		if info.Features && info.Version.Less(v11) {
+			info.Notes = append(info.Notes, fmt.Sprintf("reports %s but implements `runc features` (runc >= 1.1)", info.Version.Raw))
+		}
+		if !info.Features && !info.Version.Less(v11) {
+			info.Notes = append(info.Notes, fmt.Sprintf("reports %s but `runc features` failed (runc >= 1.1 implements it)", info.Version.Raw))
+		}
+	}
+	return info, nil
+}
+
+func (p Prober) useFeatures(info *Info, out []byte) {
+	var f struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := json.Unmarshal(out, &f); err != nil {
+		info.Notes = append(info.Notes, fmt.Sprintf("runc features: not JSON: %v", err))
+		return
+	}
+	info.Features = true
+	if info.VersionErr == nil {
+		return
+	}
+	if v := f.Annotations["org.opencontainers.runc.version"]; v != "" {
+		if pv, err := ParseVersion(v); err == nil {
+			info.Version, info.VersionErr, info.VersionSource = pv, nil, "features"
+		}
+	}
+	if info.Distro == "" {
+		info.Distro = DistroVersion(f.Annotations["org.opencontainers.runc.commit"])
+	}
+}
+
+var runcVersionRe = regexp.MustCompile(`(?m)^runc version[ \t]*(\S*)[ \t]*$`)
+var runcCommitRe = regexp.MustCompile(`(?m)^commit:[ \t]*(\S*)[ \t]*$`)
+
+// ParseRuncVersion extracts the version and commit fields from
+// `runc --version`:
+//
+//	runc version 1.1.5+ds1
+//	commit: 1.1.5+ds1-1+deb12u1
+//	spec: 1.0.2-dev
+func ParseRuncVersion(out string) (version, commit string) {
+	if m := runcVersionRe.FindStringSubmatch(out); m != nil {
+		version = m[1]
+	}
+	if m := runcCommitRe.FindStringSubmatch(out); m != nil {
+		commit = m[1]
+	}
+	return version, commit
+}
+
+// ParseContainerdVersion extracts version and revision from
+// `containerd --version`, whose form is "containerd <package> <version>
+// <revision>":
+//
+//	containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3
+//	containerd containerd.io 1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da
+func ParseContainerdVersion(out string) (version, revision string) {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == "containerd" {
+			version = f[2]
+			if len(f) >= 4 {
+				revision = f[3]
+			}
+			return version, revision
+		}
+	}
+	return "", ""
+}
+
+// ldflagsVersionRe finds the version variables runc and containerd set
+// with -X at build time.
+var ldflagsVersionRe = regexp.MustCompile(`-X[= ]'?(?:main\.version|github\.com/containerd/containerd(?:/v2)?/(?:pkg/)?version\.Version)=([^\s']+)`)
+
+var pseudoRe = regexp.MustCompile(`\d{14}-[0-9a-f]{12}`)
+
+// VersionFromBuildInfo reads the Go build information embedded in the
+// binary at path: the -X version ldflag when recorded, else the main
+// module's version (set by `go install module@version`).
+func VersionFromBuildInfo(path string) (Version, string, error) {
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return Version{}, "", fmt.Errorf("read build info %s: %w", path, err)
+	}
+	v, err := versionFromBuildInfo(bi)
+	if err != nil {
+		return Version{}, "", fmt.Errorf("read build info %s: %w", path, err)
+	}
+	return v, "buildinfo", nil
+}
+
+func versionFromBuildInfo(bi *debug.BuildInfo) (Version, error) {
+	for _, s := range bi.Settings {
+		if s.Key != "-ldflags" {
+			continue
+		}
+		if m := ldflagsVersionRe.FindStringSubmatch(s.Value); m != nil {
+			if v, err := ParseVersion(m[1]); err == nil {
+				return v, nil
+			}
+		}
+	}
+	if mv := bi.Main.Version; mv != "" && mv != "(devel)" {
+		// pseudo-versions (v1.1.13-0.20240201120000-abcdef123456) name a
+		// commit, not a release; their base is one below what they say.
+		if !pseudoRe.MatchString(mv) {
+			if v, err := ParseVersion(strings.TrimSuffix(mv, "+incompatible")); err == nil {
+				return v, nil
+			}
+		}
+	}
+	return Version{}, fmt.Errorf("no version in ldflags or main module (%q): %w", bi.Main.Version, ErrUnknownVersion)
+}
