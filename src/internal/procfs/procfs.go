@@ -1,0 +1,349 @@
+package procfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrGone means the process exited while we looked at it: normal on a live
+// host, never a finding.
+var ErrGone = errors.New("procfs: process is gone")
+
+// UserHZ is the kernel's USER_HZ, the unit of /proc/<pid>/stat start times.
+// It is 100 on every Linux architecture cellguard runs on.
+const UserHZ = 100
+
+// FS is a proc filesystem mounted at Root/proc.
+type FS struct {
+	Root string
+}
+
+// New returns the proc filesystem under root ("" or "/" is the host).
+func New(root string) FS {
+	if root == "" {
+		root = "/"
+	}
+	return FS{Root: root}
+}
+
+// Dir is the directory holding the pid directories.
+func (fs FS) Dir() string { return filepath.Join(fs.Root, "proc") }
+
+// Path returns Root/proc/<pid>/<name>.
+func (fs FS) Path(pid int, name string) string {
+	return filepath.Join(fs.Root, "proc", strconv.Itoa(pid), name)
+}
+
+// Stat is the part of /proc/<pid>/stat the validator reads.
+type Stat struct {
+	PID   int
+	Comm  string // without the parentheses; may contain spaces and ')'
+	State byte
+	PPID  int
+	// StartTime is field 22: clock ticks after boot. runc records the same
+	// number as init_process_start, which makes pid reuse detectable.
+	StartTime uint64
+}
+
+// Reader reads proc files into reused buffers. It is not safe for
+// concurrent use; use one per goroutine.
+type Reader struct {
+	fs   FS
+	buf  []byte
+	link []byte
+}
+
+// NewReader returns a Reader for fs.
+func (fs FS) NewReader() *Reader {
+	return &Reader{fs: fs, buf: make([]byte, 4096), link: make([]byte, 128)}
+}
+
+// FS returns the filesystem the reader reads.
+func (r *Reader) FS() FS { return r.fs }
+
+// Stat reads and parses /proc/<pid>/stat.
+func (r *Reader) Stat(pid int) (Stat, error) {
+	b, err := r.read(r.fs.Path(pid, "stat"))
+	if err != nil {
+		return Stat{}, err
+	}
+	st, err := ParseStat(b)
+	if err != nil {
+		return Stat{}, fmt.Errorf("parse %s: %w", r.fs.Path(pid, "stat"), err)
+	}
+	return st, nil
+}
+
+// ParseStat parses the content of /proc/<pid>/stat. The comm field is
+// wrapped in parentheses and may itself contain ") (", so it ends at the
+// last ')' in the line, as the kernel documents.
+func ParseStat(b []byte) (Stat, error) {
+	var st Stat
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 1 || end < open {
+		return st, errors.New("no (comm) field")
+	}
+	pid, ok := atoi(bytes.TrimSpace(b[:open]))
+	if !ok {
+		return st, fmt.Errorf("bad pid %q", b[:open])
+	}
+	st.PID = pid
+	st.Comm = string(b[open+1 : end])
+	// Fields after comm, numbered from 3 (state).
+	rest := b[end+1:]
+	field := 2
+	for len(rest) > 0 {
+		rest = bytes.TrimLeft(rest, " ")
+		if len(rest) == 0 {
+			break
+		}
+		i := bytes.IndexByte(rest, ' ')
+		var tok []byte
+		if i < 0 {
+			tok, rest = rest, nil
+		} else {
+			tok, rest = rest[:i], rest[i+1:]
+		}
+		field++
+		switch field {
+		case 3:
+			st.State = tok[0]
+		case 4:
+			st.PPID, _ = atoi(tok)
+		case 22:
+			v, ok := atoi(tok)
+			if !ok {
+				return st, fmt.Errorf("bad starttime %q", tok)
+			}
+			st.StartTime = uint64(v)
+			return st, nil
+		}
+	}
+	return st, fmt.Errorf("only %d fields", field)
+}
+
+// Cgroup returns the content of /proc/<pid>/cgroup. The slice is valid
+// until the reader's next call.
+func (r *Reader) Cgroup(pid int) ([]byte, error) {
+	return r.read(r.fs.Path(pid, "cgroup"))
+}
+
+// Cmdline returns the process's argv; empty for kernel threads and zombies.
+func (r *Reader) Cmdline(pid int) ([]string, error) {
+	b, err := r.read(r.fs.Path(pid, "cmdline"))
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimRight(b, "\x00")
+	if len(b) == 0 {
+		return nil, nil
+	}
+	parts := bytes.Split(b, []byte{0})
+	args := make([]string, len(parts))
+	for i, p := range parts {
+		args[i] = string(p)
+	}
+	return args, nil
+}
+
+// PidNS returns the inode of the process's pid namespace, from the
+// "pid:[4026531836]" link. Zombies have no namespaces left: ErrGone.
+func (r *Reader) PidNS(pid int) (uint64, error) {
+	path := r.fs.Path(pid, "ns/pid")
+	l, err := r.readlink(path)
+	if err != nil {
+		return 0, err
+	}
+	ino, err := ParseNSLink(l)
+	if err != nil {
+		return 0, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return ino, nil
+}
+
+// ParseNSLink parses a namespace link target such as "pid:[4026531836]".
+func ParseNSLink(l []byte) (uint64, error) {
+	i := bytes.IndexByte(l, '[')
+	if i < 0 || l[len(l)-1] != ']' {
+		return 0, fmt.Errorf("bad namespace link %q", l)
+	}
+	v, err := strconv.ParseUint(string(l[i+1:len(l)-1]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad namespace link %q: %w", l, err)
+	}
+	return v, nil
+}
+
+// Readlink reads a link under proc (e.g. "fd/3") of pid into the reader's
+// buffer; the slice is valid until the next call.
+func (r *Reader) Readlink(pid int, name string) ([]byte, error) {
+	return r.readlink(r.fs.Path(pid, name))
+}
+
+// ReadFile reads path whole into the reader's buffer (grown as needed); the
+// slice is valid until the next call. ENOENT and ESRCH become ErrGone.
+func (r *Reader) ReadFile(path string) ([]byte, error) { return r.read(path) }
+
+func (r *Reader) read(path string) ([]byte, error) {
+	var err error
+	r.buf, err = ReadInto(path, r.buf[:0])
+	return r.buf, err
+}
+
+// ReadInto appends the content of path to buf and returns it, with raw
+// syscalls so a scan of thousands of small proc and cgroup files does not
+// allocate a file object per read. ENOENT and ESRCH become ErrGone.
+func ReadInto(path string, buf []byte) ([]byte, error) {
+	fd, err := openRetry(path)
+	if err != nil {
+		return buf, wrap("open", path, err)
+	}
+	defer unix.Close(fd)
+	for {
+		if cap(buf)-len(buf) < 512 {
+			nb := make([]byte, len(buf), 2*cap(buf)+512)
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return buf, wrap("read", path, err)
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+func openRetry(path string) (int, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+func (r *Reader) readlink(path string) ([]byte, error) {
+	for {
+		n, err := unix.Readlink(path, r.link[:cap(r.link)])
+		if err != nil {
+			return nil, wrap("readlink", path, err)
+		}
+		if n < cap(r.link) {
+			return r.link[:n], nil
+		}
+		r.link = make([]byte, 2*cap(r.link))
+	}
+}
+
+func wrap(op, path string, err error) error {
+	if err == unix.ENOENT || err == unix.ESRCH {
+		return fmt.Errorf("%s %s: %w (%w)", op, path, ErrGone, err)
+	}
+	return fmt.Errorf("%s %s: %w", op, path, err)
+}
+
+// IsGone reports whether err means the process (or its proc entry) went
+// away mid-scan.
+func IsGone(err error) bool { return errors.Is(err, ErrGone) }
+
+// PIDs appends the pids listed in Root/proc to dst. It reads directory
+// entries with getdents into one buffer: on a cell this lists thousands of
+// entries and the validator should not allocate a string for each.
+func (fs FS) PIDs(dst []int) ([]int, error) {
+	dir := fs.Dir()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return dst, fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return dst, fmt.Errorf("list %s: %w", dir, err)
+		}
+		if n <= 0 {
+			return dst, nil
+		}
+		dst = appendDirentPIDs(dst, buf[:n])
+	}
+}
+
+// appendDirentPIDs walks linux_dirent64 records: ino u64, off u64,
+// reclen u16, type u8, NUL-terminated name.
+func appendDirentPIDs(dst []int, b []byte) []int {
+	for len(b) >= 19 {
+		reclen := int(b[16]) | int(b[17])<<8 // little-endian on every target we build
+		if reclen < 19 || reclen > len(b) {
+			break
+		}
+		name := b[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if pid, ok := atoi(name); ok && pid > 0 {
+			dst = append(dst, pid)
+		}
+		b = b[reclen:]
+	}
+	return dst
+}
+
+// BootTime reads btime from Root/proc/stat.
+func (fs FS) BootTime() (time.Time, error) {
+	path := filepath.Join(fs.Dir(), "stat")
+	b, err := ReadInto(path, make([]byte, 0, 8192))
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if v, ok := bytes.CutPrefix(line, []byte("btime ")); ok {
+			sec, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("parse btime in %s: %w", path, err)
+			}
+			return time.Unix(sec, 0), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("no btime in %s", path)
+}
+
+// StartedAt converts a start time in clock ticks to wall time.
+func StartedAt(boot time.Time, ticks uint64) time.Time {
+	return boot.Add(time.Duration(ticks) * time.Second / UserHZ)
+}
+
+// atoi parses a non-negative decimal without allocating.
+func atoi(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// Atoi parses a non-negative decimal (a pid in cgroup.procs) without
+// allocating.
+func Atoi(b []byte) (int, bool) { return atoi(b) }
