@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The release end to end, as CI and a BOSH director would see it:
+#  1. copy the repository's files (tracked and untracked-but-not-ignored,
+#     nothing generated) into a scratch dir, so nothing lands in the repo and
+#     parallel runs do not share .dev_builds;
+#  2. bosh create-release --force --tarball there, in a network namespace with
+#     no interfaces (offline), after syncing src/_module;
+#  3. unpack the tarball and compile each package from it alone, in dependency
+#     order, as the BOSH agent does: the package's files in
+#     BOSH_COMPILE_TARGET, `bash -x packaging`, only its declared
+#     dependencies under the packages dir, a clean environment without the
+#     host's Go, and no network;
+#  4. run the compiled binary;
+#  5. check the package carries the root go.mod/go.sum, and that changing
+#     go.mod changes the cellguard package's version (the fingerprint trap).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "${here}/../.." && pwd)"
+start=${SECONDS}
+
+say() { echo "release-e2e: $*"; }
+fail() { echo "release-e2e: FAIL: $*" >&2; exit 1; }
+
+work="$(mktemp -d /var/tmp/cellguard-release-e2e.XXXXXX)"
+trap 'rm -rf "${work}"' EXIT
+
+bosh="$("${here}/bosh-cli.sh")"
+"${here}/golang-blob.sh"
+
+offline=()
+if [ "$(id -u)" = 0 ] && unshare --net true 2>/dev/null; then
+  offline=(unshare --net)
+else
+  say "not root: create-release and packaging run with the network up"
+fi
+
+# 1. the release directory, as a fresh checkout would have it. Source
+# worktree (default) takes the files as they are; head takes the last commit,
+# which is what CI sees and is immune to others' half-written files.
+rel="${work}/release"
+mkdir -p "${rel}"
+case "${CELLGUARD_E2E_SOURCE:-worktree}" in
+  head) git -C "${repo}" archive HEAD | tar -xf - -C "${rel}" ;;
+  worktree)
+    (cd "${repo}" && git ls-files -z --cached --others --exclude-standard |
+      while IFS= read -r -d '' f; do [ -e "${f}" ] && printf '%s\0' "${f}"; done |
+      tar --null -T - -cf -) | tar -xf - -C "${rel}" ;;
+  *) fail "CELLGUARD_E2E_SOURCE must be worktree or head" ;;
+esac
+say "release dir from ${CELLGUARD_E2E_SOURCE:-worktree}: $(find "${rel}" -type f | wc -l) files"
+[ ! -e "${rel}/src/_module" ] || fail "src/_module was copied: it must be gitignored"
+
+# 2. create-release, offline.
+"${rel}/ci/scripts/sync-module.sh" >/dev/null
+tarball="${work}/cellguard.tgz"
+(cd "${rel}" && "${offline[@]}" "${bosh}" create-release --force --tarball="${tarball}" --non-interactive) \
+  >"${work}/create-release.log" 2>&1 || { cat "${work}/create-release.log" >&2; fail "bosh create-release"; }
+say "create-release: $(du -h "${tarball}" | cut -f1) tarball ($((SECONDS - start))s so far)"
+
+# 3. compile each package from the tarball alone.
+unpacked="${work}/tarball"
+mkdir -p "${unpacked}"
+tar -xzf "${tarball}" -C "${unpacked}"
+# name version dep,dep... in dependency order (release.MF lists them; sort topologically).
+order="$(ruby -ryaml -e '
+  pkgs = YAML.load_file(ARGV[0])["packages"]
+  done = []
+  until pkgs.empty?
+    ready = pkgs.select { |p| (p["dependencies"] || []).all? { |d| done.include?(d) } }
+    abort "dependency cycle among #{pkgs.map { |p| p["name"] }}" if ready.empty?
+    ready.each { |p| puts [p["name"], p["version"], (p["dependencies"] || []).join(",")].join(" "); done << p["name"] }
+    pkgs -= ready
+  end' "${unpacked}/release.MF")"
+
+vcap="${work}/vcap"
+installed="${vcap}/data/packages"  # where compiled packages end up
+while read -r name version deps; do
+  compile="${vcap}/data/compile/${name}"
+  install="${installed}/${name}/${version}"
+  packages="${vcap}/packages"
+  mkdir -p "${compile}" "${install}"
+  tar -xzf "${unpacked}/packages/${name}.tgz" -C "${compile}"
+  # The agent keeps only the declared dependencies under /var/vcap/packages.
+  rm -rf "${packages}" && mkdir -p "${packages}"
+  for dep in ${deps//,/ }; do
+    ln -s "${installed}/${dep}/"* "${packages}/${dep}"
+  done
+  t0=${SECONDS}
+  (cd "${compile}" && env -i \
+      PATH=/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin HOME="${work}/home" \
+      BOSH_COMPILE_TARGET="${compile}" BOSH_INSTALL_TARGET="${install}" \
+      BOSH_PACKAGE_NAME="${name}" BOSH_PACKAGE_VERSION="${version}" \
+      BOSH_PACKAGES_DIR="${packages}" \
+      "${offline[@]}" bash -x packaging) >"${work}/compile-${name}.log" 2>&1 ||
+    { tail -n 40 "${work}/compile-${name}.log" >&2; fail "compiling ${name} from the tarball"; }
+  say "compiled ${name}/${version} (deps: ${deps:-none}) in $((SECONDS - t0))s"
+  rm -rf "${compile}"
+done <<<"${order}"
+
+# 4. the binary runs.
+cg_version="$(awk '$1 == "cellguard" {print $2}' <<<"${order}")"
+cg="${installed}/cellguard/${cg_version}/bin/cellguard"
+[ -x "${cg}" ] || fail "no ${cg}"
+got="$("${cg}" version)" || fail "cellguard version exited non-zero"
+[ "${got}" = "${cg_version}" ] || fail "cellguard version printed ${got}, want the package version ${cg_version}"
+"${cg}" --help >/dev/null 2>"${work}/help.txt" || fail "cellguard --help exited non-zero"
+grep -q "validate" "${work}/help.txt" || fail "cellguard --help lists no validate command"
+if ldd "${cg}" >/dev/null 2>&1; then fail "${cg} is dynamically linked: CGO_ENABLED=0 did not hold"; fi
+say "cellguard version: ${got}; --help ok; statically linked"
+
+# The rendered default config parses with the compiled binary.
+mkdir -p "${work}/job" && tar -xzf "${unpacked}/jobs/cellguard.tgz" -C "${work}/job"
+for f in job.MF monit templates/bin/pre-start.erb templates/bin/drain.erb templates/config/cellguard.json.erb; do
+  [ -f "${work}/job/${f}" ] || fail "job tarball lacks ${f}"
+done
+
+# 5a. the package carries the root module files.
+pkg="${work}/pkg-cellguard"
+mkdir -p "${pkg}" && tar -xzf "${unpacked}/packages/cellguard.tgz" -C "${pkg}"
+cmp -s "${pkg}/_module/go.mod" "${rel}/go.mod" || fail "package go.mod differs from the root go.mod"
+cmp -s "${pkg}/_module/go.sum" "${rel}/go.sum" || fail "package go.sum differs from the root go.sum"
+if find "${pkg}" -name '*_test.go' | grep -q .; then fail "package ships _test.go files"; fi
+say "package cellguard carries the root go.mod/go.sum and $(grep -c '^# ' "${pkg}/_module/vendor/modules.txt") vendored modules, no tests"
+
+# 5b. a go.mod change must change the package version.
+echo "// release-e2e fingerprint probe" >>"${rel}/go.mod"
+"${rel}/ci/scripts/sync-module.sh" >/dev/null
+(cd "${rel}" && "${offline[@]}" "${bosh}" create-release --force --tarball="${work}/probe.tgz" --non-interactive) \
+  >"${work}/create-release-probe.log" 2>&1 || { cat "${work}/create-release-probe.log" >&2; fail "bosh create-release (probe)"; }
+probe_version="$(tar -xzOf "${work}/probe.tgz" release.MF | ruby -ryaml -e 'puts YAML.load($stdin.read)["packages"].find { |p| p["name"] == "cellguard" }["version"]')"
+[ "${probe_version}" != "${cg_version}" ] || fail "changing go.mod left package cellguard at ${cg_version}"
+say "go.mod change: package cellguard ${cg_version} -> ${probe_version}"
+
+say "PASS in $((SECONDS - start))s"
