@@ -26,9 +26,16 @@ type Deps struct {
 	Fix bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Sleep waits before a suspected escape is confirmed; nil means
+	// time.Sleep. Tests use it to change the fixture in between.
+	Sleep func(time.Duration)
 }
 
 // All is the one list of the validator's checks, in report order.
 func All(d Deps) []check.Check {
-	return []check.Check{}
+	h := newHost(d) // one scan of /proc and the runtime roots, shared
+	return []check.Check{
+		&CgroupIntegrity{host: h, Fix: d.Fix, Sleep: d.Sleep},
+		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots},
+		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now}}
 }

@@ -1,0 +1,274 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+)
+
+// CgroupIntegrity compares every container process's cgroups with the
+// runtime state that created it.
+type CgroupIntegrity struct {
+	host *host
+	// Fix moves escaped processes back (--fix).
+	Fix bool
+	// Sleep waits before an escape is confirmed; nil means time.Sleep.
+	Sleep func(time.Duration)
+}
+
+var _ check.Check = (*CgroupIntegrity)(nil)
+
+// recheckDelay lets a process that is mid-way through joining its cgroups
+// (runc exec writes one hierarchy after another) finish before it counts as
+// escaped; only suspects pay for it.
+const recheckDelay = 100 * time.Millisecond
+
+func (*CgroupIntegrity) Meta() check.Meta {
+	return check.Meta{
+		ID:    "cgroup-integrity",
+		Title: "container processes are in the cgroups their runtime recorded",
+		Severity: map[check.Phase]check.Severity{
+			check.PreStart: check.Blocking,
+			check.Drain:    check.Blocking,
+		},
+		Story: "seed-000: a daemon run by monit in a non-delegated systemd unit created garden/<id> cgroups; " +
+			"when systemd later realized cgroups for another unit it moved container processes back into " +
+			"the unit's cgroup (or /). runc's state.json still pointed at garden/<id>, so `runc kill --all` " +
+			"killed nothing and Garden looped destroying containers.",
+		References: []string{
+			"https://github.com/cloudfoundry/garden-runc-release/issues/81",
+			"https://systemd.io/CGROUP_DELEGATION/",
+			"https://github.com/opencontainers/runc/blob/main/libcontainer/container_linux.go",
+		},
+		Fix: "Run `cellguard validate --fix` to move the processes back into their recorded cgroups, " +
+			"then install the runtime's daemon under a delegated unit (`cellguard unit install`, " +
+			"Delegate= listing every v1 controller incl. blkio) so systemd stops moving them.",
+	}
+}
+
+// escape is one process outside its container's cgroup in one hierarchy.
+type escape struct {
+	c      *runcstate.Container
+	pid    int
+	comm   string
+	start  uint64
+	exp    expectation
+	actual string
+}
+
+func (ci *CgroupIntegrity) Run(ctx context.Context) ([]check.Finding, error) {
+	v, err := ci.host.get()
+	if err != nil {
+		return nil, err
+	}
+	escapes, nContainers, nProcs, skipped, err := ci.scan(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	if len(escapes) > 0 {
+		// Confirm: only processes still outside after a short wait count.
+		sleep := ci.Sleep
+		if sleep == nil {
+			sleep = time.Sleep
+		}
+		sleep(recheckDelay)
+		escapes = ci.confirm(v, escapes)
+	}
+	var fs []check.Finding
+	fs = append(fs, skipped...)
+	if ci.Fix && len(escapes) > 0 {
+		fs = append(fs, ci.fix(v, escapes)...)
+	} else {
+		for _, e := range escapes {
+			fs = append(fs, e.finding(check.Fail, "escaped"))
+		}
+	}
+	fs = append(fs, check.Finding{
+		Status: check.Pass,
+		Detail: fmt.Sprintf("%d containers, %d container processes checked on a %s cgroup host", nContainers, nProcs, v.layout.Mode),
+		Data:   map[string]string{"containers": strconv.Itoa(nContainers), "processes": strconv.Itoa(nProcs), "cgroup_mode": v.layout.Mode.String()},
+	})
+	return fs, nil
+}
+
+// scan finds the escapes of every container.
+func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape, nContainers, nProcs int, skipped []check.Finding, err error) {
+	r := v.proc.NewReader()
+	var m cgroup.Membership
+	var buf []byte
+	var members []int
+	// Processes by pid namespace, for "everything in its pid namespace".
+	byNS := map[uint64][]int{}
+	for i := range v.procs {
+		p := &v.procs[i]
+		if p.ns != 0 && p.ns != v.hostNS {
+			byNS[p.ns] = append(byNS[p.ns], p.pid)
+		}
+	}
+	for i := range v.disc.Containers {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, 0, nil, err
+		}
+		c := &v.disc.Containers[i]
+		exps, unmapped := v.expectations(c)
+		if len(exps) == 0 {
+			skipped = append(skipped, check.Finding{
+				Subject: c.Name(), Status: check.Skip,
+				Detail: fmt.Sprintf("state %s records no cgroup on a mounted hierarchy", c.StatePath),
+				Data:   map[string]string{"state": c.StatePath, "unmapped": fmt.Sprint(unmapped)},
+			})
+			continue
+		}
+		nContainers++
+		members = members[:0]
+		if p := v.initOf(c); p != nil {
+			members = append(members, p.pid)
+		}
+		if ns := v.ownNS(c); ns != 0 {
+			members = append(members, byNS[ns]...)
+		}
+		for _, e := range exps {
+			buf, members, err = cgroup.ReadProcs(v.layout.Path(e.h, e.rel), buf, members)
+			if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
+				return nil, 0, 0, nil, err
+			}
+		}
+		sort.Ints(members)
+		members = compactInts(members)
+		for _, pid := range members {
+			b, err := r.Cgroup(pid)
+			if err != nil {
+				if procfs.IsGone(err) {
+					continue
+				}
+				return nil, 0, 0, nil, err
+			}
+			if err := cgroup.ParseProcCgroup(b, &m); err != nil {
+				return nil, 0, 0, nil, fmt.Errorf("parse %s: %w", v.proc.Path(pid, "cgroup"), err)
+			}
+			nProcs++
+			for _, e := range exps {
+				actual, ok := m.Lookup(e.key)
+				if !ok || cgroup.Under(string(actual), e.rel) {
+					continue
+				}
+				esc := escape{c: c, pid: pid, exp: e, actual: string(actual)}
+				if p := v.find(pid); p != nil {
+					esc.comm, esc.start = p.stat.Comm, p.stat.StartTime
+				}
+				escapes = append(escapes, esc)
+			}
+		}
+	}
+	return escapes, nContainers, nProcs, skipped, nil
+}
+
+// confirm re-reads each suspect and keeps those still outside (and still
+// the same process).
+func (ci *CgroupIntegrity) confirm(v *view, escapes []escape) []escape {
+	r := v.proc.NewReader()
+	var m cgroup.Membership
+	var out []escape
+	for _, e := range escapes {
+		if st, err := r.Stat(e.pid); err != nil || st.StartTime != e.start {
+			continue
+		}
+		b, err := r.Cgroup(e.pid)
+		if err != nil || cgroup.ParseProcCgroup(b, &m) != nil {
+			continue
+		}
+		actual, ok := m.Lookup(e.exp.key)
+		if !ok || cgroup.Under(string(actual), e.exp.rel) {
+			continue
+		}
+		e.actual = string(actual)
+		out = append(out, e)
+	}
+	return out
+}
+
+// fix moves each escaped process back, re-reads /proc/<pid>/cgroup and
+// reports what moved. It never signals or kills anything.
+func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
+	var fs []check.Finding
+	r := v.proc.NewReader()
+	var m cgroup.Membership
+	for _, e := range escapes {
+		err := v.layout.Move(e.exp.h, e.exp.rel, e.pid)
+		if errors.Is(err, procfs.ErrGone) {
+			continue // exited meanwhile: nothing left to fix
+		}
+		if err != nil {
+			f := e.finding(check.Fail, "escaped; moving it back failed")
+			f.Data["fix_error"] = err.Error()
+			fs = append(fs, f)
+			continue
+		}
+		// Verify from the kernel's side, not from our write's success.
+		b, err := r.Cgroup(e.pid)
+		if procfs.IsGone(err) {
+			continue
+		}
+		if err == nil {
+			err = cgroup.ParseProcCgroup(b, &m)
+		}
+		var now string
+		if err == nil {
+			a, _ := m.Lookup(e.exp.key)
+			now = string(a)
+		}
+		if err != nil || !cgroup.Under(now, e.exp.rel) {
+			f := e.finding(check.Fail, "escaped; moved it back but it is still outside")
+			if err != nil {
+				f.Data["fix_error"] = err.Error()
+			}
+			f.Data["after_fix"] = now
+			fs = append(fs, f)
+			continue
+		}
+		f := e.finding(check.Warn, "had escaped; moved back")
+		f.Data["fixed"] = "true"
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+func (e escape) finding(st check.Status, what string) check.Finding {
+	return check.Finding{
+		Subject: e.c.Name(),
+		Status:  st,
+		Detail: fmt.Sprintf("pid %d (%s) %s in %s: in %s, state says %s",
+			e.pid, e.comm, what, e.exp.h.Name, e.actual, e.exp.rel),
+		Data: map[string]string{
+			"container": e.c.Name(),
+			"runtime":   e.c.Runtime,
+			"state":     e.c.StatePath,
+			"pid":       strconv.Itoa(e.pid),
+			"comm":      e.comm,
+			"hierarchy": e.exp.h.Name,
+			"expected":  e.exp.rel,
+			"actual":    e.actual,
+		},
+	}
+}
+
+func compactInts(s []int) []int {
+	if len(s) == 0 {
+		return s
+	}
+	out := s[:1]
+	for _, x := range s[1:] {
+		if x != out[len(out)-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}

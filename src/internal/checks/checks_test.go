@@ -1,0 +1,386 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/hostfixture"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+)
+
+var allModes = []hostfixture.Mode{hostfixture.Legacy, hostfixture.Hybrid, hostfixture.Unified}
+
+// fixtureNow is 1h after the fixture's boot.
+var fixtureNow = hostfixture.BootTime.Add(time.Hour)
+
+func deps(h *hostfixture.Host) Deps {
+	return Deps{Root: h.Root, Now: func() time.Time { return fixtureNow }, Sleep: func(time.Duration) {}}
+}
+
+// run runs the check id of All(d) and fails the test if it errors.
+func run(t *testing.T, d Deps, id string) []check.Finding {
+	t.Helper()
+	for _, c := range All(d) {
+		if c.Meta().ID == id {
+			fs, err := c.Run(context.Background())
+			if err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			return fs
+		}
+	}
+	t.Fatalf("no check %q", id)
+	return nil
+}
+
+func failures(fs []check.Finding) []check.Finding {
+	var out []check.Finding
+	for _, f := range fs {
+		if f.Status == check.Fail || f.Status == check.Warn {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func garden(id string) hostfixture.Container {
+	return hostfixture.Container{RuntimeRoot: "/run/runc", ID: id, Cgroup: "/garden/" + id}
+}
+
+func TestRegistryIsValid(t *testing.T) {
+	if err := check.Validate(All(Deps{})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCgroupIntegrityCleanHostPasses(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			h := hostfixture.New(t, mode)
+			h.RunContainer(garden("c1"), 100, 3, 500)
+			h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "garden", ID: "c2", Cgroup: "/garden/c2"}, 200, 2, 600)
+			h.Add(hostfixture.Proc{PID: 50, Comm: "gdn", Cgroup: "/system.slice/garden.service"})
+			fs := run(t, deps(h), "cgroup-integrity")
+			if bad := failures(fs); len(bad) != 0 {
+				t.Fatalf("clean host: %+v", bad)
+			}
+			last := fs[len(fs)-1]
+			if last.Data["containers"] != "2" || last.Data["processes"] != "5" || last.Data["cgroup_mode"] != string(mode) {
+				t.Fatalf("summary %+v", last)
+			}
+		})
+	}
+}
+
+// seed-000: systemd moves a container process's cpu and blkio (v1) back to
+// the daemon's unit when another unit with CPUAccounting/IOWeight starts.
+func TestCgroupIntegritySeed000EscapeV1(t *testing.T) {
+	for _, mode := range []hostfixture.Mode{hostfixture.Legacy, hostfixture.Hybrid} {
+		t.Run(string(mode), func(t *testing.T) {
+			h := hostfixture.New(t, mode)
+			h.RunContainer(garden("c1"), 100, 3, 500)
+			h.Move(101, "cpu,cpuacct", "/system.slice/garden.service")
+			h.Move(101, "blkio", "/system.slice/garden.service")
+			bad := failures(run(t, deps(h), "cgroup-integrity"))
+			if len(bad) != 2 {
+				t.Fatalf("want 2 findings (cpu, blkio), got %+v", bad)
+			}
+			got := map[string]check.Finding{}
+			for _, f := range bad {
+				got[f.Data["hierarchy"]] = f
+			}
+			for _, hier := range []string{"cpu,cpuacct", "blkio"} {
+				f, ok := got[hier]
+				if !ok {
+					t.Fatalf("no finding for %s: %+v", hier, bad)
+				}
+				if f.Status != check.Fail || f.Subject != "c1" || f.Data["pid"] != "101" ||
+					f.Data["expected"] != "/garden/c1" || f.Data["actual"] != "/system.slice/garden.service" {
+					t.Errorf("finding %+v", f)
+				}
+			}
+		})
+	}
+}
+
+func TestCgroupIntegrityEscapeV2(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Unified)
+	h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "concourse", ID: "w1",
+		Cgroup: "/system.slice/concourse.service/garden/w1"}, 300, 2, 700)
+	h.Move(300, "", "/system.slice/concourse.service")
+	bad := failures(run(t, deps(h), "cgroup-integrity"))
+	if len(bad) != 1 || bad[0].Data["hierarchy"] != "unified" || bad[0].Data["pid"] != "300" ||
+		bad[0].Data["actual"] != "/system.slice/concourse.service" || bad[0].Subject != "concourse/w1" {
+		t.Fatalf("got %+v", bad)
+	}
+}
+
+// A process moved out of every hierarchy is no longer in any of the
+// container's cgroup.procs: only its pid namespace ties it to the container.
+func TestCgroupIntegrityFindsFullEscapeByPidNamespace(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			h := hostfixture.New(t, mode)
+			h.RunContainer(garden("c1"), 100, 3, 500)
+			p := h.Get(102)
+			p.Cgroup = "/"
+			h.Update(p)
+			bad := failures(run(t, deps(h), "cgroup-integrity"))
+			if len(bad) != len(h.Hierarchies()) {
+				t.Fatalf("want one finding per hierarchy (%d), got %d: %+v", len(h.Hierarchies()), len(bad), bad)
+			}
+			for _, f := range bad {
+				if f.Data["pid"] != "102" || f.Data["actual"] != "/" {
+					t.Errorf("finding %+v", f)
+				}
+			}
+		})
+	}
+}
+
+// Without a pid namespace of its own, the container's processes are those
+// in its cgroups.
+func TestCgroupIntegritySharedPidNamespaceUsesCgroups(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Hybrid)
+	c := garden("bpm-x")
+	c.SharedPidNS = true
+	c.RuntimeRoot = "/var/vcap/sys/run/bpm-runc"
+	h.RunContainer(c, 400, 2, 800)
+	h.Move(401, "cpu,cpuacct", "/")
+	bad := failures(run(t, deps(h), "cgroup-integrity"))
+	if len(bad) != 1 || bad[0].Data["pid"] != "401" || bad[0].Data["runtime"] != "bpm" {
+		t.Fatalf("got %+v", bad)
+	}
+	// Host processes (same pid namespace) elsewhere are not the container's.
+	for _, f := range bad {
+		if f.Data["pid"] == "1" {
+			t.Fatal("a host process was taken for a container process")
+		}
+	}
+}
+
+func TestCgroupIntegrityNestedCgroupIsInside(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Unified)
+	h.RunContainer(garden("c1"), 100, 2, 500)
+	h.Move(101, "", "/garden/c1/init.scope")
+	if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 0 {
+		t.Fatalf("a sub-cgroup of the container is inside it: %+v", bad)
+	}
+}
+
+func TestCgroupIntegrityProcessVanishingMidScan(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Hybrid)
+	h.RunContainer(garden("c1"), 100, 3, 500)
+	h.Move(102, "memory", "/elsewhere")
+	// 102 exits after cgroup.procs was listed: /proc/102 is gone.
+	h.RemoveProcDir(102)
+	fs := run(t, deps(h), "cgroup-integrity")
+	if bad := failures(fs); len(bad) != 0 {
+		t.Fatalf("a vanished process is not a finding: %+v", bad)
+	}
+}
+
+// runc exec joins one hierarchy after another; a process caught half-way
+// must not count as escaped once it has finished.
+func TestCgroupIntegrityTransientMoveIsNotReported(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Legacy)
+	h.RunContainer(garden("c1"), 100, 2, 500)
+	h.Move(101, "pids", "/")
+	d := deps(h)
+	slept := false
+	d.Sleep = func(time.Duration) {
+		slept = true
+		h.Move(101, "pids", "/garden/c1")
+	}
+	if bad := failures(run(t, d, "cgroup-integrity")); len(bad) != 0 {
+		t.Fatalf("transient move reported: %+v", bad)
+	}
+	if !slept {
+		t.Fatal("suspects were not re-checked")
+	}
+}
+
+// The fixture does not play kernel: writing cgroup.procs changes nothing in
+// /proc/<pid>/cgroup. So --fix must write the pid into the recorded cgroup,
+// and then, re-reading, refuse to call it fixed.
+func TestCgroupIntegrityFixWritesAndVerifies(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Legacy)
+	h.RunContainer(garden("c1"), 100, 2, 500)
+	h.Move(101, "blkio", "/system.slice")
+	if err := os.WriteFile(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := deps(h)
+	d.Fix = true
+	bad := failures(run(t, d, "cgroup-integrity"))
+	if len(bad) != 1 || bad[0].Status != check.Fail || bad[0].Data["after_fix"] != "/system.slice" {
+		t.Fatalf("got %+v", bad)
+	}
+	b, err := os.ReadFile(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs"))
+	if err != nil || string(b) != "101" {
+		t.Fatalf("fix wrote %q to the recorded cgroup (%v)", b, err)
+	}
+}
+
+func TestCgroupIntegritySkipsContainerWithoutMountedCgroups(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Unified)
+	h.Write("run/runc/x/state.json", `{"id":"x","init_process_pid":7,"init_process_start":1,
+		"cgroup_paths":{"memory":"/sys/fs/cgroup/memory/garden/x"}}`)
+	fs := run(t, deps(h), "cgroup-integrity")
+	if bad := failures(fs); len(bad) != 0 || fs[0].Status != check.Skip || fs[0].Subject != "x" {
+		t.Fatalf("got %+v", fs)
+	}
+}
+
+func TestRuntimeGhosts(t *testing.T) {
+	testCases := []struct {
+		name  string
+		setup func(h *hostfixture.Host, d *Deps)
+		kinds []string // expected finding kinds
+	}{
+		{name: "clean", setup: func(h *hostfixture.Host, d *Deps) {
+			h.RunContainer(garden("c1"), 100, 2, 500)
+			h.RunContainer(garden("c2"), 200, 2, 500)
+		}},
+		{name: "init gone", setup: func(h *hostfixture.Host, d *Deps) {
+			h.RunContainer(garden("c1"), 100, 1, 500)
+			h.Kill(100)
+		}, kinds: []string{"init-gone"}},
+		{name: "pid reused", setup: func(h *hostfixture.Host, d *Deps) {
+			h.RunContainer(garden("c1"), 100, 1, 500)
+			h.Kill(100)
+			h.Add(hostfixture.Proc{PID: 100, Comm: "bash", Start: 9000, Cgroup: "/user.slice"})
+		}, kinds: []string{"pid-reused"}},
+		{name: "old runc string start time still matches", setup: func(h *hostfixture.Host, d *Deps) {
+			h.Add(hostfixture.Proc{PID: 100, Comm: "init", Start: 500, NS: 77, Cgroup: "/garden/old"})
+			h.State(hostfixture.Container{RuntimeRoot: "/run/runc", ID: "old", Cgroup: "/garden/old", Init: 100, InitStart: 500, StartAsString: true})
+		}},
+		{name: "zombie init", setup: func(h *hostfixture.Host, d *Deps) {
+			h.RunContainer(garden("c1"), 100, 1, 500)
+			p := h.Get(100)
+			p.State = 'Z'
+			h.Update(p)
+		}, kinds: []string{"init-zombie"}},
+		{name: "orphan beside a live container", setup: func(h *hostfixture.Host, d *Deps) {
+			h.RunContainer(garden("c1"), 100, 2, 500)
+			h.Add(hostfixture.Proc{PID: 150, Comm: "leaked", Cgroup: "/garden/destroyed-x"})
+		}, kinds: []string{"orphan"}},
+		{name: "orphan under an extra root with no containers", setup: func(h *hostfixture.Host, d *Deps) {
+			h.Add(hostfixture.Proc{PID: 150, Comm: "leaked", Cgroup: "/garden/destroyed-x"})
+			d.ExtraCgroupRoots = []string{"garden"}
+		}, kinds: []string{"orphan"}},
+		{name: "escaped container process is not an orphan", setup: func(h *hostfixture.Host, d *Deps) {
+			h.RunContainer(garden("c1"), 100, 2, 500)
+			p := h.Get(101)
+			p.Cgroup = "/garden"
+			h.Update(p)
+		}},
+		{name: "systemd slices are not searched", setup: func(h *hostfixture.Host, d *Deps) {
+			h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "k8s.io", ID: "k",
+				Cgroup: "/system.slice/cri-containerd-k.scope"}, 100, 1, 500)
+			h.Add(hostfixture.Proc{PID: 60, Comm: "sshd", Cgroup: "/system.slice/ssh.service"})
+		}},
+		{name: "unreadable state", setup: func(h *hostfixture.Host, d *Deps) {
+			h.Write("run/runc/bad/state.json", `{"id":`)
+		}, kinds: []string{"bad-state"}},
+	}
+	for _, mode := range allModes {
+		for _, tc := range testCases {
+			t.Run(string(mode)+"/"+tc.name, func(t *testing.T) {
+				h := hostfixture.New(t, mode)
+				d := deps(h)
+				tc.setup(h, &d)
+				bad := failures(run(t, d, "runtime-ghosts"))
+				var kinds []string
+				for _, f := range bad {
+					kinds = append(kinds, f.Data["kind"])
+				}
+				if strings.Join(kinds, ",") != strings.Join(tc.kinds, ",") {
+					t.Fatalf("kinds %v, want %v: %+v", kinds, tc.kinds, bad)
+				}
+			})
+		}
+	}
+}
+
+func TestStuckRuncInit(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Hybrid)
+	// 1h after boot: started at tick 1000 (10s after boot) is ~59m old.
+	h.Add(hostfixture.Proc{PID: 70, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: 1000, Cgroup: "/garden/stuck"})
+	h.State(hostfixture.Container{RuntimeRoot: "/run/runc", ID: "stuck", Cgroup: "/garden/stuck", Init: 70, InitStart: 1000, Created: true})
+	// Started 1 minute ago: a healthy create->start gap.
+	young := uint64(fixtureNow.Sub(hostfixture.BootTime)/(10*time.Millisecond)) - 6000
+	h.Add(hostfixture.Proc{PID: 71, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: young})
+	// runc init before nsexec renamed it.
+	h.Add(hostfixture.Proc{PID: 72, Comm: "runc", Args: []string{"/var/vcap/packages/runc/bin/runc", "init"}, Start: 2000})
+	// Not init: runc create, with a one-page pipe, a full pipe and exec.fifo.
+	h.Add(hostfixture.Proc{PID: 73, Comm: "runc", Args: []string{"runc", "--root", "/run/runc", "create", "x"}, Start: 2000,
+		FDs: map[int]string{3: "pipe:[111]", 4: "pipe:[222]", 5: "/run/runc/x/exec.fifo", 6: "socket:[9]"}})
+	h.Add(hostfixture.Proc{PID: 74, Comm: "sleep", Args: []string{"sleep", "init"}, Start: 1000, FDs: map[int]string{3: "pipe:[333]"}})
+
+	var asked []string
+	s := &StuckRuncInit{host: newHost(deps(h)), Now: func() time.Time { return fixtureNow },
+		PipeCapacity: func(_ procfs.FS, pid, fd int) (int, error) {
+			asked = append(asked, fmt.Sprintf("%d/%d", pid, fd))
+			if pid == 73 && fd == 3 {
+				return os.Getpagesize(), nil
+			}
+			return 16 * os.Getpagesize(), nil
+		}}
+	fs, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range failures(fs) {
+		got = append(got, f.Data["kind"]+":"+f.Data["pid"])
+		if f.Data["pid"] == "70" && f.Subject != "stuck" {
+			t.Errorf("stuck init not tied to its container: %+v", f)
+		}
+	}
+	if strings.Join(got, " ") != "stuck-init:70 stuck-init:72 small-pipe:73" {
+		t.Fatalf("findings %v: %+v", got, fs)
+	}
+	// Only anonymous pipes of runc processes are probed; never exec.fifo.
+	if strings.Join(asked, " ") != "73/3 73/4" {
+		t.Fatalf("probed %v", asked)
+	}
+}
+
+func TestStuckRuncInitMaxAgeFromDeps(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Unified)
+	h.Add(hostfixture.Proc{PID: 70, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: 1000})
+	d := deps(h)
+	d.RuncInitMaxAge = 2 * time.Hour
+	if bad := failures(run(t, d, "stuck-runc-init")); len(bad) != 0 {
+		t.Fatalf("59m is under a 2h limit: %+v", bad)
+	}
+}
+
+// The verdict: an escape blocks drain; ghosts only warn.
+func TestVerdictThroughFramework(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Hybrid)
+	h.RunContainer(garden("c1"), 100, 2, 500)
+	h.RunContainer(garden("c2"), 200, 1, 500)
+	h.Kill(200)
+	d := deps(h)
+	rep := check.Run(context.Background(), All(d), check.Options{Phase: check.Drain})
+	if rep.Blocked {
+		t.Fatalf("a ghost alone must not block: %+v", rep)
+	}
+	h.Move(101, "cpu,cpuacct", "/system.slice/garden.service")
+	rep = check.Run(context.Background(), All(d), check.Options{Phase: check.Drain})
+	if !rep.Blocked {
+		t.Fatalf("an escape blocks drain: %+v", rep)
+	}
+	rep = check.Run(context.Background(), All(d), check.Options{Phase: check.Drain, Ignore: []string{"cgroup-integrity"}})
+	if rep.Blocked {
+		t.Fatal("an ignored check does not block")
+	}
+}

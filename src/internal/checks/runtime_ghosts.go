@@ -1,0 +1,245 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+)
+
+// RuntimeGhosts finds runtime state whose init process is gone or is now
+// another process, and processes in a runtime's cgroup subtree that no state
+// claims.
+type RuntimeGhosts struct {
+	host *host
+	// ExtraRoots are cgroup paths searched for orphans besides the parents
+	// of known containers' cgroups (e.g. "/garden" when no container runs).
+	ExtraRoots []string
+}
+
+var _ check.Check = (*RuntimeGhosts)(nil)
+
+func (*RuntimeGhosts) Meta() check.Meta {
+	return check.Meta{
+		ID:    "runtime-ghosts",
+		Title: "runtime state and container processes agree",
+		Severity: map[check.Phase]check.Severity{
+			check.PreStart: check.Warning,
+			check.Drain:    check.Warning,
+		},
+		Story: "seed-002: state.json files outlived their containers (init gone, or its pid reused by an " +
+			"unrelated process) while processes of destroyed containers lived on in garden/ cgroups that no " +
+			"state claimed, so nothing would ever stop them and their memory and pids stayed charged.",
+		References: []string{
+			"https://github.com/opencontainers/runc/blob/main/libcontainer/container_linux.go",
+			"https://github.com/cloudfoundry/garden-runc-release/blob/develop/docs/opsguide.md",
+		},
+		Fix: "For a ghost state, `runc --root <root> delete --force <id>` (or let Garden/containerd destroy " +
+			"the container). For orphan processes, find their owner from the evidence and stop them; " +
+			"cellguard never kills processes itself.",
+	}
+}
+
+func (g *RuntimeGhosts) Run(ctx context.Context) ([]check.Finding, error) {
+	v, err := g.host.get()
+	if err != nil {
+		return nil, err
+	}
+	var fs []check.Finding
+	for _, p := range v.disc.Problems {
+		fs = append(fs, check.Finding{
+			Subject: p.Path, Status: check.Fail,
+			Detail: fmt.Sprintf("unreadable runtime state: %v", p.Err),
+			Data:   map[string]string{"state": p.Path, "kind": "bad-state"},
+		})
+	}
+	ghosts := 0
+	for i := range v.disc.Containers {
+		c := &v.disc.Containers[i]
+		if f, ok := ghost(v, c); ok {
+			fs = append(fs, f)
+			ghosts++
+		}
+	}
+	orphans, err := g.orphans(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	fs = append(fs, orphans...)
+	fs = append(fs, check.Finding{
+		Status: check.Pass,
+		Detail: fmt.Sprintf("%d states under %s, %d ghosts, %d orphan processes",
+			len(v.disc.Containers), strings.Join(v.disc.Roots, ", "), ghosts, len(orphans)),
+	})
+	return fs, nil
+}
+
+// ghost says whether c's init process is gone or reused.
+func ghost(v *view, c *runcstate.Container) (check.Finding, bool) {
+	st := c.State
+	if st.InitProcessPid <= 0 {
+		return check.Finding{}, false
+	}
+	data := map[string]string{
+		"container": c.Name(), "runtime": c.Runtime, "state": c.StatePath,
+		"pid": strconv.Itoa(st.InitProcessPid), "recorded_start": strconv.FormatUint(uint64(st.InitProcessStart), 10),
+	}
+	f := check.Finding{Subject: c.Name(), Status: check.Fail, Data: data}
+	p := v.find(st.InitProcessPid)
+	switch {
+	case p == nil:
+		data["kind"] = "init-gone"
+		f.Detail = fmt.Sprintf("init pid %d is gone; state %s is a ghost", st.InitProcessPid, c.StatePath)
+	case p.stat.StartTime != uint64(st.InitProcessStart):
+		data["kind"] = "pid-reused"
+		data["comm"] = p.stat.Comm
+		data["actual_start"] = strconv.FormatUint(p.stat.StartTime, 10)
+		f.Detail = fmt.Sprintf("init pid %d is now %q (started at tick %d, state recorded %d): the pid was reused; state %s is a ghost",
+			st.InitProcessPid, p.stat.Comm, p.stat.StartTime, st.InitProcessStart, c.StatePath)
+	case p.stat.State == 'Z':
+		data["kind"] = "init-zombie"
+		f.Detail = fmt.Sprintf("init pid %d exited and was not reaped; state %s is a ghost", st.InitProcessPid, c.StatePath)
+	default:
+		return check.Finding{}, false
+	}
+	return f, true
+}
+
+// orphans walks the runtime's cgroup subtrees in one reference hierarchy
+// (a process leaked by a failed destroy sits in every hierarchy, so one is
+// enough) and reports processes in cgroups no state owns.
+func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]check.Finding, error) {
+	ref := referenceHierarchy(v.layout)
+	if ref == nil {
+		return nil, nil
+	}
+	// The containers' cgroups in the reference hierarchy, and namespaces.
+	var owned []string
+	claimedNS := map[uint64]bool{}
+	parents := map[string]bool{}
+	for i := range v.disc.Containers {
+		c := &v.disc.Containers[i]
+		if ns := v.ownNS(c); ns != 0 {
+			claimedNS[ns] = true
+		}
+		for _, abs := range c.State.CgroupPaths {
+			h, rel, ok := v.layout.Split(abs)
+			if !ok || h != ref {
+				continue
+			}
+			owned = append(owned, rel)
+			if p := path.Dir(rel); runtimeParent(p) {
+				parents[p] = true
+			}
+		}
+	}
+	for _, r := range g.ExtraRoots {
+		parents[path.Clean("/"+r)] = true
+	}
+	roots := outermost(parents)
+	var out []check.Finding
+	var buf []byte
+	var pids []int
+	for _, rel := range roots {
+		err := cgroup.Walk(v.layout.Path(ref, rel), rel, func(dir, rel string) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			for _, o := range owned {
+				if cgroup.Under(rel, o) {
+					return fs.SkipDir
+				}
+			}
+			var err error
+			buf, pids, err = cgroup.ReadProcs(dir, buf, pids[:0])
+			if errors.Is(err, cgroup.ErrNoCgroup) {
+				return nil // removed meanwhile; Walk skips what is gone
+			}
+			if err != nil {
+				return err
+			}
+			for _, pid := range pids {
+				p := v.find(pid)
+				if p == nil {
+					continue // started after the scan or already gone
+				}
+				if claimedNS[p.ns] {
+					continue // a container's process out of place: cgroup-integrity's finding
+				}
+				out = append(out, check.Finding{
+					Subject: rel, Status: check.Fail,
+					Detail: fmt.Sprintf("pid %d (%s) is in %s:%s, which no runtime state claims", pid, p.stat.Comm, ref.Name, rel),
+					Data: map[string]string{
+						"kind": "orphan", "pid": strconv.Itoa(pid), "comm": p.stat.Comm,
+						"hierarchy": ref.Name, "cgroup": rel,
+					},
+				})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// referenceHierarchy picks the hierarchy orphans are searched in: v2 when
+// it is the only one, else memory (runc and Garden always join it), else
+// pids, else whatever is mounted.
+func referenceHierarchy(l *cgroup.Layout) *cgroup.Hierarchy {
+	if l.Mode == cgroup.Unified {
+		return l.ForKey("")
+	}
+	for _, k := range []string{"memory", "pids", "name=systemd", ""} {
+		if h := l.ForKey(k); h != nil {
+			return h
+		}
+	}
+	if len(l.Hierarchies) > 0 {
+		return l.Hierarchies[0]
+	}
+	return nil
+}
+
+// runtimeParent reports whether a container cgroup's parent belongs to the
+// runtime (garden/, a runtime's own directory) rather than to systemd: a
+// slice, service or scope holds unrelated processes and the root holds
+// everything.
+func runtimeParent(p string) bool {
+	if p == "/" || p == "." {
+		return false
+	}
+	base := path.Base(p)
+	for _, suf := range []string{".slice", ".service", ".scope"} {
+		if strings.HasSuffix(base, suf) {
+			return false
+		}
+	}
+	return true
+}
+
+// outermost drops paths nested in another path of the set.
+func outermost(set map[string]bool) []string {
+	var all []string
+	for p := range set {
+		all = append(all, p)
+	}
+	sort.Strings(all)
+	var out []string
+	for _, p := range all {
+		if len(out) > 0 && cgroup.Under(p, out[len(out)-1]) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,263 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+)
+
+// RuntimeVersions probes every runc and containerd binary (configured
+// paths and PATH) and reports each advisory of advisories.json that
+// matches its version.
+type RuntimeVersions struct {
+	Root string
+	// Binaries are the configured paths per component
+	// (config.Validator.RuntimeBinaries).
+	Binaries map[string]string
+	// AdvisoriesFile is the operator's list merged over the shipped one.
+	AdvisoriesFile string
+	// Phase picks each advisory's severity; "" means pre-start.
+	Phase check.Phase
+	// Path is the search path under Root; nil means runtimever.DefaultPath.
+	Path   []string
+	Prober runtimever.Prober
+}
+
+var _ check.Check = (*RuntimeVersions)(nil)
+
+func (*RuntimeVersions) Meta() check.Meta {
+	return check.Meta{
+		ID:    "runtime-versions",
+		Title: "runc and containerd are not affected by a known advisory",
+		Severity: map[check.Phase]check.Severity{
+			// At drain the old runtime is on its way out and blocking
+			// would stop the very update that replaces it.
+			check.PreStart: check.Blocking,
+			check.Drain:    check.Warning,
+		},
+		Story: "seed-001: runc 1.0.0-rc93 hung in `runc init` on cells whose pipe soft limit was " +
+			"exhausted; container breakouts (CVE-2019-5736, CVE-2024-21626, the November 2025 runc " +
+			"CVEs) are fixed only by the runtime version. Each finding names an advisory of the " +
+			"release's advisories.json, its fixed versions and references.",
+		References: []string{
+			"https://github.com/opencontainers/runc/pull/2871",
+			"https://github.com/opencontainers/runc/security/advisories",
+			"https://github.com/containerd/containerd/security/advisories",
+		},
+		Fix: "Upgrade the runtime (the garden-runc or containerd release, or the OS package) to a " +
+			"version the finding names as fixed. A distribution build that carries the fix is " +
+			"declared in validator.advisories_file under the advisory's backports; a hang that " +
+			"depends on a condition (fs.pipe-user-pages-soft) can also be defused by changing it.",
+	}
+}
+
+func (c *RuntimeVersions) Run(ctx context.Context) ([]check.Finding, error) {
+	advs, err := runtimever.Load(c.Root, c.AdvisoriesFile)
+	if err != nil {
+		return nil, err
+	}
+	phase := c.Phase
+	if phase == "" {
+		phase = check.PreStart
+	}
+	conds := &advisoryConditions{root: c.Root}
+	loc := runtimever.Locator{Root: c.Root, Configured: c.Binaries, Path: c.Path}
+	var fs []check.Finding
+	for _, comp := range []string{runtimever.Runc, runtimever.Containerd} {
+		found, missing := loc.Locate(comp)
+		for _, m := range missing {
+			fs = append(fs, check.Finding{
+				Subject: m.Path, Status: check.Skip,
+				Detail: fmt.Sprintf("configured %s binary %s is not there: %v", comp, m.Path, m.Err),
+				Data:   map[string]string{"component": comp},
+			})
+		}
+		if len(found) == 0 {
+			fs = append(fs, check.Finding{
+				Subject: comp, Status: check.Skip,
+				Detail: fmt.Sprintf("no %s binary configured or on PATH (%s)", comp, strings.Join(runtimeSearchPath(c.Path), ":")),
+				Data:   map[string]string{"component": comp},
+			})
+			continue
+		}
+		for _, b := range found {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			info, err := c.Prober.Probe(ctx, b)
+			if err != nil {
+				// A runtime that cannot even print its version is broken.
+				fs = append(fs, check.Finding{
+					Subject: b.Path, Status: check.Fail, Detail: err.Error(),
+					Data: map[string]string{"component": comp, "path": b.Path, "source": b.Source},
+				})
+				continue
+			}
+			fs = append(fs, judgeRuntime(info, advs, phase, conds)...)
+		}
+	}
+	return fs, nil
+}
+
+// judgeRuntime turns one probed binary into findings: one summary, one per
+// matching advisory.
+func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase check.Phase, conds *advisoryConditions) []check.Finding {
+	base := map[string]string{
+		"component": info.Component, "path": info.Path, "source": info.Source,
+		"version_output": firstLineOf(info.RawVersion),
+	}
+	if info.Distro != "" {
+		base["package_version"] = info.Distro
+	}
+	if info.Commit != "" {
+		base["commit"] = info.Commit
+	}
+	if info.Component == runtimever.Runc {
+		base["runc_features"] = strconv.FormatBool(info.Features)
+	}
+	if len(info.Notes) > 0 {
+		base["notes"] = strings.Join(info.Notes, "; ")
+	}
+	if info.VersionErr != nil {
+		d := cloneData(base)
+		return []check.Finding{{
+			Subject: info.Path, Status: check.Warn, Data: d,
+			Detail: fmt.Sprintf("%s at %s: version unknown (%v); advisories cannot be matched", info.Component, info.Path, info.VersionErr),
+		}}
+	}
+	base["version"] = info.Version.Raw
+	base["version_source"] = info.VersionSource
+	name := fmt.Sprintf("%s %s", info.Component, info.Version.Raw)
+	if info.Distro != "" {
+		name += " (package " + info.Distro + ")"
+	}
+	var out []check.Finding
+	matched := 0
+	for _, a := range advs {
+		if a.Component != info.Component {
+			continue
+		}
+		verdict, backport := a.Match(info.Version, info.Distro, info.Commit)
+		d := cloneData(base)
+		d["advisory"] = a.ID
+		d["fixed_in"] = strings.Join(a.FixedIn(), ",")
+		d["references"] = strings.Join(a.References, " ")
+		switch verdict {
+		case runtimever.NotAffected:
+			continue
+		case runtimever.Backported:
+			d["backport"] = backport
+			out = append(out, check.Finding{
+				Subject: info.Path, Status: check.Pass, Data: d,
+				Detail: fmt.Sprintf("%s: %s at %s is in an affected range but its distribution build carries the fix (backport %s)", a.ID, name, info.Path, backport),
+			})
+			continue
+		}
+		matched++
+		sev := a.SeverityIn(phase)
+		detail := fmt.Sprintf("%s: %s at %s is affected; fixed in %s. %s", a.ID, name, info.Path, advisoryFixedText(a), a.Summary)
+		if a.Condition != "" {
+			holds, evidence := conds.eval(a.Condition)
+			d["condition"] = a.Condition
+			d["condition_holds"] = strconv.FormatBool(holds)
+			d["condition_evidence"] = evidence
+			if !holds && sev == check.Blocking {
+				sev = check.Warning
+			}
+			detail += fmt.Sprintf(" Condition %s: %s.", a.Condition, evidence)
+		}
+		d["severity"] = string(sev)
+		out = append(out, check.Finding{Subject: info.Path, Status: advisoryStatus(sev), Detail: detail, Data: d})
+	}
+	summary := fmt.Sprintf("%s at %s (%s, version from %s)", name, info.Path, info.Source, info.VersionSource)
+	if matched == 0 {
+		summary += ": no known advisory"
+	} else {
+		summary += fmt.Sprintf(": %d advisories", matched)
+	}
+	if len(info.Notes) > 0 {
+		summary += "; " + strings.Join(info.Notes, "; ")
+	}
+	return append([]check.Finding{{Subject: info.Path, Status: check.Pass, Detail: summary, Data: base}}, out...)
+}
+
+// advisoryStatus maps an advisory's severity in this phase to a finding: a
+// blocking advisory fails the check, a warning warns, info passes with
+// the evidence attached.
+func advisoryStatus(s check.Severity) check.Status {
+	switch s {
+	case check.Blocking:
+		return check.Fail
+	case check.Info:
+		return check.Pass
+	}
+	return check.Warn
+}
+
+func advisoryFixedText(a runtimever.Advisory) string {
+	if f := a.FixedIn(); len(f) > 0 {
+		return strings.Join(f, " / ")
+	}
+	return "no release yet"
+}
+
+// advisoryConditions evaluates advisory advisoryConditions on the host, once each.
+type advisoryConditions struct {
+	root string
+	memo map[string]advisoryCondResult
+}
+
+type advisoryCondResult struct {
+	holds    bool
+	evidence string
+}
+
+func (c *advisoryConditions) eval(name string) (bool, string) {
+	if r, ok := c.memo[name]; ok {
+		return r.holds, r.evidence
+	}
+	var r advisoryCondResult
+	switch name {
+	case runtimever.ConditionPipeSoftLimit:
+		n, err := runtimever.PipeSoftLimit(c.root)
+		if err != nil {
+			// cannot tell: assume the worst
+			r = advisoryCondResult{true, fmt.Sprintf("assumed active: %v", err)}
+		} else {
+			r = advisoryCondResult{n != 0, fmt.Sprintf("fs.pipe-user-pages-soft = %d", n)}
+		}
+	default:
+		r = advisoryCondResult{true, "unknown condition, assumed to hold"}
+	}
+	if c.memo == nil {
+		c.memo = map[string]advisoryCondResult{}
+	}
+	c.memo[name] = r
+	return r.holds, r.evidence
+}
+
+func runtimeSearchPath(p []string) []string {
+	if p == nil {
+		return runtimever.DefaultPath
+	}
+	return p
+}
+
+func cloneData(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+8)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,184 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+)
+
+// DefaultRuncInitMaxAge is how long a `runc init` may live. It lives from
+// `runc create` until `runc start` (Garden and containerd call start right
+// after create: milliseconds, seconds on a loaded cell) or, for `runc exec`,
+// until the process execs. Five minutes is far above any healthy gap, below
+// BOSH's usual update watch time, so a rollout sees the hang while it can
+// still stop.
+const DefaultRuncInitMaxAge = 5 * time.Minute
+
+// minPipePages is the kernel's default pipe capacity (16 pages). A runc
+// pipe below it means the user hit fs.pipe-user-pages-soft and new pipes
+// got one page: what made runc 1.0.0-rc93 hang in runc init.
+const minPipePages = 16
+
+// StuckRuncInit finds `runc init` processes older than MaxAge and pipes
+// held by runc processes with less than the default capacity.
+type StuckRuncInit struct {
+	host   *host
+	MaxAge time.Duration
+	Now    func() time.Time
+	// PipeCapacity reads a pipe's capacity; nil means procfs.PipeCapacity.
+	PipeCapacity func(fs procfs.FS, pid, fd int) (int, error)
+}
+
+var _ check.Check = (*StuckRuncInit)(nil)
+
+func (*StuckRuncInit) Meta() check.Meta {
+	return check.Meta{
+		ID:    "stuck-runc-init",
+		Title: "no runc init is stuck and runc's pipes have their full capacity",
+		Severity: map[check.Phase]check.Severity{
+			check.PreStart: check.Warning,
+			check.Drain:    check.Warning,
+		},
+		Story: "seed-001: with fs.pipe-user-pages-soft exhausted, new pipes got a single page; runc " +
+			"1.0.0-rc93 wrote its bootstrap data into such a pipe and `runc init` blocked forever, so " +
+			"container creation hung and Garden piled up runc init processes.",
+		References: []string{
+			"https://github.com/opencontainers/runc/issues/2766",
+			"https://man7.org/linux/man-pages/man7/pipe.7.html",
+		},
+		Fix: "Upgrade runc past 1.0.0-rc93; raise fs.pipe-user-pages-soft (or set it to 0) with " +
+			"`cellguard sysctl apply`; then stop the stuck `runc init` processes by destroying their " +
+			"containers through Garden/containerd.",
+	}
+}
+
+func (s *StuckRuncInit) Run(ctx context.Context) ([]check.Finding, error) {
+	v, err := s.host.get()
+	if err != nil {
+		return nil, err
+	}
+	maxAge := s.MaxAge
+	if maxAge <= 0 {
+		maxAge = DefaultRuncInitMaxAge
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	capOf := s.PipeCapacity
+	if capOf == nil {
+		capOf = procfs.PipeCapacity
+	}
+	minCap := minPipePages * os.Getpagesize()
+	// Which container a runc init belongs to: its pid is the state's init.
+	byInit := map[int]string{}
+	for i := range v.disc.Containers {
+		c := &v.disc.Containers[i]
+		byInit[c.State.InitProcessPid] = c.Name()
+	}
+	r := v.proc.NewReader()
+	var fs []check.Finding
+	inits, runcs := 0, 0
+	for i := range v.procs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p := &v.procs[i]
+		if !strings.HasPrefix(p.stat.Comm, "runc") {
+			continue
+		}
+		args, err := r.Cmdline(p.pid)
+		if err != nil && !procfs.IsGone(err) {
+			return nil, err
+		}
+		if err != nil {
+			continue
+		}
+		runcs++
+		if isRuncInit(p.stat.Comm, args) {
+			inits++
+			started := procfs.StartedAt(v.boot, p.stat.StartTime)
+			if age := now().Sub(started); age > maxAge {
+				subject := byInit[p.pid]
+				if subject == "" {
+					subject = "pid " + strconv.Itoa(p.pid)
+				}
+				fs = append(fs, check.Finding{
+					Subject: subject, Status: check.Fail,
+					Detail: fmt.Sprintf("runc init pid %d (%s) has run for %s (limit %s)", p.pid, p.stat.Comm, age.Round(time.Second), maxAge),
+					Data: map[string]string{
+						"kind": "stuck-init", "pid": strconv.Itoa(p.pid), "comm": p.stat.Comm,
+						"started_at": started.UTC().Format(time.RFC3339), "age_seconds": strconv.Itoa(int(age.Seconds())),
+						"container": byInit[p.pid],
+					},
+				})
+			}
+		}
+		fs = append(fs, s.smallPipes(v, r, p, capOf, minCap)...)
+	}
+	fs = append(fs, check.Finding{
+		Status: check.Pass,
+		Detail: fmt.Sprintf("%d runc processes, %d runc init, limit %s", runcs, inits, maxAge),
+	})
+	return fs, nil
+}
+
+// isRuncInit recognises runc init in each of its stages: nsexec renames it
+// runc:[0:PARENT], runc:[1:CHILD], runc:[2:INIT]; before that it is
+// "runc init" on the command line.
+func isRuncInit(comm string, args []string) bool {
+	if strings.HasPrefix(comm, "runc:[") {
+		return true
+	}
+	return len(args) >= 2 && args[1] == "init"
+}
+
+// smallPipes reports pipes of p below the default capacity. Descriptors
+// that vanish or cannot be opened are skipped.
+func (s *StuckRuncInit) smallPipes(v *view, r *procfs.Reader, p *proc, capOf func(procfs.FS, int, int) (int, error), minCap int) []check.Finding {
+	ents, err := os.ReadDir(v.proc.Path(p.pid, "fd"))
+	if err != nil {
+		return nil // gone, or not ours to read
+	}
+	var out []check.Finding
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		l, err := r.Readlink(p.pid, "fd/"+e.Name())
+		if err != nil || !strings.HasPrefix(string(l), "pipe:[") {
+			continue
+		}
+		pipe := string(l)
+		n, err := capOf(v.proc, p.pid, fd)
+		if err != nil {
+			if !procfs.IsGone(err) && !errors.Is(err, procfs.ErrNotPipe) && !errors.Is(err, os.ErrPermission) {
+				out = append(out, check.Finding{
+					Subject: "pid " + strconv.Itoa(p.pid), Status: check.Skip,
+					Detail: fmt.Sprintf("could not read capacity of %s on fd %d: %v", pipe, fd, err),
+				})
+			}
+			continue
+		}
+		if n < minCap {
+			out = append(out, check.Finding{
+				Subject: "pid " + strconv.Itoa(p.pid), Status: check.Fail,
+				Detail: fmt.Sprintf("pid %d (%s) holds %s on fd %d with capacity %d bytes (%d pages, default %d): fs.pipe-user-pages-soft is exhausted for its user",
+					p.pid, p.stat.Comm, pipe, fd, n, n/os.Getpagesize(), minPipePages),
+				Data: map[string]string{
+					"kind": "small-pipe", "pid": strconv.Itoa(p.pid), "comm": p.stat.Comm, "fd": strconv.Itoa(fd),
+					"pipe": pipe, "capacity_bytes": strconv.Itoa(n),
+				},
+			})
+		}
+	}
+	return out
+}

@@ -1,0 +1,392 @@
+// Package hostfixture builds fake host trees for tests: /proc entries,
+// cgroup hierarchies in the v1, hybrid or v2 layout, and runc state files,
+// all under one temporary root that the validator reads with Deps.Root.
+// It models what the kernel and runc write, not how they behave: moving a
+// process through cgroup.procs does not update /proc/<pid>/cgroup here.
+package hostfixture
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Mode is the cgroup layout of the fixture.
+type Mode string
+
+const (
+	Legacy  Mode = "legacy"
+	Hybrid  Mode = "hybrid"
+	Unified Mode = "unified"
+)
+
+// BootTime is the fixture's btime; process start ticks count from it.
+var BootTime = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+
+// HostNS is the pid namespace inode of host processes.
+const HostNS = 4026531836
+
+// v1Hierarchies as mounted under /sys/fs/cgroup, in /proc/<pid>/cgroup
+// order; "systemd" is name=systemd.
+var v1Hierarchies = []string{"blkio", "cpu,cpuacct", "cpuset", "devices", "freezer", "memory", "pids", "systemd"}
+
+// Host is a fake host under Root.
+type Host struct {
+	t     testing.TB
+	Root  string
+	Mode  Mode
+	procs map[int]*Proc
+}
+
+// Proc is a fake process.
+type Proc struct {
+	PID   int
+	PPID  int
+	Comm  string
+	State byte   // 'S' when zero
+	Start uint64 // stat field 22, ticks after BootTime
+	NS    uint64 // pid namespace inode; HostNS when zero
+	Args  []string
+	// Cgroup is the process's cgroup path in every hierarchy, except those
+	// overridden in In (keyed by hierarchy directory: "cpu,cpuacct",
+	// "systemd", "unified", or "" in v2 mode).
+	Cgroup string
+	In     map[string]string
+	// FDs are /proc/<pid>/fd links: fd -> target ("pipe:[123]").
+	FDs map[int]string
+}
+
+// New makes an empty host with pid 1 in /.
+func New(t testing.TB, mode Mode) *Host {
+	t.Helper()
+	h := &Host{t: t, Root: t.TempDir(), Mode: mode, procs: map[int]*Proc{}}
+	base := filepath.Join(h.Root, "sys/fs/cgroup")
+	switch mode {
+	case Unified:
+		h.write("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n")
+	case Legacy, Hybrid:
+		for _, d := range v1Hierarchies {
+			h.mkdir(filepath.Join(base, d))
+		}
+		// cpu and cpuacct are symlinks to the co-mounted hierarchy.
+		for _, l := range []string{"cpu", "cpuacct"} {
+			if err := os.Symlink("cpu,cpuacct", filepath.Join(base, l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if mode == Hybrid {
+			h.write("sys/fs/cgroup/unified/cgroup.controllers", "")
+		}
+	default:
+		t.Fatalf("hostfixture: unknown mode %q", mode)
+	}
+	h.write("proc/stat", fmt.Sprintf("cpu  1 2 3 4\nbtime %d\nprocesses 100\n", BootTime.Unix()))
+	h.Add(Proc{PID: 1, Comm: "systemd", Args: []string{"/sbin/init"}, Cgroup: "/", Start: 1})
+	return h
+}
+
+// Hierarchies returns the hierarchy directories of the fixture ("" is the
+// v2 root in unified mode).
+func (h *Host) Hierarchies() []string {
+	switch h.Mode {
+	case Unified:
+		return []string{""}
+	case Hybrid:
+		return append(append([]string{}, v1Hierarchies...), "unified")
+	}
+	return v1Hierarchies
+}
+
+// Add adds (or replaces) a process and rewrites the tree.
+func (h *Host) Add(p Proc) *Proc {
+	h.t.Helper()
+	if p.State == 0 {
+		p.State = 'S'
+	}
+	if p.NS == 0 {
+		p.NS = HostNS
+	}
+	if p.Comm == "" {
+		p.Comm = "sleep"
+	}
+	if p.Cgroup == "" {
+		p.Cgroup = "/"
+	}
+	cp := p
+	h.procs[p.PID] = &cp
+	h.writeProc(&cp)
+	h.syncProcs()
+	return &cp
+}
+
+// Get returns a process for changing; call Update after.
+func (h *Host) Get(pid int) *Proc { return h.procs[pid] }
+
+// Update rewrites a changed process.
+func (h *Host) Update(p *Proc) {
+	h.t.Helper()
+	h.writeProc(p)
+	h.syncProcs()
+}
+
+// Move puts pid into path in one hierarchy (the kernel's view changes: both
+// /proc/<pid>/cgroup and cgroup.procs).
+func (h *Host) Move(pid int, hier, path string) {
+	h.t.Helper()
+	p := h.procs[pid]
+	if p.In == nil {
+		p.In = map[string]string{}
+	}
+	p.In[hier] = path
+	h.Update(p)
+}
+
+// Kill removes a process, as if it exited and was reaped.
+func (h *Host) Kill(pid int) {
+	h.t.Helper()
+	delete(h.procs, pid)
+	if err := os.RemoveAll(h.procDir(pid)); err != nil {
+		h.t.Fatal(err)
+	}
+	h.syncProcs()
+}
+
+// RemoveProcDir removes /proc/<pid> but leaves the process in cgroup.procs:
+// the process exited between the listing and the read.
+func (h *Host) RemoveProcDir(pid int) {
+	h.t.Helper()
+	if err := os.RemoveAll(h.procDir(pid)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *Host) procDir(pid int) string { return filepath.Join(h.Root, "proc", strconv.Itoa(pid)) }
+
+// CgroupOf returns the path of p in hierarchy dir hier.
+func (p *Proc) CgroupOf(hier string) string {
+	if v, ok := p.In[hier]; ok {
+		return v
+	}
+	return p.Cgroup
+}
+
+func (h *Host) writeProc(p *Proc) {
+	dir := h.procDir(p.PID)
+	if err := os.RemoveAll(dir); err != nil {
+		h.t.Fatal(err)
+	}
+	h.mkdir(filepath.Join(dir, "ns"))
+	h.mkdir(filepath.Join(dir, "fd"))
+	// Fields 3..52 as the kernel writes them; 22 is starttime.
+	fields := make([]string, 50)
+	for i := range fields {
+		fields[i] = "0"
+	}
+	fields[0] = string(p.State)
+	fields[1] = strconv.Itoa(p.PPID)
+	fields[22-3] = strconv.FormatUint(p.Start, 10)
+	h.writeAbs(filepath.Join(dir, "stat"), fmt.Sprintf("%d (%s) %s\n", p.PID, p.Comm, strings.Join(fields, " ")))
+	h.writeAbs(filepath.Join(dir, "comm"), p.Comm+"\n")
+	args := p.Args
+	if args == nil {
+		args = []string{p.Comm}
+	}
+	h.writeAbs(filepath.Join(dir, "cmdline"), strings.Join(args, "\x00")+"\x00")
+	var cg strings.Builder
+	switch h.Mode {
+	case Unified:
+		fmt.Fprintf(&cg, "0::%s\n", p.CgroupOf(""))
+	default:
+		for i := len(v1Hierarchies) - 1; i >= 0; i-- {
+			d := v1Hierarchies[i]
+			name := d
+			if d == "systemd" {
+				name = "name=systemd"
+			}
+			fmt.Fprintf(&cg, "%d:%s:%s\n", i+1, name, p.CgroupOf(d))
+		}
+		if h.Mode == Hybrid {
+			fmt.Fprintf(&cg, "0::%s\n", p.CgroupOf("unified"))
+		}
+	}
+	h.writeAbs(filepath.Join(dir, "cgroup"), cg.String())
+	if err := os.Symlink(fmt.Sprintf("pid:[%d]", p.NS), filepath.Join(dir, "ns/pid")); err != nil {
+		h.t.Fatal(err)
+	}
+	for fd, target := range p.FDs {
+		if err := os.Symlink(target, filepath.Join(dir, "fd", strconv.Itoa(fd))); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// syncProcs rewrites every cgroup.procs from the process table.
+func (h *Host) syncProcs() {
+	members := map[string][]int{} // cgroup dir -> pids
+	for _, hier := range h.Hierarchies() {
+		base := filepath.Join(h.Root, "sys/fs/cgroup", hier)
+		members[base] = members[base][:0]
+		for _, p := range h.procs {
+			d := filepath.Join(base, p.CgroupOf(hier))
+			members[d] = append(members[d], p.PID)
+		}
+	}
+	// Clear old files first: a process may have left a cgroup.
+	_ = filepath.Walk(filepath.Join(h.Root, "sys/fs/cgroup"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Name() == "cgroup.procs" {
+			_ = os.WriteFile(p, nil, 0o644)
+		}
+		return nil
+	})
+	for d, pids := range members {
+		sort.Ints(pids)
+		var b strings.Builder
+		for _, pid := range pids {
+			fmt.Fprintf(&b, "%d\n", pid)
+		}
+		h.mkdir(d)
+		h.writeAbs(filepath.Join(d, "cgroup.procs"), b.String())
+	}
+	h.fillProcs()
+}
+
+// fillProcs gives every cgroup directory a cgroup.procs, as the kernel does.
+func (h *Host) fillProcs() {
+	_ = filepath.Walk(filepath.Join(h.Root, "sys/fs/cgroup"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.IsDir() {
+			if _, err := os.Stat(filepath.Join(p, "cgroup.procs")); err != nil {
+				_ = os.WriteFile(filepath.Join(p, "cgroup.procs"), nil, 0o644)
+			}
+		}
+		return nil
+	})
+}
+
+// Cgroup makes an empty cgroup in every hierarchy.
+func (h *Host) Cgroup(path string) {
+	for _, hier := range h.Hierarchies() {
+		h.mkdir(filepath.Join(h.Root, "sys/fs/cgroup", hier, path))
+	}
+	h.fillProcs()
+}
+
+// Container describes a runc container for State.
+type Container struct {
+	RuntimeRoot string // e.g. /run/runc
+	Namespace   string // containerd namespace directory, "" for runc-style
+	ID          string
+	Cgroup      string // e.g. /garden/c1
+	Init        int    // pid of init (must be added with Add, or absent for a ghost)
+	InitStart   uint64 // recorded init_process_start
+	SharedPidNS bool   // no NEWPID: the host's pid namespace
+	Created     bool   // exec.fifo present
+	// StartAsString writes init_process_start as a string (runc < 1.0.0-rc5).
+	StartAsString bool
+}
+
+// State writes state.json for c as runc writes it (cgroup_paths per
+// controller, "" for v2) and returns its path under the root.
+func (h *Host) State(c Container) string {
+	h.t.Helper()
+	paths := map[string]string{}
+	for _, hier := range h.Hierarchies() {
+		abs := filepath.Join("/sys/fs/cgroup", hier, c.Cgroup)
+		switch hier {
+		case "", "unified":
+			paths[""] = abs
+		case "systemd":
+			paths["name=systemd"] = abs
+		default:
+			for _, ctl := range strings.Split(hier, ",") {
+				paths[ctl] = abs
+			}
+		}
+	}
+	h.Cgroup(c.Cgroup)
+	namespaces := []map[string]string{{"type": "NEWNET", "path": ""}, {"type": "NEWNS", "path": ""}}
+	nsPaths := map[string]string{"NEWNET": fmt.Sprintf("/proc/%d/ns/net", c.Init)}
+	if !c.SharedPidNS {
+		namespaces = append([]map[string]string{{"type": "NEWPID", "path": ""}}, namespaces...)
+		nsPaths["NEWPID"] = fmt.Sprintf("/proc/%d/ns/pid", c.Init)
+	}
+	var start any = c.InitStart
+	if c.StartAsString {
+		start = strconv.FormatUint(c.InitStart, 10)
+	}
+	st := map[string]any{
+		"id":                 c.ID,
+		"init_process_pid":   c.Init,
+		"init_process_start": start,
+		"created":            BootTime.Add(time.Duration(c.InitStart) * 10 * time.Millisecond).Format(time.RFC3339Nano),
+		"config": map[string]any{
+			"rootfs":     "/var/vcap/data/garden/rootfs/" + c.ID,
+			"cgroups":    map[string]any{"path": c.Cgroup, "scope_prefix": "", "Systemd": false},
+			"namespaces": namespaces,
+			"mounts":     []any{map[string]any{"source": "proc", "destination": "/proc", "device": "proc"}},
+		},
+		"rootless":        false,
+		"cgroup_paths":    paths,
+		"namespace_paths": nsPaths,
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	dir := filepath.Join(h.Root, c.RuntimeRoot, c.Namespace, c.ID)
+	h.mkdir(dir)
+	path := filepath.Join(dir, "state.json")
+	h.writeAbs(path, string(b))
+	if c.Created {
+		h.writeAbs(filepath.Join(dir, "exec.fifo"), "")
+	}
+	return path
+}
+
+// RunContainer adds a container with init and n-1 more processes in its
+// pid namespace and cgroup, all started at tick start; pids from firstPID.
+func (h *Host) RunContainer(c Container, firstPID, n int, start uint64) {
+	h.t.Helper()
+	ns := uint64(5000000000 + firstPID)
+	if c.SharedPidNS {
+		ns = HostNS
+	}
+	c.Init, c.InitStart = firstPID, start
+	for i := 0; i < n; i++ {
+		comm := "app"
+		if i == 0 {
+			comm = "garden-init"
+		}
+		h.procs[firstPID+i] = &Proc{PID: firstPID + i, PPID: firstPID, Comm: comm, State: 'S', Start: start, NS: ns, Cgroup: c.Cgroup}
+		h.writeProc(h.procs[firstPID+i])
+	}
+	h.State(c)
+	h.syncProcs()
+}
+
+// Write writes a file relative to the root.
+func (h *Host) Write(rel, content string) { h.write(rel, content) }
+
+func (h *Host) write(rel, content string) {
+	h.writeAbs(filepath.Join(h.Root, rel), content)
+}
+
+func (h *Host) writeAbs(path, content string) {
+	h.t.Helper()
+	h.mkdir(filepath.Dir(path))
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *Host) mkdir(d string) {
+	h.t.Helper()
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+}
