@@ -37,5 +37,6 @@ func All(d Deps) []check.Check {
 	return []check.Check{
 		&CgroupIntegrity{host: h, Fix: d.Fix, Sleep: d.Sleep},
 		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots},
-		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now}}
+		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},
+	}
 }
