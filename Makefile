@@ -21,10 +21,36 @@ deps:
 test: deps build
 	$(GO) vet ./...
 	$(GO) test $(GOTESTFLAGS) -p 2 ./...
+	cd spec && $(GO) vet -mod=mod ./... && $(GO) test -mod=mod $(GOTESTFLAGS) ./...
+	bash ci/scripts/release-e2e.sh
 
 # Pure tests only: no root, no systemd container.
 unittest:
 	CELLGUARD_SKIP_INTEGRATION=1 $(GO) test $(GOTESTFLAGS) ./...
+
+.PHONY: release-sync release-e2e golang-blob
+
+# BOSH job templates rendered by bosh-cli's own ERB renderer, the release's
+# YAML, the CI pipeline (spec/ is a module of its own: bosh-cli stays out of
+# the main go.mod).
+spec:
+	cd spec && $(GO) vet -mod=mod ./... && $(GO) test -mod=mod $(GOTESTFLAGS) ./...
+
+# A dev release tarball, built offline: dev_releases/cellguard-dev.tgz.
+release:
+	bash ci/scripts/create-release.sh
+
+# Copy go.mod, go.sum and vendor/ into src/_module (packages/cellguard's files).
+release-sync:
+	bash ci/scripts/sync-module.sh
+
+# create-release, then compile every package from the tarball as a compile VM would.
+release-e2e:
+	bash ci/scripts/release-e2e.sh
+
+# Put the Go toolchain blob (config/blobs.yml) in the local blobstore.
+golang-blob:
+	bash ci/scripts/golang-blob.sh
 
 clean:
 	rm -rf bin
