@@ -1,6 +1,299 @@
 package cli
 
-// Placeholder: the sysctl slice (issue 3) replaces this file.
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
+)
+
 func sysctlCommand() *Command {
-	return &Command{Name: "sysctl", Summary: "apply and check container-host sysctls", Run: notYet}
+	return &Command{Name: "sysctl", Summary: "apply and check container-host sysctls", Sub: []*Command{
+		{Name: "apply", Summary: "persist the profile to sysctl.d, write it live, read it back", Run: runSysctlApply},
+		{Name: "check", Summary: "report keys not in force and which sysctl.d file wins at boot (no writes)", Run: runSysctlCheck},
+		{Name: "profile", Summary: "print the resolved profile: key, value, why, source", Run: runSysctlProfile},
+	}}
+}
+
+const sysctlProfileHelp = `
+The profile is the built-in "container-host" profile (or "none"), minus the
+keys in --remove / the config's sysctl.remove, plus --set / sysctl.set,
+which override profile values. Flags win over the config file. Keys take
+either notation: fs.inotify.max_user_watches or fs/inotify/max_user_watches.
+`
+
+const sysctlApplyHelp = sysctlProfileHelp + `
+apply validates every entry against the running kernel first (unknown keys,
+bad names, non-numeric values for numeric keys); then writes each value that
+differs under /proc/sys and reads it back; if the kernel rejects a value
+(EINVAL) every key this run changed is restored and the file is left alone.
+Only then is --file replaced, atomically. A second run changes nothing.
+
+Exit codes:
+  0  every key holds its wanted value and --file holds the profile
+  1  a key could not be applied or verified (EPERM, the kernel stored another
+     value), or --file could not be written
+  2  bad input: bad flags or config, unknown key, bad name, a value that does
+     not suit the key or that the kernel rejects; nothing is persisted
+`
+
+const sysctlCheckHelp = sysctlProfileHelp + `
+check writes nothing. For each key it compares the live value and the value
+systemd-sysctl would set at boot with the wanted one, and explains drift:
+files in /etc, /run, /usr/local/lib, /usr/lib sysctl.d (a name in an earlier
+directory masks it in later ones) are read in lexical order of their names,
+the later assignment wins, and /etc/sysctl.conf is read last (or where
+Debian's 99-sysctl.conf symlink puts it).
+
+Exit codes:
+  0  every key is in force: live and boot values equal the profile
+  1  drift: a live value differs, another file wins at boot, or a key does
+     not exist on this kernel
+  2  could not run: bad flags, config or profile, unreadable sysctl.d
+`
+
+// sysctlFlags are the flags apply, check and profile share.
+type sysctlFlags struct {
+	common
+	root, profile, file string
+	set, remove         stringList
+	jsonOut             bool
+}
+
+func newSysctlFlags(env *Env, name, help string) (*flag.FlagSet, *sysctlFlags) {
+	f := &sysctlFlags{}
+	fs := newFlagSet(env, "sysctl "+name, "sysctl "+name+" [flags]", &f.common)
+	fs.StringVar(&f.root, "root", "/", "root prefix for /proc/sys and the sysctl.d trees (tests: a fixture tree)")
+	fs.StringVar(&f.profile, "profile", "", "built-in profile: container-host (default) or none")
+	fs.Var(&f.set, "set", "KEY=VALUE to add or override (repeatable)")
+	fs.Var(&f.remove, "remove", "KEY to drop from the profile (repeatable)")
+	fs.StringVar(&f.file, "file", "", "persisted file, in a sysctl.d directory (default "+sysctl.DefaultFile+")")
+	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON on stdout")
+	base := fs.Usage
+	fs.Usage = func() {
+		base()
+		fmt.Fprint(env.Stderr, help)
+	}
+	return fs, f
+}
+
+// resolve merges the config's sysctl section with the flags.
+func (f *sysctlFlags) resolve(cfg *config.Config) (sysctl.Profile, error) {
+	s := cfg.Sysctl
+	if f.profile != "" {
+		s.Profile = f.profile
+	}
+	if f.file != "" {
+		s.File = f.file
+	}
+	if len(f.set) > 0 {
+		merged := map[string]string{}
+		for k, v := range s.Set {
+			merged[k] = v
+		}
+		for _, kv := range f.set {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return sysctl.Profile{}, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+			}
+			merged[strings.TrimSpace(k)] = v
+		}
+		s.Set = merged
+	}
+	s.Remove = append(append([]string(nil), s.Remove...), f.remove...)
+	return sysctl.Resolve(s)
+}
+
+// start parses flags, sets up logging and resolves the profile. ok=false
+// means stop with code.
+func (f *sysctlFlags) start(env *Env, fs *flag.FlagSet, args []string, source string) (lager.Logger, sysctl.Profile, func(), bool, int) {
+	if ok, code := parse(fs, args); !ok {
+		return nil, sysctl.Profile{}, nil, false, code
+	}
+	if fs.NArg() > 0 {
+		errorf(env, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return nil, sysctl.Profile{}, nil, false, ExitCantRun
+	}
+	logger, cfg, closer, err := f.setup(env, source)
+	if err != nil {
+		errorf(env, "%v", err)
+		return nil, sysctl.Profile{}, nil, false, ExitCantRun
+	}
+	p, err := f.resolve(cfg)
+	if err != nil {
+		logger.Error("resolve-profile", err)
+		errorf(env, "%v", err)
+		hintf(env, "fix the cellguard job's sysctl properties or the --set/--remove/--file flags; nothing was written")
+		closer()
+		return nil, sysctl.Profile{}, nil, false, ExitCantRun
+	}
+	return logger, p, closer, true, ExitOK
+}
+
+func runSysctlApply(_ context.Context, env *Env, args []string) int {
+	fs, f := newSysctlFlags(env, "apply", sysctlApplyHelp)
+	logger, p, closer, ok, code := f.start(env, fs, args, "sysctl-apply")
+	if !ok {
+		return code
+	}
+	defer closer()
+	logger.Info("starting", lager.Data{"profile": p.Name, "file": p.File, "root": f.root, "keys": len(p.Entries)})
+
+	rep, err := sysctl.Host{Root: f.root}.Apply(p)
+	for _, k := range rep.Keys {
+		data := lager.Data{"key": k.Key, "before": k.Before, "wanted": k.Wanted, "after": k.After, "result": k.Result}
+		switch {
+		case k.Error != "":
+			data["error"] = k.Error
+			logger.Info("key-not-applied", data)
+		case k.Changed:
+			logger.Info("key-changed", data)
+		default:
+			logger.Debug("key-unchanged", data)
+		}
+		if k.BootNote != "" {
+			logger.Info("key-overridden-at-boot", lager.Data{"key": k.Key, "note": k.BootNote})
+		}
+	}
+
+	if f.jsonOut {
+		sysctlJSON(env.Stdout, rep)
+	} else {
+		printApply(env.Stdout, rep)
+	}
+
+	switch {
+	case err == nil:
+		logger.Info("finished", lager.Data{"changed": rep.Changed, "file_changed": rep.FileChanged, "summary": rep.Summary()})
+		return ExitOK
+	case errors.Is(err, sysctl.ErrInvalid):
+		logger.Error("invalid-input", err)
+		errorf(env, "%v", err)
+		hintf(env, "nothing was persisted and live changes were rolled back; fix the values and run again")
+		return ExitCantRun
+	default:
+		logger.Error("not-applied", err)
+		errorf(env, "%v", err)
+		hintf(env, "the values are valid; see the table for the keys the kernel did not take")
+		return ExitFailed
+	}
+}
+
+func runSysctlCheck(_ context.Context, env *Env, args []string) int {
+	fs, f := newSysctlFlags(env, "check", sysctlCheckHelp)
+	logger, p, closer, ok, code := f.start(env, fs, args, "sysctl-check")
+	if !ok {
+		return code
+	}
+	defer closer()
+
+	rep, err := sysctl.Check(f.root, p)
+	if err != nil {
+		logger.Error("check", err)
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	for _, k := range rep.Drifted() {
+		logger.Info("key-not-in-force", lager.Data{"key": k.Key, "status": k.Status, "wanted": k.Wanted,
+			"live": k.Live, "boot": k.Boot, "boot_from": k.BootFrom, "explanation": k.Explanation, "error": k.Error})
+	}
+	if f.jsonOut {
+		sysctlJSON(env.Stdout, rep)
+	} else {
+		printCheck(env.Stdout, rep)
+	}
+	logger.Info("finished", lager.Data{"in_force": rep.InForce, "drifted": len(rep.Drifted()), "keys": len(rep.Keys)})
+	if !rep.InForce {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func runSysctlProfile(_ context.Context, env *Env, args []string) int {
+	fs, f := newSysctlFlags(env, "profile", sysctlProfileHelp+"\nExit codes: 0 printed, 2 bad flags, config or profile.\n")
+	_, p, closer, ok, code := f.start(env, fs, args, "sysctl-profile")
+	if !ok {
+		return code
+	}
+	defer closer()
+	if f.jsonOut {
+		sysctlJSON(env.Stdout, p)
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stdout, "profile %s, persisted to %s\n", p.Name, p.File)
+	for _, e := range p.Entries {
+		fmt.Fprintf(env.Stdout, "\n%s = %s  (%s)\n  why: %s\n", e.Key, e.Value, e.From, e.Why)
+		if e.Source != "" {
+			fmt.Fprintf(env.Stdout, "  source: %s\n", e.Source)
+		}
+	}
+	return ExitOK
+}
+
+func sysctlJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func printApply(w io.Writer, rep sysctl.ApplyReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tBEFORE\tWANTED\tAFTER\tRESULT")
+	for _, k := range rep.Keys {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Key, sysctlDash(k.Before), k.Wanted, sysctlDash(k.After), k.Result)
+	}
+	_ = tw.Flush()
+	for _, k := range rep.Keys {
+		if k.Error != "" {
+			fmt.Fprintf(w, "%s: %s\n", k.Result, k.Error)
+		}
+	}
+	for _, k := range rep.Keys {
+		if k.BootNote != "" {
+			fmt.Fprintf(w, "%s: at boot: %s\n", k.Key, k.BootNote)
+		}
+	}
+	fmt.Fprintln(w, rep.Summary())
+}
+
+func printCheck(w io.Writer, rep sysctl.CheckReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tWANTED\tLIVE\tBOOT\tSTATUS")
+	for _, k := range rep.Keys {
+		boot := k.Boot
+		if !k.BootSet {
+			boot = "(unset)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Key, k.Wanted, sysctlDash(k.Live), boot, k.Status)
+	}
+	_ = tw.Flush()
+	drifted := rep.Drifted()
+	for _, k := range drifted {
+		why := k.Explanation
+		if k.Error != "" {
+			why = k.Error
+		}
+		fmt.Fprintf(w, "%s: %s\n", k.Key, why)
+	}
+	if len(drifted) == 0 {
+		fmt.Fprintf(w, "all %d keys in force (profile %s, %s)\n", len(rep.Keys), rep.Profile, rep.File)
+	} else {
+		fmt.Fprintf(w, "%d of %d keys not in force (profile %s, %s)\n", len(drifted), len(rep.Keys), rep.Profile, rep.File)
+	}
+}
+
+func sysctlDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

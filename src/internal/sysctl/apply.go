@@ -206,23 +206,22 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 
 // Summary is a one-line account of an apply, for humans and logs.
 func (r ApplyReport) Summary() string {
-	var unchanged, bad int
+	count := map[string]int{}
 	for _, k := range r.Keys {
-		switch k.Result {
-		case ResultUnchanged:
-			unchanged++
-		case ResultChanged:
-		default:
-			bad++
-		}
+		count[k.Result]++
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d keys: ", len(r.Keys))
-	if r.Changed == 0 && bad == 0 {
+	switch {
+	case count[ResultInvalid] > 0:
+		fmt.Fprintf(&b, "%d invalid, nothing written", count[ResultInvalid])
+	case count[ResultRejected] > 0:
+		fmt.Fprintf(&b, "the kernel rejected %d, %d change(s) rolled back", count[ResultRejected], count[ResultRolledBack])
+	case r.Changed == 0 && count[ResultUnchanged] == len(r.Keys):
 		b.WriteString("nothing changed, all already set")
-	} else {
-		fmt.Fprintf(&b, "%d changed, %d already set", r.Changed, unchanged)
-		if bad > 0 {
+	default:
+		fmt.Fprintf(&b, "%d changed, %d already set", r.Changed, count[ResultUnchanged])
+		if bad := count[ResultFailed] + count[ResultUnverified]; bad > 0 {
 			fmt.Fprintf(&b, ", %d not applied", bad)
 		}
 	}

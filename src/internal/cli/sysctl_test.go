@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
+)
+
+// sysctlRoot is a fixture host for the CLI: a fake /proc/sys with the keys
+// of the built-in profile at kernel defaults, plus two extra ones.
+func sysctlRoot(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	keys := map[string]string{"net.ipv4.ip_local_port_range": "32768\t60999", "kernel.osrelease": "6.1.0"}
+	es, err := sysctl.Builtin(sysctl.ContainerHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		keys[e.Key] = "7" // differs from every profile value
+	}
+	for k, v := range keys {
+		p := filepath.Join(root, "proc/sys", sysctl.MustKey(k).Path())
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if k == "kernel.osrelease" {
+			mode = 0o444
+		}
+		if err := os.WriteFile(p, []byte(v+"\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// sysctlEmptyConfig keeps a config rendered on the test machine at
+// config.DefaultPath out of these tests.
+func sysctlEmptyConfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "empty.json")
+	if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runSysctlCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	if len(args) > 2 && args[0] == "sysctl" && !sysctlHasArg(args, "--config") && !sysctlHasArg(args, "--help") {
+		args = append(args[:2:2], append([]string{"--config", sysctlEmptyConfig(t)}, args[2:]...)...)
+	}
+	var out, errb bytes.Buffer
+	env := &Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	code := Main(context.Background(), env, args)
+	return code, out.String(), errb.String()
+}
+
+func sysctlHasArg(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSysctlApplyThenCheck(t *testing.T) {
+	root := sysctlRoot(t)
+	code, out, errOut := runSysctlCLI(t, "sysctl", "check", "--root", root)
+	if code != ExitFailed || !strings.Contains(out, "nothing sets it at boot: /etc/sysctl.d/60-cellguard.conf does not exist") {
+		t.Fatalf("check before apply: code %d\n%s\n%s", code, out, errOut)
+	}
+
+	code, out, errOut = runSysctlCLI(t, "sysctl", "apply", "--root", root, "--set", "net.ipv4.ip_local_port_range=1024 65000")
+	if code != ExitOK {
+		t.Fatalf("apply: code %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "fs.pipe-user-pages-soft") || !strings.Contains(out, "15 changed, 0 already set; /etc/sysctl.d/60-cellguard.conf written") {
+		t.Fatalf("apply output:\n%s", out)
+	}
+	// Logs are lager JSON on stderr, never on stdout.
+	if !strings.Contains(errOut, `"message":"cellguard.sysctl-apply.key-changed"`) || strings.Contains(out, "timestamp") {
+		t.Fatalf("logs misplaced:\nstdout %s\nstderr %s", out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/sysctl.d/60-cellguard.conf")); err != nil || !strings.Contains(string(b), "fs.pipe-user-pages-soft = 0\n") {
+		t.Fatalf("persisted file: %v\n%s", err, b)
+	}
+
+	code, out, _ = runSysctlCLI(t, "sysctl", "apply", "--root", root, "--set", "net.ipv4.ip_local_port_range=1024 65000")
+	if code != ExitOK || !strings.Contains(out, "nothing changed, all already set; /etc/sysctl.d/60-cellguard.conf unchanged") {
+		t.Fatalf("second apply: code %d\n%s", code, out)
+	}
+
+	code, out, _ = runSysctlCLI(t, "sysctl", "check", "--root", root, "--set", "net.ipv4.ip_local_port_range=1024 65000")
+	if code != ExitOK || !strings.Contains(out, "all 15 keys in force") {
+		t.Fatalf("check after apply: code %d\n%s", code, out)
+	}
+
+	// Another file later in the order takes a key back at boot.
+	other := filepath.Join(root, "etc/sysctl.d/60-other.conf")
+	if err := os.WriteFile(other, []byte("fs.inotify.max_user_watches = 16384\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runSysctlCLI(t, "sysctl", "check", "--root", root, "--json", "--set", "net.ipv4.ip_local_port_range=1024 65000")
+	if code != ExitFailed {
+		t.Fatalf("check with drift: code %d\n%s", code, out)
+	}
+	var rep sysctl.CheckReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, out)
+	}
+	d := rep.Drifted()
+	if rep.InForce || len(d) != 1 || d[0].Key != "fs.inotify.max_user_watches" || d[0].Status != sysctl.BootDrift ||
+		!strings.Contains(d[0].Explanation, "/etc/sysctl.d/60-other.conf:1 sets it back to 16384 after ours (60-cellguard.conf)") {
+		t.Fatalf("drift %+v", d)
+	}
+}
+
+func TestSysctlExitCodes(t *testing.T) {
+	testCases := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"apply unknown key", []string{"apply", "--set", "kernel.no_such=1"}, ExitCantRun, "unknown key"},
+		{"apply traversal", []string{"apply", "--set", "../../etc/passwd=1"}, ExitCantRun, "path traversal"},
+		{"apply non-numeric", []string{"apply", "--set", "kernel.pid_max=many"}, ExitCantRun, "not a decimal number"},
+		{"apply read-only", []string{"apply", "--set", "kernel.osrelease=7"}, ExitCantRun, "read-only key"},
+		{"apply bad --set", []string{"apply", "--set", "kernel.pid_max"}, ExitCantRun, "want KEY=VALUE"},
+		{"apply unknown profile", []string{"apply", "--profile", "gpu"}, ExitCantRun, "unknown sysctl profile"},
+		{"apply file outside sysctl.d", []string{"apply", "--file", "/tmp/x.conf"}, ExitCantRun, "not in a directory systemd-sysctl reads"},
+		{"apply stray argument", []string{"apply", "now"}, ExitCantRun, "unexpected arguments"},
+		{"check bad flag", []string{"check", "--no-such-flag"}, ExitCantRun, "flag provided but not defined"},
+		{"check remove unknown", []string{"check", "--remove", "kernel.panic"}, ExitCantRun, "not in profile"},
+		{"check missing key", []string{"check", "--profile", "none", "--set", "kernel.no_such=1"}, ExitFailed, ""},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := sysctlRoot(t)
+			args := append([]string{"sysctl", tc.args[0], "--root", root}, tc.args[1:]...)
+			code, out, errOut := runSysctlCLI(t, args...)
+			if code != tc.code || !strings.Contains(errOut, tc.stderr) {
+				t.Fatalf("code %d, want %d; stderr lacks %q:\n%s\nstdout:\n%s", code, tc.code, tc.stderr, errOut, out)
+			}
+			if _, err := os.Stat(filepath.Join(root, "etc/sysctl.d/60-cellguard.conf")); err == nil {
+				t.Fatal("a failed run persisted the file")
+			}
+			b, _ := os.ReadFile(filepath.Join(root, "proc/sys/fs/pipe-user-pages-soft"))
+			if string(b) != "7\n" {
+				t.Fatalf("a failed run changed a live key: %q", b)
+			}
+		})
+	}
+}
+
+func TestSysctlConfigFile(t *testing.T) {
+	root := sysctlRoot(t)
+	cfg := filepath.Join(t.TempDir(), "cellguard.json")
+	body := `{"sysctl": {"profile": "none", "set": {"kernel.pid_max": "4194304", "fs/inotify/max_user_watches": "524288"},
+		"file": "/etc/sysctl.d/61-cellguard.conf"}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The flag overrides the config's value for the same key.
+	code, out, errOut := runSysctlCLI(t, "sysctl", "apply", "--root", root, "--config", cfg, "--json", "--set", "kernel.pid_max=32768")
+	if code != ExitOK {
+		t.Fatalf("code %d\n%s\n%s", code, out, errOut)
+	}
+	var rep sysctl.ApplyReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.File != "/etc/sysctl.d/61-cellguard.conf" || len(rep.Keys) != 2 || rep.Changed != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, k := range rep.Keys {
+		if k.Key == "kernel.pid_max" && k.After != "32768" {
+			t.Fatalf("flag did not override the config: %+v", k)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/sysctl.d/61-cellguard.conf")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSysctlHelp(t *testing.T) {
+	for _, sub := range []string{"apply", "check"} {
+		code, _, errOut := runSysctlCLI(t, "sysctl", sub, "--help")
+		if code != ExitOK || !strings.Contains(errOut, "Exit codes:") || !strings.Contains(errOut, "-root") || !strings.Contains(errOut, "-json") {
+			t.Fatalf("%s --help: code %d\n%s", sub, code, errOut)
+		}
+	}
+	code, _, errOut := runSysctlCLI(t, "sysctl", "--help")
+	if code != ExitOK || !strings.Contains(errOut, "apply") || !strings.Contains(errOut, "check") {
+		t.Fatalf("sysctl --help: code %d\n%s", code, errOut)
+	}
+	code, out, _ := runSysctlCLI(t, "sysctl", "profile")
+	if code != ExitOK || !strings.Contains(out, "fs.pipe-user-pages-soft = 0") || !strings.Contains(out, "source: https://github.com/opencontainers/runc/issues/2828") {
+		t.Fatalf("profile: code %d\n%s", code, out)
+	}
+}
