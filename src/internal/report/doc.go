@@ -1,0 +1,5 @@
+// Package report renders a validator run (check.Report): a human table of
+// what failed, the evidence and the fix; JSON for tools; and a Prometheus
+// textfile for node_exporter's textfile collector. It never decides a
+// verdict; check.Run did.
+package report

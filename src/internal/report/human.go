@@ -1,0 +1,103 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+)
+
+// MaxEvidence caps the findings printed per check in the human report;
+// JSON carries them all.
+const MaxEvidence = 20
+
+// Human writes the table, then for every check that did not pass its
+// evidence and fix.
+func Human(w io.Writer, rep check.Report) error {
+	verdict := "ok"
+	if rep.Blocked {
+		verdict = "BLOCKED"
+	}
+	var blocking []string
+	for _, r := range rep.Results {
+		if r.Blocking {
+			blocking = append(blocking, r.ID)
+		}
+	}
+	fmt.Fprintf(w, "cellguard validate --phase %s: %s", rep.Phase, verdict)
+	if len(blocking) > 0 {
+		fmt.Fprintf(w, " by %s", strings.Join(blocking, ", "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATUS\tCHECK\tSEVERITY\tFINDINGS\tTITLE")
+	for _, r := range rep.Results {
+		sev := string(r.Severity)
+		if r.Ignored {
+			sev += " (ignored)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", statusWord(r.Status), r.ID, sev, Count(r), r.Title)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rep.Results {
+		if r.Status == check.Pass || r.Status == check.Skip {
+			continue
+		}
+		fmt.Fprintf(w, "\n[%s] %s (%s)\n", statusWord(r.Status), r.ID, r.Severity)
+		if r.Error != "" {
+			fmt.Fprintf(w, "  could not check: %s\n", r.Error)
+		}
+		n := 0
+		for _, f := range r.Findings {
+			if !counts(f) {
+				continue
+			}
+			n++
+			if n > MaxEvidence {
+				continue
+			}
+			if f.Subject != "" {
+				fmt.Fprintf(w, "  %s: %s\n", f.Subject, f.Detail)
+			} else {
+				fmt.Fprintf(w, "  %s\n", f.Detail)
+			}
+		}
+		if n > MaxEvidence {
+			fmt.Fprintf(w, "  ... and %d more (use --format json)\n", n-MaxEvidence)
+		}
+		if r.Fix != "" {
+			fmt.Fprintf(w, "  fix: %s\n", r.Fix)
+		}
+	}
+	return nil
+}
+
+func statusWord(s check.Status) string {
+	switch s {
+	case check.Fail, check.Error:
+		return strings.ToUpper(string(s))
+	}
+	return string(s)
+}
+
+// counts reports whether a finding is evidence of a problem (not a pass
+// summary or a skip note).
+func counts(f check.Finding) bool {
+	return f.Status == check.Fail || f.Status == check.Warn || f.Status == check.Error
+}
+
+// Count is the number of problem findings of a result.
+func Count(r check.Result) int {
+	n := 0
+	for _, f := range r.Findings {
+		if counts(f) {
+			n++
+		}
+	}
+	return n
+}

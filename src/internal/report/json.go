@@ -1,0 +1,22 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+)
+
+// jsonReport is the --format json document: the run plus when it ran.
+type jsonReport struct {
+	check.Report
+	GeneratedAt time.Time `json:"generated_at"`
+}
+
+// JSON writes the report as one indented JSON document.
+func JSON(w io.Writer, rep check.Report, now time.Time) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(jsonReport{Report: rep, GeneratedAt: now.UTC()})
+}

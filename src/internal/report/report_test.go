@@ -1,0 +1,168 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+var ranAt = time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+
+// blockedDrain is a drain run where an escape blocks and a ghost warns.
+func blockedDrain() check.Report {
+	return check.Report{
+		Phase:   check.Drain,
+		Blocked: true,
+		Results: []check.Result{
+			{
+				ID: "cgroup-integrity", Title: "container processes are in the cgroups their runtime recorded",
+				Severity: check.Blocking, Status: check.Fail, Blocking: true, Duration: 0.012,
+				Fix: "Run `cellguard validate --fix`.",
+				Findings: []check.Finding{
+					{Subject: "c1", Status: check.Fail, Detail: "pid 101 (app) escaped in cpu,cpuacct: in /system.slice/garden.service, state says /garden/c1",
+						Data: map[string]string{"pid": "101", "hierarchy": "cpu,cpuacct", "expected": "/garden/c1", "actual": "/system.slice/garden.service"}},
+					{Status: check.Pass, Detail: "1 containers, 2 container processes checked on a hybrid cgroup host"},
+				},
+			},
+			{
+				ID: "runtime-ghosts", Title: "runtime state and container processes agree",
+				Severity: check.Warning, Status: check.Warn, Duration: 0.003, Fix: "runc delete.",
+				Findings: []check.Finding{{Subject: "c2", Status: check.Fail, Detail: "init pid 200 is gone"}},
+			},
+			{
+				ID: "stuck-runc-init", Title: "no runc init is stuck", Severity: check.Warning,
+				Status: check.Error, Error: "list /proc: permission denied", Ignored: true,
+			},
+			{ID: "sysctl", Title: "sysctls", Severity: check.Blocking, Status: check.Pass},
+		},
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs; got:\n%s", path, got)
+	}
+}
+
+func TestPrometheusGolden(t *testing.T) {
+	golden(t, "blocked_drain.prom", Prometheus(blockedDrain(), ranAt))
+}
+
+func TestJSONGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := JSON(&b, blockedDrain(), ranAt); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "blocked_drain.json", b.Bytes())
+	// And it decodes back into the framework's types.
+	var back struct {
+		check.Report
+		GeneratedAt time.Time `json:"generated_at"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.Blocked || len(back.Results) != 4 || back.Results[0].Findings[0].Data["actual"] != "/system.slice/garden.service" {
+		t.Fatalf("round trip lost data: %+v", back.Report)
+	}
+}
+
+func TestPrometheusValues(t *testing.T) {
+	out := string(Prometheus(blockedDrain(), ranAt))
+	for _, want := range []string{
+		`cellguard_check_status{check="cgroup-integrity",phase="drain"} 2`,
+		`cellguard_check_status{check="runtime-ghosts",phase="drain"} 1`,
+		`cellguard_check_status{check="stuck-runc-init",phase="drain"} 3`,
+		`cellguard_check_status{check="sysctl",phase="drain"} 0`,
+		`cellguard_check_blocking{check="cgroup-integrity",phase="drain"} 1`,
+		`cellguard_check_blocking{check="stuck-runc-init",phase="drain"} 0`,
+		`cellguard_check_findings{check="cgroup-integrity",phase="drain"} 1`,
+		`cellguard_validate_blocked{phase="drain"} 1`,
+		`cellguard_validate_timestamp_seconds{phase="drain"} 1796022000`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Count(out, "# TYPE ") != 6 {
+		t.Errorf("want 6 metric families:\n%s", out)
+	}
+}
+
+func TestWritePrometheusFileIsAtomicReplace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cellguard.prom")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePrometheusFile(path, blockedDrain(), ranAt); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(b, Prometheus(blockedDrain(), ranAt)) {
+		t.Fatalf("file holds %q (%v)", b, err)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(path))
+	if len(ents) != 1 {
+		t.Fatalf("temp files left behind: %v", ents)
+	}
+	if err := WritePrometheusFile(filepath.Join(t.TempDir(), "no/such/dir/x.prom"), blockedDrain(), ranAt); err == nil {
+		t.Fatal("writing into a missing directory succeeded")
+	}
+}
+
+func TestHuman(t *testing.T) {
+	var b bytes.Buffer
+	if err := Human(&b, blockedDrain()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"cellguard validate --phase drain: BLOCKED by cgroup-integrity\n",
+		"FAIL    cgroup-integrity",
+		"warning (ignored)",
+		"[FAIL] cgroup-integrity (blocking)\n  c1: pid 101 (app) escaped in cpu,cpuacct: in /system.slice/garden.service, state says /garden/c1\n  fix: Run `cellguard validate --fix`.\n",
+		"[warn] runtime-ghosts (warning)\n  c2: init pid 200 is gone\n",
+		"[ERROR] stuck-runc-init (warning)\n  could not check: list /proc: permission denied\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "[pass]") || strings.Contains(out, "checked on a hybrid") {
+		t.Errorf("passing evidence printed:\n%s", out)
+	}
+}
+
+func TestHumanCapsEvidence(t *testing.T) {
+	rep := check.Report{Phase: check.PreStart, Results: []check.Result{{ID: "x", Status: check.Warn, Severity: check.Warning}}}
+	for i := 0; i < MaxEvidence+5; i++ {
+		rep.Results[0].Findings = append(rep.Results[0].Findings, check.Finding{Status: check.Warn, Detail: "d"})
+	}
+	var b bytes.Buffer
+	if err := Human(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "... and 5 more (use --format json)") || strings.Count(b.String(), "  d\n") != MaxEvidence {
+		t.Fatalf("got:\n%s", b.String())
+	}
+}
