@@ -1,0 +1,243 @@
+package checks
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+)
+
+// rvFake writes an executable script at root+path that prints out for
+// --version and fails any other subcommand (like runc < 1.1 on features).
+func rvFake(t *testing.T, root, path, out string) {
+	t.Helper()
+	host := filepath.Join(root, path)
+	if err := os.MkdirAll(filepath.Dir(host), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then cat <<'EOF'\n" + out + "\nEOF\nexit 0; fi\necho \"No help topic for '$1'\" >&2\nexit 3\n"
+	if err := os.WriteFile(host, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rvSysctl(t *testing.T, root, pipeSoft string) {
+	t.Helper()
+	dir := filepath.Join(root, "proc/sys/fs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pipe-user-pages-soft"), []byte(pipeSoft+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rvByAdvisory indexes findings by their advisory id; "" collects the
+// per-binary summaries and skips.
+func rvByAdvisory(fs []check.Finding) map[string][]check.Finding {
+	out := map[string][]check.Finding{}
+	for _, f := range fs {
+		out[f.Data["advisory"]] = append(out[f.Data["advisory"]], f)
+	}
+	return out
+}
+
+func TestRuntimeVersionsMeta(t *testing.T) {
+	if err := check.Validate([]check.Check{&RuntimeVersions{}, &SystemdCgroupMode{}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRuntimeVersionsRC93Hang: the rc93 hang blocks pre-start only while
+// the pipe soft limit is active; otherwise, and at drain, it warns.
+func TestRuntimeVersionsRC93Hang(t *testing.T) {
+	rc93 := "runc version 1.0.0-rc93\ncommit: 12644e614e25b05da6fd08a38ffa0cfe1903fdec\nspec: 1.0.2-dev"
+	testCases := []struct {
+		name, pipeSoft string
+		phase          check.Phase
+		want           check.Status
+		holds          string
+	}{
+		{"limit active, pre-start", "16384", check.PreStart, check.Fail, "true"},
+		{"limit off, pre-start", "0", check.PreStart, check.Warn, "false"},
+		{"limit active, drain", "16384", check.Drain, check.Warn, "true"},
+		{"limit unreadable, pre-start", "", check.PreStart, check.Fail, "true"},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			rvFake(t, root, "/var/vcap/packages/runc/bin/runc", rc93)
+			if tc.pipeSoft != "" {
+				rvSysctl(t, root, tc.pipeSoft)
+			}
+			c := &RuntimeVersions{Root: root, Phase: tc.phase, Path: []string{},
+				Binaries: map[string]string{"runc": "/var/vcap/packages/runc/bin/runc"}}
+			fs, err := c.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			hang := rvByAdvisory(fs)["runc-rc93-init-hang"]
+			if len(hang) != 1 {
+				t.Fatalf("want one runc-rc93-init-hang finding, got %+v", fs)
+			}
+			f := hang[0]
+			if f.Status != tc.want || f.Data["condition_holds"] != tc.holds {
+				t.Errorf("status %s (condition holds %s), want %s (%s): %s", f.Status, f.Data["condition_holds"], tc.want, tc.holds, f.Detail)
+			}
+			for _, s := range []string{"runc-rc93-init-hang", "1.0.0-rc93", "1.0.0-rc94", "/var/vcap/packages/runc/bin/runc"} {
+				if !strings.Contains(f.Detail, s) {
+					t.Errorf("detail lacks %q: %s", s, f.Detail)
+				}
+			}
+			if f.Data["fixed_in"] != "1.0.0-rc94" || f.Data["version"] != "1.0.0-rc93" {
+				t.Errorf("data %v", f.Data)
+			}
+			// containerd is neither configured nor on the (empty) PATH
+			if sk := rvByAdvisory(fs)[""]; !containsStatus(sk, "containerd", check.Skip) {
+				t.Errorf("no Skip for the absent containerd: %+v", sk)
+			}
+		})
+	}
+}
+
+func containsStatus(fs []check.Finding, subject string, st check.Status) bool {
+	for _, f := range fs {
+		if f.Subject == subject && f.Status == st {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRuntimeVersionsBinariesMissingOrBroken(t *testing.T) {
+	root := t.TempDir()
+	rvFake(t, root, "/usr/bin/runc", "runc version unknown\nspec: 1.0.2-dev")
+	// a containerd that hangs on --version
+	hang := filepath.Join(root, "usr/bin/containerd")
+	if err := os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 300\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin"}, Prober: runtimever.Prober{Timeout: 200 * time.Millisecond},
+		Binaries: map[string]string{"runc": "/var/vcap/packages/runc/bin/runc"}}
+	fs, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]check.Status{
+		"/var/vcap/packages/runc/bin/runc": check.Skip, // configured, absent
+		"/usr/bin/runc":                    check.Warn, // version unknown
+		"/usr/bin/containerd":              check.Fail, // hangs
+	}
+	got := map[string]check.Status{}
+	for _, f := range fs {
+		got[f.Subject] = f.Status
+		if f.Subject == "/usr/bin/containerd" && !strings.Contains(f.Detail, "killed its process group") {
+			t.Errorf("hang detail: %s", f.Detail)
+		}
+	}
+	for s, st := range want {
+		if got[s] != st {
+			t.Errorf("%s: %s, want %s (all: %v)", s, got[s], st, got)
+		}
+	}
+}
+
+func TestRuntimeVersionsOperatorFile(t *testing.T) {
+	root := t.TempDir()
+	rvFake(t, root, "/usr/bin/containerd", "containerd github.com/containerd/containerd v1.4.2 b321d358e6eef9c82fa3f3bb8826dca3724c58c6")
+	doc := `{"schema":1,"advisories":[{"id":"CVE-2020-15257","component":"containerd","summary":"site says blocking",
+	  "references":["https://github.com/containerd/containerd/security/advisories/GHSA-36xw-fx78-c5r4"],
+	  "affected":[{"introduced":"0","fixed":"1.3.9"},{"introduced":"1.4.0-alpha","fixed":"1.4.3"}],
+	  "severity":{"pre-start":"blocking"}}]}`
+	if err := os.WriteFile(filepath.Join(root, "advisories.json"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file string
+		want check.Status
+	}{{"", check.Warn}, {"/advisories.json", check.Fail}} {
+		c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin"}, AdvisoriesFile: tc.file}
+		fs, err := c.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := rvByAdvisory(fs)["CVE-2020-15257"]
+		if len(f) != 1 || f[0].Status != tc.want {
+			t.Errorf("file %q: CVE-2020-15257 findings %+v, want one %s", tc.file, f, tc.want)
+		}
+	}
+}
+
+// TestRuntimeVersionsRealDebianHost runs the check on this host's real
+// runc and containerd (Debian bookworm's packages) and asserts the
+// findings by advisory id, as decided from the data: the CVE-2024-21626
+// backport is recognised, November 2025's CVEs block pre-start.
+func TestRuntimeVersionsRealDebianHost(t *testing.T) {
+	for _, p := range []string{"/usr/sbin/runc", "/usr/bin/containerd"} {
+		if _, err := os.Stat(p); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is required in CI: %v", p, err)
+			}
+			t.Skipf("SKIP: %s not installed", p)
+		}
+	}
+	out, _ := runtimever.Output(context.Background(), 0, "/usr/sbin/runc", "--version")
+	if !strings.Contains(string(out), "commit: 1.1.5+ds1-1+deb12u1") {
+		t.Skipf("SKIP: expectations are for Debian's runc 1.1.5+ds1-1+deb12u1, host has %q", out)
+	}
+	c := &RuntimeVersions{Root: "/", Path: []string{"/usr/sbin", "/usr/bin"}}
+	fs, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := rvByAdvisory(fs)
+	var ids []string
+	for id, f := range by {
+		if id != "" {
+			ids = append(ids, id+"="+string(f[0].Status))
+		}
+	}
+	sort.Strings(ids)
+	want := "CVE-2024-21626=pass CVE-2025-31133=fail CVE-2025-52565=fail CVE-2025-52881=fail CVE-2026-41579=warn runc-systemd-unit-exists=warn"
+	if got := strings.Join(ids, " "); got != want {
+		t.Errorf("advisories:\n got %s\nwant %s", got, want)
+	}
+	if b := by["CVE-2024-21626"][0].Data["backport"]; b != ">=1.1.5+ds1-1+deb12u1" {
+		t.Errorf("CVE-2024-21626 backport evidence %q", b)
+	}
+	var summaries []string
+	for _, f := range by[""] {
+		summaries = append(summaries, f.Detail)
+	}
+	joined := strings.Join(summaries, "\n")
+	if !strings.Contains(joined, "containerd 1.6.20~ds1 (package 1.6.20~ds1-1+deb12u3) at /usr/bin/containerd") || !strings.Contains(joined, "no known advisory") {
+		t.Errorf("containerd summary missing:\n%s", joined)
+	}
+	t.Logf("findings:\n%s", rvDescribe(fs))
+
+	// through the framework: pre-start blocks, drain does not
+	for _, p := range []struct {
+		phase   check.Phase
+		blocked bool
+	}{{check.PreStart, true}, {check.Drain, false}} {
+		c.Phase = p.phase
+		rep := check.Run(context.Background(), []check.Check{c}, check.Options{Phase: p.phase})
+		if rep.Blocked != p.blocked {
+			t.Errorf("%s: blocked = %v, want %v (%s)", p.phase, rep.Blocked, p.blocked, rep.Results[0].Status)
+		}
+	}
+}
+
+func rvDescribe(fs []check.Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(string(f.Status) + " " + f.Subject + ": " + f.Detail + "\n")
+	}
+	return b.String()
+}

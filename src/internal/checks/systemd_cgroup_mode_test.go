@@ -1,0 +1,228 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+)
+
+// fakeSystemd is a SystemdVersioner with a fixed answer.
+type fakeSystemd struct {
+	v   int
+	err error
+}
+
+func (f fakeSystemd) SystemdVersion(context.Context) (int, error) { return f.v, f.err }
+
+// sdTree builds a fixture root: a cgroup layout of the given mode (as
+// cgroup.DetectMode reads it), optionally /run/systemd/system and a
+// kernel command line.
+func sdTree(t *testing.T, mode cgroup.Mode, booted bool, cmdline string) string {
+	t.Helper()
+	root := t.TempDir()
+	mk := func(rel, content string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if content != "" {
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	switch mode {
+	case cgroup.Unified:
+		mk("sys/fs/cgroup/cgroup.controllers", "cpu memory pids\n")
+	case cgroup.Hybrid:
+		mk("sys/fs/cgroup/unified/cgroup.controllers", "\n")
+		mk("sys/fs/cgroup/memory/tasks", "1\n")
+	case cgroup.Legacy:
+		mk("sys/fs/cgroup/memory/tasks", "1\n")
+	}
+	if booted {
+		mk("run/systemd/system/.keep", "x")
+	}
+	mk("proc/cmdline", cmdline+"\n")
+	return root
+}
+
+func TestSystemdCgroupMode(t *testing.T) {
+	testCases := []struct {
+		name      string
+		mode      cgroup.Mode
+		running   int // 0: not asked
+		installed int
+		cmdline   string
+		want      []check.Status // per source finding, in order
+		detail    string
+	}{
+		{"252 on hybrid (this host's shape)", cgroup.Hybrid, 252, 252, "", []check.Status{check.Pass}, "running and installed"},
+		{"256 installed on hybrid, 252 running", cgroup.Hybrid, 252, 256, "", []check.Status{check.Pass, check.Fail}, "refuses to boot"},
+		{"256 on legacy with the force flag", cgroup.Legacy, 256, 256, "root=/dev/sda " + legacyForceArg, []check.Status{check.Warn}, "boots only because"},
+		{"258 on hybrid even with the force flag", cgroup.Hybrid, 0, 258, legacyForceArg, []check.Status{check.Fail}, "no cgroup v1 support"},
+		{"257 on unified", cgroup.Unified, 257, 257, "", []check.Status{check.Pass}, "supports the unified"},
+		{"255 on legacy", cgroup.Legacy, 0, 255, "", []check.Status{check.Pass}, "supports the legacy"},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := sdTree(t, tc.mode, tc.running != 0, tc.cmdline)
+			c := &SystemdCgroupMode{Root: root, Installed: fakeSystemd{v: tc.installed}}
+			if tc.running != 0 {
+				c.Running = fakeSystemd{v: tc.running}
+			}
+			fs, err := c.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []check.Status
+			var details []string
+			for _, f := range fs {
+				if strings.HasPrefix(f.Subject, "systemd ") {
+					got = append(got, f.Status)
+					details = append(details, f.Detail)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("findings %v, want %v: %q", got, tc.want, details)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("finding %d: %s, want %s: %s", i, got[i], tc.want[i], details[i])
+				}
+			}
+			if !strings.Contains(strings.Join(details, "\n"), tc.detail) {
+				t.Errorf("details lack %q: %q", tc.detail, details)
+			}
+		})
+	}
+}
+
+func TestSystemdCgroupModeNotBootedBySystemd(t *testing.T) {
+	root := sdTree(t, cgroup.Hybrid, false, "")
+	c := &SystemdCgroupMode{Root: root, Running: fakeSystemd{err: errors.New("must not be asked")}, Installed: fakeSystemd{v: 256}}
+	fs, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !containsStatus(fs, "systemd", check.Skip) || !containsStatus(fs, "systemd installed", check.Fail) {
+		t.Errorf("want a Skip for the running manager and a Fail for installed 256: %+v", fs)
+	}
+	// no systemctl at all in the tree: skip, not fail
+	c = &SystemdCgroupMode{Root: root}
+	fs, err = c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].Status != check.Skip || !strings.Contains(fs[0].Detail, "no systemctl") {
+		t.Errorf("no systemctl: %+v", fs)
+	}
+}
+
+func TestSystemdCgroupModeRunningVersionError(t *testing.T) {
+	root := sdTree(t, cgroup.Hybrid, true, "")
+	c := &SystemdCgroupMode{Root: root, Running: fakeSystemd{err: errors.New("dbus: connection refused")}, Installed: fakeSystemd{v: 252}}
+	if _, err := c.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("err = %v, want the D-Bus error", err)
+	}
+}
+
+func TestSystemdKillModeNone(t *testing.T) {
+	root := sdTree(t, cgroup.Hybrid, true, "")
+	write := func(rel, content string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("etc/systemd/system/garden.service", "[Service]\nDelegate=yes\nKillMode=none\n")
+	write("usr/lib/systemd/system/plymouth-start.service", "[Service]\nKillMode = none\n")
+	write("usr/lib/systemd/system/ok.service", "[Service]\nKillMode=mixed\n# KillMode=none in a comment\n")
+	write("run/systemd/system/containerd.service.d/50-cellguard.conf", "[Service]\nKillMode=none\n")
+	// merged /usr: /lib -> usr/lib must not list plymouth twice
+	if err := os.Symlink("usr/lib", filepath.Join(root, "lib")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		version int
+		want    string
+	}{{245, ""}, {246, "containerd.service garden.service plymouth-start.service"}} {
+		c := &SystemdCgroupMode{Root: root, Running: fakeSystemd{v: tc.version}, Installed: fakeSystemd{v: tc.version}}
+		fs, err := c.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var units []string
+		for _, f := range fs {
+			if f.Data["kill_mode"] == "none" {
+				if f.Status != check.Pass || f.Data["level"] != "info" {
+					t.Errorf("KillMode=none must be information: %+v", f)
+				}
+				units = append(units, f.Subject)
+			}
+		}
+		sort.Strings(units)
+		if got := strings.Join(units, " "); got != tc.want {
+			t.Errorf("systemd %d: KillMode=none units %q, want %q", tc.version, got, tc.want)
+		}
+	}
+}
+
+func TestParseSystemdVersion(t *testing.T) {
+	testCases := []struct {
+		in   string
+		want int
+	}{
+		{"systemd 252 (252.39-1~deb12u2)\n+PAM +AUDIT", 252},
+		{"252.39-1~deb12u2", 252},
+		{"v256.5", 256},
+		{"256~rc3", 256},
+		{"systemd 258 (258.1-2)", 258},
+		{"", 0},
+		{"not a version", 0},
+	}
+	for _, tc := range testCases {
+		got, err := ParseSystemdVersion(tc.in)
+		if tc.want == 0 {
+			if err == nil {
+				t.Errorf("ParseSystemdVersion(%q) = %d, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseSystemdVersion(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestSystemctlVersionReal reads this host's installed systemd through
+// the real systemctl and checks it against dpkg's idea of the package.
+func TestSystemctlVersionReal(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/systemctl"); err != nil {
+		t.Skip("SKIP: no systemctl on this host")
+	}
+	n, err := SystemctlVersion{Root: "/"}.SystemdVersion(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 200 || n > 1000 {
+		t.Fatalf("systemd version %d is implausible", n)
+	}
+	// On the live host, the real mode detector and no D-Bus: must run.
+	c := &SystemdCgroupMode{Root: "/"}
+	fs, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("systemd %d: %s", n, rvDescribe(fs))
+}
