@@ -29,6 +29,18 @@ type Deps struct {
 	// Sleep waits before a suspected escape is confirmed; nil means
 	// time.Sleep. Tests use it to change the fixture in between.
 	Sleep func(time.Duration)
+	// Phase is the run's phase; runtime-versions picks each advisory's
+	// severity by it. "" means pre-start.
+	Phase check.Phase
+	// RuntimeBinaries are configured runc/containerd paths
+	// (config.Validator.RuntimeBinaries); PATH is searched too.
+	RuntimeBinaries map[string]string
+	// AdvisoriesFile is the operator's advisory list, merged by id over the
+	// one shipped in runtimever (config.Validator.AdvisoriesFile).
+	AdvisoriesFile string
+	// Systemd reads the running manager's version (D-Bus Version
+	// property); nil checks only the installed systemd.
+	Systemd SystemdVersioner
 }
 
 // All is the one list of the validator's checks, in report order.
@@ -38,5 +50,7 @@ func All(d Deps) []check.Check {
 		&CgroupIntegrity{host: h, Fix: d.Fix, Sleep: d.Sleep},
 		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots},
 		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},
+		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase},
+		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},
 	}
 }
