@@ -94,7 +94,8 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]check.Finding, error) {
 	fs = append(fs, check.Finding{
 		Status: check.Pass,
 		Detail: fmt.Sprintf("%d containers, %d container processes checked on a %s cgroup host", nContainers, nProcs, v.layout.Mode),
-		Data:   map[string]string{"containers": strconv.Itoa(nContainers), "processes": strconv.Itoa(nProcs), "cgroup_mode": v.layout.Mode.String()},
+		Data: map[string]string{"containers": strconv.Itoa(nContainers), "processes": strconv.Itoa(nProcs),
+			"cgroup_mode": v.layout.Mode.String(), "unreadable_processes": strconv.Itoa(v.denied)},
 	})
 	return fs, nil
 }
@@ -146,7 +147,7 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 		for _, pid := range members {
 			b, err := r.Cgroup(pid)
 			if err != nil {
-				if procfs.IsGone(err) {
+				if procfs.IsGone(err) || procfs.IsDenied(err) {
 					continue
 				}
 				return nil, 0, 0, nil, err

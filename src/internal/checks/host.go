@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -35,6 +36,8 @@ type view struct {
 	// hostNS is the pid namespace of the root's pid 1: a container "in"
 	// it has no pid namespace of its own.
 	hostNS uint64
+	// denied counts processes whose stat could not be read (EACCES).
+	denied int
 }
 
 type proc struct {
@@ -74,18 +77,30 @@ func scan(d Deps) (*view, error) {
 			if procfs.IsGone(err) {
 				continue
 			}
+			if procfs.IsDenied(err) {
+				v.denied++
+				continue
+			}
 			return nil, fmt.Errorf("scan processes: %w", err)
 		}
 		p := proc{pid: pid, stat: st}
+		// Zombies have no namespaces, and a ptrace-protected process
+		// hides them: both stay at 0, "unknown".
 		if ns, err := r.PidNS(pid); err == nil {
 			p.ns = ns
-		} else if !procfs.IsGone(err) {
+		} else if !procfs.IsGone(err) && !procfs.IsDenied(err) {
 			return nil, fmt.Errorf("scan processes: %w", err)
 		}
 		v.procs = append(v.procs, p)
 	}
-	if p := v.find(1); p != nil {
+	if p := v.find(1); p != nil && p.ns != 0 {
 		v.hostNS = p.ns
+	} else if root == "/" {
+		// pid 1 may hide its namespaces (a sandbox's init does); ours is
+		// the host's when we run on the host.
+		if ns, err := r.PidNS(os.Getpid()); err == nil {
+			v.hostNS = ns
+		}
 	}
 	return v, nil
 }

@@ -1,6 +1,260 @@
 package cli
 
-// Placeholder: the validator slice (issue 4) replaces this file.
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/report"
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+)
+
 func validateCommand() *Command {
-	return &Command{Name: "validate", Summary: "check container cgroups and runtimes; block unsafe rollouts", Run: notYet}
+	return &Command{Name: "validate", Summary: "check container cgroups and runtimes; block unsafe rollouts", Run: runValidate}
+}
+
+const validateHelp = `
+Runs every registered check against the host under --root and prints a
+report: a table of checks, then for each one that did not pass its evidence
+and the fix. Checks: %s.
+
+Phases. A check is blocking or a warning per phase (see each check's
+severity in --format json); the config's validator.blocking.<phase> list, when
+present, names exactly the checks that block in that phase. --ignore (and
+validator.ignore) downgrades a check: still run and reported, never blocking.
+
+Drain (--phase drain) keeps BOSH's drain contract: stdout carries only the
+integer 0 (nothing to wait for); the report goes to stderr and the log. The
+exit code carries the verdict, and a non-zero exit fails the drain.
+
+--fix (or validator.fix) moves escaped container processes back into the
+cgroups their runtime recorded, in every hierarchy, re-reads /proc to verify,
+and reports each move. It never signals or kills a process.
+
+--prometheus-textfile (or validator.prometheus_textfile) writes gauges for
+node_exporter's textfile collector, atomically: cellguard_check_status
+{check,phase} (0 pass, 1 warn, 2 fail, 3 error), cellguard_check_findings,
+cellguard_check_blocking, cellguard_check_duration_seconds,
+cellguard_validate_blocked and cellguard_validate_timestamp_seconds. A failed
+write is reported but does not change the exit code.
+
+Exit codes:
+  0  passed: no blocking check failed (warnings allowed)
+  1  a blocking check failed or could not check (not ignored)
+  2  the validator could not run: bad flags or config, unknown check id,
+     /proc unreadable under --root
+`
+
+type validateFlags struct {
+	common
+	phase, root, format, promFile string
+	ignore, runtimeRoots          stringList
+	fix                           bool
+}
+
+func runValidate(ctx context.Context, env *Env, args []string) int {
+	f := &validateFlags{}
+	fs := newFlagSet(env, "validate", "validate --phase pre-start|drain [flags]", &f.common)
+	fs.StringVar(&f.phase, "phase", "", "pre-start or drain (required); drain prints only the integer on stdout")
+	fs.StringVar(&f.root, "root", "/", "root prefix for /proc, /sys/fs/cgroup and runtime roots (tests: a fixture tree)")
+	fs.StringVar(&f.format, "format", "human", "report format: human or json")
+	fs.StringVar(&f.promFile, "prometheus-textfile", "", "also write Prometheus gauges to this file, atomically")
+	fs.Var(&f.ignore, "ignore", "check ids to report but never block on, comma separated or repeated; \"all\" ignores every check")
+	fs.Var(&f.runtimeRoots, "runtime-root", "runc state root to scan (repeatable); default the config's, else "+strings.Join(runcstate.DefaultRoots(), ", "))
+	fs.BoolVar(&f.fix, "fix", false, "move escaped container processes back into their recorded cgroups (never kills)")
+	base := fs.Usage
+	fs.Usage = func() {
+		base()
+		fmt.Fprintf(env.Stderr, validateHelp, strings.Join(check.IDs(checks.All(checks.Deps{})), ", "))
+	}
+	if ok, code := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		errorf(env, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return ExitCantRun
+	}
+	phase := check.Phase(f.phase)
+	if phase != check.PreStart && phase != check.Drain {
+		errorf(env, "--phase %q: want pre-start or drain", f.phase)
+		return ExitCantRun
+	}
+	if f.format != "human" && f.format != "json" {
+		errorf(env, "--format %q: want human or json", f.format)
+		return ExitCantRun
+	}
+	logger, cfg, closer, err := f.setup(env, "validate")
+	if err != nil {
+		errorf(env, "%v", err)
+		hintf(env, "fix the cellguard job's validator properties or --config")
+		return ExitCantRun
+	}
+	defer closer()
+	return f.run(ctx, env, logger, cfg, phase)
+}
+
+func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, cfg *config.Config, phase check.Phase) int {
+	vc := cfg.Validator
+	d := checks.Deps{
+		Root:             f.root,
+		RuntimeRoots:     vc.RuntimeRoots,
+		Namespaces:       vc.Namespaces,
+		ExtraCgroupRoots: vc.ExtraCgroupRoots,
+		RuncInitMaxAge:   vc.RuncInitMaxAge.Duration,
+		Fix:              f.fix || vc.Fix,
+	}
+	if len(f.runtimeRoots) > 0 {
+		d.RuntimeRoots = splitList(f.runtimeRoots)
+	}
+	registry := checks.All(d)
+	if err := check.Validate(registry); err != nil {
+		logger.Error("invalid-registry", err)
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	ids := check.IDs(registry)
+	ignore := append(splitList(vc.Ignore), splitList(f.ignore)...)
+	if err := knownIDs(ids, ignore, true); err != nil {
+		errorf(env, "ignore: %v", err)
+		hintf(env, "check ids: %s (or \"all\")", strings.Join(ids, ", "))
+		return ExitCantRun
+	}
+	override, err := severityOverride(registry, vc.Blocking, phase)
+	if err != nil {
+		errorf(env, "validator.blocking.%s: %v", phase, err)
+		hintf(env, "check ids: %s", strings.Join(ids, ", "))
+		return ExitCantRun
+	}
+	// Without /proc there is nothing to validate: that is "could not run",
+	// not a failed check.
+	if _, err := procfs.New(f.root).PIDs(nil); err != nil {
+		logger.Error("read-proc", err)
+		errorf(env, "%v", err)
+		hintf(env, "run as root on the host, or point --root at a tree holding proc/ and sys/fs/cgroup/")
+		return ExitCantRun
+	}
+
+	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": ids, "ignore": ignore, "fix": d.Fix})
+	rep := check.Run(ctx, registry, check.Options{Phase: phase, Ignore: ignore, SeverityOverride: override})
+	if err := ctx.Err(); err != nil {
+		logger.Error("interrupted", err)
+		errorf(env, "interrupted: %v", err)
+		return ExitCantRun
+	}
+	logResults(logger, rep)
+
+	// Drain: stdout is BOSH's, and holds only the integer.
+	out := env.Stdout
+	if phase == check.Drain {
+		out = env.Stderr
+	}
+	now := time.Now()
+	var werr error
+	if f.format == "json" {
+		werr = report.JSON(out, rep, now)
+	} else {
+		werr = report.Human(out, rep)
+	}
+	if werr != nil {
+		logger.Error("write-report", werr)
+	}
+	promFile := f.promFile
+	if promFile == "" {
+		promFile = vc.PrometheusFile
+	}
+	if promFile != "" {
+		if err := report.WritePrometheusFile(promFile, rep, now); err != nil {
+			logger.Error("write-prometheus-textfile", err)
+			errorf(env, "%v", err)
+			hintf(env, "the validation itself ran; check that the textfile collector's directory exists")
+		}
+	}
+	if phase == check.Drain {
+		fmt.Fprintln(env.Stdout, 0)
+	}
+	logger.Info("finished", lager.Data{"phase": phase, "blocked": rep.Blocked})
+	if rep.Blocked {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func logResults(logger lager.Logger, rep check.Report) {
+	for _, r := range rep.Results {
+		data := lager.Data{"check": r.ID, "status": r.Status, "severity": r.Severity, "blocking": r.Blocking,
+			"ignored": r.Ignored, "findings": report.Count(r), "duration": r.Duration}
+		if r.Error != "" {
+			data["error"] = r.Error
+		}
+		logger.Info("check", data)
+		for _, fd := range r.Findings {
+			if fd.Status == check.Fail || fd.Status == check.Warn || fd.Status == check.Error {
+				logger.Info("finding", lager.Data{"check": r.ID, "subject": fd.Subject, "status": fd.Status, "detail": fd.Detail, "data": fd.Data})
+			}
+		}
+	}
+}
+
+// severityOverride turns the phase's blocking list into severities: listed
+// checks block, unlisted ones that would block only warn. No list for the
+// phase keeps every check's default.
+func severityOverride(registry []check.Check, blocking map[string][]string, phase check.Phase) (map[string]check.Severity, error) {
+	list, ok := blocking[string(phase)]
+	if !ok {
+		return nil, nil
+	}
+	list = splitList(list)
+	if err := knownIDs(check.IDs(registry), list, false); err != nil {
+		return nil, err
+	}
+	listed := map[string]bool{}
+	for _, id := range list {
+		listed[id] = true
+	}
+	out := map[string]check.Severity{}
+	for _, c := range registry {
+		m := c.Meta()
+		switch {
+		case listed[m.ID]:
+			out[m.ID] = check.Blocking
+		case m.SeverityIn(phase) == check.Blocking:
+			out[m.ID] = check.Warning
+		}
+	}
+	return out, nil
+}
+
+// knownIDs rejects ids no check has: a typo must not silently leave a
+// check blocking (or not) against the operator's intent.
+func knownIDs(ids, given []string, allowAll bool) error {
+	known := map[string]bool{}
+	for _, id := range ids {
+		known[id] = true
+	}
+	for _, id := range given {
+		if !known[id] && !(allowAll && id == "all") {
+			return fmt.Errorf("unknown check id %q", id)
+		}
+	}
+	return nil
+}
+
+// splitList flattens "a,b" entries and drops blanks.
+func splitList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -258,6 +259,11 @@ func wrap(op, path string, err error) error {
 // IsGone reports whether err means the process (or its proc entry) went
 // away mid-scan.
 func IsGone(err error) bool { return errors.Is(err, ErrGone) }
+
+// IsDenied reports whether err means the entry exists but may not be read
+// (EACCES/EPERM): a process protected from ptrace-mode reads, such as a
+// sandbox's pid 1. Such processes are skipped and counted, not fatal.
+func IsDenied(err error) bool { return errors.Is(err, fs.ErrPermission) }
 
 // PIDs appends the pids listed in Root/proc to dst. It reads directory
 // entries with getdents into one buffer: on a cell this lists thousands of

@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/hostfixture"
+)
+
+// runValidateCLI runs cellguard validate on a fixture root with config
+// cfg (JSON) and returns exit code, stdout, stderr.
+func runValidateCLI(t *testing.T, root, cfg string, args ...string) (int, string, string) {
+	t.Helper()
+	cfgPath := filepath.Join(t.TempDir(), "cellguard.json")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	all := append([]string{"validate", "--config", cfgPath, "--root", root}, args...)
+	var out, errb bytes.Buffer
+	env := &Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	code := Main(context.Background(), env, all)
+	return code, out.String(), errb.String()
+}
+
+// cell is a hybrid fixture host with two Garden containers.
+func cell(t *testing.T) *hostfixture.Host {
+	h := hostfixture.New(t, hostfixture.Hybrid)
+	h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 3, 500)
+	h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/runc", ID: "c2", Cgroup: "/garden/c2"}, 200, 2, 600)
+	return h
+}
+
+// escape is seed-000: systemd moved a container process's cpu and blkio.
+func escape(h *hostfixture.Host) {
+	h.Move(101, "cpu,cpuacct", "/system.slice/garden.service")
+	h.Move(101, "blkio", "/system.slice/garden.service")
+}
+
+func TestValidatePreStart(t *testing.T) {
+	h := cell(t)
+	code, out, errOut := runValidateCLI(t, h.Root, `{}`, "--phase", "pre-start")
+	if code != ExitOK {
+		t.Fatalf("clean cell: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "pre-start: ok") || !strings.Contains(out, "pass    cgroup-integrity") {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	escape(h)
+	code, out, _ = runValidateCLI(t, h.Root, `{}`, "--phase", "pre-start")
+	if code != ExitFailed {
+		t.Fatalf("escape: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		"BLOCKED by cgroup-integrity",
+		"c1: pid 101 (app) escaped in cpu,cpuacct: in /system.slice/garden.service, state says /garden/c1",
+		"c1: pid 101 (app) escaped in blkio: in /system.slice/garden.service, state says /garden/c1",
+		"fix: Run `cellguard validate --fix`",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+// BOSH drain: stdout is exactly the integer, whatever happens.
+func TestValidateDrainStdoutIsOnlyTheInteger(t *testing.T) {
+	h := cell(t)
+	code, out, errOut := runValidateCLI(t, h.Root, `{}`, "--phase", "drain")
+	if code != ExitOK || out != "0\n" {
+		t.Fatalf("clean drain: exit %d, stdout %q\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "drain: ok") {
+		t.Fatalf("the report belongs on stderr:\n%s", errOut)
+	}
+	escape(h)
+	for _, format := range []string{"human", "json"} {
+		code, out, errOut = runValidateCLI(t, h.Root, `{}`, "--phase", "drain", "--format", format)
+		if code != ExitFailed || out != "0\n" {
+			t.Fatalf("%s: blocked drain: exit %d, stdout %q", format, code, out)
+		}
+		if !strings.Contains(errOut, "/system.slice/garden.service") {
+			t.Fatalf("%s: evidence missing from stderr:\n%s", format, errOut)
+		}
+	}
+}
+
+func TestValidateJSONAndPrometheus(t *testing.T) {
+	h := cell(t)
+	escape(h)
+	h.Kill(200) // c2's init is gone: a ghost, a warning
+	prom := filepath.Join(t.TempDir(), "cellguard.prom")
+	code, out, errOut := runValidateCLI(t, h.Root, `{}`, "--phase", "pre-start", "--format", "json", "--prometheus-textfile", prom)
+	if code != ExitFailed {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var rep struct {
+		Phase   string `json:"phase"`
+		Blocked bool   `json:"blocked"`
+		Results []struct {
+			ID       string `json:"id"`
+			Status   string `json:"status"`
+			Findings []struct {
+				Data map[string]string `json:"data"`
+			} `json:"findings"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
+	}
+	status := map[string]string{}
+	for _, r := range rep.Results {
+		status[r.ID] = r.Status
+	}
+	if !rep.Blocked || rep.Phase != "pre-start" || status["cgroup-integrity"] != "fail" || status["runtime-ghosts"] != "warn" {
+		t.Fatalf("report %+v", rep)
+	}
+	b, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`cellguard_check_status{check="cgroup-integrity",phase="pre-start"} 2`,
+		`cellguard_check_findings{check="cgroup-integrity",phase="pre-start"} 2`,
+		`cellguard_check_status{check="runtime-ghosts",phase="pre-start"} 1`,
+		`cellguard_validate_blocked{phase="pre-start"} 1`,
+	} {
+		if !strings.Contains(string(b), want+"\n") {
+			t.Errorf("textfile lacks %s:\n%s", want, b)
+		}
+	}
+}
+
+func TestValidateIgnoreAndBlockingLists(t *testing.T) {
+	h := cell(t)
+	escape(h)
+	testCases := []struct {
+		name string
+		cfg  string
+		args []string
+		want int
+	}{
+		{"flag ignore", `{}`, []string{"--ignore", "cgroup-integrity"}, ExitOK},
+		{"flag ignore all", `{}`, []string{"--ignore", "all"}, ExitOK},
+		{"config ignore", `{"validator":{"ignore":["cgroup-integrity"]}}`, nil, ExitOK},
+		{"blocking list without the check downgrades it", `{"validator":{"blocking":{"drain":["runtime-ghosts"]}}}`, nil, ExitOK},
+		{"blocking list for the other phase changes nothing", `{"validator":{"blocking":{"pre-start":[]}}}`, nil, ExitFailed},
+		{"unknown id in --ignore", `{}`, []string{"--ignore", "cgroup-integrty"}, ExitCantRun},
+		{"unknown id in a blocking list", `{"validator":{"blocking":{"drain":["nope"]}}}`, nil, ExitCantRun},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--phase", "drain"}, tc.args...)
+			code, out, errOut := runValidateCLI(t, h.Root, tc.cfg, args...)
+			if code != tc.want {
+				t.Fatalf("exit %d, want %d\nstdout %q\nstderr:\n%s", code, tc.want, out, errOut)
+			}
+			if code == ExitCantRun && out != "" {
+				t.Fatalf("could-not-run must leave stdout empty, got %q", out)
+			}
+		})
+	}
+	// A blocking list that names a check makes it block even as a warning.
+	h.Kill(200)
+	code, _, _ := runValidateCLI(t, h.Root, `{"validator":{"blocking":{"drain":["runtime-ghosts"]}}}`, "--phase", "drain", "--ignore", "cgroup-integrity")
+	if code != ExitFailed {
+		t.Fatalf("ghost with runtime-ghosts blocking: exit %d", code)
+	}
+}
+
+func TestValidateCannotRun(t *testing.T) {
+	h := cell(t)
+	testCases := []struct {
+		name string
+		root string
+		args []string
+	}{
+		{"no phase", h.Root, nil},
+		{"bad phase", h.Root, []string{"--phase", "post-start"}},
+		{"bad format", h.Root, []string{"--phase", "drain", "--format", "yaml"}},
+		{"stray argument", h.Root, []string{"--phase", "drain", "job_changed"}},
+		{"no proc under root", t.TempDir(), []string{"--phase", "drain"}},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runValidateCLI(t, tc.root, `{}`, tc.args...)
+			if code != ExitCantRun || out != "" {
+				t.Fatalf("exit %d stdout %q\n%s", code, out, errOut)
+			}
+			if !strings.Contains(errOut, "cellguard: error: ") && !strings.Contains(errOut, "flag") {
+				t.Fatalf("no error message:\n%s", errOut)
+			}
+		})
+	}
+	code, _, _ := runValidateCLI(t, h.Root, `{"validator":{"bogus":1}}`, "--phase", "drain")
+	if code != ExitCantRun {
+		t.Fatalf("bad config: exit %d", code)
+	}
+}
+
+func TestValidateHelpDocumentsExitCodesAndDrain(t *testing.T) {
+	code, out, errOut := runValidateCLI(t, "/", `{}`, "--help")
+	if code != ExitOK || out != "" {
+		t.Fatalf("exit %d stdout %q", code, out)
+	}
+	for _, want := range []string{"Exit codes:", "stdout carries only the\ninteger 0", "--fix", "cgroup-integrity", "never signals or kills"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("help lacks %q:\n%s", want, errOut)
+		}
+	}
+}
