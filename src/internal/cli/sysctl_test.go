@@ -208,3 +208,18 @@ func TestSysctlHelp(t *testing.T) {
 		t.Fatalf("profile: code %d\n%s", code, out)
 	}
 }
+
+// check exits 2 when it cannot read the boot configuration at all.
+func TestSysctlCheckCannotRun(t *testing.T) {
+	root := sysctlRoot(t)
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/sysctl.d"), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runSysctlCLI(t, "sysctl", "check", "--root", root)
+	if code != ExitCantRun || !strings.Contains(errOut, "read sysctl dir /etc/sysctl.d") {
+		t.Fatalf("code %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -162,8 +162,8 @@ func explain(boot *BootConfig, ours string, k Key, wanted string, kc KeyCheck, w
 		case win != nil && kc.Live == win.Value:
 			parts = append(parts, fmt.Sprintf("the live value %s is what %s sets", kc.Live, where(boot, *win)))
 		case kc.BootOK:
-			parts = append(parts, fmt.Sprintf("the live value is %s although boot sets %s: something changed it at runtime "+
-				"(since boot or the last apply); run cellguard sysctl apply", kc.Live, wanted))
+			parts = append(parts, fmt.Sprintf("the live value is %s although %s sets %s at boot: systemd-sysctl has not "+
+				"run since, or something changed the key at runtime; run cellguard sysctl apply", kc.Live, where(boot, *win), wanted))
 		default:
 			parts = append(parts, fmt.Sprintf("the live value is %s", kc.Live))
 		}

@@ -232,7 +232,7 @@ func TestCheckExplainsDrift(t *testing.T) {
 			files:  []file{{path: DefaultFile, content: ours}},
 			live:   "100",
 			status: LiveDrift,
-			want:   []string{"the live value is 100 although boot sets 524288: something changed it at runtime"},
+			want:   []string{"the live value is 100 although /etc/sysctl.d/60-cellguard.conf:2 sets 524288 at boot: systemd-sysctl has not run since, or something changed the key at runtime"},
 		},
 		{
 			name: "later assignment in the same file wins",
