@@ -14,6 +14,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 )
 
 func validateCommand() *Command {
@@ -109,6 +110,13 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		ExtraCgroupRoots: vc.ExtraCgroupRoots,
 		RuncInitMaxAge:   vc.RuncInitMaxAge.Duration,
 		Fix:              f.fix || vc.Fix,
+		Phase:            phase,
+		RuntimeBinaries:  vc.RuntimeBinaries,
+		AdvisoriesFile:   vc.AdvisoriesFile,
+	}
+	if f.root == "/" || f.root == "" {
+		// The host's manager, over D-Bus; a fixture root has none.
+		d.Systemd = dbusSystemdVersion{}
 	}
 	if len(f.runtimeRoots) > 0 {
 		d.RuntimeRoots = splitList(f.runtimeRoots)
@@ -184,6 +192,28 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// dbusSystemdVersion asks the running systemd for its version, dialing
+// only when a check asks (systemd-cgroup-mode does so only when systemd is
+// init), and never for longer than systemdVersionTimeout.
+type dbusSystemdVersion struct{}
+
+const systemdVersionTimeout = 5 * time.Second
+
+func (dbusSystemdVersion) SystemdVersion(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, systemdVersionTimeout)
+	defer cancel()
+	c, err := systemd.Dial(ctx, systemd.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	v, err := c.Version(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return systemd.ParseVersion(v)
 }
 
 func logResults(logger lager.Logger, rep check.Report) {
