@@ -2,7 +2,13 @@ module github.com/cloudfoundry/cellguard/spec
 
 go 1.23.0
 
-require github.com/cloudfoundry/bosh-cli/v7 v7.9.12
+require (
+	github.com/bmatcuk/doublestar v1.3.4
+	github.com/cloudfoundry/bosh-cli/v7 v7.9.12
+	github.com/cloudfoundry/bosh-utils v0.0.555
+	gopkg.in/yaml.v2 v2.4.0
+	gopkg.in/yaml.v3 v3.0.1
+)
 
 require (
 	cel.dev/expr v0.24.0 // indirect
@@ -21,7 +27,6 @@ require (
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/internal/resourcemapping v0.53.0 // indirect
 	github.com/VividCortex/ewma v1.2.0 // indirect
 	github.com/aws/aws-sdk-go v1.55.8 // indirect
-	github.com/bmatcuk/doublestar v1.3.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/charlievieth/fs v0.0.3 // indirect
 	github.com/cheggaaa/pb/v3 v3.1.7 // indirect
@@ -30,7 +35,6 @@ require (
 	github.com/cloudfoundry/bosh-davcli v0.0.437 // indirect
 	github.com/cloudfoundry/bosh-gcscli v0.0.322 // indirect
 	github.com/cloudfoundry/bosh-s3cli v0.0.382 // indirect
-	github.com/cloudfoundry/bosh-utils v0.0.555 // indirect
 	github.com/cloudfoundry/config-server v0.1.256 // indirect
 	github.com/cloudfoundry/go-socks5 v0.0.0-20250423223041-4ad5fea42851 // indirect
 	github.com/cloudfoundry/socks5-proxy v0.2.156 // indirect
@@ -92,6 +96,4 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250825161204-c5933d9347a5 // indirect
 	google.golang.org/grpc v1.76.0-dev // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
-	gopkg.in/yaml.v2 v2.4.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -1,0 +1,410 @@
+package jobs_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cloudfoundry/cellguard/spec/render"
+)
+
+const repoRoot = "../.."
+
+// cellguardBin is the real binary, built from the main module once, so the
+// rendered config is parsed by the same code (config.Parse with
+// DisallowUnknownFields) that parses it on a VM.
+var cellguardBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cellguard-spec-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	cellguardBin = filepath.Join(dir, "cellguard")
+	build := exec.Command("go", "build", "-o", cellguardBin, "./src/cmd/cellguard")
+	build.Dir = repoRoot
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build cellguard: %v\n%s", err, out)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func loadJob(t *testing.T) *render.Job {
+	t.Helper()
+	j, err := render.Load(filepath.Join(repoRoot, "jobs", "cellguard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func mustRender(t *testing.T, props string) render.Rendered {
+	t.Helper()
+	r, err := loadJob(t).Render(props)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return r
+}
+
+// configCheck runs `cellguard config check` on a rendered config.
+func configCheck(t *testing.T, cfg []byte) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cellguard.json")
+	if err := os.WriteFile(p, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(cellguardBin, "config", "check", "--config", p).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cellguard config check rejected the rendered config: %v\n%s\nconfig:\n%s", err, out, cfg)
+	}
+}
+
+func decode(t *testing.T, cfg []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(cfg, &m); err != nil {
+		t.Fatalf("rendered config is not JSON: %v\n%s", err, cfg)
+	}
+	return m
+}
+
+// lookup walks a dotted path through decoded JSON.
+func lookup(m map[string]any, path string) (any, bool) {
+	var cur any = m
+	for _, k := range strings.Split(path, ".") {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = mm[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// configKey maps every job property to where it lands in the config file.
+// A property missing here fails TestEveryPropertyIsMapped, so a new property
+// cannot skip the defaults test.
+var configKey = map[string]string{
+	"cellguard.log.time_format":               "log.time_format",
+	"cellguard.log.level":                     "log.level",
+	"cellguard.daemons":                       "daemons",
+	"cellguard.supervisor.protect":            "supervisor.protect",
+	"cellguard.supervisor.pidfile":            "supervisor.pidfile",
+	"cellguard.sysctl.profile":                "sysctl.profile",
+	"cellguard.sysctl.set":                    "sysctl.set",
+	"cellguard.sysctl.remove":                 "sysctl.remove",
+	"cellguard.validator.runtime_roots":       "validator.runtime_roots",
+	"cellguard.validator.namespaces":          "validator.namespaces",
+	"cellguard.validator.runtime_binaries":    "validator.runtime_binaries",
+	"cellguard.validator.ignore":              "validator.ignore",
+	"cellguard.validator.blocking.pre_start":  "validator.blocking.pre-start",
+	"cellguard.validator.blocking.drain":      "validator.blocking.drain",
+	"cellguard.validator.fix":                 "validator.fix",
+	"cellguard.validator.prometheus_textfile": "validator.prometheus_textfile",
+}
+
+func TestEveryPropertyIsMappedAndDescribed(t *testing.T) {
+	j := loadJob(t)
+	for name, def := range j.Manifest.Properties {
+		if _, ok := configKey[name]; !ok {
+			t.Errorf("property %s is not in configKey: say where it lands in config/cellguard.json", name)
+		}
+		if !regexp.MustCompile(`^\((string|boolean|list|hash)[^)]*\) \S`).MatchString(def.Description) {
+			t.Errorf("property %s: description must start with its type, e.g. \"(string) ...\": %q", name, def.Description)
+		}
+	}
+	for name := range configKey {
+		if _, ok := j.Manifest.Properties[name]; !ok {
+			t.Errorf("configKey names %s, which the job spec does not declare", name)
+		}
+	}
+}
+
+// With no properties at all (the addon's plain form) the job renders, the
+// config parses, and every default lands in the config unchanged; properties
+// without a default are left out of the config.
+func TestDefaultsMatchTheSpec(t *testing.T) {
+	j := loadJob(t)
+	r, err := j.Render("")
+	if err != nil {
+		t.Fatalf("render with no properties: %v", err)
+	}
+	cfg := r["config/cellguard.json"]
+	configCheck(t, cfg)
+	m := decode(t, cfg)
+	for name, def := range j.Manifest.Properties {
+		got, ok := lookup(m, configKey[name])
+		if def.Default == nil {
+			if ok {
+				t.Errorf("%s has no default but the config sets %s = %v", name, configKey[name], got)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("%s: config lacks %s", name, configKey[name])
+			continue
+		}
+		want := roundTrip(t, def.Default)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: config %s = %#v, spec default %#v", name, configKey[name], got, want)
+		}
+	}
+	if got, _ := lookup(m, "log.file"); got != "/var/vcap/sys/log/cellguard/cellguard.log" {
+		t.Errorf("log.file = %v, want the job's log dir", got)
+	}
+}
+
+// roundTrip turns a YAML default into what encoding/json would decode.
+func roundTrip(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(yamlToJSON(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func yamlToJSON(v any) any {
+	switch x := v.(type) {
+	case map[any]any:
+		m := map[string]any{}
+		for k, val := range x {
+			m[fmt.Sprint(k)] = yamlToJSON(val)
+		}
+		return m
+	case map[string]any:
+		m := map[string]any{}
+		for k, val := range x {
+			m[k] = yamlToJSON(val)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, val := range x {
+			l[i] = yamlToJSON(val)
+		}
+		return l
+	default:
+		return v
+	}
+}
+
+// Representative deployments: each renders, parses with the real binary,
+// and its scripts are valid bash.
+var propertySets = []struct {
+	name  string
+	props string
+	check func(t *testing.T, cfg map[string]any, r render.Rendered)
+}{
+	{name: "defaults", props: ``,
+		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
+			pre := string(r["bin/pre-start"])
+			mustContain(t, pre, `unit protect-supervisor --config "${CONFIG}"`)
+			mustNotContain(t, pre, "unit install")
+		}},
+	{name: "garden cell", props: `
+cellguard:
+  daemons:
+  - name: garden
+    start: /var/vcap/jobs/garden/bin/garden_start
+    stop: /var/vcap/jobs/garden/bin/garden_stop
+    pidfile: /var/vcap/sys/run/garden/garden.pid
+    type: forking
+    stop_timeout: 120s
+  validator:
+    namespaces: [garden]
+    runtime_binaries:
+      runc: /var/vcap/packages/runc/bin/runc
+      containerd: /var/vcap/packages/containerd/bin/containerd
+    blocking:
+      pre_start: [cgroup-integrity, runtime-versions]
+      drain: []
+  sysctl:
+    set:
+      fs.inotify.max_user_watches: 524288
+      kernel.pid_max: "4194304"
+    remove: [user.max_user_namespaces]
+`,
+		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
+			pre := string(r["bin/pre-start"])
+			mustContain(t, pre, `"${CELLGUARD}" unit install garden --start /var/vcap/jobs/garden/bin/garden_start --stop /var/vcap/jobs/garden/bin/garden_stop --pidfile /var/vcap/sys/run/garden/garden.pid --type forking --config "${CONFIG}"`)
+			wantJSON(t, cfg, "daemons", `[{"name":"garden","start":"/var/vcap/jobs/garden/bin/garden_start","stop":"/var/vcap/jobs/garden/bin/garden_stop","pidfile":"/var/vcap/sys/run/garden/garden.pid","type":"forking","stop_timeout":"120s"}]`)
+			wantJSON(t, cfg, "validator.daemons", `["garden"]`)
+			wantJSON(t, cfg, "validator.blocking", `{"pre-start":["cgroup-integrity","runtime-versions"],"drain":[]}`)
+			// Unquoted numbers in a manifest become the strings the config holds.
+			wantJSON(t, cfg, "sysctl.set", `{"fs.inotify.max_user_watches":"524288","kernel.pid_max":"4194304"}`)
+		}},
+	{name: "concourse worker, protection off, everything set", props: `
+cellguard:
+  log: {time_format: unix-epoch, level: debug}
+  daemons:
+  - name: worker
+    start: /var/vcap/jobs/worker/bin/worker_ctl start
+    stop: /var/vcap/jobs/worker/bin/worker_ctl stop
+    pidfile: /var/vcap/sys/run/worker/worker.pid
+  supervisor: {protect: false}
+  sysctl: {profile: none, set: {kernel.keys.maxkeys: "20000"}}
+  validator:
+    runtime_roots: [/run/containerd/runc]
+    namespaces: [concourse]
+    ignore: [runtime-versions]
+    fix: true
+    prometheus_textfile: /var/vcap/data/node_exporter/textfile/cellguard.prom
+    blocking: {drain: [cgroup-integrity]}
+`,
+		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
+			pre := string(r["bin/pre-start"])
+			// Arguments with spaces reach cellguard as one word.
+			mustContain(t, pre, `unit install worker --start /var/vcap/jobs/worker/bin/worker_ctl\ start --stop /var/vcap/jobs/worker/bin/worker_ctl\ stop --pidfile /var/vcap/sys/run/worker/worker.pid --config`)
+			mustNotContain(t, pre, "protect-supervisor")
+			wantJSON(t, cfg, "supervisor.protect", `false`)
+			wantJSON(t, cfg, "validator.blocking", `{"drain":["cgroup-integrity"]}`)
+			wantJSON(t, cfg, "validator.fix", `true`)
+			wantJSON(t, cfg, "log", `{"file":"/var/vcap/sys/log/cellguard/cellguard.log","time_format":"unix-epoch","level":"debug"}`)
+		}},
+	{name: "monit pidfile given", props: `{cellguard: {supervisor: {pidfile: /var/vcap/monit/monit.pid}}}`,
+		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
+			mustContain(t, string(r["bin/pre-start"]), `unit protect-supervisor --pid "$(cat /var/vcap/monit/monit.pid)" --config "${CONFIG}"`)
+		}},
+}
+
+func TestPropertySets(t *testing.T) {
+	for _, tc := range propertySets {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustRender(t, tc.props)
+			configCheck(t, r["config/cellguard.json"])
+			for _, script := range []string{"bin/pre-start", "bin/drain"} {
+				bashN(t, script, r[script])
+			}
+			if strings.TrimSpace(stripComments(string(r["monit"]))) != "" {
+				t.Errorf("monit must be empty (no long-lived process), got:\n%s", r["monit"])
+			}
+			tc.check(t, decode(t, r["config/cellguard.json"]), r)
+		})
+	}
+}
+
+// Bad properties fail at render time with the property's name, never as a
+// config the binary rejects on the VM.
+func TestBadPropertiesFailToRender(t *testing.T) {
+	testCases := []struct{ name, props, want string }{
+		{"daemon without start", `{cellguard: {daemons: [{name: garden}]}}`, "cellguard.daemons[0].start is required"},
+		{"daemon without name", `{cellguard: {daemons: [{start: /bin/true}]}}`, "cellguard.daemons[0].name is required"},
+		{"daemon with unknown key", `{cellguard: {daemons: [{name: g, start: /bin/true, pid_file: /x}]}}`, "unknown keys pid_file"},
+		{"duplicate daemon", `{cellguard: {daemons: [{name: g, start: /bin/true}, {name: g, start: /bin/true}]}}`, `duplicate name "g"`},
+		{"daemons not a list", `{cellguard: {daemons: {name: g}}}`, "cellguard.daemons must be a list"},
+		{"protect as string", `{cellguard: {supervisor: {protect: "yes"}}}`, "cellguard.supervisor.protect must be true or false"},
+		{"time format", `{cellguard: {log: {time_format: iso}}}`, "cellguard.log.time_format must be rfc3339 or unix-epoch"},
+		{"level", `{cellguard: {log: {level: verbose}}}`, "cellguard.log.level must be"},
+		{"roots as string", `{cellguard: {validator: {runtime_roots: /run/runc}}}`, "cellguard.validator.runtime_roots must be a list of strings"},
+		{"blocking not a list", `{cellguard: {validator: {blocking: {drain: cgroup-integrity}}}}`, "cellguard.validator.blocking.drain must be a list of strings"},
+		{"sysctl value a list", `{cellguard: {sysctl: {set: {kernel.pid_max: [1]}}}}`, "cellguard.sysctl.set.kernel.pid_max must be a string"},
+		{"binaries value a number", `{cellguard: {validator: {runtime_binaries: {runc: 1}}}}`, "cellguard.validator.runtime_binaries.runc must be a string"},
+	}
+	j := loadJob(t)
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := j.Render(tc.props)
+			if err == nil {
+				t.Fatalf("rendered; want an error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A property the templates read with p() but the spec does not declare is
+// what BOSH reports as "Can't find property"; the fixture job proves the
+// renderer surfaces BOSH's own message, so TestDefaultsMatchTheSpec would
+// fail with it if a template read an undeclared or default-less property
+// with p().
+func TestRequiredPropertyMissingGivesBOSHError(t *testing.T) {
+	j, err := render.Load("testdata/required")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = j.Render(`{}`)
+	if err == nil || !strings.Contains(err.Error(), "Can't find property 'required.name'") {
+		t.Fatalf("want BOSH's Can't find property error, got %v", err)
+	}
+	r, err := j.Render(`{required: {name: x}}`)
+	if err != nil {
+		t.Fatalf("render with the property set: %v", err)
+	}
+	if got := strings.TrimSpace(string(r["out"])); got != "x" {
+		t.Errorf("rendered %q, want x", got)
+	}
+}
+
+func mustContain(t *testing.T, s, sub string) {
+	t.Helper()
+	if !strings.Contains(s, sub) {
+		t.Errorf("want\n  %s\nin:\n%s", sub, s)
+	}
+}
+
+func mustNotContain(t *testing.T, s, sub string) {
+	t.Helper()
+	if strings.Contains(s, sub) {
+		t.Errorf("do not want %q in:\n%s", sub, s)
+	}
+}
+
+func wantJSON(t *testing.T, cfg map[string]any, path, want string) {
+	t.Helper()
+	got, ok := lookup(cfg, path)
+	if !ok {
+		t.Errorf("config lacks %s", path)
+		return
+	}
+	var w any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, w) {
+		g, _ := json.Marshal(got)
+		t.Errorf("config %s = %s, want %s", path, g, want)
+	}
+}
+
+func bashN(t *testing.T, name string, script []byte) {
+	t.Helper()
+	cmd := exec.Command("bash", "-n")
+	cmd.Stdin = strings.NewReader(string(script))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("bash -n %s: %v\n%s\n%s", name, err, out, script)
+	}
+	if !strings.HasPrefix(string(script), "#!/usr/bin/env bash\n") {
+		t.Errorf("%s must start with #!/usr/bin/env bash", name)
+	}
+}
+
+func stripComments(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,92 @@
+package jobs_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The example manifests' cellguard properties render and parse, so what an
+// operator copies works.
+func TestRuntimeConfigAddons(t *testing.T) {
+	var rc struct {
+		Releases []struct{ Name, Version string } `yaml:"releases"`
+		Addons   []struct {
+			Name    string `yaml:"name"`
+			Include struct {
+				Jobs []struct{ Name, Release string } `yaml:"jobs"`
+			} `yaml:"include"`
+			Jobs []struct {
+				Name       string         `yaml:"name"`
+				Release    string         `yaml:"release"`
+				Properties map[string]any `yaml:"properties"`
+			} `yaml:"jobs"`
+		} `yaml:"addons"`
+	}
+	readManifest(t, "runtime-config.yml", &rc)
+	if len(rc.Releases) != 1 || rc.Releases[0].Name != "cellguard" || rc.Releases[0].Version == "latest" {
+		t.Errorf("releases %+v: want cellguard at an exact version (runtime configs refuse latest)", rc.Releases)
+	}
+	included := map[string]bool{}
+	for _, a := range rc.Addons {
+		for _, inc := range a.Include.Jobs {
+			included[inc.Release+"/"+inc.Name] = true
+		}
+		if len(a.Jobs) != 1 || a.Jobs[0].Name != "cellguard" || a.Jobs[0].Release != "cellguard" {
+			t.Errorf("addon %s: jobs %+v, want the cellguard job", a.Name, a.Jobs)
+			continue
+		}
+		t.Run(a.Name, func(t *testing.T) {
+			props, err := yaml.Marshal(a.Jobs[0].Properties)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := mustRender(t, string(props))
+			configCheck(t, r["config/cellguard.json"])
+		})
+	}
+	for _, want := range []string{"garden-runc/garden", "concourse/worker"} {
+		if !included[want] {
+			t.Errorf("runtime config covers no %s", want)
+		}
+	}
+}
+
+func TestCFDeploymentOpsFile(t *testing.T) {
+	var ops []struct {
+		Type  string         `yaml:"type"`
+		Path  string         `yaml:"path"`
+		Value map[string]any `yaml:"value"`
+	}
+	readManifest(t, "operations/add-cellguard-to-diego-cells.yml", &ops)
+	var job map[string]any
+	for _, op := range ops {
+		if op.Type != "replace" {
+			t.Errorf("op %s: type %q", op.Path, op.Type)
+		}
+		if op.Path == "/instance_groups/name=diego-cell/jobs/name=cellguard?" {
+			job = op.Value
+		}
+	}
+	if job == nil {
+		t.Fatal("no op adds the cellguard job to diego-cell")
+	}
+	props, err := yaml.Marshal(job["properties"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	configCheck(t, mustRender(t, string(props))["config/cellguard.json"])
+}
+
+func readManifest(t *testing.T, name string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "manifests", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("parse manifests/%s: %v", name, err)
+	}
+}
