@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/config"
 )
 
 // Deps is what checks may read: where the host is and what the job
@@ -41,6 +42,14 @@ type Deps struct {
 	// Systemd reads the running manager's version (D-Bus Version
 	// property); nil checks only the installed systemd.
 	Systemd SystemdVersioner
+	// SystemdUnits connects to the manager for delegation-audit; nil (a
+	// fixture root) skips it.
+	SystemdUnits SystemdDialer
+	// Daemons are the configured daemons whose units delegation-audit reads
+	// (config.Validator.Daemons, with each daemon's pidfile).
+	Daemons []AuditedDaemon
+	// Sysctl is the job's sysctl section, for sysctl-profile.
+	Sysctl config.Sysctl
 }
 
 // All is the one list of the validator's checks, in report order.
@@ -52,5 +61,7 @@ func All(d Deps) []check.Check {
 		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},
 		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase},
 		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},
+		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons},
+		&SysctlProfile{Root: d.Root, Config: d.Sysctl},
 	}
 }

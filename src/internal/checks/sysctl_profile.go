@@ -1,0 +1,128 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
+)
+
+// SysctlProfile checks that the container-host sysctl profile, as the job
+// configured it, is in force now and will be after a reboot.
+type SysctlProfile struct {
+	Root string
+	// Config is the job's sysctl section: profile, overrides, removals,
+	// persisted file.
+	Config config.Sysctl
+}
+
+var _ check.Check = (*SysctlProfile)(nil)
+
+func (*SysctlProfile) Meta() check.Meta {
+	return check.Meta{
+		ID:    "sysctl-profile",
+		Title: "the container-host sysctl profile is in force, live and at boot",
+		Severity: map[check.Phase]check.Severity{
+			// Pre-start runs `cellguard sysctl apply` first, so drift here is
+			// what apply cannot fix: another sysctl.d file or /etc/sysctl.conf
+			// wins at boot, or the kernel lacks the key. After a reboot BOSH
+			// runs no pre-start, so the cell would silently lose the values.
+			check.PreStart: check.Blocking,
+			// At drain the values are the outgoing deployment's; the
+			// update's pre-start applies them again.
+			check.Drain: check.Warning,
+		},
+		Story: "seed-001: runc 1.0.0-rc93's `runc init` hung writing into a pipe that the kernel had shrunk " +
+			"to minimal size once root's pipes passed fs.pipe-user-pages-soft; keyring quotas " +
+			"(kernel.keys.*) fail container creation with 'disk quota exceeded'. The profile sets each " +
+			"value with its reason and source; each finding names the live and wanted value and which " +
+			"file wins at boot.",
+		References: []string{
+			"https://github.com/opencontainers/runc/issues/2828",
+			"https://man7.org/linux/man-pages/man8/systemd-sysctl.service.8.html",
+			"https://man7.org/linux/man-pages/man5/sysctl.d.5.html",
+		},
+		Fix: "Run `cellguard sysctl apply --config /var/vcap/jobs/cellguard/config/cellguard.json` for a " +
+			"live drift; for a boot drift remove or reorder the sysctl.d file the finding names (or set " +
+			"the value in cellguard.sysctl.set); drop a key this kernel lacks with cellguard.sysctl.remove.",
+	}
+}
+
+func (c *SysctlProfile) Run(ctx context.Context) ([]check.Finding, error) {
+	p, err := sysctl.Resolve(c.Config)
+	if err != nil {
+		return nil, fmt.Errorf("resolve sysctl profile: %w", err)
+	}
+	if len(p.Entries) == 0 {
+		return []check.Finding{{Subject: "sysctl", Status: check.Skip,
+			Detail: fmt.Sprintf("sysctl profile %q with no keys set: nothing to check", p.Name)}}, nil
+	}
+	// A fixture tree without /proc/sys models a host part this check does
+	// not read; every live host has one.
+	if _, err := os.Stat(filepath.Join(rootOr(c.Root), "proc/sys")); errors.Is(err, os.ErrNotExist) {
+		return []check.Finding{{Subject: "sysctl", Status: check.Skip,
+			Detail: fmt.Sprintf("no proc/sys under %s: kernel parameters cannot be read", rootOr(c.Root))}}, nil
+	}
+	rep, err := sysctl.Check(c.Root, p)
+	if err != nil {
+		return nil, err
+	}
+	why := map[string]sysctl.Entry{}
+	for _, e := range p.Entries {
+		why[e.Key] = e
+	}
+	var fs []check.Finding
+	for _, k := range rep.Keys {
+		if k.InForce() {
+			continue
+		}
+		e := why[k.Key]
+		d := map[string]string{
+			"key": k.Key, "wanted": k.Wanted, "live": k.Live, "status": k.Status,
+			"boot_set": strconv.FormatBool(k.BootSet), "from": e.From,
+		}
+		if k.BootSet {
+			d["boot"], d["boot_from"] = k.Boot, k.BootFrom
+		}
+		if e.Why != "" {
+			d["why"] = e.Why
+		}
+		if e.Source != "" {
+			d["source"] = e.Source
+		}
+		f := check.Finding{Subject: k.Key, Status: check.Fail, Data: d}
+		switch k.Status {
+		case sysctl.Unreadable:
+			f.Status = check.Error
+			f.Detail = fmt.Sprintf("%s: cannot read it (wanted %s): %s", k.Key, k.Wanted, k.Error)
+			d["error"] = k.Error
+		case sysctl.Missing:
+			f.Detail = fmt.Sprintf("%s: wanted %s: %s", k.Key, k.Wanted, k.Explanation)
+		case sysctl.BootDrift:
+			f.Detail = fmt.Sprintf("%s: live %s is as wanted, but not after a reboot: %s", k.Key, k.Live, k.Explanation)
+		default:
+			f.Detail = fmt.Sprintf("%s: live %s, wanted %s (%s): %s", k.Key, k.Live, k.Wanted, k.Status, k.Explanation)
+		}
+		fs = append(fs, f)
+	}
+	fs = append(fs, check.Finding{
+		Subject: "sysctl", Status: check.Pass,
+		Detail: fmt.Sprintf("profile %s: %d of %d keys in force, persisted in %s", p.Name, len(rep.Keys)-len(fs), len(rep.Keys), p.File),
+		Data: map[string]string{"profile": p.Name, "file": p.File, "keys": strconv.Itoa(len(rep.Keys)),
+			"drifted": strconv.Itoa(len(fs))},
+	})
+	return fs, nil
+}
+
+func rootOr(root string) string {
+	if root == "" {
+		return "/"
+	}
+	return root
+}
