@@ -113,10 +113,13 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		Phase:            phase,
 		RuntimeBinaries:  vc.RuntimeBinaries,
 		AdvisoriesFile:   vc.AdvisoriesFile,
+		Daemons:          auditedDaemons(cfg),
+		Sysctl:           cfg.Sysctl,
 	}
 	if f.root == "/" || f.root == "" {
 		// The host's manager, over D-Bus; a fixture root has none.
 		d.Systemd = dbusSystemdVersion{}
+		d.SystemdUnits = checks.DialSystemd(systemd.Options{})
 	}
 	if len(f.runtimeRoots) > 0 {
 		d.RuntimeRoots = splitList(f.runtimeRoots)
@@ -214,6 +217,23 @@ func (dbusSystemdVersion) SystemdVersion(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return systemd.ParseVersion(v)
+}
+
+// auditedDaemons names the daemons delegation-audit reads, with their
+// pidfiles: validator.daemons, or every configured daemon when it is unset.
+func auditedDaemons(cfg *config.Config) []checks.AuditedDaemon {
+	names := cfg.Validator.Daemons
+	if len(names) == 0 {
+		for _, d := range cfg.Daemons {
+			names = append(names, d.Name)
+		}
+	}
+	var out []checks.AuditedDaemon
+	for _, n := range names {
+		d, _ := cfg.Daemon(n)
+		out = append(out, checks.AuditedDaemon{Name: n, PIDFile: d.PIDFile})
+	}
+	return out
 }
 
 func logResults(logger lager.Logger, rep check.Report) {
