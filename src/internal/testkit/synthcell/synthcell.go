@@ -1,0 +1,559 @@
+// Package synthcell writes a synthetic container host at cell scale: /proc
+// pid directories, a hybrid cgroup v1 + v2 tree and runc state files under
+// one root, for benchmarks of the validator against what an operator would
+// otherwise run by hand. It writes only what the validator and the operator's
+// shell loop read, and shares identical files by hard link, so 25,000
+// containers fit a few GB of tmpfs and are written in seconds.
+//
+// Per process it writes proc/<pid>/stat (all 52 fields, as the kernel does),
+// proc/<pid>/cgroup (one line per hierarchy; a hard link to the file its
+// cgroup peers share) and the proc/<pid>/ns/pid link. cmdline and fd/ are
+// left out: the validator reads them only for processes named runc*, and the
+// cell has none. Every container has a pid namespace of its own, as Garden's
+// do, so a process that escaped its cgroups is still known by its namespace.
+package synthcell
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Spec says what cell to write.
+type Spec struct {
+	Containers        int
+	ProcsPerContainer int
+	HostProcs         int // pid 1 included
+	// EscapedShare is the fraction of container processes that systemd
+	// moved out of their container's cgroups (0..1), as in seed-000.
+	EscapedShare float64
+	// Seed picks the escaped processes; the same spec writes the same cell.
+	Seed uint64
+	// RuntimeRoot is the runc state root, e.g. /run/runc.
+	RuntimeRoot string
+}
+
+// Cell returns the reference cell scaled by k: 250·k containers of 20
+// processes and 1,000·k host processes.
+func Cell(k int) Spec {
+	return Spec{Containers: 250 * k, ProcsPerContainer: 20, HostProcs: 1000 * k, RuntimeRoot: "/run/runc"}
+}
+
+// Processes is the number of pid directories the spec writes.
+func (s Spec) Processes() int { return s.Containers*s.ProcsPerContainer + s.HostProcs }
+
+func (s Spec) validate() error {
+	switch {
+	case s.Containers < 0 || s.ProcsPerContainer < 1 || s.HostProcs < 1:
+		return fmt.Errorf("synthcell: need ProcsPerContainer >= 1 and HostProcs >= 1, got %+v", s)
+	case s.EscapedShare < 0 || s.EscapedShare > 1:
+		return fmt.Errorf("synthcell: EscapedShare %v outside 0..1", s.EscapedShare)
+	case !strings.HasPrefix(s.RuntimeRoot, "/"):
+		return fmt.Errorf("synthcell: RuntimeRoot %q is not absolute", s.RuntimeRoot)
+	}
+	return nil
+}
+
+// Hierarchy is one mounted hierarchy of the hybrid layout.
+type Hierarchy struct {
+	Dir  string // under sys/fs/cgroup
+	Name string // as /proc/<pid>/cgroup names it and the validator reports it
+	ID   int    // hierarchy id in /proc/<pid>/cgroup
+	// Keys are the state.json cgroup_paths keys runc writes for it.
+	Keys []string
+	// Moved is true when systemd moves a unit's processes in it: the
+	// hierarchies an escaped process leaves.
+	Moved bool
+}
+
+// Hierarchies is the layout of an Ubuntu stemcell: v1 controllers with cpu
+// and cpuacct co-mounted, systemd's named hierarchy, and v2 at unified/.
+// Escapes happen where systemd realizes a unit's cgroup (name=systemd, v2
+// and the controllers it enables for accounting); devices, freezer and
+// cpuset keep the container's path.
+var Hierarchies = []Hierarchy{
+	{Dir: "systemd", Name: "name=systemd", ID: 9, Keys: []string{"name=systemd"}, Moved: true},
+	{Dir: "pids", Name: "pids", ID: 8, Keys: []string{"pids"}, Moved: true},
+	{Dir: "blkio", Name: "blkio", ID: 7, Keys: []string{"blkio"}, Moved: true},
+	{Dir: "freezer", Name: "freezer", ID: 6, Keys: []string{"freezer"}},
+	{Dir: "devices", Name: "devices", ID: 5, Keys: []string{"devices"}},
+	{Dir: "memory", Name: "memory", ID: 4, Keys: []string{"memory"}, Moved: true},
+	{Dir: "cpuset", Name: "cpuset", ID: 3, Keys: []string{"cpuset"}},
+	{Dir: "cpu,cpuacct", Name: "cpu,cpuacct", ID: 2, Keys: []string{"cpu", "cpuacct"}, Moved: true},
+	{Dir: "unified", Name: "unified", ID: 0, Keys: []string{""}, Moved: true},
+}
+
+// EscapeCgroup is where escaped processes end up: the unit of the daemon
+// that created the containers.
+const EscapeCgroup = "/system.slice/garden.service"
+
+// BootTime is the cell's btime; start ticks count from it.
+var BootTime = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+
+// HostNS is the pid namespace inode of host processes.
+const HostNS = 4026531836
+
+// Escape is one process outside its container's cgroup in one hierarchy:
+// what a correct validator must report, and nothing else.
+type Escape struct {
+	PID       int
+	Container string
+	Hierarchy string // Hierarchy.Name
+	Expected  string
+	Actual    string
+}
+
+// String is the form the bench compares: "pid hierarchy expected actual".
+func (e Escape) String() string {
+	return fmt.Sprintf("%d %s %s %s", e.PID, e.Hierarchy, e.Expected, e.Actual)
+}
+
+// Written is a cell on disk.
+type Written struct {
+	Root string
+	Spec Spec
+	// Escapes lists every (pid, hierarchy) escape, sorted.
+	Escapes []Escape
+	// EscapedPIDs lists the escaped processes, sorted.
+	EscapedPIDs []int
+	// Files and Bytes count what was written (hard links not counted).
+	Files, Bytes int64
+	Elapsed      time.Duration
+
+	containerOf map[int]int // escaped pid -> container index
+}
+
+// container numbering: pids of container c are firstPID(c)+0..n-1, the
+// first being init.
+func (s Spec) firstPID(c int) int { return s.containerBase() + c*s.ProcsPerContainer }
+
+// containerBase leaves room after the host pids, rounded up for legibility.
+func (s Spec) containerBase() int { return (s.HostProcs/10000 + 1) * 10000 }
+
+func containerID(c int) string { return fmt.Sprintf("c%06d", c) }
+
+func containerNS(c int) uint64 { return HostNS + 10000 + uint64(c) }
+
+// hostServices are where host processes live, round robin; index 0 is the
+// container daemon, whose cgroup escaped processes land in.
+var hostServices = []string{
+	EscapeCgroup, "/system.slice/containerd.service", "/system.slice/monit.service",
+	"/system.slice/ssh.service", "/system.slice/systemd-journald.service", "/system.slice/rsyslog.service",
+	"/system.slice/cron.service", "/system.slice/chrony.service", "/system.slice/bosh-agent.service",
+	"/user.slice/user-0.slice/session-1.scope", "/system.slice/auditd.service", "/system.slice/rep.service",
+}
+
+// Generate writes the cell under root, which must be empty or absent.
+func Generate(root string, s Spec) (*Written, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if ents, err := os.ReadDir(root); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("synthcell: %s is not empty", root)
+	}
+	w := &Written{Root: root, Spec: s, containerOf: map[int]int{}}
+	g := &gen{w: w, s: s, shared: filepath.Join(root, "synthcell")}
+	if err := g.layout(); err != nil {
+		return nil, err
+	}
+	escaped := g.pickEscapes()
+	if err := g.host(); err != nil {
+		return nil, err
+	}
+	if err := g.containers(escaped); err != nil {
+		return nil, err
+	}
+	sort.Ints(w.EscapedPIDs)
+	// Escaped processes sit in the daemon's unit cgroup now.
+	if err := g.escapeTarget(w.EscapedPIDs); err != nil {
+		return nil, err
+	}
+	sort.Slice(w.Escapes, func(i, j int) bool { return w.Escapes[i].String() < w.Escapes[j].String() })
+	w.Elapsed = time.Since(start)
+	return w, nil
+}
+
+type gen struct {
+	w      *Written
+	s      Spec
+	shared string // files hard-linked into proc/ and sys/ live here
+
+	mu           sync.Mutex
+	files, bytes int64
+}
+
+func (g *gen) path(rel string) string { return filepath.Join(g.w.Root, rel) }
+
+func (g *gen) write(path string, b []byte) error {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("synthcell: write %s: %w", path, err)
+	}
+	g.mu.Lock()
+	g.files++
+	g.bytes += int64(len(b))
+	g.w.Files, g.w.Bytes = g.files, g.bytes
+	g.mu.Unlock()
+	return nil
+}
+
+func mkdir(d string) error {
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("synthcell: mkdir %s: %w", d, err)
+	}
+	return nil
+}
+
+func link(old, new string) error {
+	if err := os.Link(old, new); err != nil {
+		return fmt.Errorf("synthcell: link %s: %w", new, err)
+	}
+	return nil
+}
+
+func (g *gen) layout() error {
+	base := g.path("sys/fs/cgroup")
+	for _, h := range Hierarchies {
+		if err := mkdir(filepath.Join(base, h.Dir)); err != nil {
+			return err
+		}
+	}
+	for _, l := range []string{"cpu", "cpuacct"} {
+		if err := os.Symlink("cpu,cpuacct", filepath.Join(base, l)); err != nil {
+			return fmt.Errorf("synthcell: %w", err)
+		}
+	}
+	if err := g.write(filepath.Join(base, "unified/cgroup.controllers"), nil); err != nil {
+		return err
+	}
+	for _, d := range []string{g.shared, g.path("proc"), g.path(g.s.RuntimeRoot)} {
+		if err := mkdir(d); err != nil {
+			return err
+		}
+	}
+	return g.write(g.path("proc/stat"), fmt.Appendf(nil,
+		"cpu  4705 150 1120 1632338 1018 0 17 0 0 0\nintr 0\nctxt 0\nbtime %d\nprocesses %d\nprocs_running 1\nprocs_blocked 0\n",
+		BootTime.Unix(), g.s.Processes()))
+}
+
+// pickEscapes chooses round(share · container processes) distinct ones.
+func (g *gen) pickEscapes() map[int]bool {
+	total := g.s.Containers * g.s.ProcsPerContainer
+	n := int(g.s.EscapedShare*float64(total) + 0.5)
+	r := rand.New(rand.NewPCG(g.s.Seed, 0x5eed000))
+	out := make(map[int]bool, n)
+	for _, i := range r.Perm(total)[:n] {
+		out[g.s.containerBase()+i] = true
+	}
+	return out
+}
+
+// cgroupFile renders /proc/<pid>/cgroup: path in every hierarchy, or
+// escaped to EscapeCgroup in the moved ones.
+func cgroupFile(path string, escaped bool) []byte {
+	var b []byte
+	for _, h := range Hierarchies {
+		p := path
+		if escaped && h.Moved {
+			p = EscapeCgroup
+		}
+		name := h.Name
+		if h.Dir == "unified" {
+			name = ""
+		}
+		b = fmt.Appendf(b, "%d:%s:%s\n", h.ID, name, p)
+	}
+	return b
+}
+
+// statLine renders /proc/<pid>/stat with the kernel's 52 fields.
+func statLine(b []byte, pid int, comm string, state byte, ppid int, start uint64) []byte {
+	b = fmt.Appendf(b[:0], "%d (%s) %c %d %d %d 0 -1 4194560 1523 0 2 0 12 7 0 0 20 0 1 0 %d 12451840 2211 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		pid, comm, state, ppid, pid, pid, start)
+	return b
+}
+
+// proc writes /proc/<pid> with its cgroup file hard-linked from cg.
+func (g *gen) proc(buf []byte, pid int, comm string, ppid int, start uint64, ns uint64, cg string) ([]byte, error) {
+	dir := g.path("proc/" + strconv.Itoa(pid))
+	if err := os.MkdirAll(dir+"/ns", 0o755); err != nil {
+		return buf, fmt.Errorf("synthcell: mkdir %s: %w", dir, err)
+	}
+	buf = statLine(buf, pid, comm, 'S', ppid, start)
+	if err := g.write(dir+"/stat", buf); err != nil {
+		return buf, err
+	}
+	if err := link(cg, dir+"/cgroup"); err != nil {
+		return buf, err
+	}
+	if err := os.Symlink("pid:["+strconv.FormatUint(ns, 10)+"]", dir+"/ns/pid"); err != nil {
+		return buf, fmt.Errorf("synthcell: %w", err)
+	}
+	return buf, nil
+}
+
+func (g *gen) host() error {
+	s := g.s
+	procs := map[string][]int{} // cgroup -> pids
+	// pid 1 in the root cgroup, as systemd is on a stemcell.
+	rootCg := filepath.Join(g.shared, "cg-root")
+	if err := g.write(rootCg, cgroupFile("/init.scope", false)); err != nil {
+		return err
+	}
+	buf, err := g.proc(nil, 1, "systemd", 0, 1, HostNS, rootCg)
+	if err != nil {
+		return err
+	}
+	procs["/init.scope"] = []int{1}
+	for _, svc := range hostServices {
+		procs[svc] = nil // every unit's cgroup exists, populated or not
+	}
+	for i, svc := range hostServices {
+		if err := g.write(filepath.Join(g.shared, "cg-host-"+strconv.Itoa(i)), cgroupFile(svc, false)); err != nil {
+			return err
+		}
+	}
+	comms := []string{"gdn", "containerd", "monit", "sshd", "systemd-journal", "rsyslogd", "cron", "chronyd", "bosh-agent", "bash", "auditd", "rep"}
+	for pid := 2; pid <= s.HostProcs; pid++ {
+		i := pid % len(hostServices)
+		if buf, err = g.proc(buf, pid, comms[i], 1, uint64(100+pid), HostNS,
+			filepath.Join(g.shared, "cg-host-"+strconv.Itoa(i))); err != nil {
+			return err
+		}
+		procs[hostServices[i]] = append(procs[hostServices[i]], pid)
+	}
+	for cg, pids := range procs {
+		if err := g.cgroupProcs(cg, pids, nil); err != nil {
+			return err
+		}
+	}
+	// The runtime's parent cgroup, empty, in every hierarchy.
+	for _, h := range Hierarchies {
+		d := g.path("sys/fs/cgroup/" + h.Dir + "/garden")
+		if err := mkdir(d); err != nil {
+			return err
+		}
+		if err := g.write(d+"/cgroup.procs", nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cgroupProcs writes cgroup.procs of cgroup rel in every hierarchy: pids,
+// minus moved in the hierarchies systemd moves processes in. Identical
+// files are one inode, hard-linked.
+func (g *gen) cgroupProcs(rel string, pids, moved []int) error {
+	all := procsFile(pids, nil)
+	var kept []byte
+	if len(moved) > 0 {
+		kept = procsFile(pids, moved)
+	}
+	var firstAll, firstKept string
+	for _, h := range Hierarchies {
+		d := g.path("sys/fs/cgroup/" + h.Dir + rel)
+		if err := mkdir(d); err != nil {
+			return err
+		}
+		p := d + "/cgroup.procs"
+		content, first := all, &firstAll
+		if len(moved) > 0 && h.Moved {
+			content, first = kept, &firstKept
+		}
+		if *first != "" {
+			if err := link(*first, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := g.write(p, content); err != nil {
+			return err
+		}
+		*first = p
+	}
+	return nil
+}
+
+func procsFile(pids, minus []int) []byte {
+	skip := map[int]bool{}
+	for _, p := range minus {
+		skip[p] = true
+	}
+	var b []byte
+	for _, p := range pids {
+		if !skip[p] {
+			b = strconv.AppendInt(b, int64(p), 10)
+			b = append(b, '\n')
+		}
+	}
+	return b
+}
+
+// containers writes the containers on two goroutines (this is I/O into
+// tmpfs, bound by syscalls, and the machine has two cores).
+func (g *gen) containers(escaped map[int]bool) error {
+	s := g.s
+	tmpl := stateTemplate()
+	workers := 2
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	var emu sync.Mutex
+	for wk := 0; wk < workers; wk++ {
+		wg.Add(1)
+		go func(wk int) {
+			defer wg.Done()
+			var buf, state []byte
+			for c := wk; c < s.Containers; c += workers {
+				var esc []Escape
+				var err error
+				buf, state, esc, err = g.container(c, escaped, tmpl, buf, state)
+				if err != nil {
+					errs[wk] = err
+					return
+				}
+				if len(esc) > 0 {
+					emu.Lock()
+					g.w.Escapes = append(g.w.Escapes, esc...)
+					for _, e := range esc {
+						if g.w.containerOf[e.PID] == 0 {
+							g.w.containerOf[e.PID] = c + 1
+							g.w.EscapedPIDs = append(g.w.EscapedPIDs, e.PID)
+						}
+					}
+					emu.Unlock()
+				}
+			}
+		}(wk)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (g *gen) container(c int, escaped map[int]bool, tmpl *template, buf, state []byte) ([]byte, []byte, []Escape, error) {
+	s := g.s
+	id := containerID(c)
+	rel := "/garden/" + id
+	first := s.firstPID(c)
+	start := uint64(50000 + c) // ticks after boot
+	ns := containerNS(c)
+	cg := filepath.Join(g.shared, "cg-"+id)
+	if err := g.write(cg, cgroupFile(rel, false)); err != nil {
+		return buf, state, nil, err
+	}
+	var pids, moved []int
+	var escapes []Escape
+	for i := 0; i < s.ProcsPerContainer; i++ {
+		pid := first + i
+		comm, ppid := "app", first
+		if i == 0 {
+			comm, ppid = "garden-init", 2
+		}
+		file := cg
+		if escaped[pid] {
+			file = filepath.Join(g.shared, "cg-esc-"+strconv.Itoa(pid))
+			if err := g.write(file, cgroupFile(rel, true)); err != nil {
+				return buf, state, nil, err
+			}
+			moved = append(moved, pid)
+			for _, h := range Hierarchies {
+				if h.Moved {
+					escapes = append(escapes, Escape{PID: pid, Container: id, Hierarchy: h.Name, Expected: rel, Actual: EscapeCgroup})
+				}
+			}
+		}
+		var err error
+		if buf, err = g.proc(buf, pid, comm, ppid, start, ns, file); err != nil {
+			return buf, state, nil, err
+		}
+		pids = append(pids, pid)
+	}
+	if err := g.cgroupProcs(rel, pids, moved); err != nil {
+		return buf, state, nil, err
+	}
+	dir := g.path(s.RuntimeRoot + "/" + id)
+	if err := mkdir(dir); err != nil {
+		return buf, state, nil, err
+	}
+	state = tmpl.render(state[:0], id, first, start)
+	if err := g.write(dir+"/state.json", state); err != nil {
+		return buf, state, nil, err
+	}
+	return buf, state, escapes, nil
+}
+
+// Heal puts every escaped process back into its container's cgroups,
+// rewriting only the files the escapes touched: the same cell, clean.
+func (w *Written) Heal() error {
+	g := &gen{w: w, s: w.Spec, shared: filepath.Join(w.Root, "synthcell")}
+	byContainer := map[int][]int{}
+	for _, pid := range w.EscapedPIDs {
+		c := w.containerOf[pid] - 1
+		byContainer[c] = append(byContainer[c], pid)
+	}
+	for c, moved := range byContainer {
+		id := containerID(c)
+		for _, pid := range moved {
+			p := g.path("proc/" + strconv.Itoa(pid) + "/cgroup")
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("synthcell: heal: %w", err)
+			}
+			if err := link(filepath.Join(g.shared, "cg-"+id), p); err != nil {
+				return err
+			}
+		}
+		var pids []int
+		for i := 0; i < w.Spec.ProcsPerContainer; i++ {
+			pids = append(pids, w.Spec.firstPID(c)+i)
+		}
+		// The moved hierarchies share one inode: rewrite it in place.
+		for _, h := range Hierarchies {
+			if h.Moved {
+				p := g.path("sys/fs/cgroup/" + h.Dir + "/garden/" + id + "/cgroup.procs")
+				if err := os.WriteFile(p, procsFile(pids, nil), 0o644); err != nil {
+					return fmt.Errorf("synthcell: heal: %w", err)
+				}
+				break
+			}
+		}
+	}
+	if err := g.escapeTarget(nil); err != nil {
+		return err
+	}
+	w.Escapes, w.EscapedPIDs, w.containerOf = nil, nil, map[int]int{}
+	return nil
+}
+
+// escapeTarget rewrites EscapeCgroup's cgroup.procs in the moved
+// hierarchies: its own processes plus the escaped ones.
+func (g *gen) escapeTarget(escaped []int) error {
+	var own []int
+	for pid := 2; pid <= g.s.HostProcs; pid++ {
+		if hostServices[pid%len(hostServices)] == EscapeCgroup {
+			own = append(own, pid)
+		}
+	}
+	for _, h := range Hierarchies {
+		p := g.path("sys/fs/cgroup/" + h.Dir + EscapeCgroup + "/cgroup.procs")
+		pids := own
+		if h.Moved {
+			pids = append(append([]int{}, own...), escaped...)
+			sort.Ints(pids)
+		}
+		// Replace, not rewrite: host() hard-linked these files.
+		tmp := p + ".new"
+		if err := os.WriteFile(tmp, procsFile(pids, nil), 0o644); err != nil {
+			return fmt.Errorf("synthcell: write %s: %w", p, err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			return fmt.Errorf("synthcell: %w", err)
+		}
+	}
+	return nil
+}
