@@ -28,6 +28,12 @@ test: deps build
 unittest:
 	CELLGUARD_SKIP_INTEGRATION=1 $(GO) test $(GOTESTFLAGS) ./...
 
+# Every Go fuzz target for FUZZTIME each (default 30s), one after the other.
+# CI's short pass: ci/scripts/fuzz-short.sh (5s each).
+FUZZTIME ?= 30s
+fuzz:
+	FUZZTIME=$(FUZZTIME) bash ci/scripts/fuzz.sh
+
 .PHONY: release-sync release-e2e golang-blob
 
 # BOSH job templates rendered by bosh-cli's own ERB renderer, the release's
