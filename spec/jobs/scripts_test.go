@@ -64,9 +64,14 @@ func (v vcap) run(t *testing.T, script string, env ...string) (stdout string, co
 	t.Helper()
 	cmd := exec.Command(filepath.Join(v.root, "vcap/jobs/cellguard", script), "job_changed", "hash_changed", "cellguard")
 	cmd.Env = append(os.Environ(), append([]string{"STUB_CALLS=" + v.calls}, env...)...)
-	var out bytes.Buffer
+	var out, errOut bytes.Buffer
 	cmd.Stdout = &out
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = &errOut
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", script, errOut.String())
+		}
+	})
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return out.String(), ee.ExitCode()
