@@ -1,0 +1,323 @@
+package sdbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+)
+
+var box *sdbox.Box
+
+// helperEnv makes the test binary act as a box owner that dies without Stop.
+const helperEnv = "SDBOX_TEST_HELPER_DIE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(m.Run())
+	}
+	os.Exit(sdbox.Main(m, "sdbox-test", &box))
+}
+
+func TestBoot(t *testing.T) {
+	sdbox.Require(t, box)
+	t.Logf("boot (rootfs cached): %v", box.BootTime.Round(time.Millisecond))
+	out, err := box.Exec(t.Context(), "systemctl", "is-system-running")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "running" {
+		t.Errorf("is-system-running = %q, want running", got)
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", box.InitPID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(comm)); got != "systemd" {
+		t.Errorf("InitPID %d runs %q, want systemd", box.InitPID, got)
+	}
+	out, err = box.Exec(t.Context(), "sh", "-c", "echo $$; cat /proc/1/comm; command -v monit runc busybox ip nsenter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inside:\n%s", out)
+}
+
+// dialSystemBus connects go-systemd to the box's dbus-daemon from the host.
+func dialSystemBus(ctx context.Context, t *testing.T, addr string) *sd.Conn {
+	t.Helper()
+	conn, err := sd.NewConnection(func() (*godbus.Conn, error) {
+		c, err := godbus.Dial(addr, godbus.WithContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+		if err := c.Hello(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("hello: %w", err)
+		}
+		return c, nil
+	})
+	if err != nil {
+		t.Fatalf("connect %s: %v", addr, err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+func TestSystemBusVersion(t *testing.T) {
+	sdbox.Require(t, box)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	conn := dialSystemBus(ctx, t, box.SystemBusAddress)
+	v, err := conn.GetManagerProperty("Version")
+	if err != nil {
+		t.Fatalf("GetManagerProperty(Version): %v", err)
+	}
+	t.Logf("systemd Version %s over %s in %v", v, box.SystemBusAddress, time.Since(t0).Round(time.Microsecond))
+	// go-systemd returns the variant's text form: "\"252.39-1~deb12u1\""
+	if !strings.HasPrefix(strings.Trim(v, `"`), "252") {
+		t.Errorf("Version = %s, want bookworm's systemd 252", v)
+	}
+}
+
+// TestV1ControllersWritable proves the box's systemd really manages the v1
+// controllers: a unit with accounting lands in its own memory/pids/cpu
+// cgroups, which needs write access to those hierarchies inside.
+func TestV1ControllersWritable(t *testing.T) {
+	sdbox.Require(t, box)
+	ctx := t.Context()
+	if _, err := box.Exec(ctx, "sh", "-c", "mkdir /sys/fs/cgroup/memory/sdbox-probe && rmdir /sys/fs/cgroup/memory/sdbox-probe"); err != nil {
+		t.Fatalf("v1 memory hierarchy not writable inside: %v", err)
+	}
+	if _, err := box.Exec(ctx, "systemd-run", "--unit=sdbox-acct.service", "-p", "MemoryAccounting=yes",
+		"-p", "TasksAccounting=yes", "-p", "CPUAccounting=yes", "sleep", "infinity"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { box.Exec(context.Background(), "systemctl", "stop", "sdbox-acct.service") })
+	out, err := box.Exec(ctx, "systemctl", "show", "-P", "MainPID", "sdbox-acct.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || pid == 0 {
+		t.Fatalf("MainPID %q: %v", out, err)
+	}
+	got, err := box.ReadCgroup(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "/system.slice/sdbox-acct.service"
+	for _, h := range []string{"memory", "pids", "cpu", "name=systemd", ""} {
+		if got[h] != want {
+			t.Errorf("ReadCgroup(%d)[%q] = %q, want %q (all: %v)", pid, h, got[h], want, got)
+		}
+	}
+	// the same seen from inside, to pin ReadCgroup's translation
+	inside, err := box.Exec(ctx, "cat", fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(inside)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if got[f[1]] != f[2] {
+			t.Errorf("inside %q, ReadCgroup says %q", line, got[f[1]])
+		}
+	}
+	host := filepath.Join("/sys/fs/cgroup/memory", box.HostCgroup, "system.slice/sdbox-acct.service")
+	if _, err := os.Stat(host); err != nil {
+		t.Errorf("unit's memory cgroup not below the box's host cgroup: %v", err)
+	}
+}
+
+func TestFiles(t *testing.T) {
+	sdbox.Require(t, box)
+	ctx := t.Context()
+	// /var/run is an absolute symlink to /run: it must resolve inside the box,
+	// never to the host's /run.
+	name := fmt.Sprintf("sdbox-probe-%d", os.Getpid())
+	if err := box.WriteFile("/var/run/"+name, []byte("hello\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/run/" + name); !errors.Is(err, fs.ErrNotExist) {
+		os.Remove("/run/" + name)
+		t.Fatalf("WriteFile escaped to the host's /run: %v", err)
+	}
+	out, err := box.Exec(ctx, "stat", "-c", "%a %s", "/run/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "640 6" {
+		t.Errorf("stat in box = %q, want \"640 6\"", got)
+	}
+	data, err := box.ReadFile("/var/run/" + name)
+	if err != nil || string(data) != "hello\n" {
+		t.Errorf("ReadFile = %q, %v", data, err)
+	}
+
+	bin := sdbox.BuildCellguard(t)
+	if err := box.CopyIn(bin, "/var/vcap/packages/cellguard/bin/cellguard", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err = box.Exec(ctx, "/var/vcap/packages/cellguard/bin/cellguard", "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cellguard version in box: %s", strings.TrimSpace(string(out)))
+	if p := box.InstallCellguard(t); p != "/usr/local/bin/cellguard" {
+		t.Errorf("InstallCellguard = %q", p)
+	}
+	if _, err := box.Exec(ctx, "cellguard", "version"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExecError(t *testing.T) {
+	sdbox.Require(t, box)
+	out, err := box.Exec(t.Context(), "sh", "-c", "echo to-stdout; echo to-stderr >&2; exit 3")
+	if err == nil {
+		t.Fatal("exit 3: want an error")
+	}
+	for _, s := range []string{"to-stdout", "to-stderr", "exit status 3"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q lacks %q", err, s)
+		}
+	}
+	if !strings.Contains(string(out), "to-stderr") {
+		t.Errorf("output %q lacks stderr", out)
+	}
+}
+
+// leftovers lists what a stopped box could have left behind.
+func leftovers(t *testing.T, b *sdbox.Box) []string {
+	t.Helper()
+	var left []string
+	hs, _ := filepath.Glob("/sys/fs/cgroup/*")
+	for _, h := range append(hs, "/sys/fs/cgroup") {
+		filepath.WalkDir(h, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			if strings.Contains(d.Name(), b.Name) {
+				left = append(left, "cgroup "+p)
+				return filepath.SkipDir
+			}
+			if strings.Count(strings.TrimPrefix(p, h), "/") >= 3 {
+				return filepath.SkipDir // boxes live at the top; don't walk others' trees
+			}
+			return nil
+		})
+	}
+	for _, pid := range []int{b.InitPID, b.NspawnPID} {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			left = append(left, fmt.Sprintf("process %d", pid))
+		}
+	}
+	if _, err := os.Stat("/run/systemd/nspawn/propagate/" + b.Name); err == nil {
+		left = append(left, "dir /run/systemd/nspawn/propagate/"+b.Name)
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, l := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(l, b.Name) {
+			left = append(left, "mount "+l)
+		}
+	}
+	return left
+}
+
+func TestStartStopLeavesNothing(t *testing.T) {
+	sdbox.RequireRoot(t)
+	sdbox.Require(t, box)
+	for _, mode := range []sdbox.CgroupMode{sdbox.Hybrid, sdbox.Legacy, sdbox.Unified} {
+		t.Run(string(mode), func(t *testing.T) {
+			b, err := sdbox.Start(t.Context(), "sdbox-"+string(mode), sdbox.WithCgroupMode(mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Stop() })
+			t.Logf("%s: boot %v", mode, b.BootTime.Round(time.Millisecond))
+			out, err := b.Exec(t.Context(), "sh", "-c", "stat -fc %T /sys/fs/cgroup; ls /sys/fs/cgroup; systemctl is-system-running")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fields := strings.Fields(string(out))
+			wantFS, wantUnified := "tmpfs", mode == sdbox.Hybrid
+			if mode == sdbox.Unified {
+				wantFS = "cgroup2fs"
+			}
+			if fields[0] != wantFS || strings.Contains(string(out), "unified") != wantUnified ||
+				fields[len(fields)-1] != "running" {
+				t.Errorf("%s: /sys/fs/cgroup type, entries, state:\n%s", mode, out)
+			}
+			// a process of the box, started via Exec, that must die with it
+			if _, err := b.Exec(t.Context(), "sh", "-c", "setsid sleep infinity >/dev/null 2>&1 &"); err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Now()
+			if err := b.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: stop %v", mode, time.Since(t0).Round(time.Millisecond))
+			if left := leftovers(t, b); len(left) > 0 {
+				t.Errorf("left after Stop:\n%s", strings.Join(left, "\n"))
+			}
+			if err := b.Stop(); err != nil {
+				t.Errorf("second Stop: %v", err)
+			}
+		})
+	}
+}
+
+// TestOwnerDiesWithoutStop: a test binary that boots a box and is SIGKILLed
+// leaves nothing behind: the watcher stops the box.
+func TestOwnerDiesWithoutStop(t *testing.T) {
+	if os.Getenv(helperEnv) != "" {
+		b, err := sdbox.Start(context.Background(), "sdbox-orphan")
+		if err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(1)
+		}
+		fmt.Printf("BOX %s %d %d\n", b.Name, b.InitPID, b.NspawnPID)
+		os.Stdout.Sync()
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	sdbox.Require(t, box)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOwnerDiesWithoutStop$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	out, _ := cmd.Output()
+	var name string
+	var initPID, nspawnPID int
+	if _, err := fmt.Sscanf(string(out), "BOX %s %d %d", &name, &initPID, &nspawnPID); err != nil {
+		t.Fatalf("helper output %q: %v", out, err)
+	}
+	orphan := &sdbox.Box{Name: name, InitPID: initPID, NspawnPID: nspawnPID}
+	t0 := time.Now()
+	var left []string
+	for time.Since(t0) < 30*time.Second {
+		if left = leftovers(t, orphan); len(left) == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Fatalf("30s after its owner was killed, box %s left:\n%s", name, strings.Join(left, "\n"))
+	}
+	t.Logf("box of a SIGKILLed owner gone after %v", time.Since(t0).Round(time.Millisecond))
+}

@@ -1,0 +1,164 @@
+package sdbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// SkipEnv, when "1", makes Main boot nothing and Require skip: pure tests only.
+const SkipEnv = "CELLGUARD_SKIP_INTEGRATION"
+
+func inCI() bool { return os.Getenv("CI") == "true" }
+
+// RequireRoot skips the test, loudly, when not running as root; in CI
+// (CI=true) it fails instead, so a misconfigured CI cannot pass by skipping.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	msg := "NOT RUN: this integration test needs root (systemd-nspawn, cgroups, mounts); run `sudo make test`"
+	if inCI() {
+		t.Fatal(msg + " [CI=true: failing instead of skipping]")
+	}
+	t.Skip("!!! " + msg + " !!!")
+}
+
+// Require skips (or fails in CI) a test that needs the package's box when
+// there is none: not root, or CELLGUARD_SKIP_INTEGRATION=1.
+func Require(t testing.TB, b *Box) {
+	t.Helper()
+	if os.Getenv(SkipEnv) == "1" {
+		if inCI() {
+			t.Fatalf("%s=1 with CI=true: integration tests must run in CI", SkipEnv)
+		}
+		t.Skipf("!!! NOT RUN: %s=1 !!!", SkipEnv)
+	}
+	RequireRoot(t)
+	if b == nil {
+		t.Fatal("no systemd box: sdbox.Main did not boot one (see its output above)")
+	}
+}
+
+// Main boots one box for a test package, runs the tests and stops the box,
+// also on SIGINT/SIGTERM (and, through the box's watcher, when the test
+// binary dies in any other way). Use it as
+//
+//	func TestMain(m *testing.M) { os.Exit(sdbox.Main(m, "units", &box)) }
+//
+// Nothing is booted when CELLGUARD_SKIP_INTEGRATION=1 or when not root; *box
+// stays nil and Require skips the tests that need it.
+func Main(m *testing.M, name string, box **Box, opts ...Option) int {
+	defer cleanupBuild()
+	if os.Getenv(SkipEnv) == "1" || os.Geteuid() != 0 {
+		return m.Run()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	b, err := Start(ctx, name, append([]Option{WithLog(os.Stderr)}, opts...)...)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sdbox: error: boot systemd box %q: %v\nsdbox: hint: run ci/scripts/install-deps.sh (make deps) as root\n", name, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "sdbox: box %s booted in %v (init pid %d)\n", b.Name, b.BootTime.Round(time.Millisecond), b.InitPID)
+	*box = b
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s, ok := <-sigs
+		if !ok {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "sdbox: %v: stopping box %s\n", s, b.Name)
+		b.Stop()
+		cleanupBuild()
+		os.Exit(2)
+	}()
+	defer func() {
+		signal.Stop(sigs)
+		close(sigs)
+		if err := b.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "sdbox: error: %v\n", err)
+		}
+	}()
+	return m.Run()
+}
+
+var build struct {
+	sync.Mutex
+	dir, bin string
+	err      error
+}
+
+// ModuleRoot returns the repository root (where go.mod is), located relative
+// to this source file.
+func ModuleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
+}
+
+// BuildCellguard builds ./src/cmd/cellguard (CGO_ENABLED=0, static, so it
+// runs inside the box) once per test process and returns the binary's path.
+// Main removes it at the end.
+func BuildCellguard(t testing.TB) string {
+	t.Helper()
+	build.Lock()
+	defer build.Unlock()
+	if build.bin == "" && build.err == nil {
+		build.bin, build.err = buildCellguard()
+	}
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.bin
+}
+
+func buildCellguard() (string, error) {
+	dir, err := os.MkdirTemp("", "cellguard-test-bin-")
+	if err != nil {
+		return "", fmt.Errorf("build cellguard: %w", err)
+	}
+	build.dir = dir
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		gobin = "go"
+	}
+	bin := filepath.Join(dir, "cellguard")
+	cmd := exec.Command(gobin, "build", "-trimpath", "-o", bin, "./src/cmd/cellguard")
+	cmd.Dir = ModuleRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build cellguard: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func cleanupBuild() {
+	build.Lock()
+	defer build.Unlock()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+		build.dir, build.bin, build.err = "", "", nil
+	}
+}
+
+// InstallCellguard builds cellguard (once per process) and copies it to
+// /usr/local/bin/cellguard in the box; it returns that path.
+func (b *Box) InstallCellguard(t testing.TB) string {
+	t.Helper()
+	const dst = "/usr/local/bin/cellguard"
+	if err := b.CopyIn(BuildCellguard(t), dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}

@@ -1,0 +1,367 @@
+#!/bin/bash
+# sdbox.sh - boot a real systemd (PID 1 of its own PID namespace) in systemd-nspawn, on a
+# cached Debian rootfs, for cellguard's integration tests. Needs root. See README.md here.
+#
+#   sdbox.sh start         build the rootfs once, boot, wait for "is-system-running" =
+#                          running|degraded, print KEY=VALUE lines on stdout. Idempotent.
+#   sdbox.sh stop          halt the box; remove its cgroups, mounts and state. Idempotent;
+#                          also cleans up after a killed previous run of the same name.
+#   sdbox.sh status        KEY=VALUE lines + IS_SYSTEM_RUNNING (exit 1 if not running)
+#   sdbox.sh env           KEY=VALUE lines only: eval "$(sdbox.sh env)"
+#   sdbox.sh exec CMD...   run CMD in the box (all its namespaces and its cgroup)
+#   sdbox.sh gc            stop boxes whose owner (SDBOX_OWNER_PID) has exited; start does it too
+#   sdbox.sh watch         (used by the Go testkit) wait for EOF on fd 3, then stop the box
+#   sdbox.sh list          names of the boxes with state on this machine
+#   sdbox.sh rootfs        only build the cached rootfs, print its path
+#
+# Knobs (environment):
+#   SDBOX_NAME          box name (default: sdbox); [a-z0-9-], at most 40 characters.
+#                       Cgroup "cellguard-sdbox-$SDBOX_NAME" in every host hierarchy holds
+#                       everything of the box. Callers running in parallel need distinct names.
+#   SDBOX_CGROUP_MODE   hybrid (default): this host's layout, v1 controllers + name=systemd +
+#                         cgroup2 on /sys/fs/cgroup/unified, v1 controllers writable inside
+#                       legacy: pure v1 inside (no unified mount), controllers writable
+#                       unified: cgroup v2 only inside
+#   SDBOX_DIR           cache + state dir (default: /var/tmp/cellguard-sdbox)
+#   SDBOX_SUITE         debootstrap suite (default: bookworm)
+#   SDBOX_MIRROR        Debian mirror (default: the one in this machine's apt sources)
+#   SDBOX_EXTRA_PACKAGES  more packages for the rootfs (space separated; own cached rootfs)
+#   SDBOX_BOOT_TIMEOUT  seconds to wait for the boot (default: 120)
+#   SDBOX_NSPAWN_ARGS   extra systemd-nspawn arguments, e.g. "--bind-ro=/src:/src"
+#   SDBOX_OWNER_PID     pid whose exit makes the box garbage for "gc" (the Go testkit sets
+#                       its own pid); unset: the box lives until "stop".
+set -euo pipefail
+
+NAME=${SDBOX_NAME:-sdbox}
+DIR=${SDBOX_DIR:-/var/tmp/cellguard-sdbox}
+MODE=${SDBOX_CGROUP_MODE:-hybrid}
+SUITE=${SDBOX_SUITE:-bookworm}
+BOOT_TIMEOUT=${SDBOX_BOOT_TIMEOUT:-120}
+PACKAGES="systemd,systemd-sysv,dbus,procps,monit,runc,busybox-static,iproute2,util-linux,kmod,less"
+[ -n "${SDBOX_EXTRA_PACKAGES:-}" ] && PACKAGES="$PACKAGES,$(echo "$SDBOX_EXTRA_PACKAGES" | tr ' ' ',')"
+# Bump when the rootfs recipe below changes: a new key means a fresh cached rootfs.
+RECIPE=4
+KEY=$(echo "$SUITE $PACKAGES $RECIPE" | sha256sum | cut -c1-10)
+ROOTFS=$DIR/rootfs-$SUITE-$KEY
+BOXES=$DIR/boxes
+ST=$BOXES/$NAME                  # per-box state: env, mode, console.log, nspawn.pid
+CG=cellguard-sdbox-$NAME
+T0=$(date +%s%N)
+
+log() { local ms=$(( ($(date +%s%N) - T0) / 1000000 )); printf '[sdbox %s %d.%03ds] %s\n' "$NAME" $((ms/1000)) $((ms%1000)) "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (nspawn, cgroups, mounts)"
+[[ $NAME =~ ^[a-z0-9][a-z0-9-]{0,39}$ ]] || die "SDBOX_NAME=$NAME: want [a-z0-9-], at most 40 characters"
+case $MODE in hybrid|legacy|unified) ;; *) die "SDBOX_CGROUP_MODE=$MODE: want hybrid|legacy|unified" ;; esac
+
+apt_mirror() {  # the main Debian archive URI from this machine's apt sources
+  { awk '/^URIs:/{for(i=2;i<=NF;i++) if ($i !~ /security/) {print $i; exit}}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true
+    awk '$1=="deb" && $2 ~ /debian/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true
+  } | grep -m1 . || echo http://deb.debian.org/debian
+}
+
+# cgroup hierarchies of the host (/sys/fs/cgroup/* on v1/hybrid, /sys/fs/cgroup on pure v2)
+hierarchies() { awk '($3=="cgroup"||$3=="cgroup2") && $2 ~ "^/sys/fs/cgroup" {print $2}' /proc/self/mounts; }
+
+nspawn_pid() {  # pid of this box's systemd-nspawn, if alive
+  local p
+  [ -f "$ST/nspawn.pid" ] || return 1
+  p=$(cat "$ST/nspawn.pid")
+  [ -r "/proc/$p/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "^systemd-nspawn -M $NAME " || return 1
+  echo "$p"
+}
+init_pid() {    # host pid of the box's PID 1 (nspawn's only child)
+  local np; np=$(nspawn_pid) || return 1
+  pgrep -P "$np" | head -n 1 | grep .
+}
+
+cg_pids() {     # every process in the box's cgroup subtree, in any hierarchy
+  local h
+  for h in $(hierarchies); do
+    [ -d "$h/$CG" ] && find "$h/$CG" -name cgroup.procs -exec cat {} + 2>/dev/null
+  done | sort -un
+}
+in_our_cg() { grep -q ":/$CG\(/\|$\)" "/proc/$1/cgroup" 2>/dev/null; }
+
+ensure_rootfs() {
+  [ -e "$ROOTFS/.sdbox-complete" ] && return 0
+  command -v systemd-nspawn >/dev/null || die "systemd-nspawn missing: run ci/scripts/install-deps.sh"
+  command -v debootstrap >/dev/null || die "debootstrap missing: run ci/scripts/install-deps.sh"
+  mkdir -p "$DIR"
+  exec 9>"$DIR/.rootfs.lock"; flock 9         # the first build is serialized
+  if [ -e "$ROOTFS/.sdbox-complete" ]; then exec 9>&-; return 0; fi
+  local mirror=${SDBOX_MIRROR:-$(apt_mirror)}
+  rm -rf "$ROOTFS.tmp"
+  log "debootstrap $SUITE from $mirror -> $ROOTFS (once; about a minute)"
+  debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOTFS.tmp" "$mirror" \
+    >"$DIR/debootstrap-$KEY.log" 2>&1 || die "debootstrap failed, see $DIR/debootstrap-$KEY.log"
+  local R=$ROOTFS.tmp
+  # PID 1 wrapper. nspawn mounts the v1 controller hierarchies read-only (it delegates only
+  # name=systemd/unified); clearing the flag per mount (MS_REMOUNT|MS_BIND, in the box's own
+  # mount namespace) lets the box's systemd realize units in cpu/memory/pids/devices/...,
+  # as on a real cell. The hierarchies are rooted at cellguard-sdbox-NAME on the host.
+  cat >"$R/usr/local/sbin/sdbox-init" <<'EOF'
+#!/bin/sh
+if [ "${SDBOX_CGROUP_RW:-0}" = 1 ]; then
+  for m in /sys/fs/cgroup/*; do
+    [ -L "$m" ] && continue
+    mountpoint -q "$m" && mount -o remount,bind,rw "$m"
+  done
+fi
+exec /lib/systemd/systemd "$@"
+EOF
+  chmod 755 "$R/usr/local/sbin/sdbox-init"
+  # Quiet and deterministic: nothing starts units (and so re-realizes cgroups) behind a
+  # test's back, no getty. monit is installed but not started: tests start it themselves.
+  local u
+  for u in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer \
+           e2scrub_reap.service fstrim.timer console-getty.service getty@.service \
+           systemd-tmpfiles-clean.timer man-db.timer logrotate.timer; do
+    ln -sf /dev/null "$R/etc/systemd/system/$u"
+  done
+  rm -f "$R"/etc/rc[2345].d/S[0-9][0-9]monit "$R/etc/systemd/system/multi-user.target.wants/monit.service"
+  echo sdbox >"$R/etc/hostname"
+  : >"$R/etc/machine-id"
+  touch "$R/.sdbox-complete"
+  mv "$R" "$ROOTFS"
+  prune_rootfs
+  exec 9>&-
+  log "rootfs ready: $ROOTFS"
+}
+
+in_use() {  # is $1 the rootfs (-D) of a running systemd-nspawn?
+  local f
+  for f in /proc/[0-9]*/cmdline; do
+    [[ $(tr '\0' ' ' <"$f" 2>/dev/null) == *"-D $1 "* ]] && return 0
+  done
+  return 1
+}
+prune_rootfs() {  # older cached rootfs that no running box uses as its overlay lower dir
+  local old
+  for old in "$DIR"/rootfs-*; do
+    [ "$old" = "$ROOTFS" ] && continue
+    in_use "$old" && continue
+    log "removing old rootfs $old"; rm -rf "$old"
+  done
+}
+
+make_cgroups() {
+  local h
+  for h in $(hierarchies); do
+    mkdir -p "$h/$CG"
+    if [ -e "$h/$CG/cpuset.cpus" ] && [ -z "$(cat "$h/$CG/cpuset.cpus")" ]; then
+      cat "$h/cpuset.cpus" >"$h/$CG/cpuset.cpus"      # v1 cpuset: empty cpus/mems = no tasks
+      cat "$h/cpuset.mems" >"$h/$CG/cpuset.mems"
+    fi
+  done
+}
+
+kill_leftovers() {  # processes of the box whose nspawn is gone (e.g. SIGKILLed test binary)
+  local ip p
+  ip=$(sed -n 's/^SDBOX_INIT_PID=//p' "$ST/env" 2>/dev/null || true)
+  if [ -n "$ip" ] && in_our_cg "$ip" && [ "$(cat "/proc/$ip/comm" 2>/dev/null)" = systemd ]; then
+    log "orphaned box init (pid $ip): halting it"
+    kill -s SIGRTMIN+3 "$ip" 2>/dev/null || true
+    for _ in $(seq 1 100); do in_our_cg "$ip" || break; sleep 0.1; done
+    if in_our_cg "$ip"; then kill -KILL "$ip" 2>/dev/null || true; fi  # init dies -> PID ns dies
+  fi
+  for _ in 1 2 3 4 5; do
+    p=$(cg_pids); [ -z "$p" ] && return 0
+    log "killing leftover processes in $CG: $(echo $p)"
+    for ip in $p; do if in_our_cg "$ip"; then kill -KILL "$ip" 2>/dev/null || true; fi; done
+    sleep 0.2
+  done
+}
+
+remove_cgroups() {  # deepest first; a cgroup with processes cannot be removed
+  local h d left=0
+  for h in $(hierarchies); do
+    [ -d "$h/$CG" ] || continue
+    while read -r d; do rmdir "$d" 2>/dev/null || left=1; done < <(find "$h/$CG" -depth -type d)
+  done
+  return $left
+}
+
+launch() {
+  local hs envs=(-u SYSTEMD_NSPAWN_UNIFIED_HIERARCHY -u UNIFIED_CGROUP_HIERARCHY) rw=1
+  hs=$(hierarchies | tr '\n' ' ')
+  case $MODE in
+    hybrid) ;;                                       # nspawn copies the host's hybrid layout
+    legacy) envs+=(SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0) ;;
+    unified) rw=0; envs+=(SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1) ;;
+  esac
+  # The launcher moves itself into $CG in EVERY hierarchy before exec'ing nspawn, so the
+  # box lives entirely below it and the host's own cgroups are never touched.
+  # --keep-unit --register=no: there is no host systemd/machined; nspawn uses the cgroup
+  #   it runs in. --volatile=overlay: read-only rootfs + tmpfs overlay, every boot pristine.
+  # --private-network: only "lo" inside; the host's network is untouched.
+  # shellcheck disable=SC2086
+  setsid env "${envs[@]}" bash -c '
+      for h in '"$hs"'; do echo $$ > "$h/'"$CG"'/cgroup.procs"; done
+      echo $$ > "'"$ST"'/nspawn.pid"
+      exec systemd-nspawn -M "'"$NAME"'" -q -D "'"$ROOTFS"'" --hostname="'"$NAME"'" --volatile=overlay \
+        --keep-unit --register=no --private-network --link-journal=no \
+        --console=read-only --kill-signal=SIGRTMIN+3 --setenv=SDBOX_CGROUP_RW='"$rw"' \
+        '"${SDBOX_NSPAWN_ARGS:-}"' /usr/local/sbin/sdbox-init' \
+    >"$ST/console.log" 2>&1 </dev/null 8>&- 9>&- &   # the box must not inherit our flocks
+}
+
+print_env() {
+  local ip; ip=$(init_pid) || return 1
+  cat <<EOF
+SDBOX_NAME=$NAME
+SDBOX_CGROUP_MODE=$(cat "$ST/mode")
+SDBOX_NSPAWN_PID=$(nspawn_pid)
+SDBOX_INIT_PID=$ip
+SDBOX_ROOT=/proc/$ip/root
+SDBOX_SYSTEM_BUS_ADDRESS=unix:path=/proc/$ip/root/run/dbus/system_bus_socket
+SDBOX_HOST_CGROUP=$CG
+SDBOX_HIERARCHIES=$(hierarchies | tr '\n' ' ' | sed 's/ $//')
+SDBOX_STATE=$ST
+EOF
+}
+
+print_howto() {
+  local ip; ip=$(init_pid)
+  cat <<EOF
+systemd is up in box '$NAME' (cgroup mode $(cat "$ST/mode")); host pid of its PID 1: $ip
+  shell:      $0 exec bash        (or: nsenter -t $ip -a bash)
+  system bus: unix:path=/proc/$ip/root/run/dbus/system_bus_socket  (from any host process)
+  files:      /proc/$ip/root/...  (the box's overlay rootfs; lost at stop)
+  stop:       SDBOX_NAME=$NAME $0 stop
+EOF
+}
+
+box_lock() { mkdir -p "$BOXES"; exec 8>"$BOXES/$NAME.lock"; flock 8; }
+
+do_start() {
+  local np ip state deadline
+  do_gc
+  box_lock
+  if np=$(nspawn_pid); then
+    log "box already running (nspawn pid $np)"
+    print_env; return 0
+  fi
+  if [ -d "$ST" ] || [ -n "$(for h in $(hierarchies); do [ -d "$h/$CG" ] && echo x; done)" ]; then
+    log "stale state of a previous run found, cleaning up first"; stop_locked
+  fi
+  ensure_rootfs
+  mkdir -p "$ST"
+  echo "$MODE" >"$ST/mode"
+  if [ -n "${SDBOX_OWNER_PID:-}" ]; then
+    echo "$SDBOX_OWNER_PID $(proc_start "$SDBOX_OWNER_PID")" >"$ST/owner"
+  fi
+  make_cgroups
+  launch
+  for _ in $(seq 1 50); do nspawn_pid >/dev/null && break; sleep 0.1; done
+  deadline=$(( $(date +%s) + BOOT_TIMEOUT )); state=""
+  while :; do
+    if ! nspawn_pid >/dev/null; then
+      cat "$ST/console.log" >&2 2>/dev/null || true; stop_locked; die "systemd-nspawn exited during boot"
+    fi
+    ip=$(init_pid || true)
+    if [ -n "$ip" ] && [ -S "/proc/$ip/root/run/systemd/private" ]; then
+      state=$(nsenter -t "$ip" -a systemctl is-system-running 2>/dev/null || true)
+      case $state in running|degraded) break ;; esac
+    fi
+    if [ "$(date +%s)" -ge $deadline ]; then
+      tail -n 50 "$ST/console.log" >&2 || true
+      stop_locked; die "boot timeout after ${BOOT_TIMEOUT}s (state '$state')"
+    fi
+    sleep 0.05
+  done
+  log "booted: $state (init pid $ip)"
+  if [ "$state" = degraded ]; then nsenter -t "$ip" -a systemctl --failed --no-pager >&2 || true; fi
+  print_env >"$ST/env"
+  cat "$ST/env"
+  [ -t 2 ] && print_howto >&2
+  return 0
+}
+
+stop_locked() {
+  local np ip
+  if np=$(nspawn_pid); then
+    ip=$(init_pid || true)
+    kill -TERM "$np"                       # nspawn sends SIGRTMIN+3: a clean systemd halt
+    for _ in $(seq 1 300); do kill -0 "$np" 2>/dev/null || break; sleep 0.05; done
+    if kill -0 "$np" 2>/dev/null; then
+      log "nspawn did not exit within 15s: SIGKILL"
+      if [ -n "$ip" ] && in_our_cg "$ip"; then kill -KILL "$ip" 2>/dev/null || true; fi
+      kill -KILL "$np" 2>/dev/null || true
+      for _ in $(seq 1 50); do kill -0 "$np" 2>/dev/null || break; sleep 0.1; done
+    fi
+  fi
+  if [ -n "$(cg_pids)" ]; then kill_leftovers; fi
+  for _ in $(seq 1 50); do remove_cgroups && break; sleep 0.1; done
+  remove_cgroups || log "WARNING: cgroups below $CG could not be removed: $(for h in $(hierarchies); do [ -d "$h/$CG" ] && echo "$h/$CG"; done | tr '\n' ' ')"
+  # nspawn leaves its mount-propagation dir behind when killed
+  if [ -d "/run/systemd/nspawn/propagate/$NAME" ]; then
+    umount -R "/run/systemd/nspawn/propagate/$NAME" 2>/dev/null || true
+    rm -rf "/run/systemd/nspawn/propagate/$NAME"
+  fi
+  rm -rf "$ST"
+}
+
+do_stop() {
+  box_lock
+  if [ -d "$ST" ] || nspawn_pid >/dev/null || [ -n "$(for h in $(hierarchies); do [ -d "$h/$CG" ] && echo x; done)" ]; then
+    stop_locked
+    log "stopped and cleaned up"
+  fi
+  rm -f "$BOXES/$NAME.lock"
+}
+
+proc_start() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null || echo gone; }
+
+do_gc() {  # boxes whose owner process has exited (a killed "go test") are garbage
+  local d n owner start
+  [ -d "$BOXES" ] || return 0
+  for d in "$BOXES"/*/; do
+    [ -f "$d/owner" ] || continue
+    n=$(basename "$d")
+    read -r owner start <"$d/owner"
+    [ "$(proc_start "$owner")" = "$start" ] && continue
+    log "box $n: owner pid $owner is gone, stopping it"
+    SDBOX_NAME=$n "$0" stop || true
+  done
+}
+
+# Everything runs from main, called on the last line: bash parses a function whole, so
+# editing this file while a long "watch" waits cannot make bash run a mix of old and new.
+main() {
+  case ${1:-start} in
+    start) do_start ;;
+    stop) do_stop ;;
+    status|env)
+      nspawn_pid >/dev/null || { echo "box $NAME not running" >&2; exit 1; }
+      print_env
+      if [ "$1" = status ]; then
+        echo "IS_SYSTEM_RUNNING=$(nsenter -t "$(init_pid)" -a systemctl is-system-running || true)"
+      fi
+      ;;
+    exec)
+      shift
+      ip=$(init_pid) || die "box $NAME not running"
+      # join the box's root cgroup in every hierarchy (nspawn puts the box one level down,
+      # in payload/, in the hierarchies it manages itself), as if started by the box's init
+      for h in $(hierarchies); do
+        d=$h/$CG; [ -d "$d/payload" ] && d=$d/payload
+        echo $$ >"$d/cgroup.procs" || log "WARNING: could not join $d"
+      done
+      exec nsenter -t "$ip" -a -- env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" "${@:-bash}"
+      ;;
+    gc) do_gc ;;
+    watch)  # stop the box when fd 3 (a pipe held open only by the box's owner) hits EOF
+      read -r -u 3 _ 2>/dev/null || true
+      exec "$0" stop
+      ;;
+    list) [ -d "$BOXES" ] && find "$BOXES" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' ;;
+    rootfs) ensure_rootfs; echo "$ROOTFS" ;;
+    *) echo "usage: $0 [start|stop|status|env|exec CMD...|gc|list|rootfs]" >&2; exit 2 ;;
+  esac
+}
+
+main "$@"; exit
