@@ -109,11 +109,18 @@ grep -q "validate" "${work}/help.txt" || fail "cellguard --help lists no validat
 if ldd "${cg}" >/dev/null 2>&1; then fail "${cg} is dynamically linked: CGO_ENABLED=0 did not hold"; fi
 say "cellguard version: ${got}; --help ok; statically linked"
 
-# The rendered default config parses with the compiled binary.
-mkdir -p "${work}/job" && tar -xzf "${unpacked}/jobs/cellguard.tgz" -C "${work}/job"
+# The job from the tarball renders with bosh-cli's renderer, and the compiled
+# binary accepts the config it renders.
+job="${work}/job/cellguard"
+mkdir -p "${job}" && tar -xzf "${unpacked}/jobs/cellguard.tgz" -C "${job}"
 for f in job.MF monit templates/bin/pre-start.erb templates/bin/drain.erb templates/config/cellguard.json.erb; do
-  [ -f "${work}/job/${f}" ] || fail "job tarball lacks ${f}"
+  [ -f "${job}/${f}" ] || fail "job tarball lacks ${f}"
 done
+(cd "${rel}/spec" && go run -mod=mod ./cmd/render-job -job "${job}" -properties "${rel}/spec/jobs/testdata/garden-cell.yml" \
+  -o "${work}/rendered") >"${work}/render.log" 2>&1 || { cat "${work}/render.log" >&2; fail "rendering the job from the tarball"; }
+"${cg}" config check --config "${work}/rendered/config/cellguard.json" >/dev/null || fail "the compiled cellguard rejects the rendered config"
+for s in pre-start drain; do bash -n "${work}/rendered/bin/${s}" || fail "rendered bin/${s} is not valid bash"; done
+say "job cellguard from the tarball renders; the compiled binary accepts its config"
 
 # 5a. the package carries the root module files.
 pkg="${work}/pkg-cellguard"

@@ -220,29 +220,7 @@ var propertySets = []struct {
 			mustContain(t, pre, `unit protect-supervisor --config "${CONFIG}"`)
 			mustNotContain(t, pre, "unit install")
 		}},
-	{name: "garden cell", props: `
-cellguard:
-  daemons:
-  - name: garden
-    start: /var/vcap/jobs/garden/bin/garden_start
-    stop: /var/vcap/jobs/garden/bin/garden_stop
-    pidfile: /var/vcap/sys/run/garden/garden.pid
-    type: forking
-    stop_timeout: 120s
-  validator:
-    namespaces: [garden]
-    runtime_binaries:
-      runc: /var/vcap/packages/runc/bin/runc
-      containerd: /var/vcap/packages/containerd/bin/containerd
-    blocking:
-      pre_start: [cgroup-integrity, runtime-versions]
-      drain: []
-  sysctl:
-    set:
-      fs.inotify.max_user_watches: 524288
-      kernel.pid_max: "4194304"
-    remove: [user.max_user_namespaces]
-`,
+	{name: "garden cell", props: readTestdata("garden-cell.yml"),
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
 			pre := string(r["bin/pre-start"])
 			mustContain(t, pre, `"${CELLGUARD}" unit install garden --start /var/vcap/jobs/garden/bin/garden_start --stop /var/vcap/jobs/garden/bin/garden_stop --pidfile /var/vcap/sys/run/garden/garden.pid --type forking --config "${CONFIG}"`)
@@ -354,6 +332,15 @@ func TestRequiredPropertyMissingGivesBOSHError(t *testing.T) {
 	if got := strings.TrimSpace(string(r["out"])); got != "x" {
 		t.Errorf("rendered %q, want x", got)
 	}
+}
+
+// readTestdata reads a property set at package init.
+func readTestdata(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 func mustContain(t *testing.T, s, sub string) {

@@ -31,8 +31,9 @@ type Job struct {
 	logger   boshlog.Logger
 }
 
-// Load reads dir/spec. The directory has the layout of an extracted job
-// tarball (templates/, monit), so bosh-cli's renderer reads it in place.
+// Load reads dir/spec (a release's jobs/NAME) or dir/job.MF (an unpacked
+// job tarball). Both have templates/ and monit where bosh-cli's renderer
+// looks for them, so it reads the directory in place.
 func Load(dir string) (*Job, error) {
 	logger := boshlog.NewLogger(boshlog.LevelNone)
 	fs := boshsys.NewOsFileSystem(logger)
@@ -40,11 +41,17 @@ func Load(dir string) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve job dir %s: %w", dir, err)
 	}
-	m, err := boshjobman.NewManifestFromPath(filepath.Join(abs, "spec"), fs)
+	// A job directory in a release has spec; an unpacked job tarball has
+	// the same file as job.MF.
+	specPath, inRelease := filepath.Join(abs, "spec"), true
+	if _, err := os.Stat(specPath); os.IsNotExist(err) {
+		specPath, inRelease = filepath.Join(abs, "job.MF"), false
+	}
+	m, err := boshjobman.NewManifestFromPath(specPath, fs)
 	if err != nil {
 		return nil, fmt.Errorf("read job spec %s: %w", dir, err)
 	}
-	if m.Name != filepath.Base(abs) {
+	if inRelease && m.Name != filepath.Base(abs) {
 		return nil, fmt.Errorf("job dir %s holds job %q: bosh requires the names to match", dir, m.Name)
 	}
 	j := bireljob.NewExtractedJob(resource.NewResource(m.Name, "", nil), abs, fs)
