@@ -388,7 +388,11 @@ func (au *audit) containers(ctx context.Context, v *view) ([]check.Finding, int,
 			}
 			detail := fmt.Sprintf("%s below %s: %s", count, g.unit, why)
 			if st == check.Fail {
-				detail = fmt.Sprintf("%s below %s are exposed to seed-000: %s", count, g.unit, why)
+				verb := "are"
+				if len(g.containers) == 1 {
+					verb = "is"
+				}
+				detail = fmt.Sprintf("%s below %s %s exposed to seed-000: %s", count, g.unit, verb, why)
 			}
 			fs = append(fs, check.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d})
 		}
