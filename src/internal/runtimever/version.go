@@ -48,10 +48,16 @@ func ParseVersion(s string) (Version, error) {
 		return Version{}, fmt.Errorf("parse version %q: not of the form major.minor[.patch]", s)
 	}
 	v := Version{Raw: s}
-	v.Major, _ = strconv.Atoi(m[1])
-	v.Minor, _ = strconv.Atoi(m[2])
-	if m[3] != "" {
-		v.Patch, _ = strconv.Atoi(m[3])
+	for i, n := range []*int{&v.Major, &v.Minor, &v.Patch} {
+		if m[i+1] == "" {
+			continue
+		}
+		var err error
+		// an out-of-range number would otherwise read as MaxInt and order
+		// above every fix
+		if *n, err = strconv.Atoi(m[i+1]); err != nil {
+			return Version{}, fmt.Errorf("parse version %q: %w", s, err)
+		}
 	}
 	rest := m[4]
 	// Walk the suffix token by token: '-' and '~' may start a pre-release,

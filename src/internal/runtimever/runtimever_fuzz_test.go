@@ -1,0 +1,148 @@
+package runtimever
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// addOutputSeeds adds the recorded --version outputs of real runc and
+// containerd builds (testdata/*.txt, testdata/seeds/*.txt).
+func addOutputSeeds(f *testing.F) {
+	f.Helper()
+	var paths []string
+	for _, g := range []string{"testdata/*.txt", "testdata/seeds/*.txt"} {
+		m, _ := filepath.Glob(g)
+		paths = append(paths, m...)
+	}
+	if len(paths) == 0 {
+		f.Fatal("no recorded version outputs")
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+}
+
+// probeOutput runs what Probe does with a binary's --version output, minus
+// the exec, and matches every shipped advisory: none of it may panic.
+func probeOutput(t *testing.T, component, out string) {
+	var ver, commit string
+	if component == Runc {
+		ver, commit = ParseRuncVersion(out)
+	} else {
+		ver, commit = ParseContainerdVersion(out)
+	}
+	if strings.ContainsAny(ver, " \t\r\n") || strings.ContainsAny(commit, " \t\r\n") {
+		t.Fatalf("%s output %q: version %q, commit %q hold whitespace", component, out, ver, commit)
+	}
+	distro := DistroVersion(commit)
+	v, err := ParseVersion(ver)
+	if err != nil {
+		return
+	}
+	shipped, err := Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range shipped {
+		a.Match(v, distro, commit)
+	}
+}
+
+// FuzzParseRuncVersion: `runc --version` of any build on the host.
+func FuzzParseRuncVersion(f *testing.F) {
+	addOutputSeeds(f)
+	f.Add("runc version \ncommit: \n")
+	f.Add("runc version 1.0.0-rc93\r\ncommit: 12644e614e25b05da6fd08a38ffa0cfe1903fdec\r\n")
+	f.Fuzz(func(t *testing.T, out string) { probeOutput(t, Runc, out) })
+}
+
+// FuzzParseContainerdVersion: `containerd --version` of any build.
+func FuzzParseContainerdVersion(f *testing.F) {
+	addOutputSeeds(f)
+	f.Add("containerd\ncontainerd x\ncontainerd x 1.7.0\n")
+	f.Fuzz(func(t *testing.T, out string) { probeOutput(t, Containerd, out) })
+}
+
+// FuzzParseVersion: versions ordered by advisories must form a total order
+// (antisymmetric, reflexive), and the canonical form must parse back to an
+// equal version: a drifting order could turn a fixed runtime "affected".
+func FuzzParseVersion(f *testing.F) {
+	for _, s := range []string{"1.1.12", "v1.7.27", "1.0.0-rc93", "1.0.0-rc92+dev", "1.4.0-rc.3", "1.1.5+ds1",
+		"1.6.20~ds1", "1.0.0~rc93+ds1", "1.1.5+ds1-1+deb12u1", "99999999999999999999.0.0", "1.0", "1.0.0-beta2x"} {
+		f.Add(s, "1.0.0-rc93")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		va, erra := ParseVersion(a)
+		vb, errb := ParseVersion(b)
+		if erra != nil || errb != nil {
+			return
+		}
+		if Compare(va, va) != 0 {
+			t.Fatalf("%q is not equal to itself", a)
+		}
+		// The numbers must be the input's, never silently zeroed.
+		m := versionRe.FindStringSubmatch(strings.TrimSpace(a))
+		for i, n := range []int{va.Major, va.Minor} {
+			if digits := strings.TrimLeft(m[i+1], "0"); digits != "" && strconv.Itoa(n) != digits {
+				t.Fatalf("%q parsed as %d.%d.%d", a, va.Major, va.Minor, va.Patch)
+			}
+		}
+		if Compare(va, vb) != -Compare(vb, va) {
+			t.Fatalf("Compare(%q, %q) = %d but Compare(%q, %q) = %d", a, b, Compare(va, vb), b, a, Compare(vb, va))
+		}
+		back, err := ParseVersion(va.String())
+		if err != nil {
+			t.Fatalf("%q: canonical form %q does not parse: %v", a, va.String(), err)
+		}
+		if Compare(back, va) != 0 {
+			t.Fatalf("%q: canonical form %q orders differently", a, va.String())
+		}
+	})
+}
+
+// FuzzCompareDpkg: Debian versions from the binaries' commit fields; the
+// comparison must terminate and be antisymmetric.
+func FuzzCompareDpkg(f *testing.F) {
+	f.Add("1.1.5+ds1-1+deb12u1", "1.1.5+ds1-1+deb12u2")
+	f.Add("1:1.0~rc93-0ubuntu1", "1.0.0~rc93+ds1-5")
+	f.Add("0000", "")
+	f.Add("~~", "~")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if CompareDpkg(a, a) != 0 {
+			t.Fatalf("%q is not equal to itself", a)
+		}
+		if CompareDpkg(a, b) != -CompareDpkg(b, a) {
+			t.Fatalf("CompareDpkg(%q, %q) = %d, reversed %d", a, b, CompareDpkg(a, b), CompareDpkg(b, a))
+		}
+	})
+}
+
+// FuzzParseAdvisories: the operator's advisories file. Whatever Parse
+// accepts must be matchable without a panic (Match calls MustParse on the
+// ranges Validate accepted).
+func FuzzParseAdvisories(f *testing.F) {
+	f.Add(embeddedAdvisories)
+	f.Add([]byte(`{"schema":1,"advisories":[{"id":"x","component":"runc","summary":"s","references":["r"],"affected":[{"introduced":"0","fixed":"1.0.0"}],"backports":[">=1.1.5+ds1-1"]}]}`))
+	f.Add([]byte(`{"schema":1,"advisories":[{"id":"x","disabled":true}]}`))
+	versions := []Version{MustParse("1.0.0-rc93"), MustParse("1.1.5"), {}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, err := Parse(b, "fuzz")
+		if err != nil {
+			return
+		}
+		for _, a := range merge(nil, file.Advisories) {
+			for _, v := range versions {
+				a.Match(v, "1.1.5+ds1-1+deb12u1", "abc")
+			}
+			a.SeverityIn("drain")
+			a.FixedIn()
+		}
+	})
+}
