@@ -218,7 +218,7 @@ SDBOX_INIT_PID=$ip
 SDBOX_ROOT=/proc/$ip/root
 SDBOX_SYSTEM_BUS_ADDRESS=unix:path=/proc/$ip/root/run/dbus/system_bus_socket
 SDBOX_HOST_CGROUP=$CG
-SDBOX_HIERARCHIES=$(hierarchies | tr '\n' ' ' | sed 's/ $//')
+SDBOX_HIERARCHIES='$(hierarchies | tr '\n' ' ' | sed 's/ $//')'
 SDBOX_STATE=$ST
 EOF
 }

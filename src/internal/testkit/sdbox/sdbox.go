@@ -216,7 +216,7 @@ func (b *Box) load(out []byte) error {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			kv[k] = v
+			kv[k] = strings.Trim(v, "'") // eval-able shell quoting
 		}
 	}
 	var err error
@@ -327,7 +327,9 @@ func (b *Box) Stop() error {
 // root cgroup in every hierarchy, with a clean environment (PATH=ExecPath,
 // HOME=/root, LANG=C.UTF-8). Use it to stream output or feed stdin; Exec for
 // the common case. A process it starts that outlives the command stays in the
-// box until Stop.
+// box until Stop; it must not keep the command's stdout/stderr open (redirect
+// it), or Exec waits WaitDelay (5s) for them and returns exec.ErrWaitDelay.
+// Cancelling ctx kills the command's whole process group, also inside the box.
 func (b *Box) Command(ctx context.Context, args ...string) *exec.Cmd {
 	// The shell moves itself into the box's cgroups, then becomes nsenter.
 	const join = `for f in $SDBOX_JOIN; do echo $$ > "$f" || exit 125; done; exec "$@"`
@@ -336,6 +338,10 @@ func (b *Box) Command(ctx context.Context, args ...string) *exec.Cmd {
 		"env", "-i", "PATH=" + ExecPath, "HOME=/root", "LANG=C.UTF-8", "TERM=dumb"}, args...)
 	cmd := exec.CommandContext(ctx, "/bin/sh", argv...)
 	cmd.Env = []string{"SDBOX_JOIN=" + strings.Join(b.joins, " "), "PATH=" + os.Getenv("PATH")}
+	// nsenter forks the command (to enter the PID namespace) and does not pass
+	// signals on; a process group lets ctx's cancel kill both.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }

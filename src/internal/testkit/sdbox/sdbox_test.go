@@ -321,3 +321,26 @@ func TestOwnerDiesWithoutStop(t *testing.T) {
 	}
 	t.Logf("box of a SIGKILLed owner gone after %v", time.Since(t0).Round(time.Millisecond))
 }
+
+// TestExecCancel: cancelling ctx kills the command inside the box too, not
+// only the host-side nsenter.
+func TestExecCancel(t *testing.T) {
+	sdbox.Require(t, box)
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	marker := fmt.Sprintf("sdbox-cancel-%d", os.Getpid())
+	if _, err := box.Exec(ctx, "bash", "-c", "exec -a "+marker+" sleep 600"); err == nil {
+		t.Fatal("want an error from a cancelled Exec")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, err := box.Exec(t.Context(), "pgrep", "-f", marker)
+		if err != nil { // pgrep: exit 1, nothing found
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cancelled command still runs in the box: pids %s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
