@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"time"
 )
@@ -82,7 +83,9 @@ type Validator struct {
 // Duration is a time.Duration written as "30s" in JSON.
 type Duration struct{ time.Duration }
 
-// UnmarshalJSON accepts "30s" or a number of seconds.
+// UnmarshalJSON accepts "30s" or a number of seconds. Every duration in the
+// config is a timeout or an age, so a negative one is a mistake, and a
+// number too large for time.Duration would wrap to a negative one.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
@@ -94,12 +97,18 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		if err != nil {
 			return fmt.Errorf("duration %q: %w", s, err)
 		}
+		if v < 0 {
+			return fmt.Errorf("duration %q: must not be negative", s)
+		}
 		d.Duration = v
 		return nil
 	}
 	var n float64
 	if err := json.Unmarshal(b, &n); err != nil {
 		return fmt.Errorf("duration: want \"30s\" or seconds, got %s", b)
+	}
+	if n < 0 || n > float64(math.MaxInt64/int64(time.Second)) {
+		return fmt.Errorf("duration %s: want 0 to %d seconds", b, math.MaxInt64/int64(time.Second))
 	}
 	d.Duration = time.Duration(n * float64(time.Second))
 	return nil
