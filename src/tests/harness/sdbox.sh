@@ -15,7 +15,7 @@
 #   sdbox.sh rootfs        only build the cached rootfs, print its path
 #
 # Knobs (environment):
-#   SDBOX_NAME          box name (default: sdbox); [a-z0-9-], at most 40 characters.
+#   SDBOX_NAME          box name (default: sdbox); [a-z0-9-], at most 63 characters.
 #                       Cgroup "cellguard-sdbox-$SDBOX_NAME" in every host hierarchy holds
 #                       everything of the box. Callers running in parallel need distinct names.
 #   SDBOX_CGROUP_MODE   hybrid (default): this host's layout, v1 controllers + name=systemd +
@@ -52,7 +52,8 @@ log() { local ms=$(( ($(date +%s%N) - T0) / 1000000 )); printf '[sdbox %s %d.%03
 die() { log "ERROR: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (nspawn, cgroups, mounts)"
-[[ $NAME =~ ^[a-z0-9][a-z0-9-]{0,39}$ ]] || die "SDBOX_NAME=$NAME: want [a-z0-9-], at most 40 characters"
+# a valid hostname and machine name
+[[ $NAME =~ ^[a-z0-9][a-z0-9-]{0,62}$ ]] || die "SDBOX_NAME=$NAME: want [a-z0-9-], at most 63 characters"
 case $MODE in hybrid|legacy|unified) ;; *) die "SDBOX_CGROUP_MODE=$MODE: want hybrid|legacy|unified" ;; esac
 
 apt_mirror() {  # the main Debian archive URI from this machine's apt sources

@@ -39,7 +39,8 @@ const ExecPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Box is a running container whose PID 1 is systemd.
 type Box struct {
-	// Name is the unique box name: the name given to Start plus "-<pid>".
+	// Name is the unique box name: the name given to Start plus "-<pid>"
+	// (and "-2", "-3", ... while a box of that name runs in this process).
 	Name string
 	Mode CgroupMode
 	// InitPID is the host PID of the box's systemd (PID 1 inside).
@@ -68,6 +69,34 @@ type Box struct {
 	watchDone chan struct{}     // closed when the watcher has exited
 	stopOnce  sync.Once
 	stopErr   error
+	reserved  bool // Name is in names.used until Stop
+}
+
+// names makes box names unique within this process, so tests (also parallel
+// ones) may Start the same name more than once.
+var names struct {
+	sync.Mutex
+	used map[string]bool
+}
+
+func reserveName(base string) string {
+	names.Lock()
+	defer names.Unlock()
+	if names.used == nil {
+		names.used = map[string]bool{}
+	}
+	n := base
+	for i := 2; names.used[n]; i++ {
+		n = fmt.Sprintf("%s-%d", base, i)
+	}
+	names.used[n] = true
+	return n
+}
+
+func releaseName(n string) {
+	names.Lock()
+	defer names.Unlock()
+	delete(names.used, n)
 }
 
 type config struct {
@@ -122,8 +151,9 @@ func ScriptPath() (string, error) {
 	return p, nil
 }
 
-// Start boots a box named name-<pid> and waits until its systemd is running.
-// name is [a-z0-9-], at most 30 characters.
+// Start boots a box named name-<pid> (name-<pid>-2, ... while that one runs)
+// and waits until its systemd is running. name is [a-z0-9-], at most 30
+// characters. Stop it (t.Cleanup(func() { box.Stop() })) or use Main.
 func Start(ctx context.Context, name string, opts ...Option) (*Box, error) {
 	cfg := config{mode: Hybrid, bootTimeout: 120 * time.Second}
 	for _, o := range opts {
@@ -133,13 +163,13 @@ func Start(ctx context.Context, name string, opts ...Option) (*Box, error) {
 		return nil, fmt.Errorf("start box %q: name must match %s", name, nameRE)
 	}
 	if !cfg.exactName {
-		name = fmt.Sprintf("%s-%d", name, os.Getpid())
+		name = reserveName(fmt.Sprintf("%s-%d", name, os.Getpid()))
 	}
 	script, err := ScriptPath()
 	if err != nil {
 		return nil, err
 	}
-	b := &Box{Name: name, Mode: cfg.mode, script: script}
+	b := &Box{Name: name, Mode: cfg.mode, script: script, reserved: !cfg.exactName}
 	b.env = append(os.Environ(),
 		"SDBOX_NAME="+name,
 		"SDBOX_CGROUP_MODE="+string(cfg.mode),
@@ -310,6 +340,11 @@ func (b *Box) Stop() error {
 		if b.rootFD != nil {
 			b.rootFD.Close()
 		}
+		defer func() {
+			if b.reserved {
+				releaseName(b.Name)
+			}
+		}()
 		if b.watchW != nil {
 			// Wait for the watcher's (now no-op) stop, so it cannot hit a
 			// later box of the same name.

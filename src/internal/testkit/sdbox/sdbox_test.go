@@ -344,3 +344,46 @@ func TestExecCancel(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestSameNameInParallel: two boxes of one name in one process get distinct
+// names and do not disturb each other.
+func TestSameNameInParallel(t *testing.T) {
+	sdbox.Require(t, box)
+	boxes := make([]*sdbox.Box, 2)
+	errs := make([]error, 2)
+	done := make(chan int)
+	for i := range boxes {
+		go func() {
+			boxes[i], errs[i] = sdbox.Start(t.Context(), "sdbox-twin")
+			done <- i
+		}()
+	}
+	<-done
+	<-done
+	for i, b := range boxes {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		t.Cleanup(func() { b.Stop() })
+	}
+	if boxes[0].Name == boxes[1].Name {
+		t.Fatalf("both boxes are named %s", boxes[0].Name)
+	}
+	t.Logf("names %s, %s; boot %v, %v (in parallel)", boxes[0].Name, boxes[1].Name,
+		boxes[0].BootTime.Round(time.Millisecond), boxes[1].BootTime.Round(time.Millisecond))
+	if err := boxes[0].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := boxes[1].Exec(t.Context(), "systemctl", "is-system-running")
+	if err != nil || strings.TrimSpace(string(out)) != "running" {
+		t.Errorf("second box after the first stopped: %q, %v", out, err)
+	}
+	if err := boxes[1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range boxes {
+		if left := leftovers(t, b); len(left) > 0 {
+			t.Errorf("box %s left:\n%s", b.Name, strings.Join(left, "\n"))
+		}
+	}
+}
