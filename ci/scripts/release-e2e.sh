@@ -113,7 +113,7 @@ say "cellguard version: ${got}; --help ok; statically linked"
 # binary accepts the config it renders.
 job="${work}/job/cellguard"
 mkdir -p "${job}" && tar -xzf "${unpacked}/jobs/cellguard.tgz" -C "${job}"
-for f in job.MF monit templates/bin/pre-start.erb templates/bin/drain.erb templates/config/cellguard.json.erb; do
+for f in job.MF monit properties_schema.json templates/bin/pre-start.erb templates/bin/drain.erb templates/config/cellguard.json.erb; do
   [ -f "${job}/${f}" ] || fail "job tarball lacks ${f}"
 done
 (cd "${rel}/spec" && go run -mod=mod ./cmd/render-job -job "${job}" -properties "${rel}/spec/jobs/testdata/garden-cell.yml" \

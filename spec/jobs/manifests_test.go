@@ -45,6 +45,9 @@ func TestRuntimeConfigAddons(t *testing.T) {
 			}
 			r := mustRender(t, string(props))
 			configCheck(t, r["config/cellguard.json"])
+			if err := compileSchema(t).Validate(resolve(t, string(props))); err != nil {
+				t.Errorf("properties_schema.json rejects the addon's properties: %v", err)
+			}
 		})
 	}
 	for _, want := range []string{"garden-runc/garden", "concourse/worker"} {
