@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
-	cgroups "github.com/containerd/cgroups/v3"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unit"
@@ -94,13 +94,11 @@ func (m *Manager) delegate() string {
 }
 
 // DetectUnified reports whether root's /sys/fs/cgroup is a pure cgroup v2
-// mount. For the live root the kernel's answer comes from containerd's
-// cgroups.Mode(); under another root we stat the mount ourselves.
+// mount. Unknown counts as not unified: the explicit v1 list is the safe
+// choice, systemd accepts it on any layout.
 func DetectUnified(root string) bool {
-	if root == "/" {
-		return cgroups.Mode() == cgroups.Unified
-	}
-	return isCgroup2(filepath.Join(root, "sys/fs/cgroup"))
+	mode, err := cgroup.DetectMode(root)
+	return err == nil && mode == cgroup.Unified
 }
 
 // unitDir returns the directory a daemon's unit lives in.

@@ -13,6 +13,7 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 )
 
@@ -245,14 +246,8 @@ func (m *Manager) readPID(pidfile string) (int, error) {
 
 // alive reports whether pid exists and is not a zombie, in Root's /proc.
 func (m *Manager) alive(pid int) bool {
-	b, err := os.ReadFile(m.path(fmt.Sprintf("/proc/%d/stat", pid)))
-	if err != nil {
-		return false
-	}
-	// state is the first field after the last ')' (comm may hold spaces).
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+	st, err := procfs.New(m.rootDir()).NewReader().Stat(pid)
+	return err == nil && st.State != 'Z' && st.State != 'X'
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unit"
 )
 
@@ -21,6 +22,7 @@ type ProtectResult struct {
 	DropIn              string   `json:"drop_in"`
 	Written             bool     `json:"written"`
 	Reloaded            bool     `json:"reloaded"`
+	Realized            bool     `json:"realized"` // systemd was made to realize the delegated cgroups now
 	DelegateControllers []string `json:"delegate_controllers"`
 	NoSystemd           bool     `json:"no_systemd,omitempty"`
 }
@@ -82,8 +84,27 @@ func (m *Manager) ProtectSupervisor(ctx context.Context, pid int, processName st
 			return res, err
 		}
 		res.Reloaded = true
+	}
+	if u, err = conn.Unit(ctx, name); err != nil {
+		return res, err
+	}
+	// Realize the delegation now, before a job of monit makes a container
+	// cgroup (see systemd.RealizeCgroups). Only when it is not realized yet:
+	// the runtime property leaves systemd 252 reporting NeedDaemonReload, so
+	// one more Reload settles it and the next run has nothing to do.
+	if !realizedThisBoot(u) && u.ActiveState == "active" {
+		if err := conn.RealizeCgroups(ctx, name); err != nil {
+			return res, fmt.Errorf("protect supervisor: %w", err)
+		}
+		res.Realized = true
 		if u, err = conn.Unit(ctx, name); err != nil {
 			return res, err
+		}
+		if u.NeedDaemonReload {
+			if err := conn.Reload(ctx); err != nil {
+				return res, err
+			}
+			res.Reloaded = true
 		}
 	}
 	res.DelegateControllers = u.DelegateControllers
@@ -91,46 +112,47 @@ func (m *Manager) ProtectSupervisor(ctx context.Context, pid int, processName st
 		return res, fmt.Errorf("protect supervisor: drop-in %s did not take: %w", res.DropIn, err)
 	}
 	m.Logger.Info("supervisor-protected", lager.Data{"unit": name, "pid": pid, "drop_in": res.DropIn,
-		"written": res.Written, "reloaded": res.Reloaded, "delegate_controllers": u.DelegateControllers})
+		"written": res.Written, "reloaded": res.Reloaded, "realized": res.Realized, "delegate_controllers": u.DelegateControllers})
 	return res, nil
 }
 
 // findProcess returns the oldest (lowest start time) process whose comm is
 // name, under Root's /proc.
 func (m *Manager) findProcess(name string) (int, error) {
-	entries, err := os.ReadDir(m.path("/proc"))
+	fs := procfs.New(m.rootDir())
+	pids, err := fs.PIDs(nil)
 	if err != nil {
 		return 0, fmt.Errorf("list processes: %w", err)
 	}
+	r := fs.NewReader()
 	best, bestStart := 0, uint64(0)
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	for _, pid := range pids {
+		st, err := r.Stat(pid)
+		if err != nil || st.Comm != name {
+			continue // exited while we looked, or another process
 		}
-		b, err := os.ReadFile(m.path(fmt.Sprintf("/proc/%d/stat", pid)))
-		if err != nil {
-			continue // exited while we looked
-		}
-		s := string(b)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open || s[open+1:closing] != name {
-			continue
-		}
-		fields := strings.Fields(s[closing+1:])
-		if len(fields) < 20 {
-			continue
-		}
-		start, err := strconv.ParseUint(fields[19], 10, 64) // field 22 of stat
-		if err != nil {
-			continue
-		}
-		if best == 0 || start < bestStart {
-			best, bestStart = pid, start
+		if best == 0 || st.StartTime < bestStart {
+			best, bestStart = pid, st.StartTime
 		}
 	}
 	if best == 0 {
 		return 0, fmt.Errorf("protect supervisor: no process named %q is running; pass --pid", name)
 	}
 	return best, nil
+}
+
+// realizedThisBoot reports whether cellguard already made systemd realize
+// the unit's cgroups since boot: RealizeCgroups leaves a runtime drop-in
+// (system.control/<unit>.d/50-TasksMax.conf, listed in DropInPaths) that
+// lives in /run. Reading the cgroups themselves cannot tell: systemd 252
+// realizes a delegated unit's cpu and blkio at its slice and never cpuacct.
+// After a reboot the unit starts with the drop-in in place, so realizing
+// once more then is merely redundant.
+func realizedThisBoot(u *systemd.Unit) bool {
+	for _, p := range u.DropInPaths {
+		if strings.HasSuffix(p, "/system.control/"+u.Name+".d/50-TasksMax.conf") {
+			return true
+		}
+	}
+	return false
 }

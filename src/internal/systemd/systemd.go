@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -230,4 +231,15 @@ func (c *Conn) StartTransient(ctx context.Context, unit string, argv []string, p
 	return c.job(ctx, "start transient", unit, func(ctx context.Context, name, mode string, ch chan<- string) (int, error) {
 		return c.sd.StartTransientUnitContext(ctx, name, mode, all, ch)
 	})
+}
+
+// RealizeCgroups makes systemd realize a running unit's cgroups now, in every
+// controller its (new) delegation asks for, by setting TasksMax=infinity at
+// runtime: the value cellguard's drop-ins set anyway, so nothing changes but
+// the realization. Without it a Delegate= added by a drop-in only takes
+// effect at the next realization event, and until then the unit's
+// processes sit outside its (unrealized) cgroup in v1 cpu and blkio, where the
+// next brand-new unit moves them to the slice.
+func (c *Conn) RealizeCgroups(ctx context.Context, unit string) error {
+	return c.SetUnitProperties(ctx, unit, sd.Property{Name: "TasksMax", Value: godbus.MakeVariant(uint64(math.MaxUint64))})
 }

@@ -1,0 +1,202 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3/lagertest"
+	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/unit"
+)
+
+// reloadCounter counts systemd's Manager.Reloading(true) signals on its own
+// bus connection: independent proof of whether cellguard issued a Reload.
+type reloadCounter struct {
+	conn  *godbus.Conn
+	count atomic.Int64
+}
+
+func watchReloads(t *testing.T, address string) *reloadCounter {
+	t.Helper()
+	conn, err := godbus.Dial(address)
+	if err != nil {
+		t.Fatalf("dial %s: %v", address, err)
+	}
+	if err := conn.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		t.Fatalf("auth: %v", err)
+	}
+	if err := conn.Hello(); err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+	// systemd emits manager signals only to subscribed clients.
+	if err := conn.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1").
+		Call("org.freedesktop.systemd1.Manager.Subscribe", 0).Err; err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	if err := conn.AddMatchSignal(godbus.WithMatchInterface("org.freedesktop.systemd1.Manager"),
+		godbus.WithMatchMember("Reloading")); err != nil {
+		t.Fatalf("add match: %v", err)
+	}
+	rc := &reloadCounter{conn: conn}
+	ch := make(chan *godbus.Signal, 64)
+	conn.Signal(ch)
+	go func() {
+		for s := range ch {
+			if len(s.Body) == 1 && s.Body[0] == true {
+				rc.count.Add(1)
+			}
+		}
+	}()
+	t.Cleanup(func() { conn.Close() })
+	return rc
+}
+
+// settle makes a round trip to systemd on the watcher's connection, so every
+// signal sent before it has been read.
+func (rc *reloadCounter) settle(t *testing.T) int64 {
+	t.Helper()
+	var v godbus.Variant
+	if err := rc.conn.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1").
+		Call("org.freedesktop.DBus.Properties.Get", 0, "org.freedesktop.systemd1.Manager", "Version").Store(&v); err != nil {
+		t.Fatalf("round trip: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond) // the reader goroutine hands signals over asynchronously
+	return rc.count.Load()
+}
+
+// TestUnitLifecycleOverDBus drives a real systemd from the host through its
+// system bus: install -> Reload -> start -> properties read back -> daemon in
+// the unit's cgroup -> stop; reinstall unchanged does not Reload; a changed
+// command does.
+func TestUnitLifecycleOverDBus(t *testing.T) {
+	box := bootBox(t, "units")
+	ctl, pidfile := installFakeGarden(t, box, "garden")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("units"), Root: box.Root,
+		DBus: systemd.Options{Address: box.SystemBusAddress}}
+	d := daemonctl.Daemon{Name: "garden", Start: []string{ctl, "start"}, Stop: []string{ctl, "stop"}, PIDFile: pidfile,
+		StartTimeout: 20 * time.Second, StopTimeout: 20 * time.Second}
+	reloads := watchReloads(t, box.SystemBusAddress)
+	before := reloads.settle(t)
+
+	res, err := m.Install(ctx, d)
+	if err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	if !res.Written || !res.Reloaded {
+		t.Fatalf("first install: written=%v reloaded=%v, want both", res.Written, res.Reloaded)
+	}
+	if got := reloads.settle(t) - before; got != 1 {
+		t.Fatalf("first install: systemd saw %d reloads, want 1", got)
+	}
+	text, err := os.ReadFile(filepath.Join(box.Root, "/etc/systemd/system/cellguard-garden.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), "Delegate="+unit.DelegateV1+"\n") {
+		t.Fatalf("unit file lacks the v1 delegation list on this hybrid host:\n%s", text)
+	}
+
+	st, err := m.Start(ctx, d)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if st.JobResult != "done" || st.PID == 0 {
+		t.Fatalf("start result %+v", st)
+	}
+	u, err := m.Status(ctx, "cellguard-garden.service")
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	if u.ActiveState != "active" || !u.Delegate || u.KillMode != "none" || u.TasksMax != ^uint64(0) {
+		t.Fatalf("unit read back: active=%s delegate=%v killmode=%s tasksmax=%d", u.ActiveState, u.Delegate, u.KillMode, u.TasksMax)
+	}
+	for _, c := range []string{"blkio", "cpu", "cpuacct", "devices", "io", "memory", "pids"} {
+		if !slices.Contains(u.DelegateControllers, c) {
+			t.Errorf("DelegateControllers %v lacks %s", u.DelegateControllers, c)
+		}
+	}
+	if int(u.MainPID) != st.PID {
+		t.Errorf("MainPID %d, pidfile says %d", u.MainPID, st.PID)
+	}
+	cg := cgroups(t, box, st.PID)
+	if cg["name=systemd"] != u.ControlGroup {
+		t.Errorf("daemon pid %d is in %q in name=systemd, want the unit's %q (all: %v)", st.PID, cg["name=systemd"], u.ControlGroup, cg)
+	}
+
+	after := reloads.settle(t)
+	res, err = m.Install(ctx, d)
+	if err != nil {
+		t.Fatalf("reinstall: %v", err)
+	}
+	if res.Written || res.Reloaded {
+		t.Fatalf("unchanged reinstall: written=%v reloaded=%v, want neither", res.Written, res.Reloaded)
+	}
+	if got := reloads.settle(t) - after; got != 0 {
+		t.Fatalf("unchanged reinstall: systemd saw %d reloads, want 0", got)
+	}
+
+	sp, err := m.Stop(ctx, d)
+	if err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if sp.JobResult != "done" || sp.PID != st.PID {
+		t.Fatalf("stop result %+v, want done for pid %d", sp, st.PID)
+	}
+	if _, err := os.Stat(filepath.Join(box.Root, "proc", strconv.Itoa(st.PID))); err == nil {
+		t.Fatalf("daemon pid %d still exists after stop", st.PID)
+	}
+	if u, err = m.Status(ctx, "cellguard-garden.service"); err != nil || u.ActiveState != "inactive" {
+		t.Fatalf("after stop: %+v %v", u, err)
+	}
+
+	after = reloads.settle(t)
+	d.Stop = []string{ctl, "stop", "--now"}
+	res, err = m.Install(ctx, d)
+	if err != nil {
+		t.Fatalf("changed reinstall: %v", err)
+	}
+	if !res.Written || !res.Reloaded {
+		t.Fatalf("changed reinstall: written=%v reloaded=%v, want both", res.Written, res.Reloaded)
+	}
+	if got := reloads.settle(t) - after; got != 1 {
+		t.Fatalf("changed reinstall: systemd saw %d reloads, want 1", got)
+	}
+}
+
+// TestInstallRefusesBadInputAndWritesNothing: an executable that does not
+// exist, or an injected directive, leaves the unit directory untouched.
+func TestInstallRefusesBadInputAndWritesNothing(t *testing.T) {
+	box := bootBox(t, "badinput")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	writeFile(t, box, "/var/vcap/jobs/ghost/bin/not-executable", "#!/bin/sh\n", 0o644)
+	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("bad"), Root: box.Root,
+		DBus: systemd.Options{Address: box.SystemBusAddress}}
+	for name, d := range map[string]daemonctl.Daemon{
+		"missing executable": {Name: "ghost", Start: []string{"/var/vcap/jobs/ghost/bin/ctl", "start"}},
+		"not executable":     {Name: "ghost", Start: []string{"/var/vcap/jobs/ghost/bin/not-executable"}},
+		"injected argument":  {Name: "ghost", Start: []string{"/bin/sleep", "1\nExecStartPre=/bin/rm"}},
+		"bad name":           {Name: "gho st", Start: []string{"/bin/sleep", "1"}},
+	} {
+		if _, err := m.Install(ctx, d); err == nil {
+			t.Errorf("%s: install succeeded", name)
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(box.Root, "/etc/systemd/system/cellguard-*"))
+	if len(matches) != 0 {
+		t.Fatalf("bad input wrote %v", matches)
+	}
+}
