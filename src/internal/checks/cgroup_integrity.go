@@ -104,9 +104,10 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]check.Finding, error) {
 func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape, nContainers, nProcs int, skipped []check.Finding, err error) {
 	r := v.proc.NewReader()
 	var m cgroup.Membership
-	var buf []byte
 	var members []int
 	// Processes by pid namespace, for "everything in its pid namespace".
+	// Only processes outside every container cgroup had theirs read: the
+	// ones that may have escaped all hierarchies.
 	byNS := map[uint64][]int{}
 	for i := range v.procs {
 		p := &v.procs[i]
@@ -119,12 +120,12 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 			return nil, 0, 0, nil, err
 		}
 		c := &v.disc.Containers[i]
-		exps, unmapped := v.expectations(c)
-		if len(exps) == 0 {
+		cm := &v.members[i]
+		if len(cm.exps) == 0 {
 			skipped = append(skipped, check.Finding{
 				Subject: c.Name(), Status: check.Skip,
 				Detail: fmt.Sprintf("state %s records no cgroup on a mounted hierarchy", c.StatePath),
-				Data:   map[string]string{"state": c.StatePath, "unmapped": fmt.Sprint(unmapped)},
+				Data:   map[string]string{"state": c.StatePath, "unmapped": fmt.Sprint(cm.unmapped)},
 			})
 			continue
 		}
@@ -136,18 +137,20 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 		if ns := v.ownNS(c); ns != 0 {
 			members = append(members, byNS[ns]...)
 		}
-		for _, e := range exps {
-			buf, members, err = cgroup.ReadProcs(v.layout.Path(e.h, e.rel), buf, members)
-			if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
-				return nil, 0, 0, nil, err
-			}
+		for _, l := range cm.listed {
+			members = append(members, l...)
 		}
 		sort.Ints(members)
 		members = compactInts(members)
 		for _, pid := range members {
+			nProcs++
+			if cm.inAll(pid) {
+				continue // listed in the container's cgroup in every hierarchy
+			}
 			b, err := r.Cgroup(pid)
 			if err != nil {
 				if procfs.IsGone(err) || procfs.IsDenied(err) {
+					nProcs--
 					continue
 				}
 				return nil, 0, 0, nil, err
@@ -155,8 +158,7 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 			if err := cgroup.ParseProcCgroup(b, &m); err != nil {
 				return nil, 0, 0, nil, fmt.Errorf("parse %s: %w", v.proc.Path(pid, "cgroup"), err)
 			}
-			nProcs++
-			for _, e := range exps {
+			for _, e := range cm.exps {
 				actual, ok := m.Lookup(e.key)
 				if !ok || cgroup.Under(string(actual), e.rel) {
 					continue

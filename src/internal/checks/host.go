@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -33,6 +34,8 @@ type view struct {
 	boot   time.Time
 	// procs holds every process that could be read, sorted by pid.
 	procs []proc
+	// members[i] is what the cgroup.procs files of container i list.
+	members []cgroupMembers
 	// hostNS is the pid namespace of the root's pid 1: a container "in"
 	// it has no pid namespace of its own.
 	hostNS uint64
@@ -40,10 +43,31 @@ type view struct {
 	denied int
 }
 
+// cgroupMembers are the container's expectations and, per expectation, the
+// sorted pids its cgroup.procs listed.
+type cgroupMembers struct {
+	exps     []expectation
+	unmapped []string
+	listed   [][]int
+}
+
+// inAll reports whether pid was listed in the container's cgroup in every
+// hierarchy: then it is in place without reading /proc/<pid>/cgroup.
+func (m *cgroupMembers) inAll(pid int) bool {
+	for _, l := range m.listed {
+		i := sort.SearchInts(l, pid)
+		if i == len(l) || l[i] != pid {
+			return false
+		}
+	}
+	return len(m.listed) > 0
+}
+
 type proc struct {
 	pid  int
-	ns   uint64 // 0 when unreadable (zombies have none)
+	ns   uint64 // 0 when not read: unreadable, a zombie, or in a container cgroup
 	stat procfs.Stat
+	ok   bool
 }
 
 func (h *host) get() (*view, error) {
@@ -51,6 +75,15 @@ func (h *host) get() (*view, error) {
 	return h.v, h.err
 }
 
+// scanWorkers splits the per-process reads: they are syscall-bound, and a
+// cell has two or more cores.
+const scanWorkers = 2
+
+// scan reads, in this order: the cgroup layout, the runtime states, each
+// container's cgroup.procs in each hierarchy, then stat of every process and
+// the pid namespace of those not listed in any container cgroup (plus the
+// inits). Listed processes are the bulk on a cell; their namespace is not
+// needed, since being listed already ties them to their container.
 func scan(d Deps) (*view, error) {
 	root := d.root()
 	v := &view{root: root, proc: procfs.New(root)}
@@ -64,37 +97,91 @@ func scan(d Deps) (*view, error) {
 	if v.boot, err = v.proc.BootTime(); err != nil {
 		return nil, err
 	}
+	needNS := map[int]bool{} // false: listed in a container cgroup; true: an init
+	var buf []byte
+	v.members = make([]cgroupMembers, len(v.disc.Containers))
+	for i := range v.disc.Containers {
+		c := &v.disc.Containers[i]
+		m := &v.members[i]
+		m.exps, m.unmapped = v.expectations(c)
+		m.listed = make([][]int, len(m.exps))
+		for j, e := range m.exps {
+			var pids []int
+			buf, pids, err = cgroup.ReadProcs(v.layout.Path(e.h, e.rel), buf, nil)
+			if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
+				return nil, err
+			}
+			sort.Ints(pids)
+			m.listed[j] = pids
+			for _, pid := range pids {
+				needNS[pid] = false
+			}
+		}
+	}
+	for i := range v.disc.Containers {
+		if pid := v.disc.Containers[i].State.InitProcessPid; pid > 0 {
+			needNS[pid] = true
+		}
+	}
 	pids, err := v.proc.PIDs(make([]int, 0, 4096))
 	if err != nil {
 		return nil, err
 	}
 	sort.Ints(pids)
-	r := v.proc.NewReader()
-	v.procs = make([]proc, 0, len(pids))
-	for _, pid := range pids {
-		st, err := r.Stat(pid)
-		if err != nil {
-			if procfs.IsGone(err) {
-				continue
+	procs := make([]proc, len(pids))
+	errs := make([]error, scanWorkers)
+	denied := make([]int, scanWorkers)
+	var wg sync.WaitGroup
+	for w := 0; w < scanWorkers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := v.proc.NewReader()
+			for i := w; i < len(pids); i += scanWorkers {
+				pid := pids[i]
+				st, err := r.Stat(pid)
+				if err != nil {
+					if procfs.IsGone(err) {
+						continue
+					}
+					if procfs.IsDenied(err) {
+						denied[w]++
+						continue
+					}
+					errs[w] = fmt.Errorf("scan processes: %w", err)
+					return
+				}
+				p := proc{pid: pid, stat: st, ok: true}
+				if need, listed := needNS[pid]; need || !listed {
+					// Zombies have no namespaces, and a ptrace-protected
+					// process hides them: both stay 0, "unknown".
+					if ns, err := r.PidNS(pid); err == nil {
+						p.ns = ns
+					} else if !procfs.IsGone(err) && !procfs.IsDenied(err) {
+						errs[w] = fmt.Errorf("scan processes: %w", err)
+						return
+					}
+				}
+				procs[i] = p
 			}
-			if procfs.IsDenied(err) {
-				v.denied++
-				continue
-			}
-			return nil, fmt.Errorf("scan processes: %w", err)
-		}
-		p := proc{pid: pid, stat: st}
-		// Zombies have no namespaces, and a ptrace-protected process
-		// hides them: both stay at 0, "unknown".
-		if ns, err := r.PidNS(pid); err == nil {
-			p.ns = ns
-		} else if !procfs.IsGone(err) && !procfs.IsDenied(err) {
-			return nil, fmt.Errorf("scan processes: %w", err)
-		}
-		v.procs = append(v.procs, p)
+		}(w)
 	}
-	if p := v.find(1); p != nil && p.ns != 0 {
-		v.hostNS = p.ns
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	v.procs = procs[:0]
+	for _, p := range procs {
+		if p.ok {
+			v.procs = append(v.procs, p)
+		}
+	}
+	for _, n := range denied {
+		v.denied += n
+	}
+	r := v.proc.NewReader()
+	if ns, err := r.PidNS(1); err == nil {
+		v.hostNS = ns
 	} else if root == "/" {
 		// pid 1 may hide its namespaces (a sandbox's init does); ours is
 		// the host's when we run on the host.
