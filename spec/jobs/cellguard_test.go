@@ -71,6 +71,26 @@ func configCheck(t *testing.T, cfg []byte) {
 	}
 }
 
+// checkIDsKnown runs the real validator on the rendered config against an
+// empty root: whatever it finds there, it first resolves the config's
+// blocking and ignore lists, and names any check id it does not have.
+func checkIDsKnown(t *testing.T, cfg []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cellguard.json")
+	if err := os.WriteFile(p, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, phase := range []string{"pre-start", "drain"} {
+		cmd := exec.Command(cellguardBin, "validate", "--phase", phase, "--config", p,
+			"--root", filepath.Join(dir, "empty-root"), "--log-file", filepath.Join(dir, "log"))
+		out, _ := cmd.CombinedOutput()
+		if strings.Contains(string(out), "unknown check id") {
+			t.Errorf("validate --phase %s rejects the rendered config's check ids:\n%s", phase, out)
+		}
+	}
+}
+
 func decode(t *testing.T, cfg []byte) map[string]any {
 	t.Helper()
 	var m map[string]any
@@ -269,6 +289,7 @@ func TestPropertySets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := mustRender(t, tc.props)
 			configCheck(t, r["config/cellguard.json"])
+			checkIDsKnown(t, r["config/cellguard.json"])
 			for _, script := range []string{"bin/pre-start", "bin/drain"} {
 				bashN(t, script, r[script])
 			}
@@ -308,6 +329,22 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 				t.Fatalf("error %v\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The id check above would say nothing if validate stopped naming unknown
+// ids; this keeps it honest.
+func TestUnknownCheckIDIsNamed(t *testing.T) {
+	r := mustRender(t, `{cellguard: {validator: {blocking: {pre_start: [no-such-check]}}}}`)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cellguard.json")
+	if err := os.WriteFile(p, r["config/cellguard.json"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command(cellguardBin, "validate", "--phase", "pre-start", "--config", p,
+		"--root", filepath.Join(dir, "empty-root"), "--log-file", filepath.Join(dir, "log")).CombinedOutput()
+	if !strings.Contains(string(out), `unknown check id "no-such-check"`) {
+		t.Fatalf("validate did not name the unknown id:\n%s", out)
 	}
 }
 

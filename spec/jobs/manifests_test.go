@@ -45,6 +45,7 @@ func TestRuntimeConfigAddons(t *testing.T) {
 			}
 			r := mustRender(t, string(props))
 			configCheck(t, r["config/cellguard.json"])
+			checkIDsKnown(t, r["config/cellguard.json"])
 			if err := compileSchema(t).Validate(resolve(t, string(props))); err != nil {
 				t.Errorf("properties_schema.json rejects the addon's properties: %v", err)
 			}
@@ -80,7 +81,9 @@ func TestCFDeploymentOpsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	configCheck(t, mustRender(t, string(props))["config/cellguard.json"])
+	cfg := mustRender(t, string(props))["config/cellguard.json"]
+	configCheck(t, cfg)
+	checkIDsKnown(t, cfg)
 }
 
 func readManifest(t *testing.T, name string, v any) {
