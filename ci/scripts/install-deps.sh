@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Installs what cellguard's tests need on a Debian 12 machine: Debian packages, the Go
+# toolchain named in go.mod (only when there is no go at all), the Go modules, and the
+# cached rootfs of the test systemd box. Idempotent; silent unless it changes something.
+# Run as root (make deps). Installing systemd-container may upgrade the host's systemd
+# packages to the same version; that is expected.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "${repo}"
+
+log() { echo "install-deps: $*" >&2; }
+die() { echo "install-deps: error: $*" >&2; exit 1; }
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+apt_updated=0
+apt_install() {  # quiet apt-get install; the full log only when it fails
+  [ "$(id -u)" = 0 ] || die "need root to apt-get install $*; run: sudo make deps"
+  local out
+  out=$(mktemp)
+  if [ "${apt_updated}" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -q >"${out}" 2>&1 || { cat "${out}" >&2; rm -f "${out}"; die "apt-get update failed"; }
+    apt_updated=1
+  fi
+  log "apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >"${out}" 2>&1 ||
+    { cat "${out}" >&2; rm -f "${out}"; die "apt-get install $* failed"; }
+  rm -f "${out}"
+}
+
+# 1. Debian packages: the systemd box (systemd-nspawn, debootstrap, nsenter), the
+#    daemons and runtimes tests drive on the host, ruby for the BOSH templates, jq.
+pkgs=(systemd-container debootstrap monit runc containerd ruby busybox-static jq iproute2 util-linux)
+missing=()
+for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
+[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+
+# 2. Go. A fresh Debian 12 has none (and its golang-go is far too old for go.mod), so
+#    fetch exactly go.mod's toolchain from the Go module proxy, checked against the
+#    checksum database (also served by the proxy), into /usr/local/go.
+want_go="$(awk '$1 == "toolchain" {sub(/^go/, "", $2); print $2; exit} $1 == "go" {v = $2} END {if (v) print v}' go.mod | head -n 1)"
+GO="$(command -v go || true)"
+[ -n "${GO}" ] || { [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go; } || true
+if [ -z "${GO}" ]; then
+  [ "$(id -u)" = 0 ] || die "no go found and need root to install it into /usr/local/go"
+  tools=()
+  for p in curl ca-certificates unzip; do installed "${p}" || tools+=("${p}"); done
+  [ ${#tools[@]} -eq 0 ] || apt_install "${tools[@]}"
+  proxy="${GOPROXY:-https://proxy.golang.org}"; proxy="${proxy%%,*}"
+  [ "${proxy}" != direct ] && [ "${proxy}" != off ] || proxy=https://proxy.golang.org
+  arch="$(dpkg --print-architecture)"
+  mod="golang.org/toolchain@v0.0.1-go${want_go}.linux-${arch}"
+  log "installing go ${want_go} (${mod}) into /usr/local/go"
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "${tmp}"' EXIT
+  curl -fsSL -o "${tmp}/go.zip" "${proxy}/golang.org/toolchain/@v/v0.0.1-go${want_go}.linux-${arch}.zip" ||
+    die "download ${mod} from ${proxy}"
+  sum="$(curl -fsSL "${proxy}/sumdb/sum.golang.org/lookup/${mod}" | awk -v m="golang.org/toolchain" -v v="v0.0.1-go${want_go}.linux-${arch}" '$1 == m && $2 == v {print $3}')" ||
+    die "look up ${mod} in the checksum database via ${proxy}"
+  unzip -q "${tmp}/go.zip" -d "${tmp}/x"
+  # the module hash (h1, golang.org/x/mod/sumdb/dirhash): sha256 over the sorted
+  # "sha256  name" lines of every file in the zip
+  hex="$(cd "${tmp}/x" && find . -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-64)"
+  got="h1:$(printf '%b' "$(sed 's/../\\x&/g' <<<"${hex}")" | base64)"
+  [ -n "${sum}" ] && [ "${got}" = "${sum}" ] || die "${mod}: hash ${got} does not match the checksum database's '${sum}'"
+  rm -rf /usr/local/go.new
+  mv "${tmp}/x/golang.org/toolchain@v0.0.1-go${want_go}.linux-${arch}" /usr/local/go.new
+  [ ! -e /usr/local/go ] || mv /usr/local/go "/usr/local/go.old.$$"
+  mv /usr/local/go.new /usr/local/go
+  rm -rf "/usr/local/go.old.$$"
+  ln -sf /usr/local/go/bin/go /usr/local/bin/go
+  ln -sf /usr/local/go/bin/gofmt /usr/local/bin/gofmt
+  GO=/usr/local/go/bin/go
+fi
+
+# 3. Go modules (silent when they are in the module cache already).
+"${GO}" mod download
+
+# 4. The test box's cached rootfs (debootstrap, about a minute, once): built here so
+#    the first integration test does not spend its timeout on it.
+if [ "$(id -u)" = 0 ]; then
+  src/tests/harness/sdbox.sh rootfs >/dev/null
+fi
