@@ -10,10 +10,36 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 )
 
 // ErrSymlink is returned when the target path is a symlink.
 var ErrSymlink = errors.New("fsutil: refusing to replace a symlink")
+
+// CrashEnv is a test hook, read only by WriteFileAtomic: set to a step name
+// ("create", "write", "chmod", "fsync", "close", "rename", "fsync-dir"),
+// optionally followed by ":" and a substring of the target path, it makes
+// the process SIGKILL itself right after that step. Crash-consistency tests
+// (fsutil, cli) run cellguard in a child process with it set, to prove a
+// crash at any step leaves the old or the new file and the next run
+// converges. Nothing sets it outside tests.
+const CrashEnv = "CELLGUARD_TEST_CRASH_AFTER"
+
+// crashPoint kills the process when CrashEnv names step (and path).
+func crashPoint(step, path string) {
+	v := os.Getenv(CrashEnv)
+	if v == "" {
+		return
+	}
+	want, sub, _ := strings.Cut(v, ":")
+	if want == step && strings.Contains(path, sub) {
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Kill()
+			select {} // SIGKILL is not deliverable late; never return into the next step
+		}
+	}
+}
 
 // WriteResult says whether WriteFileAtomic changed anything.
 type WriteResult struct {
@@ -23,14 +49,15 @@ type WriteResult struct {
 // WriteFileAtomic writes data to path via a temp file in the same directory,
 // fsyncs it, renames it over path and fsyncs the directory. When path already
 // holds exactly data with the same mode, nothing is written and Changed is
-// false, so callers can skip follow-up work such as a systemd Reload.
+// false, so callers can skip follow-up work such as a systemd Reload; a file
+// with the right content but another owner is rewritten, so it ends up ours.
 func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (WriteResult, error) {
 	dir := filepath.Dir(path)
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return WriteResult{}, fmt.Errorf("write %s: %w", path, ErrSymlink)
 		}
-		if fi.Mode().IsRegular() && fi.Mode().Perm() == perm {
+		if fi.Mode().IsRegular() && fi.Mode().Perm() == perm && ownedByUs(fi) {
 			if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
 				return WriteResult{Changed: false}, nil
 			}
@@ -45,35 +72,49 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (WriteResult, e
 	}
 	tmpName := tmp.Name()
 	cleanup := func() { _ = os.Remove(tmpName) }
+	crashPoint("create", path)
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		cleanup()
 		return WriteResult{}, fmt.Errorf("write temp file for %s: %w", path, err)
 	}
+	crashPoint("write", path)
 	if err := tmp.Chmod(perm); err != nil {
 		tmp.Close()
 		cleanup()
 		return WriteResult{}, fmt.Errorf("chmod temp file for %s: %w", path, err)
 	}
+	crashPoint("chmod", path)
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		cleanup()
 		return WriteResult{}, fmt.Errorf("fsync temp file for %s: %w", path, err)
 	}
+	crashPoint("fsync", path)
 	if err := tmp.Close(); err != nil {
 		cleanup()
 		return WriteResult{}, fmt.Errorf("close temp file for %s: %w", path, err)
 	}
+	crashPoint("close", path)
 	// rename(2) replaces a symlink itself rather than following it, so a
 	// symlink planted between the Lstat above and here cannot redirect us.
 	if err := os.Rename(tmpName, path); err != nil {
 		cleanup()
 		return WriteResult{}, fmt.Errorf("rename into %s: %w", path, err)
 	}
+	crashPoint("rename", path)
 	if err := SyncDir(dir); err != nil {
 		return WriteResult{Changed: true}, err
 	}
+	crashPoint("fsync-dir", path)
 	return WriteResult{Changed: true}, nil
+}
+
+// ownedByUs reports whether fi belongs to the user we run as (root in
+// production): a planted file with the right content must not stay.
+func ownedByUs(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // SyncDir fsyncs a directory so a rename in it survives a crash.
