@@ -210,7 +210,7 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
 			continue // exited meanwhile: nothing left to fix
 		}
 		if err != nil {
-			f := e.finding(check.Fail, "escaped; moving it back failed")
+			f := e.finding(check.Fail, "moving it back failed")
 			f.Data["fix_error"] = err.Error()
 			fs = append(fs, f)
 			continue
@@ -229,7 +229,7 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
 			now = string(a)
 		}
 		if err != nil || !cgroup.Under(now, e.exp.rel) {
-			f := e.finding(check.Fail, "escaped; moved it back but it is still outside")
+			f := e.finding(check.Fail, "moved it back but it is still outside")
 			if err != nil {
 				f.Data["fix_error"] = err.Error()
 			}
@@ -237,7 +237,7 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
 			fs = append(fs, f)
 			continue
 		}
-		f := e.finding(check.Warn, "had escaped; moved back")
+		f := e.finding(check.Warn, "fixed")
 		f.Data["fixed"] = "true"
 		fs = append(fs, f)
 	}
@@ -245,11 +245,22 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
 }
 
 func (e escape) finding(st check.Status, what string) check.Finding {
+	var detail string
+	switch what {
+	case "escaped":
+		detail = fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s",
+			e.pid, e.comm, e.exp.h.Name, e.actual, e.exp.rel)
+	case "fixed":
+		detail = fmt.Sprintf("pid %d (%s) had escaped in %s to %s; moved back to %s",
+			e.pid, e.comm, e.exp.h.Name, e.actual, e.exp.rel)
+	default:
+		detail = fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s; %s",
+			e.pid, e.comm, e.exp.h.Name, e.actual, e.exp.rel, what)
+	}
 	return check.Finding{
 		Subject: e.c.Name(),
 		Status:  st,
-		Detail: fmt.Sprintf("pid %d (%s) %s in %s: in %s, state says %s",
-			e.pid, e.comm, what, e.exp.h.Name, e.actual, e.exp.rel),
+		Detail:  detail,
 		Data: map[string]string{
 			"container": e.c.Name(),
 			"runtime":   e.c.Runtime,
