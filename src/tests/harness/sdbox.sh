@@ -152,7 +152,7 @@ make_cgroups() {
   local h
   for h in $(hierarchies); do
     mkdir -p "$h/$CG"
-    if [ -e "$h/$CG/cpuset.cpus" ] && [ -z "$(cat "$h/$CG/cpuset.cpus")" ]; then
+    if [ -e "$h/cpuset.cpus" ] && [ -e "$h/$CG/cpuset.cpus" ] && [ -z "$(cat "$h/$CG/cpuset.cpus")" ]; then
       cat "$h/cpuset.cpus" >"$h/$CG/cpuset.cpus"      # v1 cpuset: empty cpus/mems = no tasks
       cat "$h/cpuset.mems" >"$h/$CG/cpuset.mems"
     fi
