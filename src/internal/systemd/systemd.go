@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
@@ -46,7 +47,14 @@ type Conn struct {
 	sd      *sd.Conn
 	bus     *godbus.Conn // the method-call connection sd uses, for calls sd has no ctx form of
 	Address string
+	cancel  context.CancelFunc // ends the connections' context (godbus closes them)
 }
+
+// DialTimeout bounds each address's connect and authentication handshake
+// when ctx allows longer: a socket that accepts and never answers (a wedged
+// systemd, a stale socket bound by something else) must give an error, not
+// hang a monit start program or a BOSH pre-start. Tests lower it.
+var DialTimeout = 15 * time.Second
 
 // Dial connects to systemd. It honours ctx for the whole handshake: a hung
 // socket gives an error, not a hung monit start program.
@@ -75,10 +83,13 @@ func dialOne(ctx context.Context, address string) (*Conn, error) {
 		err error
 	}
 	done := make(chan result, 1)
+	// godbus closes a connection when its context ends: cancelling dctx
+	// unblocks a handshake stuck reading from a silent peer.
+	dctx, cancel := context.WithCancel(ctx)
 	go func() {
 		var first *godbus.Conn
 		conn, err := sd.NewConnection(func() (*godbus.Conn, error) {
-			bc, err := godbus.Dial(address, godbus.WithContext(ctx))
+			bc, err := godbus.Dial(address, godbus.WithContext(dctx))
 			if err != nil {
 				return nil, err
 			}
@@ -102,23 +113,40 @@ func dialOne(ctx context.Context, address string) (*Conn, error) {
 			done <- result{err: err}
 			return
 		}
-		done <- result{c: &Conn{sd: conn, bus: first, Address: address}}
+		done <- result{c: &Conn{sd: conn, bus: first, Address: address, cancel: cancel}}
 	}()
-	select {
-	case r := <-done:
-		return r.c, r.err
-	case <-ctx.Done():
+	abandon := func() {
+		cancel()
 		go func() { // close whatever the abandoned dial produces
 			if r := <-done; r.c != nil {
 				r.c.Close()
 			}
 		}()
+	}
+	timer := time.NewTimer(DialTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			cancel()
+		}
+		return r.c, r.err
+	case <-ctx.Done():
+		abandon()
 		return nil, fmt.Errorf("dial: %w", ctx.Err())
+	case <-timer.C:
+		abandon()
+		return nil, fmt.Errorf("dial: no answer within %s: %w", DialTimeout, context.DeadlineExceeded)
 	}
 }
 
 // Close closes the connection.
-func (c *Conn) Close() { c.sd.Close() }
+func (c *Conn) Close() {
+	c.sd.Close()
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
 
 func (c *Conn) manager() godbus.BusObject {
 	return c.bus.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1")
