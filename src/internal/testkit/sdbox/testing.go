@@ -2,12 +2,15 @@ package sdbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -109,7 +112,7 @@ func ModuleRoot() string {
 
 // BuildCellguard builds ./src/cmd/cellguard (CGO_ENABLED=0, static, so it
 // runs inside the box) once per test process and returns the binary's path.
-// Main removes it at the end.
+// Main removes it at the end; without Main, a later test process does.
 func BuildCellguard(t testing.TB) string {
 	t.Helper()
 	build.Lock()
@@ -123,8 +126,13 @@ func BuildCellguard(t testing.TB) string {
 	return build.bin
 }
 
+// binPrefix names the build dirs; the pid lets later runs remove the dirs of
+// test processes that ended without Main's cleanup.
+const binPrefix = "cellguard-test-bin-"
+
 func buildCellguard() (string, error) {
-	dir, err := os.MkdirTemp("", "cellguard-test-bin-")
+	removeStaleBuilds()
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", binPrefix, os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("build cellguard: %w", err)
 	}
@@ -141,6 +149,20 @@ func buildCellguard() (string, error) {
 		return "", fmt.Errorf("build cellguard: %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+func removeStaleBuilds() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binPrefix+"*-*"))
+	for _, d := range dirs {
+		pidStr, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), binPrefix), "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 func cleanupBuild() {
