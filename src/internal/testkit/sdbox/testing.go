@@ -36,15 +36,14 @@ func RequireRoot(t testing.TB) {
 	t.Skip("!!! " + msg + " !!!")
 }
 
-// Require skips (or fails in CI) a test that needs the package's box when
-// there is none: not root, or CELLGUARD_SKIP_INTEGRATION=1.
+// Require skips a test that needs the package's box when there is none:
+// CELLGUARD_SKIP_INTEGRATION=1 (always a skip), or not root (a failure in CI,
+// see RequireRoot). With root, a box that failed to boot fails the test.
 func Require(t testing.TB, b *Box) {
 	t.Helper()
 	if os.Getenv(SkipEnv) == "1" {
-		if inCI() {
-			t.Fatalf("%s=1 with CI=true: integration tests must run in CI", SkipEnv)
-		}
-		t.Skipf("!!! NOT RUN: %s=1 !!!", SkipEnv)
+		// an explicit choice (make unittest), not something missing: skip even in CI
+		t.Skipf("!!! NOT RUN: %s=1 (pure tests only) !!!", SkipEnv)
 	}
 	RequireRoot(t)
 	if b == nil {
