@@ -137,18 +137,42 @@ func WithExactName() Option { return func(c *config) { c.exactName = true } }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,29}$`)
 
-// ScriptPath returns the path of src/tests/harness/sdbox.sh, located relative
-// to this source file so tests work from any directory.
+// ScriptPath returns the path of src/tests/harness/sdbox.sh.
 func ScriptPath() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("locate sdbox.sh: runtime.Caller failed")
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", fmt.Errorf("locate sdbox.sh: %w", err)
 	}
-	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "tests", "harness", "sdbox.sh")
+	p := filepath.Join(root, "src", "tests", "harness", "sdbox.sh")
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("locate sdbox.sh: %w", err)
 	}
 	return p, nil
+}
+
+// ModuleRoot returns the repository root (where go.mod is): relative to this
+// source file, so tests work from any directory, or, when built with
+// -trimpath, the nearest go.mod above the working directory (go test runs in
+// the package's directory).
+func ModuleRoot() (string, error) {
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		return filepath.Join(filepath.Dir(file), "..", "..", "..", ".."), nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find module root: %w", err)
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			strings.HasPrefix(string(data), "module github.com/cloudfoundry/cellguard\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find module root: no cellguard go.mod above the working directory")
+		}
+		dir = parent
+	}
 }
 
 // Start boots a box named name-<pid> (name-<pid>-2, ... while that one runs)

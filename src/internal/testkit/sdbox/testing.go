@@ -102,13 +102,6 @@ var build struct {
 	err      error
 }
 
-// ModuleRoot returns the repository root (where go.mod is), located relative
-// to this source file.
-func ModuleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
-}
-
 // BuildCellguard builds ./src/cmd/cellguard (CGO_ENABLED=0, static, so it
 // runs inside the box) once per test process and returns the binary's path.
 // Main removes it at the end; without Main, a later test process does.
@@ -140,9 +133,13 @@ func buildCellguard() (string, error) {
 	if _, err := os.Stat(gobin); err != nil {
 		gobin = "go"
 	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", fmt.Errorf("build cellguard: %w", err)
+	}
 	bin := filepath.Join(dir, "cellguard")
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", bin, "./src/cmd/cellguard")
-	cmd.Dir = ModuleRoot()
+	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build cellguard: %w\n%s", err, out)
