@@ -1,0 +1,296 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+)
+
+// The container's cgroup, below the daemon's own unit as Garden's cgroupfs
+// driver makes it when it runs under a unit (the seed-000 layout).
+const (
+	runcRoot   = "/run/runc"
+	bundle     = "/var/lib/c1"
+	unitCgroup = "/system.slice/garden.service"
+	ctrCgroup  = unitCgroup + "/garden/c1"
+)
+
+// installRunc puts the host's Debian runc and a static busybox rootfs into
+// the box and writes a bundle whose container sleeps in ctrCgroup.
+func installRunc(t *testing.T, box *sdbox.Box) {
+	t.Helper()
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		t.Fatalf("runc not installed on the host (apt-get install runc): %v", err)
+	}
+	if err := box.CopyIn(runc, "/usr/local/sbin/runc", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := box.CopyIn("/bin/busybox", bundle+"/rootfs/bin/busybox", 0o755); err != nil {
+		t.Fatalf("busybox-static: %v", err)
+	}
+	in(t, box, "ln", "-s", "busybox", bundle+"/rootfs/bin/sh")
+	in(t, box, "ln", "-s", "busybox", bundle+"/rootfs/bin/sleep")
+	in(t, box, "runc", "spec", "--bundle", bundle)
+	b, err := box.ReadFile(bundle + "/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec map[string]any
+	if err := json.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
+	proc := spec["process"].(map[string]any)
+	proc["args"] = []string{"sleep", "100000"}
+	proc["terminal"] = false
+	spec["linux"].(map[string]any)["cgroupsPath"] = ctrCgroup
+	if b, err = json.MarshalIndent(spec, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, box, bundle+"/config.json", string(b), 0o644)
+}
+
+// startGarden runs the container from a plain (non-delegated) unit, as a
+// monit-started Garden ends up: `runc run -d`, then the daemon lives on.
+// --no-new-keyring: nspawn's seccomp filter refuses new session keyrings.
+func startGarden(t *testing.T, box *sdbox.Box) int {
+	t.Helper()
+	writeFile(t, box, "/etc/systemd/system/garden.service", fmt.Sprintf(
+		"[Service]\nExecStart=/bin/sh -c 'runc --root %s run -d --no-new-keyring --bundle %s c1 </dev/null >/run/c1.log 2>&1; exec sleep infinity'\n",
+		runcRoot, bundle), 0o644)
+	in(t, box, "systemctl", "daemon-reload")
+	in(t, box, "systemctl", "start", "garden.service")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := box.ReadFile(runcRoot + "/c1/state.json")
+		if err == nil {
+			var st struct {
+				Pid int `json:"init_process_pid"`
+			}
+			if err := json.Unmarshal(b, &st); err == nil && st.Pid > 0 {
+				return st.Pid
+			}
+		}
+		if time.Now().After(deadline) {
+			log, _ := box.ReadFile("/run/c1.log")
+			t.Fatalf("runc did not start c1: %s", log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// validation is one `cellguard validate` run inside the box.
+type validation struct {
+	code   int
+	stdout string
+	stderr string
+	report struct {
+		Blocked bool `json:"blocked"`
+		Results []struct {
+			ID       string `json:"id"`
+			Status   string `json:"status"`
+			Findings []struct {
+				Status string            `json:"status"`
+				Detail string            `json:"detail"`
+				Data   map[string]string `json:"data"`
+			} `json:"findings"`
+		} `json:"results"`
+	}
+}
+
+// problems returns the findings of check id that are not passes.
+func (v *validation) problems(t *testing.T, id string) []map[string]string {
+	t.Helper()
+	for _, r := range v.report.Results {
+		if r.ID != id {
+			continue
+		}
+		var out []map[string]string
+		for _, f := range r.Findings {
+			if f.Status == "fail" || f.Status == "warn" {
+				d := f.Data
+				d["status"], d["detail"] = f.Status, f.Detail
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	t.Fatalf("no %s result in %s", id, v.stdout+v.stderr)
+	return nil
+}
+
+// validate runs cellguard validate in the box with only this slice's checks
+// deciding (the box has a runc with advisories, no sysctl profile and a
+// non-delegated unit: other checks' findings, tested elsewhere).
+func validate(t *testing.T, box *sdbox.Box, cellguard string, args ...string) *validation {
+	t.Helper()
+	var others []string
+	for _, c := range checks.All(checks.Deps{}) {
+		switch id := c.Meta().ID; id {
+		case "cgroup-integrity", "runtime-ghosts", "stuck-runc-init":
+		default:
+			others = append(others, id)
+		}
+	}
+	writeFile(t, box, "/etc/cellguard-test.json", "{}", 0o644)
+	argv := append([]string{cellguard, "validate", "--config", "/etc/cellguard-test.json",
+		"--log-file", "/var/log/cellguard.log", "--runtime-root", runcRoot, "--format", "json",
+		"--ignore", strings.Join(others, ",")}, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := box.Command(ctx, argv...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	v := &validation{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		v.code = ee.ExitCode()
+	default:
+		t.Fatalf("run %v: %v", argv, err)
+	}
+	js := v.stdout
+	if strings.Contains(strings.Join(args, " "), "drain") {
+		js = v.stderr // drain: the report goes to stderr, stdout is BOSH's
+	}
+	if err := json.Unmarshal([]byte(js), &v.report); err != nil {
+		t.Fatalf("exit %d, no JSON report: %v\nstdout:\n%s\nstderr:\n%s", v.code, err, v.stdout, v.stderr)
+	}
+	return v
+}
+
+// TestValidateRealRunc: Debian's runc runs a busybox container with the
+// cgroupfs driver under a plain unit; a brand-new unit with CPU and IO
+// accounting makes systemd move the container's cpu and blkio back into the
+// unit (seed-000). The validator passes before, names the escape after,
+// --fix moves the process back without killing it, and the host passes again.
+func TestValidateRealRunc(t *testing.T) {
+	for _, mode := range []sdbox.CgroupMode{sdbox.Hybrid, sdbox.Legacy} {
+		t.Run(string(mode), func(t *testing.T) {
+			box := bootBoxMode(t, "validate-runc", mode)
+			cellguard := box.InstallCellguard(t)
+			installRunc(t, box)
+			pid := startGarden(t, box)
+			// In a legacy box the kernel still lists the host's v2 hierarchy,
+			// which the box does not mount and runc does not use.
+			cgroupsOf := func(pid int) (map[string]string, error) {
+				m, err := box.ReadCgroup(pid)
+				if mode == sdbox.Legacy {
+					delete(m, "")
+				}
+				return m, err
+			}
+			before, err := cgroupsOf(pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for h, p := range before {
+				if p != ctrCgroup {
+					t.Fatalf("runc put c1's init in %s:%s, want %s", h, p, ctrCgroup)
+				}
+			}
+
+			v := validate(t, box, cellguard, "--phase", "drain")
+			if v.code != 0 || v.stdout != "0\n" || len(v.problems(t, "cgroup-integrity")) != 0 {
+				t.Fatalf("clean host: exit %d, stdout %q, problems %v", v.code, v.stdout, v.problems(t, "cgroup-integrity"))
+			}
+
+			writeFile(t, box, "/etc/systemd/system/trigger.service",
+				"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
+			in(t, box, "systemctl", "daemon-reload")
+			in(t, box, "systemctl", "start", "trigger.service")
+			after, err := cgroupsOf(pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved := map[string]bool{}
+			for h, p := range after {
+				if p != ctrCgroup {
+					moved[h] = true
+				}
+			}
+			if !moved["cpu"] && !moved["cpu,cpuacct"] || !moved["blkio"] {
+				t.Fatalf("the trigger did not reproduce seed-000 (cgroups now %v)", after)
+			}
+
+			v = validate(t, box, cellguard, "--phase", "drain")
+			if v.code != 1 || v.stdout != "0\n" || !v.report.Blocked {
+				t.Fatalf("escape: exit %d, stdout %q, blocked %v\n%s", v.code, v.stdout, v.report.Blocked, v.stderr)
+			}
+			found := map[string]bool{}
+			for _, f := range v.problems(t, "cgroup-integrity") {
+				if f["pid"] != fmt.Sprint(pid) || f["container"] != "c1" || f["expected"] != ctrCgroup || f["actual"] != unitCgroup {
+					t.Errorf("finding %v", f)
+				}
+				found[f["hierarchy"]] = true
+				t.Logf("named: %s", f["detail"])
+			}
+			for h := range moved {
+				if !found[h] {
+					t.Errorf("escape in %s not reported (reported %v)", h, found)
+				}
+			}
+			if len(found) != len(moved) {
+				t.Errorf("reported %v, moved %v", found, moved)
+			}
+
+			v = validate(t, box, cellguard, "--phase", "pre-start", "--fix")
+			if v.code != 0 {
+				t.Fatalf("--fix: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+			}
+			fixed := v.problems(t, "cgroup-integrity")
+			if len(fixed) != len(moved) {
+				t.Fatalf("--fix reported %v", fixed)
+			}
+			for _, f := range fixed {
+				if f["status"] != "warn" || f["fixed"] != "true" {
+					t.Errorf("fix finding %v", f)
+				}
+				t.Logf("--fix: %s", f["detail"])
+			}
+			now, err := cgroupsOf(pid)
+			if err != nil {
+				t.Fatalf("the container process is gone after --fix: %v", err)
+			}
+			for h, p := range now {
+				if p != ctrCgroup {
+					t.Errorf("after --fix pid %d is in %s:%s", pid, h, p)
+				}
+			}
+
+			v = validate(t, box, cellguard, "--phase", "drain")
+			if v.code != 0 || v.stdout != "0\n" || len(v.problems(t, "cgroup-integrity")) != 0 {
+				t.Fatalf("after --fix: exit %d, problems %v", v.code, v.problems(t, "cgroup-integrity"))
+			}
+		})
+	}
+}
+
+// bootBoxMode is bootBox with a cgroup layout.
+func bootBoxMode(t *testing.T, name string, mode sdbox.CgroupMode) *sdbox.Box {
+	t.Helper()
+	sdbox.RequireRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	box, err := sdbox.Start(ctx, name, sdbox.WithCgroupMode(mode))
+	if err != nil {
+		t.Fatalf("boot systemd container %s (%s): %v", name, mode, err)
+	}
+	t.Cleanup(func() {
+		if err := box.Stop(); err != nil {
+			t.Errorf("stop container %s: %v", name, err)
+		}
+	})
+	return box
+}
