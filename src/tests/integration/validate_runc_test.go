@@ -28,20 +28,29 @@ const (
 // the box and writes a bundle whose container sleeps in ctrCgroup.
 func installRunc(t *testing.T, box *sdbox.Box) {
 	t.Helper()
+	installBundle(t, box, bundle, ctrCgroup)
+}
+
+// installBundle writes a busybox bundle at dir whose container sleeps in
+// cgroup cg, and installs runc when it is not there yet.
+func installBundle(t *testing.T, box *sdbox.Box, dir, cg string) {
+	t.Helper()
 	runc, err := exec.LookPath("runc")
 	if err != nil {
 		t.Fatalf("runc not installed on the host (apt-get install runc): %v", err)
 	}
-	if err := box.CopyIn(runc, "/usr/local/sbin/runc", 0o755); err != nil {
-		t.Fatal(err)
+	if _, err := box.ReadFile("/usr/local/sbin/runc"); err != nil {
+		if err := box.CopyIn(runc, "/usr/local/sbin/runc", 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := box.CopyIn("/bin/busybox", bundle+"/rootfs/bin/busybox", 0o755); err != nil {
+	if err := box.CopyIn("/bin/busybox", dir+"/rootfs/bin/busybox", 0o755); err != nil {
 		t.Fatalf("busybox-static: %v", err)
 	}
-	in(t, box, "ln", "-s", "busybox", bundle+"/rootfs/bin/sh")
-	in(t, box, "ln", "-s", "busybox", bundle+"/rootfs/bin/sleep")
-	in(t, box, "runc", "spec", "--bundle", bundle)
-	b, err := box.ReadFile(bundle + "/config.json")
+	in(t, box, "ln", "-s", "busybox", dir+"/rootfs/bin/sh")
+	in(t, box, "ln", "-s", "busybox", dir+"/rootfs/bin/sleep")
+	in(t, box, "runc", "spec", "--bundle", dir)
+	b, err := box.ReadFile(dir + "/config.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +61,11 @@ func installRunc(t *testing.T, box *sdbox.Box) {
 	proc := spec["process"].(map[string]any)
 	proc["args"] = []string{"sleep", "100000"}
 	proc["terminal"] = false
-	spec["linux"].(map[string]any)["cgroupsPath"] = ctrCgroup
+	spec["linux"].(map[string]any)["cgroupsPath"] = cg
 	if b, err = json.MarshalIndent(spec, "", "  "); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, box, bundle+"/config.json", string(b), 0o644)
+	writeFile(t, box, dir+"/config.json", string(b), 0o644)
 }
 
 // startGarden runs the container from a plain (non-delegated) unit, as a
@@ -133,6 +142,12 @@ func (v *validation) problems(t *testing.T, id string) []map[string]string {
 // non-delegated unit: other checks' findings, tested elsewhere).
 func validate(t *testing.T, box *sdbox.Box, cellguard string, args ...string) *validation {
 	t.Helper()
+	return validateWith(t, box, cellguard, "{}", args...)
+}
+
+// validateWith is validate with a config file's content.
+func validateWith(t *testing.T, box *sdbox.Box, cellguard, config string, args ...string) *validation {
+	t.Helper()
 	var others []string
 	for _, c := range checks.All(checks.Deps{}) {
 		switch id := c.Meta().ID; id {
@@ -141,7 +156,7 @@ func validate(t *testing.T, box *sdbox.Box, cellguard string, args ...string) *v
 			others = append(others, id)
 		}
 	}
-	writeFile(t, box, "/etc/cellguard-test.json", "{}", 0o644)
+	writeFile(t, box, "/etc/cellguard-test.json", config, 0o644)
 	argv := append([]string{cellguard, "validate", "--config", "/etc/cellguard-test.json",
 		"--log-file", "/var/log/cellguard.log", "--runtime-root", runcRoot, "--format", "json",
 		"--ignore", strings.Join(others, ",")}, args...)
@@ -293,4 +308,77 @@ func bootBoxMode(t *testing.T, name string, mode sdbox.CgroupMode) *sdbox.Box {
 		}
 	})
 	return box
+}
+
+// runcStatus is `runc state`'s status of id.
+func runcStatus(t *testing.T, box *sdbox.Box, id string) string {
+	t.Helper()
+	var st struct {
+		Status string `json:"status"`
+	}
+	out := in(t, box, "runc", "--root", runcRoot, "state", id)
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("runc state %s: %v\n%s", id, err, out)
+	}
+	return st.Status
+}
+
+// TestValidateRealRuncLifecycleLeftovers: what real runc leaves behind is
+// reported, and looking at it changes nothing. A `runc create` never started
+// keeps its runc init waiting on exec.fifo: stuck-runc-init names it (limit
+// 1s here) and the container is still "created" afterwards, because the
+// validator never opens a FIFO. An init killed behind runc's back leaves a
+// ghost state; a process in the runtime's garden/ cgroup that no state
+// claims is an orphan. None of them block.
+func TestValidateRealRuncLifecycleLeftovers(t *testing.T) {
+	box := bootBoxMode(t, "validate-leftovers", sdbox.Hybrid)
+	cellguard := box.InstallCellguard(t)
+	installBundle(t, box, "/var/lib/waiting", unitCgroup+"/garden/waiting")
+	installBundle(t, box, "/var/lib/ghost", unitCgroup+"/garden/ghost")
+
+	in(t, box, "sh", "-c", "runc --root "+runcRoot+" create --no-new-keyring --bundle /var/lib/waiting waiting </dev/null >/dev/null 2>&1")
+	in(t, box, "sh", "-c", "runc --root "+runcRoot+" run -d --no-new-keyring --bundle /var/lib/ghost ghost </dev/null >/dev/null 2>&1")
+	b, err := box.ReadFile(runcRoot + "/ghost/state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ghost struct {
+		Pid int `json:"init_process_pid"`
+	}
+	if err := json.Unmarshal(b, &ghost); err != nil || ghost.Pid <= 0 {
+		t.Fatalf("ghost state: %v %s", err, b)
+	}
+	// Kill the container's init behind runc's back (a pid this test started).
+	in(t, box, "kill", "-KILL", fmt.Sprint(ghost.Pid))
+	// A leaked process in the runtime's cgroup subtree, no state for it.
+	in(t, box, "sh", "-c", "mkdir -p /sys/fs/cgroup/memory"+unitCgroup+"/garden/leaked && "+
+		"(sleep 100000 </dev/null >/dev/null 2>&1 & echo $! > /sys/fs/cgroup/memory"+unitCgroup+"/garden/leaked/cgroup.procs)")
+	time.Sleep(1500 * time.Millisecond) // past the 1s runc init limit
+
+	v := validateWith(t, box, cellguard, `{"validator":{"runc_init_max_age":"1s"}}`, "--phase", "drain")
+	if v.code != 0 || v.stdout != "0\n" {
+		t.Fatalf("leftovers warn, never block: exit %d stdout %q\n%s", v.code, v.stdout, v.stderr)
+	}
+	kinds := map[string]map[string]string{}
+	for _, id := range []string{"stuck-runc-init", "runtime-ghosts"} {
+		for _, f := range v.problems(t, id) {
+			kinds[f["kind"]] = f
+			t.Logf("%s: %s", id, f["detail"])
+		}
+	}
+	if f := kinds["stuck-init"]; f == nil || f["container"] != "waiting" {
+		t.Errorf("stuck runc init of \"waiting\" not named: %v", kinds)
+	}
+	if f := kinds["init-gone"]; f == nil || f["container"] != "ghost" {
+		t.Errorf("ghost state not reported: %v", kinds)
+	}
+	if f := kinds["orphan"]; f == nil || f["cgroup"] != unitCgroup+"/garden/leaked" || f["comm"] != "sleep" {
+		t.Errorf("orphan not reported: %v", kinds)
+	}
+	if len(v.problems(t, "cgroup-integrity")) != 0 {
+		t.Errorf("integrity problems: %v", v.problems(t, "cgroup-integrity"))
+	}
+	if st := runcStatus(t, box, "waiting"); st != "created" {
+		t.Fatalf("after validate the waiting container is %q: the validator started it", st)
+	}
 }
