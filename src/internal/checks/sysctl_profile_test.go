@@ -98,7 +98,7 @@ func TestSysctlProfileDrift(t *testing.T) {
 			},
 			subject: "kernel.pid_max", status: check.Fail,
 			data:   map[string]string{"live": "4194304", "wanted": "4194304", "status": sysctl.BootDrift, "boot": "32768"},
-			detail: []string{"live 4194304 is as wanted, but not after a reboot", "/etc/sysctl.d/99-tuning.conf:2 sets it back to 32768 after ours (60-cellguard.conf)"},
+			detail: []string{"live 4194304 is as wanted, but not after a reboot", "/etc/sysctl.d/99-tuning.conf:2 sets it back to 32768, below the floor 4194304, after ours (60-cellguard.conf)"},
 		},
 		{
 			name: "both wrong",

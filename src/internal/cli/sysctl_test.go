@@ -119,7 +119,7 @@ func TestSysctlApplyThenCheck(t *testing.T) {
 	}
 	d := rep.Drifted()
 	if rep.InForce || len(d) != 1 || d[0].Key != "fs.inotify.max_user_watches" || d[0].Status != sysctl.BootDrift ||
-		!strings.Contains(d[0].Explanation, "/etc/sysctl.d/60-other.conf:1 sets it back to 16384 after ours (60-cellguard.conf)") {
+		!strings.Contains(d[0].Explanation, "/etc/sysctl.d/60-other.conf:1 sets it back to 16384, below the floor 524288, after ours (60-cellguard.conf)") {
 		t.Fatalf("drift %+v", d)
 	}
 }

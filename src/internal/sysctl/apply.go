@@ -13,7 +13,7 @@ import (
 // Key results in an apply.
 const (
 	ResultChanged    = "changed"     // written and read back
-	ResultUnchanged  = "unchanged"   // already had the wanted value
+	ResultUnchanged  = "unchanged"   // already had the wanted value (or, for a floor, at least it)
 	ResultInvalid    = "invalid"     // refused before anything was written
 	ResultRejected   = "rejected"    // the kernel refused the value (EINVAL)
 	ResultFailed     = "failed"      // the write failed for another reason
@@ -24,13 +24,20 @@ const (
 
 // KeyResult is one key of an apply.
 type KeyResult struct {
-	Key     string `json:"key"`
-	Before  string `json:"before"`
-	Wanted  string `json:"wanted"`
+	Key    string `json:"key"`
+	Before string `json:"before"`
+	Wanted string `json:"wanted"`
+	// Mode is ModeExact or ModeAtLeast (Wanted is a floor).
+	Mode    string `json:"mode"`
 	After   string `json:"after"`
 	Changed bool   `json:"changed"`
 	Result  string `json:"result"`
 	Error   string `json:"error,omitempty"`
+	// Persisted is the value the file holds for the key; for a floor it may
+	// be above Wanted (see Apply).
+	Persisted string `json:"persisted,omitempty"`
+	// Note explains a floor left alone or persisted above Wanted.
+	Note string `json:"note,omitempty"`
 	// BootNote warns that the boot configuration will not keep this value
 	// (another file wins); check reports the same as boot drift.
 	BootNote string `json:"boot_note,omitempty"`
@@ -56,12 +63,26 @@ func Apply(root string, p Profile) (ApplyReport, error) { return Host{Root: root
 //  1. validate every entry against the running kernel without writing
 //     (unknown, read-only or write-only keys, non-numeric values for
 //     numeric keys); any failure stops here with ErrInvalid;
-//  2. write each value that differs; if the kernel rejects one (EINVAL),
+//  2. write each value that differs (for a floor: each value below it;
+//     a higher one is left alone); if the kernel rejects one (EINVAL),
 //     restore every key written so far and stop with ErrInvalid: the
 //     persisted file is only replaced when every entry is valid;
 //  3. read every written key back;
 //  4. persist the file atomically (its content is deterministic, so an
 //     unchanged profile leaves it untouched).
+//
+// A floor is persisted as max(floor, B), where B is what the other
+// sysctl.d files leave the key at boot, or, when none sets it, the live
+// value after this run. Writing the bare floor would lower at boot what
+// the host has: the kernel's own default (user.max_user_namespaces is half
+// of threads-max, often above 63359) or an earlier file's higher value.
+// Taking B from the other files rather than the live value keeps this file
+// from fighting them: when an operator lowers their own file, the next
+// apply follows it instead of holding a snapshot of the old value; a file
+// read after ours that sets the key lower still wins, and check names it.
+// Live, kernel or runtime values are kept because nothing else brings them
+// back after a reboot. The result depends only on the host's files and
+// live values, so a second run writes the same file.
 //
 // Failures that are not the input's fault (EPERM, a value the kernel
 // stores differently, an unwritable file) return ErrNotApplied with the
@@ -77,7 +98,7 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 	// 1. Validate everything before touching anything.
 	var invalid []error
 	for _, e := range p.Entries {
-		kr := KeyResult{Key: e.Key, Wanted: e.Value, Result: ResultSkipped}
+		kr := KeyResult{Key: e.Key, Wanted: e.Value, Mode: modeOf(e.Mode), Result: ResultSkipped}
 		before, err := checkLive(live, e)
 		kr.Before = NormalizeValue(before)
 		if err != nil {
@@ -96,8 +117,11 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 	for i := range rep.Keys {
 		kr := &rep.Keys[i]
 		k := MustKey(kr.Key)
-		if kr.Before == kr.Wanted {
+		if satisfies(kr.Mode, kr.Before, kr.Wanted) {
 			kr.Result, kr.After = ResultUnchanged, kr.Before
+			if kr.Before != kr.Wanted {
+				kr.Note = fmt.Sprintf("already at least %s (%s); left alone", kr.Wanted, kr.Before)
+			}
 			continue
 		}
 		err := live.Write(k, kr.Wanted)
@@ -152,10 +176,11 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 		if kr.Changed {
 			rep.Changed++
 		}
-		if kr.After != kr.Wanted {
+		// A floor is met by a kernel that rounds up (pipe sizes).
+		if !satisfies(kr.Mode, kr.After, kr.Wanted) {
 			kr.Result = ResultUnverified
-			kr.Error = fmt.Sprintf("%s: wrote %q, the kernel holds %q (it clamps or rounds this key; use the value it holds)",
-				k, kr.Wanted, kr.After)
+			kr.Error = fmt.Sprintf("%s: wrote %q, the kernel holds %q%s (it clamps or rounds this key; use the value it holds)",
+				k, kr.Wanted, kr.After, floorText(kr.Mode, kr.Wanted))
 			failures = append(failures, errors.New(kr.Error))
 		}
 	}
@@ -169,10 +194,19 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 
 	// 4. Persist. Every value is valid here, so the file is right for boot
 	// even if some key could not be written live (EPERM in a container).
+	over := h.persistFloors(p, rep.Keys)
+	for i := range rep.Keys {
+		kr := &rep.Keys[i]
+		kr.Persisted = kr.Wanted
+		if o, ok := over[kr.Key]; ok && o.Value != kr.Wanted {
+			kr.Persisted = o.Value
+			kr.Note = joinNote(kr.Note, fmt.Sprintf("%s keeps %s: %s", filepath.Base(p.File), o.Value, o.Note))
+		}
+	}
 	target := hostJoin(h.Root, p.File)
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		failures = append(failures, fmt.Errorf("create %s: %w", filepath.Dir(p.File), err))
-	} else if res, err := fsutil.WriteFileAtomic(target, Render(p), 0o644); err != nil {
+	} else if res, err := fsutil.WriteFileAtomic(target, render(p, over), 0o644); err != nil {
 		failures = append(failures, fmt.Errorf("persist %s: %w", p.File, err))
 	} else {
 		rep.Persisted, rep.FileChanged = true, res.Changed
@@ -184,7 +218,7 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 			kr := &rep.Keys[i]
 			k := MustKey(kr.Key)
 			win := boot.Winner(k)
-			if win != nil && win.Value == kr.Wanted {
+			if win != nil && satisfies(kr.Mode, win.Value, kr.Wanted) {
 				continue
 			}
 			var oursAt *Assignment
@@ -194,7 +228,7 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 					oursAt = &a
 				}
 			}
-			kr.BootNote = explainBoot(boot, p.File, filepath.Base(p.File), k, kr.Wanted, win, oursAt)
+			kr.BootNote = explainBoot(boot, p.File, filepath.Base(p.File), k, kr.Mode, kr.Wanted, win, oursAt)
 		}
 	}
 
@@ -202,6 +236,48 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 		return rep, fmt.Errorf("apply sysctls: %w: %w", errors.Join(failures...), ErrNotApplied)
 	}
 	return rep, nil
+}
+
+// persistFloors decides the persisted value of each at-least key (see
+// Apply): max(floor, what the other files set at boot), or max(floor, the
+// live value) when no other file sets it.
+func (h Host) persistFloors(p Profile, keys []KeyResult) map[string]persisted {
+	boot, err := LoadBoot(h.Root)
+	var others *BootConfig
+	if err == nil {
+		others = boot.without(p.File)
+	}
+	over := map[string]persisted{}
+	for _, kr := range keys {
+		if kr.Mode != ModeAtLeast {
+			continue
+		}
+		if others != nil {
+			if w := others.Winner(MustKey(kr.Key)); w != nil && decimal(w.Value) == nil {
+				over[kr.Key] = persisted{
+					Value: maxDecimal(kr.Wanted, w.Value),
+					Note:  fmt.Sprintf("%s sets %s at boot; repeated so this file does not lower it", where(others, *w), w.Value),
+				}
+				continue
+			}
+		}
+		live := kr.After
+		if live == "" {
+			live = kr.Before
+		}
+		over[kr.Key] = persisted{
+			Value: maxDecimal(kr.Wanted, live),
+			Note:  fmt.Sprintf("the host held %s when cellguard applied it and no other file sets it; kept so a reboot does not lower it", live),
+		}
+	}
+	return over
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // Summary is a one-line account of an apply, for humans and logs.

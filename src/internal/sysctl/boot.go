@@ -274,6 +274,18 @@ func (b *BootConfig) Winner(k Key) *Assignment {
 	return win
 }
 
+// without is the boot configuration as if the file at host path p set
+// nothing: what the other files leave a key at.
+func (b *BootConfig) without(p string) *BootConfig {
+	nb := &BootConfig{Files: b.Files}
+	for _, a := range b.order {
+		if b.Files[a.File].Path != p {
+			nb.add(a)
+		}
+	}
+	return nb
+}
+
 // History is every assignment that names k, explicitly or by glob, in read
 // order.
 func (b *BootConfig) History(k Key) []Assignment {

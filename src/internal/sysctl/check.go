@@ -7,6 +7,8 @@ import (
 )
 
 // Key states in a check.
+// For a floor (ModeAtLeast) "the wanted value" means any number at least
+// Wanted.
 const (
 	InForce    = "in-force"   // live and boot both give the wanted value
 	LiveDrift  = "live-drift" // boot config is right, the running value is not
@@ -20,6 +22,8 @@ const (
 type KeyCheck struct {
 	Key    string `json:"key"`
 	Wanted string `json:"wanted"`
+	// Mode is ModeExact or ModeAtLeast (Wanted is a floor).
+	Mode   string `json:"mode"`
 	Live   string `json:"live"`
 	LiveOK bool   `json:"live_ok"`
 	// Boot is the value systemd-sysctl would write at boot; BootSet is false
@@ -97,7 +101,7 @@ func (h Host) Check(p Profile) (CheckReport, error) {
 }
 
 func checkKey(live Live, boot *BootConfig, ours string, e Entry) KeyCheck {
-	kc := KeyCheck{Key: e.Key, Wanted: e.Value}
+	kc := KeyCheck{Key: e.Key, Wanted: e.Value, Mode: modeOf(e.Mode)}
 	k, err := ParseKey(e.Key)
 	if err != nil {
 		kc.Status, kc.Error = Unreadable, err.Error()
@@ -119,12 +123,12 @@ func checkKey(live Live, boot *BootConfig, ours string, e Entry) KeyCheck {
 		return kc
 	}
 	kc.Live = NormalizeValue(raw)
-	kc.LiveOK = kc.Live == e.Value
+	kc.LiveOK = satisfies(kc.Mode, kc.Live, e.Value)
 
 	win := boot.Winner(k)
 	if win != nil {
 		kc.Boot, kc.BootSet = win.Value, true
-		kc.BootOK = win.Value == e.Value
+		kc.BootOK = satisfies(kc.Mode, win.Value, e.Value)
 		kc.BootFrom = fmt.Sprintf("%s:%d", boot.File(*win).Path, win.Line)
 	}
 	switch {
@@ -138,13 +142,13 @@ func checkKey(live Live, boot *BootConfig, ours string, e Entry) KeyCheck {
 	default:
 		kc.Status = Drift
 	}
-	kc.Explanation = explain(boot, ours, k, e.Value, kc, win)
+	kc.Explanation = explain(boot, ours, k, kc, win)
 	return kc
 }
 
 // explain builds the operator's sentence: first what happens at boot (which
 // file wins, relative to ours), then what the live value says.
-func explain(boot *BootConfig, ours string, k Key, wanted string, kc KeyCheck, win *Assignment) string {
+func explain(boot *BootConfig, ours string, k Key, kc KeyCheck, win *Assignment) string {
 	oursName := path.Base(ours)
 	var oursAt *Assignment // our last assignment of k, if our file sets it
 	for _, a := range boot.History(k) {
@@ -154,24 +158,25 @@ func explain(boot *BootConfig, ours string, k Key, wanted string, kc KeyCheck, w
 		}
 	}
 	var parts []string
+	below := floorClause(kc.Mode, kc.Wanted)
 	if !kc.BootOK {
-		parts = append(parts, explainBoot(boot, ours, oursName, k, wanted, win, oursAt))
+		parts = append(parts, explainBoot(boot, ours, oursName, k, kc.Mode, kc.Wanted, win, oursAt))
 	}
 	if !kc.LiveOK {
 		switch {
 		case win != nil && kc.Live == win.Value:
-			parts = append(parts, fmt.Sprintf("the live value %s is what %s sets", kc.Live, where(boot, *win)))
+			parts = append(parts, fmt.Sprintf("the live value %s%s is what %s sets", kc.Live, below, where(boot, *win)))
 		case kc.BootOK:
-			parts = append(parts, fmt.Sprintf("the live value is %s although %s sets %s at boot: systemd-sysctl has not "+
-				"run since, or something changed the key at runtime; run cellguard sysctl apply", kc.Live, where(boot, *win), wanted))
+			parts = append(parts, fmt.Sprintf("the live value is %s%s although %s sets %s at boot: systemd-sysctl has not "+
+				"run since, or something changed the key at runtime; run cellguard sysctl apply", kc.Live, below, where(boot, *win), win.Value))
 		default:
-			parts = append(parts, fmt.Sprintf("the live value is %s", kc.Live))
+			parts = append(parts, fmt.Sprintf("the live value is %s%s", kc.Live, floorText(kc.Mode, kc.Wanted)))
 		}
 	}
 	return strings.Join(parts, "; ")
 }
 
-func explainBoot(boot *BootConfig, ours, oursName string, k Key, wanted string, win *Assignment, oursAt *Assignment) string {
+func explainBoot(boot *BootConfig, ours, oursName string, k Key, mode, wanted string, win *Assignment, oursAt *Assignment) string {
 	if win == nil {
 		// Nothing sets it at boot. Say why ours does not.
 		for _, a := range boot.final {
@@ -187,18 +192,22 @@ func explainBoot(boot *BootConfig, ours, oursName string, k Key, wanted string, 
 	if win.Pattern {
 		glob = fmt.Sprintf(" (glob %s)", swapSeparators(win.Key))
 	}
+	// For a floor, say the winner is below it: that is what makes it drift.
+	below := floorClause(mode, wanted)
 	switch {
+	case wf.Path == ours && below != "":
+		return fmt.Sprintf("%s sets %s%s: the file is stale; run cellguard sysctl apply", where(boot, *win), win.Value, floorText(mode, wanted))
 	case wf.Path == ours:
 		return fmt.Sprintf("%s sets %s, not %s: the file is stale; run cellguard sysctl apply", where(boot, *win), win.Value, wanted)
 	case oursAt != nil && wf.Last:
-		return fmt.Sprintf("%s sets it to %s%s and is read last, after ours (%s), so it wins at boot",
-			where(boot, *win), win.Value, glob, oursName)
+		return fmt.Sprintf("%s sets it to %s%s%s and is read last, after ours (%s), so it wins at boot",
+			where(boot, *win), win.Value, glob, below, oursName)
 	case oursAt != nil:
-		return fmt.Sprintf("%s sets it back to %s%s after ours (%s), so it wins at boot",
-			where(boot, *win), win.Value, glob, oursName)
+		return fmt.Sprintf("%s sets it back to %s%s%s after ours (%s), so it wins at boot",
+			where(boot, *win), win.Value, glob, below, oursName)
 	default:
-		return fmt.Sprintf("%s sets it to %s%s at boot and ours does not set it: %s",
-			where(boot, *win), win.Value, glob, whyNotOurs(boot, ours, oursName, k))
+		return fmt.Sprintf("%s sets it to %s%s%s at boot and ours does not set it: %s",
+			where(boot, *win), win.Value, glob, below, whyNotOurs(boot, ours, oursName, k))
 	}
 }
 

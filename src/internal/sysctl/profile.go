@@ -24,8 +24,11 @@ const DefaultFile = "/etc/sysctl.d/60-cellguard.conf"
 
 // Entry is one wanted key. Value is normalized (see NormalizeValue).
 type Entry struct {
-	Key    string `json:"key"` // canonical dotted name
-	Value  string `json:"value"`
+	Key   string `json:"key"` // canonical dotted name
+	Value string `json:"value"`
+	// Mode is ModeExact or ModeAtLeast (Value is then a floor); empty
+	// means exact.
+	Mode   string `json:"mode"`
 	Why    string `json:"why,omitempty"`
 	Source string `json:"source,omitempty"`
 	// From says where the entry came from: "profile container-host",
@@ -43,89 +46,98 @@ type Profile struct {
 
 // containerHost is the built-in profile. Order is the order of the
 // persisted file and of every report.
+//
+// Capacity limits are floors (ModeAtLeast): an operator expects a quota to
+// be a minimum, and the host may already allow more (its kernel's default,
+// the stemcell, another job), which apply must not take away. Switches,
+// modes and limits where 0 means "no limit" are exact: there a higher
+// number is not "more", it is a different (stricter) behaviour.
 var containerHost = []Entry{
 	{
-		Key: "fs.pipe-user-pages-soft", Value: "0",
+		Key: "fs.pipe-user-pages-soft", Value: "0", Mode: ModeExact,
 		Why: "root owns the pipes of every root container, so all of them share one soft budget (default 16384 pages); " +
 			"past it the kernel hands out minimal pipes and runc 1.0.0-rc93's 'runc init' hung writing its seccomp " +
-			"filter into one; 0 disables the soft limit",
+			"filter into one; 0 disables the soft limit, so exact: any other value, however high, is a limit again",
 		Source: "https://github.com/opencontainers/runc/issues/2828 (fixed in runc by https://github.com/opencontainers/runc/pull/2871)",
 	},
 	{
-		Key: "fs.pipe-user-pages-hard", Value: "0",
+		Key: "fs.pipe-user-pages-hard", Value: "0", Mode: ModeExact,
 		Why: "a hard limit makes pipe creation fail outright for every container sharing the uid once reached; " +
-			"0 (the kernel default) means no hard limit",
+			"0 (the kernel default) means no hard limit, so exact: any other value is one",
 		Source: "https://man7.org/linux/man-pages/man7/pipe.7.html",
 	},
 	{
-		Key: "fs.pipe-max-size", Value: "1048576",
-		Why: "the most an unprivileged (container) process may grow a pipe to with F_SETPIPE_SZ; pinned at the " +
-			"kernel default 1 MiB, a power-of-two page count the kernel stores unrounded",
+		Key: "fs.pipe-max-size", Value: "1048576", Mode: ModeAtLeast,
+		Why: "the most an unprivileged (container) process may grow a pipe to with F_SETPIPE_SZ; at least the " +
+			"kernel default 1 MiB (a power-of-two page count the kernel stores unrounded): a host allowing more keeps it",
 		Source: "https://man7.org/linux/man-pages/man7/pipe.7.html",
 	},
 	{
-		Key: "kernel.keys.root_maxkeys", Value: "1000000",
+		Key: "kernel.keys.root_maxkeys", Value: "1000000", Mode: ModeAtLeast,
 		Why: "runc creates a session keyring per container, charged to root; the default 200 makes container " +
-			"creation fail with 'disk quota exceeded' (kubelet sets the same value)",
+			"creation fail with 'disk quota exceeded' (kubelet sets the same value); a quota, so at least",
 		Source: "https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/component-helpers/node/util/sysctl/sysctl.go; " +
 			"https://github.com/cloudfoundry/garden-runc-release/pull/11",
 	},
 	{
-		Key: "kernel.keys.root_maxbytes", Value: "25000000",
-		Why:    "the byte quota that goes with root_maxkeys: 25 bytes per key, as kubelet sets it",
+		Key: "kernel.keys.root_maxbytes", Value: "25000000", Mode: ModeAtLeast,
+		Why:    "the byte quota that goes with root_maxkeys: 25 bytes per key, as kubelet sets it; at least",
 		Source: "https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/component-helpers/node/util/sysctl/sysctl.go",
 	},
 	{
-		Key: "kernel.keys.maxkeys", Value: "1000000",
+		Key: "kernel.keys.maxkeys", Value: "1000000", Mode: ModeAtLeast,
 		Why: "the same quota for non-root uids: keyrings of user-namespaced (unprivileged) containers are charged " +
-			"to the mapped host uid, which all of Garden's unprivileged containers share (default 200)",
+			"to the mapped host uid, which all of Garden's unprivileged containers share (default 200); at least",
 		Source: "https://github.com/nestybox/sysbox/issues/332; https://man7.org/linux/man-pages/man7/keyrings.7.html",
 	},
 	{
-		Key: "kernel.keys.maxbytes", Value: "25000000",
-		Why:    "the byte quota that goes with maxkeys (default 20000)",
+		Key: "kernel.keys.maxbytes", Value: "25000000", Mode: ModeAtLeast,
+		Why:    "the byte quota that goes with maxkeys (default 20000); at least",
 		Source: "https://github.com/nestybox/sysbox/issues/332",
 	},
 	{
-		Key: "kernel.pid_max", Value: "4194304",
+		Key: "kernel.pid_max", Value: "4194304", Mode: ModeAtLeast,
 		Why: "every container process takes a host pid; 2^22 is the 64-bit maximum, what garden_ctl wrote and " +
-			"what systemd's 50-pid-max.conf and the EKS node image set",
+			"what systemd's 50-pid-max.conf and the EKS node image set; at least, like every capacity limit",
 		Source: "https://github.com/systemd/systemd/blob/main/sysctl.d/50-pid-max.conf; " +
 			"https://github.com/awslabs/amazon-eks-ami/blob/main/templates/al2023/runtime/rootfs/etc/sysctl.conf",
 	},
 	{
-		Key: "fs.inotify.max_user_instances", Value: "8192",
+		Key: "fs.inotify.max_user_instances", Value: "8192", Mode: ModeAtLeast,
 		Why: "inotify instances are counted per uid, so containers sharing a uid share the default 128; " +
-			"containerd watches each cgroup v2 container's memory.events with inotify",
+			"containerd watches each cgroup v2 container's memory.events with inotify; at least",
 		Source: "https://github.com/awslabs/amazon-eks-ami/blob/main/templates/al2023/runtime/rootfs/etc/sysctl.conf",
 	},
 	{
-		Key: "fs.inotify.max_user_watches", Value: "524288",
-		Why:    "watches are also per uid and shared across containers; EKS and kind use 524288",
+		Key: "fs.inotify.max_user_watches", Value: "524288", Mode: ModeAtLeast,
+		Why: "watches are also per uid and shared across containers; EKS and kind use 524288; at least (since " +
+			"Linux 5.11 the default scales with RAM and may be higher)",
 		Source: "https://github.com/awslabs/amazon-eks-ami/blob/main/templates/al2023/runtime/rootfs/etc/sysctl.conf",
 	},
 	{
-		Key: "user.max_user_namespaces", Value: "63359",
+		Key: "user.max_user_namespaces", Value: "63359", Mode: ModeAtLeast,
 		Why: "each unprivileged container needs a user namespace; hardened images set 0, which breaks them; " +
-			"a fixed value so drift is visible (buildkit documents the same number)",
+			"at least 63359 (buildkit documents the number): the kernel's default (half of threads-max) is " +
+			"often higher and must not be lowered",
 		Source: "https://www.kernel.org/doc/html/latest/admin-guide/sysctl/user.html; " +
 			"https://github.com/moby/buildkit/blob/master/examples/kubernetes/sysctl-userns.privileged.yaml",
 	},
 	{
-		Key: "vm.panic_on_oom", Value: "0",
+		Key: "vm.panic_on_oom", Value: "0", Mode: ModeExact,
 		Why: "2 panics the host on a memory cgroup OOM, so one container hitting its limit would take the cell " +
-			"down; 0 lets the OOM killer act inside the cgroup (kubelet requires 0)",
+			"down; 0 lets the OOM killer act inside the cgroup (kubelet requires 0); a mode, so exact",
 		Source: "https://www.kernel.org/doc/html/latest/admin-guide/sysctl/vm.html#panic-on-oom; " +
 			"https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/component-helpers/node/util/sysctl/sysctl.go",
 	},
 	{
-		Key: "net.ipv4.ip_forward", Value: "1",
-		Why:    "container traffic is routed through the host from each container's veth",
+		Key: "net.ipv4.ip_forward", Value: "1", Mode: ModeExact,
+		Why:    "container traffic is routed through the host from each container's veth; a switch, so exact",
 		Source: "https://kubernetes.io/docs/setup/production-environment/container-runtimes/#prerequisite-ipv4-forwarding-optional",
 	},
 	{
-		Key: "kernel.dmesg_restrict", Value: "1",
-		Why:    "containers share the host's kernel log; Garden restricts it so container users cannot read host messages",
+		Key: "kernel.dmesg_restrict", Value: "1", Mode: ModeExact,
+		Why: "containers share the host's kernel log; Garden restricts it so container users cannot read host " +
+			"messages; a switch, so exact",
 		Source: "https://github.com/cloudfoundry/garden-runc-release/blob/develop/jobs/garden/templates/garden_ctl.erb",
 	},
 }
@@ -152,7 +164,7 @@ var sysctlDirs = []string{"/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysc
 
 // Resolve builds the wanted profile from the job config: the named profile
 // (empty means container-host), minus Remove, plus Set (which overrides
-// profile values). Every key and value is checked for syntax here; whether
+// profile values; a value written ">=N" is a floor, any other is exact). Every key and value is checked for syntax here; whether
 // the key exists on this kernel is checked by Apply and Check.
 func Resolve(c config.Sysctl) (Profile, error) {
 	base, err := Builtin(c.Profile)
@@ -185,7 +197,8 @@ func Resolve(c config.Sysctl) (Profile, error) {
 		}
 		remove[k.Name()] = true
 	}
-	set := map[string]string{}
+	// set holds the operator's entries: Value and Mode only.
+	set := map[string]Entry{}
 	var setKeys []string
 	for raw, v := range c.Set {
 		k, err := ParseKey(raw)
@@ -197,6 +210,11 @@ func Resolve(c config.Sysctl) (Profile, error) {
 			errs = append(errs, "set: "+err.Error())
 			continue
 		}
+		mode, value, err := parseSetValue(k, v)
+		if err != nil {
+			errs = append(errs, "set: "+err.Error())
+			continue
+		}
 		if _, dup := set[k.Name()]; dup {
 			errs = append(errs, fmt.Sprintf("set %q: the same key is given twice (in another notation)", raw))
 			continue
@@ -205,7 +223,7 @@ func Resolve(c config.Sysctl) (Profile, error) {
 			errs = append(errs, fmt.Sprintf("set %q: also listed in remove", raw))
 			continue
 		}
-		set[k.Name()] = NormalizeValue(v)
+		set[k.Name()] = Entry{Value: value, Mode: mode}
 		setKeys = append(setKeys, k.Name())
 	}
 	if len(errs) > 0 {
@@ -218,10 +236,13 @@ func Resolve(c config.Sysctl) (Profile, error) {
 		if remove[e.Key] {
 			continue
 		}
-		if v, ok := set[e.Key]; ok {
-			if v != e.Value {
-				e.Why = fmt.Sprintf("operator override of %s (profile value %s: %s)", e.Key, e.Value, e.Why)
-				e.Value, e.From = v, "override"
+		// An operator's value is exact unless written ">=N", even when
+		// the number equals a profile floor: writing the plain number is
+		// how an operator pins a key.
+		if o, ok := set[e.Key]; ok {
+			if o.Value != e.Value || o.Mode != modeOf(e.Mode) {
+				e.Why = fmt.Sprintf("operator override of %s (profile value %s: %s)", e.Key, e.Wanted(), e.Why)
+				e.Value, e.Mode, e.From = o.Value, o.Mode, "override"
 			}
 			delete(set, e.Key)
 		}
@@ -229,8 +250,12 @@ func Resolve(c config.Sysctl) (Profile, error) {
 	}
 	sort.Strings(setKeys)
 	for _, k := range setKeys {
-		if v, ok := set[k]; ok {
-			p.Entries = append(p.Entries, Entry{Key: k, Value: v, Why: "set by the operator", From: "config"})
+		if o, ok := set[k]; ok {
+			why := "set by the operator"
+			if o.Mode == ModeAtLeast {
+				why = "set by the operator as a floor"
+			}
+			p.Entries = append(p.Entries, Entry{Key: k, Value: o.Value, Mode: o.Mode, Why: why, From: "config"})
 		}
 	}
 	return p, nil
@@ -279,9 +304,20 @@ func validateValueSyntax(k Key, v string) error {
 	return nil
 }
 
-// Render is the persisted file's content: deterministic, so a second apply
-// leaves the file untouched.
-func Render(p Profile) []byte {
+// Render is the file for a profile whose floors are written as they are
+// (what Apply persists when the host has nothing higher).
+func Render(p Profile) []byte { return render(p, nil) }
+
+// persisted is what Apply writes for one at-least key: the value, and a
+// comment saying why it is above the floor.
+type persisted struct {
+	Value string
+	Note  string
+}
+
+// render is the persisted file's content: deterministic, so a second apply
+// leaves the file untouched. over replaces the value of at-least keys.
+func render(p Profile, over map[string]persisted) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by cellguard sysctl apply (profile %s). Do not edit: the next apply\n", p.Name)
 	b.WriteString("# replaces this file. Change the cellguard job's sysctl properties instead.\n")
@@ -293,7 +329,16 @@ func Render(p Profile) []byte {
 		if e.Source != "" {
 			fmt.Fprintf(&b, "# source: %s\n", oneLine(e.Source))
 		}
-		fmt.Fprintf(&b, "%s = %s\n", e.Key, e.Value)
+		v := e.Value
+		if e.IsAtLeast() {
+			note := fmt.Sprintf("at least %s", e.Value)
+			if o, ok := over[e.Key]; ok && o.Value != e.Value {
+				v = o.Value
+				note += "; " + o.Note
+			}
+			fmt.Fprintf(&b, "# %s\n", oneLine(note))
+		}
+		fmt.Fprintf(&b, "%s = %s\n", e.Key, v)
 	}
 	return []byte(b.String())
 }

@@ -21,7 +21,8 @@ var stringKeys = map[string]bool{
 // checkLive validates an entry against the running kernel without writing:
 // the key must be a readable, writable file under /proc/sys, and a numeric
 // key (judged by what the kernel prints now) needs as many decimal integers
-// as it holds. It returns the current raw value.
+// as it holds, and a floor needs a key holding one number. It returns the
+// current raw value.
 func checkLive(live Live, e Entry) (string, error) {
 	k, err := ParseKey(e.Key)
 	if err != nil {
@@ -45,6 +46,9 @@ func checkLive(live Live, e Entry) (string, error) {
 		return "", fmt.Errorf("%s: %w", k, err)
 	}
 	if err := checkValueFor(k, cur, e.Value); err != nil {
+		return cur, err
+	}
+	if err := checkMode(k, e, cur); err != nil {
 		return cur, err
 	}
 	return cur, nil
