@@ -236,3 +236,62 @@ func TestFaultUnitDirReadOnly(t *testing.T) {
 		t.Fatalf("install once writable: %+v", res)
 	}
 }
+
+// TestCrashDropInConverges: `cellguard unit protect-supervisor` is SIGKILLed
+// after each step of replacing the supervisor's drop-in (an older
+// cellguard's Delegate=yes, which leaves v1 blkio movable). The drop-in is
+// the old or the new one, and the next run reloads (on NeedDaemonReload
+// when the file is already new) so systemd reports the full delegation.
+func TestCrashDropInConverges(t *testing.T) {
+	box := bootBox(t, "cdropin")
+	writeFile(t, box, "/etc/systemd/system/supervisor.service", "[Service]\nExecStart=/bin/sleep infinity\n", 0o644)
+	in(t, box, "systemctl", "daemon-reload")
+	in(t, box, "systemctl", "start", "supervisor.service")
+	pid := strings.TrimSpace(in(t, box, "systemctl", "show", "-p", "MainPID", "--value", "supervisor.service"))
+	ref := boxRef{box.Root, box.SystemBusAddress}
+	args := []string{"unit", "protect-supervisor", "--pid", pid, "--json",
+		"--root", ref.root(), "--dbus-address", ref.bus(), "--config", emptyConfig(t)}
+	const dropIn = "/etc/systemd/system/supervisor.service.d/50-cellguard-delegate.conf"
+	const oldText = "[Service]\nDelegate=yes\n"
+	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("cdropin"), Root: box.Root,
+		DBus: systemd.Options{Address: box.SystemBusAddress}}
+
+	for _, step := range []string{"create", "write", "chmod", "fsync", "close", "rename", "fsync-dir"} {
+		t.Run(step, func(t *testing.T) {
+			writeFile(t, box, dropIn, oldText, 0o644)
+			in(t, box, "systemctl", "daemon-reload")
+			_, killed, out, errOut := cellguard(t, []string{fsutil.CrashEnv + "=" + step + ":50-cellguard-delegate.conf"}, args...)
+			if !killed {
+				t.Fatalf("protect-supervisor was not killed after %s\n%s\n%s", step, out, errOut)
+			}
+			now, err := os.ReadFile(filepath.Join(box.Root, dropIn))
+			if err != nil {
+				t.Fatal(err)
+			}
+			renamed := step == "rename" || step == "fsync-dir"
+			isNew := bytes.Contains(now, []byte("Delegate=cpu cpuacct io blkio memory devices pids\n"))
+			if renamed != isNew || (!renamed && string(now) != oldText) {
+				t.Fatalf("crash after %s: drop-in is neither the old nor the expected one:\n%s", step, now)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			u, err := m.Status(ctx, "supervisor.service")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.NeedDaemonReload != renamed {
+				t.Fatalf("crash after %s: NeedDaemonReload=%v", step, u.NeedDaemonReload)
+			}
+			code, _, out, errOut := cellguard(t, nil, args...)
+			if code != cli.ExitOK || !strings.Contains(out, `"reloaded": true`) {
+				t.Fatalf("protect-supervisor after the crash: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if u, err = m.Status(ctx, "supervisor.service"); err != nil || u.NeedDaemonReload || u.ActiveState != "active" {
+				t.Fatalf("after convergence: %+v %v", u, err)
+			}
+			if ok, missing := u.Delegates([]string{"blkio", "cpu", "memory", "pids"}); !ok {
+				t.Fatalf("after convergence the supervisor lacks %v (DelegateControllers %v)", missing, u.DelegateControllers)
+			}
+		})
+	}
+}
