@@ -83,8 +83,9 @@ func (c *SysctlProfile) Run(ctx context.Context) ([]check.Finding, error) {
 			continue
 		}
 		e := why[k.Key]
+		wanted := sysctl.WantedLabel(k.Mode, k.Wanted) // ">=N" for a floor
 		d := map[string]string{
-			"key": k.Key, "wanted": k.Wanted, "live": k.Live, "status": k.Status,
+			"key": k.Key, "wanted": k.Wanted, "mode": k.Mode, "live": k.Live, "status": k.Status,
 			"boot_set": strconv.FormatBool(k.BootSet), "from": e.From,
 		}
 		if k.BootSet {
@@ -100,14 +101,14 @@ func (c *SysctlProfile) Run(ctx context.Context) ([]check.Finding, error) {
 		switch k.Status {
 		case sysctl.Unreadable:
 			f.Status = check.Error
-			f.Detail = fmt.Sprintf("%s: cannot read it (wanted %s): %s", k.Key, k.Wanted, k.Error)
+			f.Detail = fmt.Sprintf("%s: cannot read it (wanted %s): %s", k.Key, wanted, k.Error)
 			d["error"] = k.Error
 		case sysctl.Missing:
-			f.Detail = fmt.Sprintf("%s: wanted %s: %s", k.Key, k.Wanted, k.Explanation)
+			f.Detail = fmt.Sprintf("%s: wanted %s: %s", k.Key, wanted, k.Explanation)
 		case sysctl.BootDrift:
 			f.Detail = fmt.Sprintf("%s: live %s is as wanted, but not after a reboot: %s", k.Key, k.Live, k.Explanation)
 		default:
-			f.Detail = fmt.Sprintf("%s: live %s, wanted %s (%s): %s", k.Key, k.Live, k.Wanted, k.Status, k.Explanation)
+			f.Detail = fmt.Sprintf("%s: live %s, wanted %s (%s): %s", k.Key, k.Live, wanted, k.Status, k.Explanation)
 		}
 		fs = append(fs, f)
 	}

@@ -29,17 +29,29 @@ The profile is the built-in "container-host" profile (or "none"), minus the
 keys in --remove / the config's sysctl.remove, plus --set / sysctl.set,
 which override profile values. Flags win over the config file. Keys take
 either notation: fs.inotify.max_user_watches or fs/inotify/max_user_watches.
+
+Each entry is exact (the key must hold the value) or a floor (at least the
+value). The profile's capacity limits (pipe-max-size, kernel.keys quotas,
+pid_max, inotify, user.max_user_namespaces) are floors; switches and limits
+where 0 means unlimited are exact; "cellguard sysctl profile" shows which.
+--set KEY=VALUE is exact; --set 'KEY>=N' (or KEY=>=N; in the config
+"KEY": ">=N") is a floor of one number. Keys holding several values are exact.
 `
 
 const sysctlApplyHelp = sysctlProfileHelp + `
 apply validates every entry against the running kernel first (unknown keys,
 bad names, non-numeric values for numeric keys); then writes each value that
-differs under /proc/sys and reads it back; if the kernel rejects a value
+differs under /proc/sys (a floor only when the live value is below it: a
+higher one is left alone) and reads it back; if the kernel rejects a value
 (EINVAL) every key this run changed is restored and the file is left alone.
-Only then is --file replaced, atomically. A second run changes nothing.
+Only then is --file replaced, atomically. A floor is persisted as the larger
+of the floor and what the other sysctl.d files set for the key (the live
+value when none does), so a reboot does not lower it either. A second run
+changes nothing.
 
 Exit codes:
-  0  every key holds its wanted value and --file holds the profile
+  0  every key holds its wanted value (at least it, for a floor) and --file
+     holds the profile
   1  a key could not be applied or verified (EPERM, the kernel stored another
      value), or --file could not be written
   2  bad input: bad flags or config, unknown key, bad name, a value that does
@@ -55,7 +67,8 @@ the later assignment wins, and /etc/sysctl.conf is read last (or where
 Debian's 99-sysctl.conf symlink puts it).
 
 Exit codes:
-  0  every key is in force: live and boot values equal the profile
+  0  every key is in force: live and boot values equal the profile (are at
+     least it, for a floor)
   1  drift: a live value differs, another file wins at boot, or a key does
      not exist on this kernel
   2  could not run: bad flags, config or profile, unreadable sysctl.d
@@ -74,7 +87,7 @@ func newSysctlFlags(env *Env, name, help string) (*flag.FlagSet, *sysctlFlags) {
 	fs := newFlagSet(env, "sysctl "+name, "sysctl "+name+" [flags]", &f.common)
 	fs.StringVar(&f.root, "root", "/", "root prefix for /proc/sys and the sysctl.d trees (tests: a fixture tree)")
 	fs.StringVar(&f.profile, "profile", "", "built-in profile: container-host (default) or none")
-	fs.Var(&f.set, "set", "KEY=VALUE to add or override (repeatable)")
+	fs.Var(&f.set, "set", "KEY=VALUE (exact) or 'KEY>=N' (a floor) to add or override (repeatable)")
 	fs.Var(&f.remove, "remove", "KEY to drop from the profile (repeatable)")
 	fs.StringVar(&f.file, "file", "", "persisted file, in a sysctl.d directory (default "+sysctl.DefaultFile+")")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON on stdout")
@@ -103,7 +116,11 @@ func (f *sysctlFlags) resolve(cfg *config.Config) (sysctl.Profile, error) {
 		for _, kv := range f.set {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok {
-				return sysctl.Profile{}, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+				return sysctl.Profile{}, fmt.Errorf("--set %q: want KEY=VALUE or KEY>=N", kv)
+			}
+			// "KEY>=N" cut at "=" leaves the ">" on the key.
+			if strings.HasSuffix(k, ">") {
+				k, v = strings.TrimSuffix(k, ">"), sysctl.AtLeastPrefix+v
 			}
 			merged[strings.TrimSpace(k)] = v
 		}
@@ -150,7 +167,11 @@ func runSysctlApply(_ context.Context, env *Env, args []string) int {
 
 	rep, err := sysctl.Host{Root: f.root}.Apply(p)
 	for _, k := range rep.Keys {
-		data := lager.Data{"key": k.Key, "before": k.Before, "wanted": k.Wanted, "after": k.After, "result": k.Result}
+		data := lager.Data{"key": k.Key, "before": k.Before, "wanted": k.Wanted, "mode": k.Mode, "after": k.After,
+			"result": k.Result, "persisted": k.Persisted}
+		if k.Note != "" {
+			data["note"] = k.Note
+		}
 		switch {
 		case k.Error != "":
 			data["error"] = k.Error
@@ -203,7 +224,7 @@ func runSysctlCheck(_ context.Context, env *Env, args []string) int {
 		return ExitCantRun
 	}
 	for _, k := range rep.Drifted() {
-		logger.Info("key-not-in-force", lager.Data{"key": k.Key, "status": k.Status, "wanted": k.Wanted,
+		logger.Info("key-not-in-force", lager.Data{"key": k.Key, "status": k.Status, "wanted": k.Wanted, "mode": k.Mode,
 			"live": k.Live, "boot": k.Boot, "boot_from": k.BootFrom, "explanation": k.Explanation, "error": k.Error})
 	}
 	if f.jsonOut {
@@ -231,7 +252,11 @@ func runSysctlProfile(_ context.Context, env *Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "profile %s, persisted to %s\n", p.Name, p.File)
 	for _, e := range p.Entries {
-		fmt.Fprintf(env.Stdout, "\n%s = %s  (%s)\n  why: %s\n", e.Key, e.Value, e.From, e.Why)
+		op := "="
+		if e.IsAtLeast() {
+			op = sysctl.AtLeastPrefix
+		}
+		fmt.Fprintf(env.Stdout, "\n%s %s %s  (%s, %s)\n  why: %s\n", e.Key, op, e.Value, e.From, sysctlModeOf(e.Mode), e.Why)
 		if e.Source != "" {
 			fmt.Fprintf(env.Stdout, "  source: %s\n", e.Source)
 		}
@@ -249,12 +274,18 @@ func printApply(w io.Writer, rep sysctl.ApplyReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tBEFORE\tWANTED\tAFTER\tRESULT")
 	for _, k := range rep.Keys {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Key, sysctlDash(k.Before), k.Wanted, sysctlDash(k.After), k.Result)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Key, sysctlDash(k.Before), sysctl.WantedLabel(k.Mode, k.Wanted),
+			sysctlDash(k.After), k.Result)
 	}
 	_ = tw.Flush()
 	for _, k := range rep.Keys {
 		if k.Error != "" {
 			fmt.Fprintf(w, "%s: %s\n", k.Result, k.Error)
+		}
+	}
+	for _, k := range rep.Keys {
+		if k.Note != "" {
+			fmt.Fprintf(w, "%s: %s\n", k.Key, k.Note)
 		}
 	}
 	for _, k := range rep.Keys {
@@ -273,7 +304,7 @@ func printCheck(w io.Writer, rep sysctl.CheckReport) {
 		if !k.BootSet {
 			boot = "(unset)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Key, k.Wanted, sysctlDash(k.Live), boot, k.Status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Key, sysctl.WantedLabel(k.Mode, k.Wanted), sysctlDash(k.Live), boot, k.Status)
 	}
 	_ = tw.Flush()
 	drifted := rep.Drifted()
@@ -289,6 +320,13 @@ func printCheck(w io.Writer, rep sysctl.CheckReport) {
 	} else {
 		fmt.Fprintf(w, "%d of %d keys not in force (profile %s, %s)\n", len(drifted), len(rep.Keys), rep.Profile, rep.File)
 	}
+}
+
+func sysctlModeOf(m string) string {
+	if m == "" {
+		return sysctl.ModeExact
+	}
+	return m
 }
 
 func sysctlDash(s string) string {
