@@ -73,28 +73,49 @@ order="$(ruby -ryaml -e '
     pkgs -= ready
   end' "${unpacked}/release.MF")"
 
-vcap="${work}/vcap"
-installed="${vcap}/data/packages"  # where compiled packages end up
+# As root, each packaging script runs in its own mount and network namespace
+# with a scratch directory bound over /var: the real paths
+# (/var/vcap/data/compile/NAME, /var/vcap/packages/DEP), no network, nothing
+# of the host's /var. Otherwise the same layout lives under the scratch dir
+# and BOSH_PACKAGES_DIR (honoured by golang-1-linux's compile.env) points at it
+# (CELLGUARD_E2E_RELOCATED=1 forces that).
+var="${work}/var"
+exact=false
+if [ "$(id -u)" = 0 ] && [ "${CELLGUARD_E2E_RELOCATED:-}" != 1 ] && unshare --mount --net true 2>/dev/null; then
+  exact=true
+fi
+installed="${var}/vcap/data/packages"  # compiled packages, on the host side
 while read -r name version deps; do
-  compile="${vcap}/data/compile/${name}"
+  compile="${var}/vcap/data/compile/${name}"
   install="${installed}/${name}/${version}"
-  packages="${vcap}/packages"
+  packages="${var}/vcap/packages"
   mkdir -p "${compile}" "${install}"
   tar -xzf "${unpacked}/packages/${name}.tgz" -C "${compile}"
   # The agent keeps only the declared dependencies under /var/vcap/packages.
   rm -rf "${packages}" && mkdir -p "${packages}"
   for dep in ${deps//,/ }; do
-    ln -s "${installed}/${dep}/"* "${packages}/${dep}"
+    dep_dir="$(basename "$(echo "${installed}/${dep}/"*)")"
+    if ${exact}; then
+      ln -s "/var/vcap/data/packages/${dep}/${dep_dir}" "${packages}/${dep}"
+    else
+      ln -s "${installed}/${dep}/${dep_dir}" "${packages}/${dep}"
+    fi
   done
   t0=${SECONDS}
-  (cd "${compile}" && env -i \
-      PATH=/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin HOME="${work}/home" \
-      BOSH_COMPILE_TARGET="${compile}" BOSH_INSTALL_TARGET="${install}" \
-      BOSH_PACKAGE_NAME="${name}" BOSH_PACKAGE_VERSION="${version}" \
-      BOSH_PACKAGES_DIR="${packages}" \
-      "${offline[@]}" bash -x packaging) >"${work}/compile-${name}.log" 2>&1 ||
-    { tail -n 40 "${work}/compile-${name}.log" >&2; fail "compiling ${name} from the tarball"; }
-  say "compiled ${name}/${version} (deps: ${deps:-none}) in $((SECONDS - t0))s"
+  clean_env=(env -i PATH=/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin
+    BOSH_PACKAGE_NAME="${name}" BOSH_PACKAGE_VERSION="${version}")
+  if ${exact}; then
+    in_ns_compile="/var/vcap/data/compile/${name}"
+    unshare --mount --net -- bash -c 'mount --make-rprivate / && mount --bind "$1" /var && cd "$2" && shift 3 && exec "$@"' \
+      _ "${var}" "${in_ns_compile}" - "${clean_env[@]}" HOME=/var/vcap/data/home \
+      BOSH_COMPILE_TARGET="${in_ns_compile}" BOSH_INSTALL_TARGET="/var/vcap/data/packages/${name}/${version}" \
+      bash -x packaging >"${work}/compile-${name}.log" 2>&1
+  else
+    (cd "${compile}" && "${clean_env[@]}" HOME="${work}/home" \
+      BOSH_COMPILE_TARGET="${compile}" BOSH_INSTALL_TARGET="${install}" BOSH_PACKAGES_DIR="${packages}" \
+      "${offline[@]}" bash -x packaging) >"${work}/compile-${name}.log" 2>&1
+  fi || { tail -n 40 "${work}/compile-${name}.log" >&2; fail "compiling ${name} from the tarball"; }
+  say "compiled ${name}/${version} (deps: ${deps:-none}) in $((SECONDS - t0))s$(${exact} && echo ', at /var/vcap in a mount namespace, offline')"
   rm -rf "${compile}"
 done <<<"${order}"
 

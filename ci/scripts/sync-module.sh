@@ -17,7 +17,10 @@ dst=src/_module
 tmp="$(mktemp -d "src/.module.XXXXXX")"
 trap 'rm -rf "${tmp}"' EXIT
 cp go.mod go.sum "${tmp}/"
-GOFLAGS=-mod=mod go mod vendor -o "${tmp}/vendor"
+if ! GOFLAGS=-mod=mod go mod vendor -o "${tmp}/vendor"; then
+  echo "sync-module: go mod vendor failed; if it asks for go mod tidy, go.mod does not match the imports: tidy and commit it" >&2
+  exit 1
+fi
 
 if [ "${1:-}" = "--check" ]; then
   if ! diff -r "${tmp}" "${dst}" >/dev/null 2>&1; then
