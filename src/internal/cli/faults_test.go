@@ -22,6 +22,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 )
@@ -338,5 +339,41 @@ func TestFaultSystemdUnreachable(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFaultRuntimeBinaryHangsOrIsMissing: through Main, a containerd that
+// never answers --version is killed after runtimever.DefaultTimeout and
+// reported with that cause: it blocks pre-start (exit 1) and only warns at
+// drain (exit 0, stdout is just the integer); a configured runc that does not
+// exist does not make validate fail to run. The hang itself and the process
+// group kill are proved in runtimever (TestProbeHangingBinary) and checks
+// (TestRuntimeVersionsBinariesMissingOrBroken).
+func TestFaultRuntimeBinaryHangsOrIsMissing(t *testing.T) {
+	h := cell(t)
+	writeFile(t, filepath.Join(h.Root, "usr/bin/containerd"), "#!/bin/sh\nexec sleep 300\n")
+	if err := os.Chmod(filepath.Join(h.Root, "usr/bin/containerd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"validator":{"runtime_binaries":{"runc":"/var/vcap/packages/runc/bin/runc"}}}`
+	start := time.Now()
+	code, out, errOut := runValidateCLI(t, h.Root, cfg, "--phase", "pre-start")
+	if code != ExitFailed {
+		t.Fatalf("pre-start: exit %d, want %d\n%s\n%s", code, ExitFailed, out, errOut)
+	}
+	for _, want := range []string{"BLOCKED by runtime-versions", "/usr/bin/containerd: probe containerd version", "killed its process group"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pre-start stdout lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = runValidateCLI(t, h.Root, cfg, "--phase", "drain")
+	if code != ExitOK || strings.TrimSpace(out) != "0" {
+		t.Fatalf("drain: exit %d, stdout %q, want 0 and \"0\"\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "killed its process group") {
+		t.Errorf("drain stderr does not explain the warning:\n%s", errOut)
+	}
+	if d := time.Since(start); d > 4*runtimever.DefaultTimeout {
+		t.Errorf("two validate runs took %v with a hung binary", d)
 	}
 }
