@@ -207,6 +207,7 @@ launch() {
         --console=read-only --kill-signal=SIGRTMIN+3 --setenv=SDBOX_CGROUP_RW='"$rw"' \
         '"${SDBOX_NSPAWN_ARGS:-}"' /usr/local/sbin/sdbox-init' \
     >"$ST/console.log" 2>&1 </dev/null 8>&- 9>&- &   # the box must not inherit our flocks
+  disown   # no "Killed" job report from this shell when a failed boot is torn down
 }
 
 print_env() {
@@ -237,6 +238,8 @@ EOF
 
 box_lock() { mkdir -p "$BOXES"; exec 8>"$BOXES/$NAME.lock"; flock 8; }
 
+abort_start() { stop_locked 0 || true; rm -f "$BOXES/$NAME.lock"; die "$@"; }
+
 do_start() {
   local np ip state deadline
   do_gc
@@ -246,7 +249,8 @@ do_start() {
     print_env; return 0
   fi
   if [ -d "$ST" ] || [ -n "$(for h in $(hierarchies); do [ -d "$h/$CG" ] && echo x; done)" ]; then
-    log "stale state of a previous run found, cleaning up first"; stop_locked
+    log "stale state of a previous run found, cleaning up first"
+    stop_locked || die "cannot clean up the previous run (see above)"
   fi
   ensure_rootfs
   mkdir -p "$ST"
@@ -260,7 +264,7 @@ do_start() {
   deadline=$(( $(date +%s) + BOOT_TIMEOUT )); state=""
   while :; do
     if ! nspawn_pid >/dev/null; then
-      cat "$ST/console.log" >&2 2>/dev/null || true; stop_locked; die "systemd-nspawn exited during boot"
+      cat "$ST/console.log" >&2 2>/dev/null || true; abort_start "systemd-nspawn exited during boot"
     fi
     ip=$(init_pid || true)
     if [ -n "$ip" ] && [ -S "/proc/$ip/root/run/systemd/private" ]; then
@@ -269,7 +273,7 @@ do_start() {
     fi
     if [ "$(date +%s)" -ge $deadline ]; then
       tail -n 50 "$ST/console.log" >&2 || true
-      stop_locked; die "boot timeout after ${BOOT_TIMEOUT}s (state '$state')"
+      abort_start "boot timeout after ${BOOT_TIMEOUT}s (state '$state')"
     fi
     sleep 0.05
   done
@@ -281,14 +285,17 @@ do_start() {
   return 0
 }
 
+# stop_locked [GRACE]: halt systemd cleanly, SIGKILL the box's PID 1 after GRACE seconds
+# (default 10; a booting systemd ignores the halt signal until its handlers are set up).
+# Fails when something of the box could not be removed.
 stop_locked() {
-  local np ip
+  local np ip rc=0 grace=${1:-10}
   if np=$(nspawn_pid); then
     ip=$(init_pid || true)
     kill -TERM "$np"                       # nspawn sends SIGRTMIN+3: a clean systemd halt
-    for _ in $(seq 1 300); do kill -0 "$np" 2>/dev/null || break; sleep 0.05; done
+    for _ in $(seq 1 $((grace * 20))); do kill -0 "$np" 2>/dev/null || break; sleep 0.05; done
     if kill -0 "$np" 2>/dev/null; then
-      log "nspawn did not exit within 15s: SIGKILL"
+      [ "$grace" = 0 ] || log "nspawn did not exit within ${grace}s: SIGKILL"
       if [ -n "$ip" ] && in_our_cg "$ip"; then kill -KILL "$ip" 2>/dev/null || true; fi
       kill -KILL "$np" 2>/dev/null || true
       for _ in $(seq 1 50); do kill -0 "$np" 2>/dev/null || break; sleep 0.1; done
@@ -296,25 +303,35 @@ stop_locked() {
   fi
   if [ -n "$(cg_pids)" ]; then kill_leftovers; fi
   for _ in $(seq 1 50); do remove_cgroups && break; sleep 0.1; done
-  remove_cgroups || log "WARNING: cgroups below $CG could not be removed: $(for h in $(hierarchies); do [ -d "$h/$CG" ] && echo "$h/$CG"; done | tr '\n' ' ')"
+  if ! remove_cgroups; then
+    log "ERROR: cgroups below $CG could not be removed: $(for h in $(hierarchies); do [ -d "$h/$CG" ] && echo "$h/$CG"; done | tr '\n' ' ')"
+    log "ERROR: processes left in them: $(cg_pids | tr '\n' ' ')"
+    rc=1
+  fi
   # nspawn leaves its mount-propagation dir behind when killed
   if [ -d "/run/systemd/nspawn/propagate/$NAME" ]; then
     umount -R "/run/systemd/nspawn/propagate/$NAME" 2>/dev/null || true
     rm -rf "/run/systemd/nspawn/propagate/$NAME"
   fi
   rm -rf "$ST"
+  return $rc
 }
 
 do_stop() {
   box_lock
   if [ -d "$ST" ] || nspawn_pid >/dev/null || [ -n "$(for h in $(hierarchies); do [ -d "$h/$CG" ] && echo x; done)" ]; then
-    stop_locked
+    stop_locked || die "stop left something behind (see above)"
     log "stopped and cleaned up"
   fi
   rm -f "$BOXES/$NAME.lock"
 }
 
-proc_start() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null || echo gone; }
+proc_start() {  # start time of pid $1 (field 22 of stat; comm may contain spaces)
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo gone; return; }
+  s=${s##*) }
+  echo "$s" | awk '{print $20}'
+}
 
 do_gc() {  # boxes whose owner process has exited (a killed "go test") are garbage
   local d n owner start

@@ -387,3 +387,24 @@ func TestSameNameInParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestStartFailureLeavesNothing: a boot that times out returns an error with
+// the reason and cleans up after itself.
+func TestStartFailureLeavesNothing(t *testing.T) {
+	sdbox.Require(t, box)
+	b, err := sdbox.Start(t.Context(), "sdbox-fail", sdbox.WithBootTimeout(0))
+	if err == nil {
+		b.Stop()
+		t.Fatal("Start with a zero boot timeout: want an error")
+	}
+	if !strings.Contains(err.Error(), "boot timeout") {
+		t.Errorf("error lacks the reason: %v", err)
+	}
+	name := fmt.Sprintf("sdbox-fail-%d", os.Getpid())
+	if left := leftovers(t, &sdbox.Box{Name: name}); len(left) > 0 {
+		t.Errorf("failed Start left:\n%s", strings.Join(left, "\n"))
+	}
+	if _, err := os.Stat("/var/tmp/cellguard-sdbox/boxes/" + name); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("failed Start left its state dir: %v", err)
+	}
+}
