@@ -180,9 +180,29 @@ func TestCgroupIntegrityProcessVanishingMidScan(t *testing.T) {
 	h.Move(102, "memory", "/elsewhere")
 	// 102 exits after cgroup.procs was listed: /proc/102 is gone.
 	h.RemoveProcDir(102)
+	// 999 exits between the /proc listing and the reads: an empty dir.
+	if err := os.MkdirAll(filepath.Join(h.Root, "proc/999"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	fs := run(t, deps(h), "cgroup-integrity")
 	if bad := failures(fs); len(bad) != 0 {
 		t.Fatalf("a vanished process is not a finding: %+v", bad)
+	}
+}
+
+// A dead container's init pid now belongs to a host process: that process is
+// not the container's and must not be reported as escaped.
+func TestCgroupIntegrityIgnoresReusedInitPid(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			h := hostfixture.New(t, mode)
+			h.RunContainer(garden("c1"), 100, 1, 500)
+			h.Kill(100)
+			h.Add(hostfixture.Proc{PID: 100, Comm: "bash", Start: 9000, Cgroup: "/user.slice/user-0.slice"})
+			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 0 {
+				t.Fatalf("reused pid reported: %+v", bad)
+			}
+		})
 	}
 }
 
