@@ -3,6 +3,7 @@
 package release_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,6 +167,54 @@ func TestPackagesBuildOffline(t *testing.T) {
 			t.Errorf("golang-1-linux's compile.env lacks %q", want)
 		}
 	}
+}
+
+// packaging builds with GOTOOLCHAIN=local: a go directive in the root
+// go.mod newer than the blob's Go would fail only on the compile VM.
+func TestGolangBlobCanBuildTheModule(t *testing.T) {
+	blobs := map[string]blob{}
+	readYAML(t, "config/blobs.yml", &blobs)
+	var blobVersion string
+	for path := range blobs {
+		if m := regexp.MustCompile(`^golang/go([0-9.]+)\.linux-amd64\.tar\.gz$`).FindStringSubmatch(path); m != nil {
+			blobVersion = m[1]
+		}
+	}
+	if blobVersion == "" {
+		t.Fatal("config/blobs.yml has no golang/goX.Y.Z.linux-amd64.tar.gz")
+	}
+	m := regexp.MustCompile(`(?m)^go ([0-9.]+)$`).FindStringSubmatch(readFile(t, "go.mod"))
+	if m == nil {
+		t.Fatal("go.mod has no go directive")
+	}
+	if compareVersions(m[1], blobVersion) > 0 {
+		t.Errorf("go.mod says go %s but the golang-1-linux blob is Go %s: build a new blob (docs/bosh.md)", m[1], blobVersion)
+	}
+	for _, f := range []string{"packages/golang-1-linux/spec", "packages/golang-1-linux/packaging"} {
+		if !strings.Contains(readFile(t, f), "go"+blobVersion+".linux-amd64.tar.gz") {
+			t.Errorf("%s does not name the blob go%s.linux-amd64.tar.gz", f, blobVersion)
+		}
+	}
+}
+
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			fmt.Sscan(as[i], &x)
+		}
+		if i < len(bs) {
+			fmt.Sscan(bs[i], &y)
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
 }
 
 func TestJobsAgreeWithTheirFiles(t *testing.T) {
