@@ -120,7 +120,7 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 		if satisfies(kr.Mode, kr.Before, kr.Wanted) {
 			kr.Result, kr.After = ResultUnchanged, kr.Before
 			if kr.Before != kr.Wanted {
-				kr.Note = fmt.Sprintf("already at least %s (%s); left alone", kr.Wanted, kr.Before)
+				kr.Note = fmt.Sprintf("already at least %s (%s), left alone", kr.Wanted, kr.Before)
 			}
 			continue
 		}
@@ -200,7 +200,8 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 		kr.Persisted = kr.Wanted
 		if o, ok := over[kr.Key]; ok && o.Value != kr.Wanted {
 			kr.Persisted = o.Value
-			kr.Note = joinNote(kr.Note, fmt.Sprintf("%s keeps %s: %s", filepath.Base(p.File), o.Value, o.Note))
+			kr.Note = joinNote(kr.Note, fmt.Sprintf("%s keeps %s (%s), so a reboot does not lower it",
+				filepath.Base(p.File), o.Value, o.Why))
 		}
 	}
 	target := hostJoin(h.Root, p.File)
@@ -256,7 +257,7 @@ func (h Host) persistFloors(p Profile, keys []KeyResult) map[string]persisted {
 			if w := others.Winner(MustKey(kr.Key)); w != nil && decimal(w.Value) == nil {
 				over[kr.Key] = persisted{
 					Value: maxDecimal(kr.Wanted, w.Value),
-					Note:  fmt.Sprintf("%s sets %s at boot; repeated so this file does not lower it", where(others, *w), w.Value),
+					Why:   fmt.Sprintf("what %s sets", where(others, *w)),
 				}
 				continue
 			}
@@ -267,7 +268,7 @@ func (h Host) persistFloors(p Profile, keys []KeyResult) map[string]persisted {
 		}
 		over[kr.Key] = persisted{
 			Value: maxDecimal(kr.Wanted, live),
-			Note:  fmt.Sprintf("the host held %s when cellguard applied it and no other file sets it; kept so a reboot does not lower it", live),
+			Why:   "the live value when cellguard applied it (no other sysctl.d file sets the key)",
 		}
 	}
 	return over

@@ -308,11 +308,11 @@ func validateValueSyntax(k Key, v string) error {
 // (what Apply persists when the host has nothing higher).
 func Render(p Profile) []byte { return render(p, nil) }
 
-// persisted is what Apply writes for one at-least key: the value, and a
-// comment saying why it is above the floor.
+// persisted is what Apply writes for one at-least key: the value, and
+// where a value above the floor comes from.
 type persisted struct {
 	Value string
-	Note  string
+	Why   string
 }
 
 // render is the persisted file's content: deterministic, so a second apply
@@ -334,7 +334,7 @@ func render(p Profile, over map[string]persisted) []byte {
 			note := fmt.Sprintf("at least %s", e.Value)
 			if o, ok := over[e.Key]; ok && o.Value != e.Value {
 				v = o.Value
-				note += "; " + o.Note
+				note += fmt.Sprintf("; %s is %s, kept so this file does not lower it at boot", o.Value, o.Why)
 			}
 			fmt.Fprintf(&b, "# %s\n", oneLine(note))
 		}
