@@ -79,6 +79,10 @@ func (s *StartTime) UnmarshalJSON(b []byte) error {
 // Decode parses state.json bytes.
 func Decode(b []byte) (*State, error) {
 	var s State
+	if decodeFast(b, &s) {
+		return &s, nil
+	}
+	s = State{} // encoding/json decides what decodeFast would not
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, err
 	}

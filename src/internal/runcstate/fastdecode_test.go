@@ -1,0 +1,193 @@
+package runcstate
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/synthcell"
+)
+
+// reference is what Decode did before decodeFast: encoding/json alone.
+func reference(b []byte) (*State, error) {
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// sameDecode fails t unless Decode and encoding/json agree on b: both
+// refuse it, or both accept it with equal states.
+func sameDecode(t *testing.T, b []byte) {
+	t.Helper()
+	want, werr := reference(b)
+	got, gerr := Decode(b)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("encoding/json error %v, Decode error %v, on %.200q", werr, gerr, b)
+	}
+	if werr != nil {
+		return
+	}
+	if !got.Created.Equal(want.Created) {
+		t.Fatalf("created %v, want %v", got.Created, want.Created)
+	}
+	g, w := *got, *want
+	g.Created, w.Created = time.Time{}, time.Time{} // zones are distinct pointers
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("Decode\n%+v\nencoding/json\n%+v\non %.300q", g, w, b)
+	}
+	var fast State
+	if decodeFast(b, &fast) {
+		fast.Created = time.Time{}
+		if !reflect.DeepEqual(fast, w) {
+			t.Fatalf("decodeFast accepted with\n%+v\nencoding/json\n%+v", fast, w)
+		}
+	}
+}
+
+func synthState(t testing.TB) []byte {
+	t.Helper()
+	s := synthcell.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}
+	w, err := synthcell.Generate(filepath.Join(t.TempDir(), "cell"), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(w.Root, "run/runc/c000000/state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func realState(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/good_runc115_hybrid_state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// edgeCases are inputs where a hand-written scanner could part ways with
+// encoding/json.
+var edgeCases = []string{
+	`{"id":"c1","init_process_pid":7,"init_process_start":"123","config":{"namespaces":[{"type":"NEWPID","path":""}],"cgroups":{"path":"/garden/c1"}}}`,
+	`{"ID":"upper","Init_Process_Pid":9,"CONFIG":{"Cgroups":{"path":"/x"},"NAMESPACES":[]}}`,
+	`{"id":"a","id":"b","cgroup_paths":{"memory":"/m"},"cgroup_paths":{"pids":"/p"}}`,
+	`{"config":{"cgroups":{"path":"/a"}},"config":{"cgroups":{"name":"n"}}}`,
+	`{"\u0069d":"escaped key"}`,
+	`{"id":"quote \" and \\ and \u00e9 and \/"}`,
+	`{"config":null,"cgroup_paths":null}`,
+	`{"config":{"cgroups":null}}`,
+	`{"config":{"cgroups":{"path":"/a"},"cgroups":null}}`,
+	`{"config":{"cgroups":{"path":"/a"}},"config":{"cgroups":{"parent":"p"}}}`,
+	`{"config":{"cgroups":"x"}}`,
+	`{"config":{"cgroups":{"Path":"/a","SYSTEMD":true,"devices":[{"a":1}],"scope_prefix":7}}}`,
+	`{"config":"not an object"}`,
+	`{"config":[1,2]}`,
+	`{"init_process_pid":"seven"}`,
+	`{"init_process_pid":1.5}`,
+	`{"rootless":"yes"}`,
+	`{"created":"yesterday"}`,
+	`{"skipped":[1,-0,0.5,1e10,-2E-3,true,false,null,{},[],{"a":[{}]}],"id":"ok"}`,
+	`{"skipped":01}`,
+	`{"skipped":1.}`,
+	`{"skipped":.5}`,
+	`{"skipped":-}`,
+	`{"skipped":1e}`,
+	`{"skipped":tru}`,
+	`{"skipped":nul}`,
+	`{"skipped":"bad escape \x"}`,
+	`{"skipped":"bad unicode \u12G4"}`,
+	"{\"skipped\":\"raw control \x01\"}",
+	"{\"skipped\":\"invalid utf8 \xff\",\"id\":\"x\xffy\"}",
+	`{"skipped":[1,2,]}`,
+	`{"skipped":{"a":1,}}`,
+	`{"skipped":{"a" 1}}`,
+	`{"skipped":{1:2}}`,
+	`{"id":"x"} trailing`,
+	`{"id":"x"}{}`,
+	" \t\r\n{\"id\":\"ws\"} \n",
+	`{}`,
+	`null`,
+	`[]`,
+	`"string"`,
+	``,
+	`{`,
+	`{"id":"unterminated`,
+	`{"skipped":` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + `}`,
+	`{"skipped":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`,
+	"\xef\xbb\xbf{\"id\":\"bom\"}",
+	`{"ſkipped":1,"İd":"dotted","ıd":"dotless","K":1}`,
+}
+
+func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range edgeCases {
+		t.Run("", func(t *testing.T) { sameDecode(t, []byte(in)) })
+	}
+	for name, b := range map[string][]byte{"runc 1.1.5": realState(t), "synthcell": synthState(t)} {
+		t.Run(name, func(t *testing.T) {
+			sameDecode(t, b)
+			// The optimization must actually apply to real files.
+			var s State
+			if !decodeFast(b, &s) {
+				t.Fatal("decodeFast gave up on a real state file")
+			}
+			// A file cut short, as by a crash mid-write, is refused.
+			sameDecode(t, b[:len(b)/2])
+			if _, err := Decode(b[:len(b)/2]); err == nil {
+				t.Fatal("truncated state decoded")
+			}
+		})
+	}
+}
+
+func FuzzDecodeFast(f *testing.F) {
+	for _, in := range edgeCases {
+		f.Add([]byte(in))
+	}
+	f.Add(realState(f))
+	f.Add(synthState(f))
+	f.Fuzz(func(t *testing.T, b []byte) { sameDecode(t, b) })
+}
+
+// TestDecodeFastKnowsEveryField fails when State, Config or Cgroups gains a
+// field that decodeFast would skip: every field is set, and both decoders
+// must see all of them.
+func TestDecodeFastKnowsEveryField(t *testing.T) {
+	full := State{
+		ID: "c1", InitProcessPid: 42, InitProcessStart: 12345,
+		Created: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), Rootless: true,
+		CgroupPaths:    map[string]string{"memory": "/sys/fs/cgroup/memory/garden/c1"},
+		NamespacePaths: map[string]string{"NEWPID": "/proc/42/ns/pid"},
+		Config: Config{
+			Cgroups:    &Cgroups{Path: "/garden/c1", Name: "c1", Parent: "garden.slice", ScopePrefix: "runc", Systemd: true},
+			Namespaces: []Namespace{{Type: "NEWPID", Path: "/proc/1/ns/pid"}},
+		},
+	}
+	for _, v := range []reflect.Value{reflect.ValueOf(full), reflect.ValueOf(full.Config), reflect.ValueOf(*full.Config.Cgroups)} {
+		for i := 0; i < v.NumField(); i++ {
+			if v.Field(i).IsZero() {
+				t.Fatalf("%s.%s is not set here: set it, and teach decodeFast to read it", v.Type().Name(), v.Type().Field(i).Name)
+			}
+		}
+	}
+	b, err := json.Marshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameDecode(t, b)
+	var s State
+	if !decodeFast(b, &s) {
+		t.Fatal("decodeFast gave up")
+	}
+	s.Created, full.Created = time.Time{}, time.Time{}
+	if !reflect.DeepEqual(s, full) {
+		t.Fatalf("decodeFast read\n%+v\nwant\n%+v", s, full)
+	}
+}

@@ -1,0 +1,56 @@
+package runcstate
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/synthcell"
+)
+
+// BenchmarkDecode decodes a synthcell state.json, shaped like runc's for a
+// Garden container (26 KB, most of it the seccomp allowlist): every scan
+// decodes one per container; encoding-json is Decode before decodeFast, for
+// comparison. It reports; it never asserts a time.
+func BenchmarkDecode(b *testing.B) {
+	s := synthcell.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}
+	w, err := synthcell.Generate(filepath.Join(b.TempDir(), "cell"), s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(w.Root, "run/runc/c000000/state.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		decode func([]byte) (*State, error)
+	}{{"Decode", Decode}, {"encoding-json", reference}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				st, err := tc.decode(raw)
+				if err != nil || st.InitProcessPid == 0 || len(st.CgroupPaths) != 10 {
+					b.Fatal(err, st)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDiscover finds and decodes the 250 state files of the
+// reference cell.
+func BenchmarkDiscover(b *testing.B) {
+	w, err := synthcell.Generate(filepath.Join(b.TempDir(), "cell"), synthcell.Cell(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := Discover(w.Root, []string{"/run/runc"}, nil)
+		if err != nil || len(d.Containers) != 250 {
+			b.Fatal(err, len(d.Containers))
+		}
+	}
+}
