@@ -280,7 +280,8 @@ cellguard:
 		}},
 	{name: "monit pidfile given", props: `{cellguard: {supervisor: {pidfile: /var/vcap/monit/monit.pid}}}`,
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
-			mustContain(t, string(r["bin/pre-start"]), `unit protect-supervisor --pid "$(cat /var/vcap/monit/monit.pid)" --config "${CONFIG}"`)
+			mustContain(t, string(r["bin/pre-start"]), `monit_pid="$(cat /var/vcap/monit/monit.pid)"`)
+			mustContain(t, string(r["bin/pre-start"]), `unit protect-supervisor --pid "${monit_pid}" --config "${CONFIG}"`)
 		}},
 }
 

@@ -205,3 +205,36 @@ func TestPreStartConfigCheckWithTheRealBinary(t *testing.T) {
 		t.Fatalf("config check: %v\n%s", err, out)
 	}
 }
+
+// A configured monit pidfile is read before protect-supervisor runs; when it
+// is missing pre-start stops there instead of passing an empty --pid.
+func TestPreStartMonitPidfile(t *testing.T) {
+	v := install(t, mustRender(t, `{cellguard: {supervisor: {pidfile: /var/vcap/monit/monit.pid}}}`), "")
+	if _, code := v.run(t, "bin/pre-start"); code == 0 {
+		t.Fatal("pre-start exited 0 without the monit pidfile")
+	}
+	for _, c := range v.callList(t) {
+		if strings.HasPrefix(c, "unit protect-supervisor") {
+			t.Fatalf("protect-supervisor ran without a pid: %q", c)
+		}
+	}
+	pidfile := filepath.Join(v.root, "vcap/monit/monit.pid")
+	if err := os.MkdirAll(filepath.Dir(pidfile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pidfile, []byte("4242\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(v.calls)
+	if _, code := v.run(t, "bin/pre-start"); code != 0 {
+		t.Fatalf("pre-start exit %d with the monit pidfile", code)
+	}
+	want := "unit protect-supervisor --pid 4242 --config " + v.root + "/vcap/jobs/cellguard/config/cellguard.json"
+	found := false
+	for _, c := range v.callList(t) {
+		found = found || c == want
+	}
+	if !found {
+		t.Fatalf("calls %q lack %q", v.callList(t), want)
+	}
+}
