@@ -44,9 +44,9 @@ func (*CgroupIntegrity) Meta() check.Meta {
 			"the unit's cgroup (or /). runc's state.json still pointed at garden/<id>, so `runc kill --all` " +
 			"killed nothing and Garden looped destroying containers.",
 		References: []string{
-			"https://github.com/cloudfoundry/garden-runc-release/issues/81",
+			"https://github.com/concourse/concourse/issues/3613",
+			"https://github.com/cloudfoundry/garden-runc-release/issues/108",
 			"https://systemd.io/CGROUP_DELEGATION/",
-			"https://github.com/opencontainers/runc/blob/main/libcontainer/container_linux.go",
 		},
 		Fix: "Run `cellguard validate --fix` to move the processes back into their recorded cgroups, " +
 			"then install the runtime's daemon under a delegated unit (`cellguard unit install`, " +

@@ -35,12 +35,14 @@ func (*RuntimeGhosts) Meta() check.Meta {
 			check.PreStart: check.Warning,
 			check.Drain:    check.Warning,
 		},
-		Story: "seed-002: state.json files outlived their containers (init gone, or its pid reused by an " +
-			"unrelated process) while processes of destroyed containers lived on in garden/ cgroups that no " +
-			"state claimed, so nothing would ever stop them and their memory and pids stayed charged.",
+		Story: "seed-002's family: runtime state that outlived its container (init gone, or its pid now " +
+			"another process), and container processes left in the runtime's cgroups with no state to " +
+			"claim them, so nothing would ever stop them (Garden restarting beside stranded garden-init " +
+			"processes).",
 		References: []string{
+			"https://github.com/cloudfoundry/garden-runc-release/issues/120",
+			"https://github.com/cloudfoundry/guardian/issues/53",
 			"https://github.com/opencontainers/runc/blob/main/libcontainer/container_linux.go",
-			"https://github.com/cloudfoundry/garden-runc-release/blob/develop/docs/opsguide.md",
 		},
 		Fix: "For a ghost state, `runc --root <root> delete --force <id>` (or let Garden/containerd destroy " +
 			"the container). For orphan processes, find their owner from the evidence and stop them; " +

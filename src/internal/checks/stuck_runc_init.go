@@ -50,7 +50,8 @@ func (*StuckRuncInit) Meta() check.Meta {
 			"1.0.0-rc93 wrote its bootstrap data into such a pipe and `runc init` blocked forever, so " +
 			"container creation hung and Garden piled up runc init processes.",
 		References: []string{
-			"https://github.com/opencontainers/runc/issues/2766",
+			"https://github.com/opencontainers/runc/pull/2871",
+			"https://github.com/cloudfoundry/garden-runc-release/issues/121",
 			"https://man7.org/linux/man-pages/man7/pipe.7.html",
 		},
 		Fix: "Upgrade runc past 1.0.0-rc93; raise fs.pipe-user-pages-soft (or set it to 0) with " +
