@@ -47,7 +47,7 @@ func (*StuckRuncInit) Meta() check.Meta {
 			check.Drain:    check.Warning,
 		},
 		Story: "seed-001: with fs.pipe-user-pages-soft exhausted, new pipes got a single page; runc " +
-			"1.0.0-rc93 wrote its bootstrap data into such a pipe and `runc init` blocked forever, so " +
+			"1.0.0-rc93 wrote the seccomp filter into such a pipe before reading it and `runc init` blocked forever, so " +
 			"container creation hung and Garden piled up runc init processes.",
 		References: []string{
 			"https://github.com/opencontainers/runc/pull/2871",
