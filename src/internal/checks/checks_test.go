@@ -301,6 +301,14 @@ func TestRuntimeGhosts(t *testing.T) {
 			p.Cgroup = "/garden"
 			h.Update(p)
 		}},
+		{name: "process escaped in the searched hierarchy only is not an orphan", setup: func(h *hostfixture.Host, d *Deps) {
+			h.RunContainer(garden("c1"), 100, 2, 500)
+			ref := "memory"
+			if h.Mode == hostfixture.Unified {
+				ref = ""
+			}
+			h.Move(101, ref, "/garden")
+		}},
 		{name: "systemd slices are not searched", setup: func(h *hostfixture.Host, d *Deps) {
 			h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "k8s.io", ID: "k",
 				Cgroup: "/system.slice/cri-containerd-k.scope"}, 100, 1, 500)

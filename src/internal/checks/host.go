@@ -36,6 +36,8 @@ type view struct {
 	procs []proc
 	// members[i] is what the cgroup.procs files of container i list.
 	members []cgroupMembers
+	// listed holds every pid some container cgroup lists, in any hierarchy.
+	listed map[int]bool
 	// hostNS is the pid namespace of the root's pid 1: a container "in"
 	// it has no pid namespace of its own.
 	hostNS uint64
@@ -117,6 +119,10 @@ func scan(d Deps) (*view, error) {
 				needNS[pid] = false
 			}
 		}
+	}
+	v.listed = make(map[int]bool, len(needNS))
+	for pid := range needNS {
+		v.listed[pid] = true
 	}
 	for i := range v.disc.Containers {
 		if pid := v.disc.Containers[i].State.InitProcessPid; pid > 0 {

@@ -173,7 +173,7 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]check.Finding, 
 				if p == nil {
 					continue // started after the scan or already gone
 				}
-				if claimedNS[p.ns] {
+				if v.listed[pid] || claimedNS[p.ns] {
 					continue // a container's process out of place: cgroup-integrity's finding
 				}
 				out = append(out, check.Finding{
