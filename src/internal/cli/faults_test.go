@@ -377,3 +377,29 @@ func TestFaultRuntimeBinaryHangsOrIsMissing(t *testing.T) {
 		t.Errorf("two validate runs took %v with a hung binary", d)
 	}
 }
+
+// TestUntrustedConfigRefused: a config others can write is refused by every
+// command that reads it, with exit 2 and the fix, before anything runs.
+func TestUntrustedConfigRefused(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cellguard.json")
+	writeFile(t, p, `{"validator":{"ignore":["cgroup-integrity"]}}`)
+	if err := os.Chmod(p, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"config", "check", "--config", p},
+		{"validate", "--phase", "pre-start", "--root", t.TempDir(), "--config", p},
+		{"sysctl", "apply", "--root", sysctlRoot(t), "--config", p},
+	} {
+		var out, errb bytes.Buffer
+		env := &Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		code := Main(context.Background(), env, args)
+		if code != ExitCantRun {
+			t.Errorf("%s %s: exit %d, want %d\n%s", args[0], args[1], code, ExitCantRun, errb.String())
+		}
+		if !strings.Contains(errb.String(), "cellguard: error:") || !strings.Contains(errb.String(), "chmod go-w "+p) {
+			t.Errorf("%s %s: stderr lacks the error and the fix:\n%s", args[0], args[1], errb.String())
+		}
+	}
+}

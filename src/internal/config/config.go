@@ -118,8 +118,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // Load reads and validates a config file. Unknown fields are an error: a typo
-// in a job property must not silently disable a protection.
+// in a job property must not silently disable a protection. The file must
+// be writable by root alone (see checkTrusted).
 func Load(path string) (*Config, error) {
+	if err := checkTrusted(path); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
