@@ -100,6 +100,25 @@ var injection = []string{
 	"/bin/true \u00a0nbsp",
 	"/bin/true é",
 	"!/bin/true",
+	// line breaks systemd or an editor may honour besides \n
+	"/bin/true\u2028ExecStartPre=/bin/x",
+	"/bin/true\u0085ExecStartPre=/bin/x",
+	"/bin/true\fKillMode=mixed",
+	"/bin/true\vKillMode=mixed",
+	"/bin/true x\\", // a trailing backslash continues the line
+	// specifiers and variables in other spellings
+	"/bin/true %%",
+	"/bin/true $$",
+	"/bin/true x=$(id)",
+	"/bin/true %{x}",
+	// command separators and section headers
+	"/bin/true a;b",
+	"/bin/true \\;",
+	"/bin/true [Service]",
+	// control characters
+	"/bin/true \x7f",
+	"/bin/true \x1b[31m",
+	"/bin/true \t",
 }
 
 // badExecutable is fine as an argument but not as the command itself:
@@ -200,7 +219,8 @@ func TestValidateUnitName(t *testing.T) {
 			t.Errorf("ValidateUnitName(%q) = %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "runit", ".service", "runit.srv", "a b.service", "a/b.service", "x\n.service", strings.Repeat("a", 250) + ".service"} {
+	for _, bad := range []string{"", "runit", ".service", "runit.srv", "a b.service", "a/b.service", "x\n.service", strings.Repeat("a", 250) + ".service",
+		"runit%i.service", "runit$X.service", "r\u00fcnit.service", "runit.service ", "runit;x.service", "runit.service\r", "[Service].service"} {
 		if err := ValidateUnitName(bad); err == nil {
 			t.Errorf("ValidateUnitName(%q) accepted", bad)
 		}
