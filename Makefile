@@ -58,5 +58,16 @@ release-e2e:
 golang-blob:
 	bash ci/scripts/golang-blob.sh
 
+# Benchmarks, not tests (docs/performance.md): cellguard validate against an
+# operator's jq+cat shell loop on synthetic cells of 1x, 10x and 100x
+# (250x20 containers + 1,000 host processes), each in a tmpfs of a private
+# mount namespace; then the Go benchmarks of the hot paths.
+# BENCHFLAGS="--scales 1,10 --runs 5" for a quick run.
+BENCHFLAGS ?=
+bench: build
+	$(GO) build -o bin/cellbench ./src/cmd/cellbench
+	unshare --mount --propagation private bin/cellbench run --tmpfs --bin $(BIN) $(BENCHFLAGS)
+	$(GO) test -run '^$$' -bench . -benchmem ./src/internal/procfs ./src/internal/cgroup ./src/internal/runcstate ./src/internal/checks
+
 clean:
 	rm -rf bin
