@@ -73,6 +73,12 @@ nspawn_pid() {  # pid of this box's systemd-nspawn, if alive
   tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "^systemd-nspawn -M $NAME " || return 1
   echo "$p"
 }
+alive() {       # a zombie counts as gone: its reaper may be slow (on this host PID 1
+  local s       # reaps about once a second)
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  s=${s##*) }
+  [ "${s%% *}" != Z ]
+}
 init_pid() {    # host pid of the box's PID 1 (nspawn's only child)
   local np; np=$(nspawn_pid) || return 1
   pgrep -P "$np" | head -n 1 | grep .
@@ -293,12 +299,12 @@ stop_locked() {
   if np=$(nspawn_pid); then
     ip=$(init_pid || true)
     kill -TERM "$np"                       # nspawn sends SIGRTMIN+3: a clean systemd halt
-    for _ in $(seq 1 $((grace * 20))); do kill -0 "$np" 2>/dev/null || break; sleep 0.05; done
-    if kill -0 "$np" 2>/dev/null; then
+    for _ in $(seq 1 $((grace * 50))); do alive "$np" || break; sleep 0.02; done
+    if alive "$np"; then
       [ "$grace" = 0 ] || log "nspawn did not exit within ${grace}s: SIGKILL"
       if [ -n "$ip" ] && in_our_cg "$ip"; then kill -KILL "$ip" 2>/dev/null || true; fi
       kill -KILL "$np" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$np" 2>/dev/null || break; sleep 0.1; done
+      for _ in $(seq 1 50); do alive "$np" || break; sleep 0.1; done
     fi
   fi
   if [ -n "$(cg_pids)" ]; then kill_leftovers; fi

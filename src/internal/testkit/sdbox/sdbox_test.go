@@ -226,8 +226,14 @@ func leftovers(t *testing.T, b *sdbox.Box) []string {
 		})
 	}
 	for _, pid := range []int{b.InitPID, b.NspawnPID} {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-			left = append(left, fmt.Sprintf("process %d", pid))
+		// A zombie has exited; reaping it is up to its parent (here the host's
+		// PID 1, which reaps about once a second).
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || pid == 0 {
+			continue
+		}
+		if i := strings.LastIndex(string(stat), ") "); i < 0 || !strings.HasPrefix(string(stat[i+2:]), "Z") {
+			left = append(left, fmt.Sprintf("process %d: %s", pid, stat))
 		}
 	}
 	if _, err := os.Stat("/run/systemd/nspawn/propagate/" + b.Name); err == nil {
