@@ -200,7 +200,7 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 		kr.Persisted = kr.Wanted
 		if o, ok := over[kr.Key]; ok && o.Value != kr.Wanted {
 			kr.Persisted = o.Value
-			kr.Note = joinNote(kr.Note, fmt.Sprintf("%s keeps %s (%s), so a reboot does not lower it",
+			kr.Note = joinNote(kr.Note, fmt.Sprintf("%s keeps %s so a reboot does not lower it: %s",
 				filepath.Base(p.File), o.Value, o.Why))
 		}
 	}

@@ -40,6 +40,29 @@ func TestBuiltinProfileIsDocumented(t *testing.T) {
 			t.Errorf("profile %s lacks %s", ContainerHost, k)
 		}
 	}
+	// Every entry states its mode, and its why says it. Capacity limits are
+	// floors; 0-means-unlimited limits and switches are exact ("at least 0"
+	// would accept any limit at all).
+	modes := map[string]string{
+		"fs.pipe-user-pages-soft": ModeExact, "fs.pipe-user-pages-hard": ModeExact,
+		"vm.panic_on_oom": ModeExact, "net.ipv4.ip_forward": ModeExact, "kernel.dmesg_restrict": ModeExact,
+		"fs.pipe-max-size": ModeAtLeast, "kernel.keys.root_maxkeys": ModeAtLeast, "kernel.keys.root_maxbytes": ModeAtLeast,
+		"kernel.keys.maxkeys": ModeAtLeast, "kernel.keys.maxbytes": ModeAtLeast, "kernel.pid_max": ModeAtLeast,
+		"fs.inotify.max_user_instances": ModeAtLeast, "fs.inotify.max_user_watches": ModeAtLeast,
+		"user.max_user_namespaces": ModeAtLeast,
+	}
+	for _, e := range es {
+		want, ok := modes[e.Key]
+		if !ok {
+			t.Errorf("%s: decide its mode in this test", e.Key)
+		}
+		if e.Mode != want {
+			t.Errorf("%s: mode %q, want %q", e.Key, e.Mode, want)
+		}
+		if e.Mode == ModeAtLeast && !strings.Contains(e.Why, "at least") || e.Mode == ModeExact && !strings.Contains(e.Why, "exact") {
+			t.Errorf("%s: why does not justify mode %s: %q", e.Key, e.Mode, e.Why)
+		}
+	}
 	if v := valueOf(es, "fs.pipe-user-pages-soft"); v != "0" {
 		t.Errorf("fs.pipe-user-pages-soft = %q, want 0 (disables the soft limit behind the runc rc93 hang)", v)
 	}

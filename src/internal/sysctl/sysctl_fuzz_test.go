@@ -93,6 +93,8 @@ func FuzzRenderRoundTrip(f *testing.F) {
 	f.Add("vm.x", "1\nkernel.core_pattern = |/tmp/evil")
 	f.Add("vm.x", "1 # not a comment")
 	f.Add("vm.x", "= 5")
+	f.Add("vm.x", ">= 5")
+	f.Add("vm.x", ">=5 # at least")
 	f.Fuzz(func(t *testing.T, key, value string) {
 		p, err := Resolve(config.Sysctl{Profile: NoProfile, Set: map[string]string{key: value}})
 		if err != nil {
@@ -103,9 +105,17 @@ func FuzzRenderRoundTrip(f *testing.F) {
 		if len(b.order) != 1 {
 			t.Fatalf("set %q = %q rendered %d assignments:\n%s", key, value, len(b.order), Render(p))
 		}
+		// A floor ">=N" persists N; anything else persists as written.
+		want := NormalizeValue(value)
+		if p.Entries[0].IsAtLeast() {
+			want = NormalizeValue(strings.TrimPrefix(strings.TrimSpace(value), AtLeastPrefix))
+			if decimal(want) != nil {
+				t.Fatalf("set %q = %q: accepted floor %q is not a number", key, value, want)
+			}
+		}
 		k := MustKey(p.Entries[0].Key)
 		w := b.Winner(k)
-		if w == nil || w.Value != NormalizeValue(value) || w.Key != k.Path() {
+		if w == nil || w.Value != want || w.Key != k.Path() {
 			t.Fatalf("set %q = %q: boot reads %+v:\n%s", key, value, w, Render(p))
 		}
 	})
