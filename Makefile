@@ -54,6 +54,13 @@ release-sync:
 release-e2e:
 	bash ci/scripts/release-e2e.sh
 
+# The README's first command: a local cell (real systemd + monit + runc + the
+# release from its tarball) showing seed-000 without and with cellguard, and
+# seed-001. CELLFLAGS="--json" prints the summary for machines.
+CELLFLAGS ?=
+cell: deps release
+	bash src/tests/cell/cell.sh --tarball dev_releases/cellguard-dev.tgz $(CELLFLAGS)
+
 # Put the Go toolchain blob (config/blobs.yml) in the local blobstore.
 golang-blob:
 	bash ci/scripts/golang-blob.sh
