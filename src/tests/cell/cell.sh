@@ -49,7 +49,7 @@ done
 # The story: stdout, or stderr when stdout carries the JSON summary.
 if [ "${json}" = 1 ]; then exec 3>&2; else exec 3>&1; fi
 say() { printf '%s\n' "$*" >&3; }
-indent() { sed 's/^/      /' >&3; }
+indent() { awk '{ if (length($0) > 200) $0 = substr($0, 1, 197) "..."; print "      " $0 }' >&3; }  # long findings: see the logs
 die() { say "cell: ERROR: $*"; exit 2; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (systemd-nspawn, cgroups, mounts)"
