@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -112,5 +113,71 @@ func TestApplyOnRealKernel(t *testing.T) {
 	}
 	if f, err := os.ReadFile(hostJoin(h.Root, DefaultFile)); err != nil || string(f) != string(Render(p)) {
 		t.Fatalf("persisted file changed by the rejected apply: %q %v", f, err)
+	}
+}
+
+// TestApplyFloorOnRealKernel: on the real kernel a floor below the live
+// value writes nothing and persists the live value, and a floor above it
+// raises the key. kernel.keys.maxkeys gets a floor of half its value (must
+// stay untouched), kernel.keys.maxbytes one above its value (raised by
+// one, harmless). Both are restored whatever happens.
+func TestApplyFloorOnRealKernel(t *testing.T) {
+	keys, bytes := MustKey("kernel.keys.maxkeys"), MustKey("kernel.keys.maxbytes")
+	requireKernel(t, bytes)
+	live := Proc{Dir: "/proc/sys"}
+	orig := map[Key]string{}
+	for _, k := range []Key{keys, bytes} {
+		v, err := live.Read(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig[k] = NormalizeValue(v)
+	}
+	restore := func() {
+		for k, v := range orig {
+			if cur, err := live.Read(k); err == nil && NormalizeValue(cur) == v {
+				continue
+			}
+			if err := live.Write(k, v); err != nil {
+				t.Errorf("RESTORE FAILED: %s=%s: %v", k, v, err)
+			}
+		}
+	}
+	t.Cleanup(restore)
+	defer restore()
+
+	nk, err1 := strconv.Atoi(orig[keys])
+	nb, err2 := strconv.Atoi(orig[bytes])
+	if err1 != nil || err2 != nil || nk < 2 {
+		t.Fatalf("unexpected kernel values %v", orig)
+	}
+	floorKeys, floorBytes := strconv.Itoa(nk/2), strconv.Itoa(nb+1)
+	rec := &fakeKernel{Proc: live} // records writes, passes them to the kernel
+	h := Host{Root: t.TempDir(), Live: rec}
+	p := Profile{Name: "test", File: DefaultFile, Entries: []Entry{
+		{Key: keys.Name(), Value: floorKeys, Mode: ModeAtLeast},
+		{Key: bytes.Name(), Value: floorBytes, Mode: ModeAtLeast},
+	}}
+	rep, err := h.Apply(p)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if strings.Join(rec.writes, ",") != bytes.Name()+"="+floorBytes {
+		t.Fatalf("writes %v, want only %s=%s", rec.writes, bytes, floorBytes)
+	}
+	if kr := rep.Keys[0]; kr.Result != ResultUnchanged || kr.After != orig[keys] || kr.Persisted != orig[keys] {
+		t.Fatalf("maxkeys above its floor: %+v", kr)
+	}
+	if kr := rep.Keys[1]; kr.Result != ResultChanged || kr.After != floorBytes || kr.Persisted != floorBytes {
+		t.Fatalf("maxbytes below its floor: %+v", kr)
+	}
+	if v, _ := live.Read(keys); NormalizeValue(v) != orig[keys] {
+		t.Fatalf("maxkeys %q, want untouched %s", v, orig[keys])
+	}
+	if rep, err = h.Apply(p); err != nil || rep.Changed != 0 || rep.FileChanged || len(rec.writes) != 1 {
+		t.Fatalf("second apply not idempotent: %v %+v writes %v", err, rep, rec.writes)
+	}
+	if chk, err := h.Check(p); err != nil || !chk.InForce {
+		t.Fatalf("check after apply: %v %+v", err, chk)
 	}
 }
