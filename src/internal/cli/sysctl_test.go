@@ -223,3 +223,74 @@ func TestSysctlCheckCannotRun(t *testing.T) {
 		t.Fatalf("code %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// Capacity limits are floors: a host tuned above one keeps its value (the
+// reported bug: user.max_user_namespaces 96365 lowered to 63359). --set
+// takes 'KEY>=N' and KEY=>=N for a floor; a plain value is exact.
+func TestSysctlFloors(t *testing.T) {
+	root := sysctlRoot(t)
+	ns := filepath.Join(root, "proc/sys/user/max_user_namespaces")
+	if err := os.WriteFile(ns, []byte("96365\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"sysctl", "apply", "--root", root, "--set", "kernel.pid_max>=5", "--set", "fs.inotify.max_user_watches=>=8",
+		"--set", "kernel.keys.maxkeys=9"}
+	code, out, errOut := runSysctlCLI(t, args...)
+	if code != ExitOK {
+		t.Fatalf("apply: code %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"user.max_user_namespaces: already at least 63359 (96365), left alone; 60-cellguard.conf keeps 96365",
+		"kernel.pid_max: already at least 5 (7), left alone",
+		">=63359", ">=8",
+		"12 changed, 2 already set",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply output lacks %q:\n%s", want, out)
+		}
+	}
+	live := func(key string) string {
+		b, _ := os.ReadFile(filepath.Join(root, "proc/sys", sysctl.MustKey(key).Path()))
+		return strings.TrimSpace(string(b))
+	}
+	for key, want := range map[string]string{"user.max_user_namespaces": "96365", "kernel.pid_max": "7",
+		"fs.inotify.max_user_watches": "8", "kernel.keys.maxkeys": "9"} {
+		if got := live(key); got != want {
+			t.Errorf("%s = %s, want %s", key, got, want)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(root, "etc/sysctl.d/60-cellguard.conf"))
+	if err != nil || !strings.Contains(string(b), "\nuser.max_user_namespaces = 96365\n") || !strings.Contains(string(b), "\nkernel.keys.maxkeys = 9\n") {
+		t.Fatalf("persisted file: %v\n%s", err, b)
+	}
+
+	code, out, _ = runSysctlCLI(t, append(args, "--json")...)
+	var rep sysctl.ApplyReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK || rep.Changed != 0 || rep.FileChanged {
+		t.Fatalf("second apply: code %d err %v\n%s", code, err, out)
+	}
+	modes := map[string]string{}
+	for _, k := range rep.Keys {
+		modes[k.Key] = k.Mode
+	}
+	if modes["kernel.pid_max"] != sysctl.ModeAtLeast || modes["kernel.keys.maxkeys"] != sysctl.ModeExact ||
+		modes["fs.pipe-user-pages-soft"] != sysctl.ModeExact || modes["user.max_user_namespaces"] != sysctl.ModeAtLeast {
+		t.Fatalf("modes %v", modes)
+	}
+
+	code, out, _ = runSysctlCLI(t, "sysctl", "check", "--root", root, "--set", "kernel.pid_max>=5", "--set", "fs.inotify.max_user_watches=>=8",
+		"--set", "kernel.keys.maxkeys=9")
+	if code != ExitOK || !strings.Contains(out, "all 14 keys in force") {
+		t.Fatalf("check: code %d\n%s", code, out)
+	}
+
+	code, out, _ = runSysctlCLI(t, "sysctl", "profile")
+	if code != ExitOK || !strings.Contains(out, "kernel.pid_max >= 4194304  (profile container-host, at-least)") ||
+		!strings.Contains(out, "fs.pipe-user-pages-soft = 0  (profile container-host, exact)") {
+		t.Fatalf("profile: code %d\n%s", code, out)
+	}
+	code, _, errOut = runSysctlCLI(t, "sysctl", "apply", "--root", root, "--set", "net.ipv4.ip_local_port_range>=1024")
+	if code != ExitCantRun || !strings.Contains(errOut, "a floor (>=1024) needs a key holding one number") {
+		t.Fatalf("floor on a range: code %d\n%s", code, errOut)
+	}
+}

@@ -230,10 +230,10 @@ func TestApplyFloorBadInput(t *testing.T) {
 		entry Entry
 		want  string
 	}{
-		{"floor on a vector", Entry{Key: "kernel.sem", Value: "250", Mode: ModeAtLeast}, "has 1 number(s), the key holds 4"},
-		{"floor on a range", Entry{Key: "net.ipv4.ip_local_port_range", Value: "1024", Mode: ModeAtLeast}, "the key holds 2"},
+		{"floor on a vector", Entry{Key: "kernel.sem", Value: "250", Mode: ModeAtLeast}, `a floor (>=250) needs a key holding one number; the kernel holds "32000 1024000000 500 32000"`},
+		{"floor on a range", Entry{Key: "net.ipv4.ip_local_port_range", Value: "1024", Mode: ModeAtLeast}, "a floor (>=1024) needs a key holding one number"},
 		{"floor on text", Entry{Key: "kernel.core_pattern", Value: "5", Mode: ModeAtLeast}, "a floor (>=5) needs a key holding one number"},
-		{"floor not a number", Entry{Key: "kernel.keys.maxkeys", Value: "lots", Mode: ModeAtLeast}, "not a decimal number"},
+		{"floor not a number", Entry{Key: "kernel.keys.maxkeys", Value: "lots", Mode: ModeAtLeast}, `floor "lots": "lots" is not a decimal number`},
 		{"unknown mode", Entry{Key: "kernel.keys.maxkeys", Value: "5", Mode: "at-most"}, `unknown mode "at-most"`},
 	}
 	for _, tc := range testCases {

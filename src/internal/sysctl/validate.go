@@ -45,10 +45,12 @@ func checkLive(live Live, e Entry) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", k, err)
 	}
-	if err := checkValueFor(k, cur, e.Value); err != nil {
+	// The mode first: a floor on a vector is refused for what it is, not
+	// for its count of numbers.
+	if err := checkMode(k, e, cur); err != nil {
 		return cur, err
 	}
-	if err := checkMode(k, e, cur); err != nil {
+	if err := checkValueFor(k, cur, e.Value); err != nil {
 		return cur, err
 	}
 	return cur, nil
