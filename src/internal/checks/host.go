@@ -99,23 +99,14 @@ func scan(d Deps) (*view, error) {
 	if v.boot, err = v.proc.BootTime(); err != nil {
 		return nil, err
 	}
-	needNS := map[int]bool{} // false: listed in a container cgroup; true: an init
-	var buf []byte
 	v.members = make([]cgroupMembers, len(v.disc.Containers))
-	for i := range v.disc.Containers {
-		c := &v.disc.Containers[i]
-		m := &v.members[i]
-		m.exps, m.unmapped = v.expectations(c)
-		m.listed = make([][]int, len(m.exps))
-		for j, e := range m.exps {
-			var pids []int
-			buf, pids, err = cgroup.ReadProcs(v.layout.Path(e.h, e.rel), buf, nil)
-			if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
-				return nil, err
-			}
-			sort.Ints(pids)
-			m.listed[j] = pids
-			for _, pid := range pids {
+	if err := v.readMembers(); err != nil {
+		return nil, err
+	}
+	needNS := map[int]bool{} // false: listed in a container cgroup; true: an init
+	for i := range v.members {
+		for _, l := range v.members[i].listed {
+			for _, pid := range l {
 				needNS[pid] = false
 			}
 		}
@@ -196,6 +187,38 @@ func scan(d Deps) (*view, error) {
 		}
 	}
 	return v, nil
+}
+
+// readMembers reads every container's cgroup.procs in every hierarchy it
+// has a path in, split over scanWorkers.
+func (v *view) readMembers() error {
+	errs := make([]error, scanWorkers)
+	var wg sync.WaitGroup
+	for w := 0; w < scanWorkers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var buf []byte
+			for i := w; i < len(v.disc.Containers); i += scanWorkers {
+				m := &v.members[i]
+				m.exps, m.unmapped = v.expectations(&v.disc.Containers[i])
+				m.listed = make([][]int, len(m.exps))
+				for j, e := range m.exps {
+					var pids []int
+					var err error
+					buf, pids, err = cgroup.ReadProcs(v.layout.Path(e.h, e.rel), buf, nil)
+					if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
+						errs[w] = err
+						return
+					}
+					sort.Ints(pids)
+					m.listed[j] = pids
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // find returns the scanned process pid, or nil.
