@@ -92,6 +92,13 @@ func TestSysctlProfileDrift(t *testing.T) {
 			detail: []string{"live 16384, wanted 0 (live-drift)", "although /etc/sysctl.d/60-cellguard.conf:", "systemd-sysctl has not run since", "cellguard sysctl apply"},
 		},
 		{
+			name:    "live value below a floor",
+			change:  func(t *testing.T, root string) { writeKey(t, root, "fs.inotify.max_user_watches", "8192") },
+			subject: "fs.inotify.max_user_watches", status: check.Fail,
+			data:   map[string]string{"live": "8192", "wanted": "524288", "mode": sysctl.ModeAtLeast, "status": sysctl.LiveDrift},
+			detail: []string{"live 8192, wanted >=524288 (live-drift)", "the live value is 8192, below the floor 524288, although"},
+		},
+		{
 			name: "a later file wins at boot",
 			change: func(t *testing.T, root string) {
 				writeFile(t, root, "etc/sysctl.d/99-tuning.conf", "# ops\nkernel.pid_max = 32768\n")
@@ -167,6 +174,22 @@ func TestSysctlProfileConfig(t *testing.T) {
 		root := sysctlHost(t, cfg)
 		writeKey(t, root, "kernel.dmesg_restrict", "0")
 		if bad := failures(runSysctl(t, root, cfg)); len(bad) != 0 {
+			t.Fatalf("%+v", bad)
+		}
+	})
+	t.Run("a host above a floor is in force", func(t *testing.T) {
+		root := sysctlHost(t, config.Sysctl{})
+		writeKey(t, root, "user.max_user_namespaces", "96365")
+		writeKey(t, root, "kernel.keys.maxkeys", "2000000")
+		if bad := failures(runSysctl(t, root, config.Sysctl{})); len(bad) != 0 {
+			t.Fatalf("%+v", bad)
+		}
+	})
+	t.Run("an exact key above its value drifts", func(t *testing.T) {
+		root := sysctlHost(t, config.Sysctl{})
+		writeKey(t, root, "fs.pipe-user-pages-soft", "1")
+		bad := failures(runSysctl(t, root, config.Sysctl{}))
+		if len(bad) != 1 || bad[0].Subject != "fs.pipe-user-pages-soft" || bad[0].Data["mode"] != sysctl.ModeExact {
 			t.Fatalf("%+v", bad)
 		}
 	})
