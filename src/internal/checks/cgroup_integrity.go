@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
@@ -122,11 +123,20 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 		c := &v.disc.Containers[i]
 		cm := &v.members[i]
 		if len(cm.exps) == 0 {
-			skipped = append(skipped, check.Finding{
+			// No cgroups at all (a rootless container) is nothing to check;
+			// cgroups on no hierarchy mounted here means we cannot check.
+			f := check.Finding{
 				Subject: c.Name(), Status: check.Skip,
-				Detail: fmt.Sprintf("state %s records no cgroup on a mounted hierarchy", c.StatePath),
-				Data:   map[string]string{"state": c.StatePath, "unmapped": fmt.Sprint(cm.unmapped)},
-			})
+				Detail: fmt.Sprintf("state %s records no cgroups", c.StatePath),
+				Data:   map[string]string{"state": c.StatePath},
+			}
+			if len(cm.unmapped) > 0 {
+				f.Status = check.Warn
+				f.Detail = fmt.Sprintf("cannot check: state %s records cgroups (%s) on no hierarchy mounted under %s",
+					c.StatePath, strings.Join(cm.unmapped, ", "), cgroup.MountDir)
+				f.Data["unmapped"] = strings.Join(cm.unmapped, ",")
+			}
+			skipped = append(skipped, f)
 			continue
 		}
 		nContainers++

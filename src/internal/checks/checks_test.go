@@ -248,12 +248,16 @@ func TestCgroupIntegrityFixWritesAndVerifies(t *testing.T) {
 	}
 }
 
-func TestCgroupIntegritySkipsContainerWithoutMountedCgroups(t *testing.T) {
+// A v1 path on a v2 host cannot be checked: say so. No cgroups at all (a
+// rootless container) is nothing to check.
+func TestCgroupIntegrityContainerWithoutMountedCgroups(t *testing.T) {
 	h := hostfixture.New(t, hostfixture.Unified)
 	h.Write("run/runc/x/state.json", `{"id":"x","init_process_pid":7,"init_process_start":1,
 		"cgroup_paths":{"memory":"/sys/fs/cgroup/memory/garden/x"}}`)
+	h.Write("run/runc/y/state.json", `{"id":"y","init_process_pid":8,"init_process_start":1}`)
 	fs := run(t, deps(h), "cgroup-integrity")
-	if bad := failures(fs); len(bad) != 0 || fs[0].Status != check.Skip || fs[0].Subject != "x" {
+	if len(fs) != 3 || fs[0].Status != check.Warn || fs[0].Subject != "x" || fs[0].Data["unmapped"] != "memory" ||
+		fs[1].Status != check.Skip || fs[1].Subject != "y" {
 		t.Fatalf("got %+v", fs)
 	}
 }
