@@ -213,3 +213,26 @@ func TestValidateHelpDocumentsExitCodesAndDrain(t *testing.T) {
 		}
 	}
 }
+
+// A textfile that cannot be written is reported; the verdict stands (a
+// missing collector directory must not fail a drain).
+func TestValidatePrometheusWriteFailureKeepsVerdict(t *testing.T) {
+	h := cell(t)
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "cellguard.prom")
+	code, out, errOut := runValidateCLI(t, h.Root, `{}`, "--phase", "drain", "--prometheus-textfile", bad)
+	if code != ExitOK || out != "0\n" {
+		t.Fatalf("exit %d stdout %q", code, out)
+	}
+	if !strings.Contains(errOut, "cellguard: error: write prometheus textfile") {
+		t.Fatalf("write failure not reported:\n%s", errOut)
+	}
+	// The config's textfile is used when the flag is absent.
+	prom := filepath.Join(t.TempDir(), "from-config.prom")
+	code, _, errOut = runValidateCLI(t, h.Root, `{"validator":{"prometheus_textfile":"`+prom+`"}}`, "--phase", "pre-start")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if b, err := os.ReadFile(prom); err != nil || !strings.Contains(string(b), `cellguard_validate_blocked{phase="pre-start"} 0`) {
+		t.Fatalf("config textfile: %v\n%s", err, b)
+	}
+}
