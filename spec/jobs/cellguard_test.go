@@ -259,7 +259,7 @@ cellguard:
     stop: /var/vcap/jobs/worker/bin/worker_ctl stop
     pidfile: /var/vcap/sys/run/worker/worker.pid
   supervisor: {protect: false}
-  sysctl: {profile: none, set: {kernel.keys.maxkeys: "20000"}}
+  sysctl: {profile: none, set: {kernel.keys.maxkeys: "20000", kernel.pid_max: ">=4194304"}}
   validator:
     runtime_roots: [/run/containerd/runc]
     namespaces: [concourse]
@@ -276,6 +276,8 @@ cellguard:
 			wantJSON(t, cfg, "supervisor.protect", `false`)
 			wantJSON(t, cfg, "validator.blocking", `{"drain":["cgroup-integrity"]}`)
 			wantJSON(t, cfg, "validator.fix", `true`)
+			// A floor reaches the config as written; cellguard parses ">=".
+			wantJSON(t, cfg, "sysctl.set", `{"kernel.keys.maxkeys":"20000","kernel.pid_max":">=4194304"}`)
 			wantJSON(t, cfg, "log", `{"file":"/var/vcap/sys/log/cellguard/cellguard.log","time_format":"unix-epoch","level":"debug"}`)
 		}},
 	{name: "monit pidfile given", props: `{cellguard: {supervisor: {pidfile: /var/vcap/monit/monit.pid}}}`,
