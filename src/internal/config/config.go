@@ -58,7 +58,7 @@ type Supervisor struct {
 // Sysctl configures `cellguard sysctl apply|check`.
 type Sysctl struct {
 	Profile string            `json:"profile"` // "container-host" or "none"
-	Set     map[string]string `json:"set"`     // overrides and additions
+	Set     map[string]string `json:"set"`     // overrides and additions; ">=N" is a floor, else exact
 	Remove  []string          `json:"remove"`  // keys dropped from the profile
 	File    string            `json:"file"`    // persisted file, default /etc/sysctl.d/60-cellguard.conf
 }
