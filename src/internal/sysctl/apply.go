@@ -33,8 +33,8 @@ type KeyResult struct {
 	Changed bool   `json:"changed"`
 	Result  string `json:"result"`
 	Error   string `json:"error,omitempty"`
-	// Persisted is the value the file holds for the key; for a floor it may
-	// be above Wanted (see Apply).
+	// Persisted is the value the file holds for the key once written (empty
+	// when it was not); for a floor it may be above Wanted (see Apply).
 	Persisted string `json:"persisted,omitempty"`
 	// Note explains a floor left alone or persisted above Wanted.
 	Note string `json:"note,omitempty"`
@@ -195,15 +195,6 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 	// 4. Persist. Every value is valid here, so the file is right for boot
 	// even if some key could not be written live (EPERM in a container).
 	over := h.persistFloors(p, rep.Keys)
-	for i := range rep.Keys {
-		kr := &rep.Keys[i]
-		kr.Persisted = kr.Wanted
-		if o, ok := over[kr.Key]; ok && o.Value != kr.Wanted {
-			kr.Persisted = o.Value
-			kr.Note = joinNote(kr.Note, fmt.Sprintf("%s keeps %s so a reboot does not lower it: %s",
-				filepath.Base(p.File), o.Value, o.Why))
-		}
-	}
 	target := hostJoin(h.Root, p.File)
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		failures = append(failures, fmt.Errorf("create %s: %w", filepath.Dir(p.File), err))
@@ -211,6 +202,15 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 		failures = append(failures, fmt.Errorf("persist %s: %w", p.File, err))
 	} else {
 		rep.Persisted, rep.FileChanged = true, res.Changed
+		for i := range rep.Keys {
+			kr := &rep.Keys[i]
+			kr.Persisted = kr.Wanted
+			if o, ok := over[kr.Key]; ok && o.Value != kr.Wanted {
+				kr.Persisted = o.Value
+				kr.Note = joinNote(kr.Note, fmt.Sprintf("%s keeps %s so a reboot does not lower it: %s",
+					filepath.Base(p.File), o.Value, o.Why))
+			}
+		}
 	}
 
 	// Warn now about files that will undo us at boot; check reports it too.

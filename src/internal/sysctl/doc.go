@@ -2,7 +2,9 @@
 // built-in profile (each value with why and a source), resolving it against
 // the job config, applying it (persist to sysctl.d, write live, read back)
 // and checking it (live values, and which sysctl.d file wins at boot,
-// following systemd-sysctl's rules).
+// following systemd-sysctl's rules). Each entry is exact or a floor
+// (ModeAtLeast): capacity limits are floors that apply raises but never
+// lowers, live or at boot (see Host.Apply for what the file then holds).
 //
 // What belongs here: key names and their /proc/sys paths, value
 // validation, the sysctl.d precedence model. What does not: flag parsing
