@@ -114,7 +114,8 @@ type Option func(*config)
 // WithCgroupMode selects the cgroup layout inside the box (default Hybrid).
 func WithCgroupMode(m CgroupMode) Option { return func(c *config) { c.mode = m } }
 
-// WithBootTimeout bounds the wait for systemd to reach running/degraded (default 120s).
+// WithBootTimeout bounds the wait for systemd to reach running/degraded, in
+// whole seconds (default 120s).
 func WithBootTimeout(d time.Duration) Option { return func(c *config) { c.bootTimeout = d } }
 
 // WithNspawnArgs adds systemd-nspawn arguments, e.g. "--bind-ro=/src:/src".
@@ -186,12 +187,12 @@ func Start(ctx context.Context, name string, opts ...Option) (*Box, error) {
 	if !nameRE.MatchString(name) {
 		return nil, fmt.Errorf("start box %q: name must match %s", name, nameRE)
 	}
-	if !cfg.exactName {
-		name = reserveName(fmt.Sprintf("%s-%d", name, os.Getpid()))
-	}
 	script, err := ScriptPath()
 	if err != nil {
 		return nil, err
+	}
+	if !cfg.exactName {
+		name = reserveName(fmt.Sprintf("%s-%d", name, os.Getpid()))
 	}
 	b := &Box{Name: name, Mode: cfg.mode, script: script, reserved: !cfg.exactName}
 	b.env = append(os.Environ(),
@@ -205,6 +206,9 @@ func Start(ctx context.Context, name string, opts ...Option) (*Box, error) {
 
 	t0 := time.Now()
 	if err := b.startWatcher(); err != nil {
+		if b.reserved {
+			releaseName(name)
+		}
 		return nil, err
 	}
 	var stdout, stderr bytes.Buffer
