@@ -190,19 +190,31 @@ func validateWith(t *testing.T, box *sdbox.Box, cellguard, config string, args .
 // accounting makes systemd move the container's cpu and blkio back into the
 // unit (seed-000). The validator passes before, names the escape after,
 // --fix moves the process back without killing it, and the host passes again.
+//
+// On cgroup v2 systemd moves nothing (FINDINGS), so the unified case moves
+// the process into its unit's cgroup by hand, as a buggy runtime or an
+// operator's echo would; runc needs bpf(2) there for its device filter,
+// which nspawn's default seccomp filter refuses.
 func TestValidateRealRunc(t *testing.T) {
-	for _, mode := range []sdbox.CgroupMode{sdbox.Hybrid, sdbox.Legacy} {
+	for _, mode := range []sdbox.CgroupMode{sdbox.Hybrid, sdbox.Legacy, sdbox.Unified} {
 		t.Run(string(mode), func(t *testing.T) {
-			box := bootBoxMode(t, "validate-runc", mode)
+			var opts []sdbox.Option
+			if mode == sdbox.Unified {
+				opts = append(opts, sdbox.WithNspawnArgs("--system-call-filter=bpf", "--capability=CAP_BPF"))
+			}
+			box := bootBoxMode(t, "validate-runc-"+string(mode), mode, opts...)
 			cellguard := box.InstallCellguard(t)
 			installRunc(t, box)
 			pid := startGarden(t, box)
-			// In a legacy box the kernel still lists the host's v2 hierarchy,
-			// which the box does not mount and runc does not use.
+			removeContainersAtEnd(t, box, "c1")
+			// The kernel lists the host's hierarchies too; keep the ones the
+			// box mounts: no v2 in legacy, only v2 in unified.
 			cgroupsOf := func(pid int) (map[string]string, error) {
 				m, err := box.ReadCgroup(pid)
-				if mode == sdbox.Legacy {
-					delete(m, "")
+				for k := range m {
+					if (mode == sdbox.Legacy && k == "") || (mode == sdbox.Unified && k != "") {
+						delete(m, k)
+					}
 				}
 				return m, err
 			}
@@ -221,21 +233,31 @@ func TestValidateRealRunc(t *testing.T) {
 				t.Fatalf("clean host: exit %d, stdout %q, problems %v", v.code, v.stdout, v.problems(t, "cgroup-integrity"))
 			}
 
-			writeFile(t, box, "/etc/systemd/system/trigger.service",
-				"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
-			in(t, box, "systemctl", "daemon-reload")
-			in(t, box, "systemctl", "start", "trigger.service")
+			if mode == sdbox.Unified {
+				in(t, box, "sh", "-c", fmt.Sprintf("echo %d > /sys/fs/cgroup%s/cgroup.procs", pid, unitCgroup))
+			} else {
+				writeFile(t, box, "/etc/systemd/system/trigger.service",
+					"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
+				in(t, box, "systemctl", "daemon-reload")
+				in(t, box, "systemctl", "start", "trigger.service")
+			}
 			after, err := cgroupsOf(pid)
 			if err != nil {
 				t.Fatal(err)
 			}
-			moved := map[string]bool{}
+			moved := map[string]bool{} // by the validator's hierarchy names
 			for h, p := range after {
 				if p != ctrCgroup {
+					if h == "" {
+						h = "unified"
+					}
 					moved[h] = true
 				}
 			}
-			if !moved["cpu"] && !moved["cpu,cpuacct"] || !moved["blkio"] {
+			switch {
+			case mode == sdbox.Unified && !moved["unified"]:
+				t.Fatalf("the move did not take (cgroups now %v)", after)
+			case mode != sdbox.Unified && (!moved["cpu"] && !moved["cpu,cpuacct"] || !moved["blkio"]):
 				t.Fatalf("the trigger did not reproduce seed-000 (cgroups now %v)", after)
 			}
 
@@ -292,13 +314,13 @@ func TestValidateRealRunc(t *testing.T) {
 	}
 }
 
-// bootBoxMode is bootBox with a cgroup layout.
-func bootBoxMode(t *testing.T, name string, mode sdbox.CgroupMode) *sdbox.Box {
+// bootBoxMode is bootBox with a cgroup layout and options.
+func bootBoxMode(t *testing.T, name string, mode sdbox.CgroupMode, opts ...sdbox.Option) *sdbox.Box {
 	t.Helper()
 	sdbox.RequireRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	box, err := sdbox.Start(ctx, name, sdbox.WithCgroupMode(mode))
+	box, err := sdbox.Start(ctx, name, append([]sdbox.Option{sdbox.WithCgroupMode(mode)}, opts...)...)
 	if err != nil {
 		t.Fatalf("boot systemd container %s (%s): %v", name, mode, err)
 	}
@@ -308,6 +330,19 @@ func bootBoxMode(t *testing.T, name string, mode sdbox.CgroupMode) *sdbox.Box {
 		}
 	})
 	return box
+}
+
+// removeContainersAtEnd deletes the test's runc containers before the box
+// stops: a container's init is pid 1 of its namespace and ignores the
+// SIGTERM systemd sends at shutdown, which would stall the box's stop.
+func removeContainersAtEnd(t *testing.T, box *sdbox.Box, ids ...string) {
+	t.Cleanup(func() {
+		for _, id := range ids {
+			if out, err := inMayFail(box, "runc", "--root", runcRoot, "delete", "--force", id); err != nil {
+				t.Logf("runc delete %s: %v\n%s", id, err, out)
+			}
+		}
+	})
 }
 
 // runcStatus is `runc state`'s status of id.
@@ -335,6 +370,8 @@ func TestValidateRealRuncLifecycleLeftovers(t *testing.T) {
 	cellguard := box.InstallCellguard(t)
 	installBundle(t, box, "/var/lib/waiting", unitCgroup+"/garden/waiting")
 	installBundle(t, box, "/var/lib/ghost", unitCgroup+"/garden/ghost")
+	removeContainersAtEnd(t, box, "waiting", "ghost")
+	t.Cleanup(func() { inMayFail(box, "sh", "-c", "kill -KILL $(cat /run/leaked.pid)") })
 
 	in(t, box, "sh", "-c", "runc --root "+runcRoot+" create --no-new-keyring --bundle /var/lib/waiting waiting </dev/null >/dev/null 2>&1")
 	in(t, box, "sh", "-c", "runc --root "+runcRoot+" run -d --no-new-keyring --bundle /var/lib/ghost ghost </dev/null >/dev/null 2>&1")
@@ -352,7 +389,7 @@ func TestValidateRealRuncLifecycleLeftovers(t *testing.T) {
 	in(t, box, "kill", "-KILL", fmt.Sprint(ghost.Pid))
 	// A leaked process in the runtime's cgroup subtree, no state for it.
 	in(t, box, "sh", "-c", "mkdir -p /sys/fs/cgroup/memory"+unitCgroup+"/garden/leaked && "+
-		"(sleep 100000 </dev/null >/dev/null 2>&1 & echo $! > /sys/fs/cgroup/memory"+unitCgroup+"/garden/leaked/cgroup.procs)")
+		"(sleep 100000 </dev/null >/dev/null 2>&1 & echo $! > /run/leaked.pid; echo $! > /sys/fs/cgroup/memory"+unitCgroup+"/garden/leaked/cgroup.procs)")
 	time.Sleep(1500 * time.Millisecond) // past the 1s runc init limit
 
 	v := validateWith(t, box, cellguard, `{"validator":{"runc_init_max_age":"1s"}}`, "--phase", "drain")
