@@ -60,6 +60,8 @@ done
 tarball=$(cd "$(dirname "${tarball}")" && pwd)/$(basename "${tarball}")
 
 work=$(mktemp -d /var/tmp/cellguard-cell.XXXXXX)
+# If this script is SIGKILLed, the next sdbox.sh start (gc) stops its boxes.
+export SDBOX_OWNER_PID=$$
 boxes=()
 cleanup() {
   local rc=$? b
