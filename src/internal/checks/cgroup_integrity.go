@@ -106,16 +106,11 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 	r := v.proc.NewReader()
 	var m cgroup.Membership
 	var members []int
-	// Processes by pid namespace, for "everything in its pid namespace".
-	// Only processes outside every container cgroup had theirs read: the
-	// ones that may have escaped all hierarchies.
-	byNS := map[uint64][]int{}
-	for i := range v.procs {
-		p := &v.procs[i]
-		if p.ns != 0 && p.ns != v.hostNS {
-			byNS[p.ns] = append(byNS[p.ns], p.pid)
-		}
-	}
+	// "Everything in its pid namespace": the processes no container cgroup
+	// lists (escaped from every hierarchy), each attributed to one
+	// container. A listed process is checked against the container that
+	// lists it.
+	unlisted := v.unlistedOwners()
 	for i := range v.disc.Containers {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, 0, nil, err
@@ -144,9 +139,7 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 		if p := v.initOf(c); p != nil {
 			members = append(members, p.pid)
 		}
-		if ns := v.ownNS(c); ns != 0 {
-			members = append(members, byNS[ns]...)
-		}
+		members = append(members, unlisted[i]...)
 		for _, l := range cm.listed {
 			members = append(members, l...)
 		}

@@ -165,6 +165,47 @@ func TestCgroupIntegritySharedPidNamespaceUsesCgroups(t *testing.T) {
 	}
 }
 
+// Garden's peas join their sandbox's pid namespace but have cgroups of
+// their own: their processes are not the sandbox's escapees. An escape from
+// the pea is still the pea's.
+func TestCgroupIntegrityPeaSharingPidNamespace(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			h := hostfixture.New(t, mode)
+			h.RunContainer(garden("sandbox"), 100, 3, 500)
+			pea := garden("pea")
+			pea.JoinPidNS = hostfixture.NSOf(100)
+			h.RunContainer(pea, 200, 2, 600)
+			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 0 {
+				t.Fatalf("pea processes taken for escapees: %+v", bad)
+			}
+			hier := h.Hierarchies()[0]
+			h.Move(201, hier, "/system.slice/garden.service")
+			bad := failures(run(t, deps(h), "cgroup-integrity"))
+			if len(bad) != 1 || bad[0].Subject != "pea" || bad[0].Data["pid"] != "201" {
+				t.Fatalf("want the pea's escape only: %+v", bad)
+			}
+		})
+	}
+}
+
+// A process started by `runc exec` has a host-side parent (the shim); when
+// it escapes every hierarchy, its namespace still names its container.
+func TestCgroupIntegrityExecProcessEscapedEverywhere(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			h := hostfixture.New(t, mode)
+			h.Add(hostfixture.Proc{PID: 90, Comm: "containerd-shim", Cgroup: "/system.slice/containerd.service"})
+			h.RunContainer(garden("c1"), 100, 2, 500)
+			h.Add(hostfixture.Proc{PID: 150, PPID: 90, Comm: "sh", NS: hostfixture.NSOf(100), Cgroup: "/system.slice/containerd.service", Start: 700})
+			bad := failures(run(t, deps(h), "cgroup-integrity"))
+			if len(bad) != len(h.Hierarchies()) || bad[0].Subject != "c1" || bad[0].Data["pid"] != "150" {
+				t.Fatalf("got %+v", bad)
+			}
+		})
+	}
+}
+
 func TestCgroupIntegrityNestedCgroupIsInside(t *testing.T) {
 	h := hostfixture.New(t, hostfixture.Unified)
 	h.RunContainer(garden("c1"), 100, 2, 500)

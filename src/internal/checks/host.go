@@ -36,8 +36,9 @@ type view struct {
 	procs []proc
 	// members[i] is what the cgroup.procs files of container i list.
 	members []cgroupMembers
-	// listed holds every pid some container cgroup lists, in any hierarchy.
-	listed map[int]bool
+	// listedBy maps every pid some container cgroup lists (in any
+	// hierarchy) to that container's index.
+	listedBy map[int]int
 	// hostNS is the pid namespace of the root's pid 1: a container "in"
 	// it has no pid namespace of its own.
 	hostNS uint64
@@ -111,9 +112,15 @@ func scan(d Deps) (*view, error) {
 			}
 		}
 	}
-	v.listed = make(map[int]bool, len(needNS))
-	for pid := range needNS {
-		v.listed[pid] = true
+	v.listedBy = make(map[int]int, len(needNS))
+	for i := range v.members {
+		for _, l := range v.members[i].listed {
+			for _, pid := range l {
+				if _, ok := v.listedBy[pid]; !ok {
+					v.listedBy[pid] = i
+				}
+			}
+		}
 	}
 	for i := range v.disc.Containers {
 		if pid := v.disc.Containers[i].State.InitProcessPid; pid > 0 {
@@ -244,14 +251,68 @@ func (v *view) initOf(c *runcstate.Container) *proc {
 	return p
 }
 
-// ownNS returns the pid namespace that identifies the container's
-// processes, or 0 when it has none distinct from the host's.
-func (v *view) ownNS(c *runcstate.Container) uint64 {
+// pidNS returns the pid namespace the container's processes run in, or 0
+// when it has none distinct from the host's. Containers that joined
+// another's namespace (Garden's peas) share it.
+func (v *view) pidNS(c *runcstate.Container) uint64 {
 	p := v.initOf(c)
 	if p == nil || p.ns == 0 || !c.State.HasPidNS() || p.ns == v.hostNS {
 		return 0
 	}
 	return p.ns
+}
+
+// unlistedOwners attributes the processes that run in a container's pid
+// namespace but that no container cgroup lists (they escaped every
+// hierarchy) to a container: the one whose init they are, else the nearest
+// ancestor that is a container's init or is listed by a container, else the
+// container that created the namespace. Garden's peas share their sandbox's
+// namespace; ancestry keeps a pea's escapee the pea's.
+func (v *view) unlistedOwners() map[int][]int {
+	initIdx := map[int]int{}
+	creator := map[uint64]int{}
+	for i := range v.disc.Containers {
+		c := &v.disc.Containers[i]
+		p := v.initOf(c)
+		if p == nil {
+			continue
+		}
+		initIdx[p.pid] = i
+		if ns := v.pidNS(c); ns != 0 && c.State.NewPidNS() {
+			creator[ns] = i
+		}
+	}
+	out := map[int][]int{}
+	for i := range v.procs {
+		p := &v.procs[i]
+		if p.ns == 0 || p.ns == v.hostNS {
+			continue
+		}
+		if _, listed := v.listedBy[p.pid]; listed {
+			continue
+		}
+		owner, found := initIdx[p.pid]
+		for cur, hops := p.stat.PPID, 0; !found && cur > 1 && hops < 64; hops++ {
+			if owner, found = initIdx[cur]; found {
+				break
+			}
+			if owner, found = v.listedBy[cur]; found {
+				break
+			}
+			q := v.find(cur)
+			if q == nil || (q.ns != 0 && q.ns != p.ns) {
+				break // left the namespace: a runtime process, not the container's
+			}
+			cur = q.stat.PPID
+		}
+		if !found {
+			owner, found = creator[p.ns]
+		}
+		if found {
+			out[owner] = append(out[owner], p.pid)
+		}
+	}
+	return out
 }
 
 // expectation is where a container's processes must be in one hierarchy.

@@ -129,7 +129,7 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]check.Finding, 
 	parents := map[string]bool{}
 	for i := range v.disc.Containers {
 		c := &v.disc.Containers[i]
-		if ns := v.ownNS(c); ns != 0 {
+		if ns := v.pidNS(c); ns != 0 {
 			claimedNS[ns] = true
 		}
 		for _, abs := range c.State.CgroupPaths {
@@ -173,7 +173,7 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]check.Finding, 
 				if p == nil {
 					continue // started after the scan or already gone
 				}
-				if v.listed[pid] || claimedNS[p.ns] {
+				if _, listed := v.listedBy[pid]; listed || claimedNS[p.ns] {
 					continue // a container's process out of place: cgroup-integrity's finding
 				}
 				out = append(out, check.Finding{

@@ -300,7 +300,10 @@ type Container struct {
 	Init        int    // pid of init (must be added with Add, or absent for a ghost)
 	InitStart   uint64 // recorded init_process_start
 	SharedPidNS bool   // no NEWPID: the host's pid namespace
-	Created     bool   // exec.fifo present
+	// JoinPidNS, when set, is the namespace inode of another container this
+	// one joined (NEWPID with a path), as Garden's peas join their sandbox.
+	JoinPidNS uint64
+	Created   bool // exec.fifo present
 	// StartAsString writes init_process_start as a string (runc < 1.0.0-rc5).
 	StartAsString bool
 }
@@ -326,7 +329,9 @@ func (h *Host) State(c Container) string {
 	h.Cgroup(c.Cgroup)
 	namespaces := []map[string]string{{"type": "NEWNET", "path": ""}, {"type": "NEWNS", "path": ""}}
 	nsPaths := map[string]string{"NEWNET": fmt.Sprintf("/proc/%d/ns/net", c.Init)}
-	if !c.SharedPidNS {
+	if c.JoinPidNS != 0 {
+		namespaces = append([]map[string]string{{"type": "NEWPID", "path": "/proc/1/ns/pid-of-sandbox"}}, namespaces...)
+	} else if !c.SharedPidNS {
 		namespaces = append([]map[string]string{{"type": "NEWPID", "path": ""}}, namespaces...)
 		nsPaths["NEWPID"] = fmt.Sprintf("/proc/%d/ns/pid", c.Init)
 	}
@@ -365,11 +370,15 @@ func (h *Host) State(c Container) string {
 
 // RunContainer adds a container with init and n-1 more processes in its
 // pid namespace and cgroup, all started at tick start; pids from firstPID.
+// Its pid namespace inode is NSOf(firstPID) unless shared or joined.
 func (h *Host) RunContainer(c Container, firstPID, n int, start uint64) {
 	h.t.Helper()
-	ns := uint64(5000000000 + firstPID)
+	ns := NSOf(firstPID)
 	if c.SharedPidNS {
 		ns = HostNS
+	}
+	if c.JoinPidNS != 0 {
+		ns = c.JoinPidNS
 	}
 	c.Init, c.InitStart = firstPID, start
 	for i := 0; i < n; i++ {
@@ -383,6 +392,10 @@ func (h *Host) RunContainer(c Container, firstPID, n int, start uint64) {
 	h.State(c)
 	h.syncProcs()
 }
+
+// NSOf is the pid namespace inode RunContainer gives a container whose
+// first pid is firstPID.
+func NSOf(firstPID int) uint64 { return uint64(5000000000 + firstPID) }
 
 // Write writes a file relative to the root.
 func (h *Host) Write(rel, content string) { h.write(rel, content) }
