@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -317,6 +318,9 @@ func TestValidateRealRunc(t *testing.T) {
 // bootBoxMode is bootBox with a cgroup layout and options.
 func bootBoxMode(t *testing.T, name string, mode sdbox.CgroupMode, opts ...sdbox.Option) *sdbox.Box {
 	t.Helper()
+	if os.Getenv(sdbox.SkipEnv) == "1" {
+		t.Skipf("!!! NOT RUN: %s=1 (pure tests only) !!!", sdbox.SkipEnv)
+	}
 	sdbox.RequireRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
