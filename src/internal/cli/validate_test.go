@@ -236,3 +236,20 @@ func TestValidatePrometheusWriteFailureKeepsVerdict(t *testing.T) {
 		t.Fatalf("config textfile: %v\n%s", err, b)
 	}
 }
+
+// --runtime-root replaces the config's roots; containers elsewhere are not
+// looked at.
+func TestValidateRuntimeRootFlag(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Unified)
+	h.RunContainer(hostfixture.Container{RuntimeRoot: "/var/vcap/data/garden/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 2, 500)
+	h.Move(101, "", "/system.slice/garden.service")
+	code, _, _ := runValidateCLI(t, h.Root, `{}`, "--phase", "pre-start")
+	if code != ExitOK {
+		t.Fatalf("default roots do not hold c1: exit %d", code)
+	}
+	code, out, _ := runValidateCLI(t, h.Root, `{"validator":{"runtime_roots":["/run/runc"]}}`, "--phase", "pre-start",
+		"--runtime-root", "/var/vcap/data/garden/runc")
+	if code != ExitFailed || !strings.Contains(out, "c1: pid 101 (app) escaped in unified") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
