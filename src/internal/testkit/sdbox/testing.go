@@ -24,8 +24,12 @@ func inCI() bool { return os.Getenv("CI") == "true" }
 
 // RequireRoot skips the test, loudly, when not running as root; in CI
 // (CI=true) it fails instead, so a misconfigured CI cannot pass by skipping.
+// CELLGUARD_SKIP_INTEGRATION=1 is an explicit choice and always skips.
 func RequireRoot(t testing.TB) {
 	t.Helper()
+	if os.Getenv(SkipEnv) == "1" {
+		t.Skipf("!!! NOT RUN: %s=1 (pure tests only) !!!", SkipEnv)
+	}
 	if os.Geteuid() == 0 {
 		return
 	}
@@ -41,11 +45,7 @@ func RequireRoot(t testing.TB) {
 // see RequireRoot). With root, a box that failed to boot fails the test.
 func Require(t testing.TB, b *Box) {
 	t.Helper()
-	if os.Getenv(SkipEnv) == "1" {
-		// an explicit choice (make unittest), not something missing: skip even in CI
-		t.Skipf("!!! NOT RUN: %s=1 (pure tests only) !!!", SkipEnv)
-	}
-	RequireRoot(t)
+	RequireRoot(t) // skips on CELLGUARD_SKIP_INTEGRATION=1, even in CI: an explicit choice
 	if b == nil {
 		t.Fatal("no systemd box: sdbox.Main did not boot one (see its output above)")
 	}
