@@ -63,9 +63,11 @@ work=$(mktemp -d /var/tmp/cellguard-cell.XXXXXX)
 # If this script is SIGKILLed, the next sdbox.sh start (gc) stops its boxes.
 export SDBOX_OWNER_PID=$$
 boxes=()
+compile_pid=""
 cleanup() {
   local rc=$? b
   trap - EXIT INT TERM
+  if [ -n "${compile_pid}" ]; then kill -TERM -- "-${compile_pid}" 2>/dev/null; wait "${compile_pid}" 2>/dev/null; fi
   if [ "${keep}" = 1 ] && [ ${#boxes[@]} -gt 0 ]; then
     say "--keep: boxes left running: ${boxes[*]} (stop: SDBOX_NAME=NAME ${sdbox} stop)"
   else
@@ -110,8 +112,14 @@ job_version=$(ruby -ryaml -e 'puts YAML.load_file(ARGV[0])["jobs"].find { |j| j[
 say "release cellguard/${rel_version}; job cellguard/${job_version:0:12}…"
 
 step "compile the packages from the tarball, as a compile VM does (cache: /var/tmp/cellguard-cell/compiled)"
-compiled=$(bash "${here}/compile-packages.sh" "${tarball}" /var/tmp/cellguard-cell/compiled 2>"${work}/compile.log") ||
-  { cat "${work}/compile.log" >&3; die "compiling the release's packages failed"; }
+# Minutes when the package changed: run it in its own process group and wait for it,
+# so Ctrl-C or SIGTERM reaches the trap at once, which ends that group.
+setsid bash "${here}/compile-packages.sh" "${tarball}" /var/tmp/cellguard-cell/compiled \
+  >"${work}/compiled.txt" 2>"${work}/compile.log" &
+compile_pid=$!
+wait "${compile_pid}" || { cat "${work}/compile.log" >&3; die "compiling the release's packages failed"; }
+compile_pid=""
+compiled=$(cat "${work}/compiled.txt")
 sed 's/^compile-packages: /   /' "${work}/compile.log" >&3
 cg_version=$(awk '$1 == "cellguard" {print $2}' <<<"${compiled}")
 cg_dir=$(awk '$1 == "cellguard" {print $3}' <<<"${compiled}")

@@ -17,7 +17,8 @@ cache=${2:?usage: compile-packages.sh TARBALL CACHE_DIR}
 say() { echo "compile-packages: $*" >&2; }
 
 work=$(mktemp -d /var/tmp/cellguard-compile.XXXXXX)
-trap 'rm -rf "${work}"' EXIT
+current=""   # the install dir being compiled: removed when interrupted
+trap 'rm -rf "${work}"; [ -z "${current}" ] || rm -rf "${current}"' EXIT
 tar -xzf "${tarball}" -C "${work}"
 order=$(ruby -ryaml -e '
   pkgs = YAML.load_file(ARGV[0])["packages"]
@@ -41,7 +42,12 @@ while read -r name version deps; do
     echo "${name} ${version} ${install}"
     continue
   fi
+  # An interrupted compile leaves a directory without .compiled; keep two finished
+  # versions of each package besides this one.
+  find "${cache}/${name}" -mindepth 1 -maxdepth 1 -type d ! -exec test -e '{}/.compiled' \; -exec rm -rf '{}' + 2>/dev/null || true
+  ls -1dt "${cache}/${name}"/*/ 2>/dev/null | tail -n +3 | xargs -r rm -rf
   rm -rf "${install}" && mkdir -p "${install}"
+  current=${install}
   compile=${work}/compile/${name}
   packages=${work}/packages-${name}
   mkdir -p "${compile}" "${packages}"
@@ -59,6 +65,7 @@ while read -r name version deps; do
   fi
   chmod -R u+w "${compile}" && rm -rf "${compile}"
   touch "${install}/.compiled"
+  current=""
   say "${name}/${version}: compiled in $((SECONDS - t0))s (deps: ${deps:-none})"
   echo "${name} ${version} ${install}"
 done <<<"${order}"

@@ -81,8 +81,10 @@ func TestLocalCell(t *testing.T) {
 	// Box names of their own, so a `make cell` running beside the test is not disturbed.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("CELL_BOX_PREFIX=e2e%d", os.Getpid()%100000))
 	cmd.Stderr = story
-	// On timeout, SIGTERM: cell.sh's trap stops its boxes and removes its files.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	// On timeout, SIGTERM to cell.sh's own process group (only what it started):
+	// its trap stops its boxes and removes its files.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = time.Minute
 	out, err := cmd.Output()
 	t.Logf("cell.sh story:\n%s", story)
