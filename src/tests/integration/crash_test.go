@@ -227,6 +227,13 @@ func TestFaultUnitDirReadOnly(t *testing.T) {
 	if names, _ := filepath.Glob(filepath.Join(box.Root, "/etc/systemd/system/.cellguard-*")); len(names) != 0 {
 		t.Errorf("temp files left: %v", names)
 	}
+	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("rounit"), Root: box.Root,
+		DBus: systemd.Options{Address: box.SystemBusAddress}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if u, err := m.Status(ctx, "cellguard-garden.service"); err != nil || u.LoadState != "loaded" || u.NeedDaemonReload {
+		t.Fatalf("after the failed install the old unit is not loaded as it was: %+v %v", u, err)
+	}
 	in(t, box, "umount", "/etc/systemd/system")
 	code, _, out, errOut = cellguard(t, nil, installArgs(t, ref, ctl, ctl+" stop --now")...)
 	if code != cli.ExitOK {
