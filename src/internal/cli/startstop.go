@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 func startCommand() *Command {
@@ -54,6 +55,15 @@ func startStop(ctx context.Context, env *Env, args []string, start bool) int {
 		hintf(env, "pass --config with a daemons entry for %q, or --start/--stop", name)
 		return ExitCantRun
 	}
+	wait := d.StopTimeout
+	if start {
+		wait = d.StartTimeout
+	}
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	ctx, cancel := f.withDeadline(ctx, wait)
+	defer cancel()
 	if start {
 		if len(d.Start) > 0 && m.HasSystemd() {
 			// The unit is (re)installed from the same description first, so

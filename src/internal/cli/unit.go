@@ -24,6 +24,25 @@ type daemonFlags struct {
 	startTimeout, stopTimeout time.Duration
 	root, dbusAddress         string
 	jsonOut                   bool
+	timeout                   time.Duration
+}
+
+// defaultDeadline bounds a whole command: after connecting, a D-Bus call on
+// systemd's private socket has no timeout of its own, and monit's start
+// program must not hang forever.
+const defaultDeadline = 90 * time.Second
+
+// withDeadline bounds ctx by --timeout, or by the default: the start/stop
+// wait plus room for connecting and installing.
+func (f *daemonFlags) withDeadline(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	d := f.timeout
+	if d <= 0 {
+		d = defaultDeadline
+		if wait > 0 && wait+30*time.Second > d {
+			d = wait + 30*time.Second
+		}
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 func (f *daemonFlags) register(fs *flag.FlagSet, describe bool) {
@@ -43,6 +62,7 @@ func (f *daemonFlags) registerConn(fs *flag.FlagSet) {
 	fs.StringVar(&f.root, "root", "/", "root of the managed system (tests: /proc/<pid>/root of a container)")
 	fs.StringVar(&f.dbusAddress, "dbus-address", "", "D-Bus address of systemd (default: /run/systemd/private, then the system bus)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON")
+	fs.DurationVar(&f.timeout, "timeout", 0, "deadline for the whole command (default 90s, or the start/stop wait + 30s if longer)")
 }
 
 // daemon merges the config's entry for name with the flags.
@@ -187,6 +207,8 @@ func runUnitInstall(ctx context.Context, env *Env, args []string) int {
 		errorf(env, "no start command for %q: pass --start or add it to the config's daemons", name)
 		return ExitCantRun
 	}
+	ctx, cancel := f.withDeadline(ctx, 0)
+	defer cancel()
 	res, err := m.Install(ctx, d)
 	if err != nil {
 		return failure(env, err)
@@ -235,6 +257,8 @@ func runUnitStatus(ctx context.Context, env *Env, args []string) int {
 		return ExitCantRun
 	}
 	defer done()
+	ctx, cancel := f.withDeadline(ctx, 0)
+	defer cancel()
 	u, err := m.Status(ctx, unitName)
 	if u != nil && f.jsonOut {
 		printJSON(env, u)
@@ -281,6 +305,8 @@ func runProtectSupervisor(ctx context.Context, env *Env, args []string) int {
 		return ExitCantRun
 	}
 	defer done()
+	ctx, cancel := f.withDeadline(ctx, 0)
+	defer cancel()
 	res, err := m.ProtectSupervisor(ctx, pid, process)
 	if err != nil {
 		return failure(env, err)
