@@ -397,6 +397,9 @@ seed000() {  # seed000 without|with
       "the drain report names each of the ${n} escaped (pid, hierarchy) pairs${missing:+; missing:${missing}}"
     step "what runc can still do here (observed, not an expectation)"
     runc_kill_delete "${sc}" observe
+    say "   (only $(cut -f3 <<<"${escaped}" | sort -u | tr '\n' ' ')moved. runc 1.1 lists and freezes a container's processes through"
+    say "   its recorded devices and freezer cgroups, which stayed, so kill --all still reached them; where those"
+    say "   move too, kill --all finds nothing. drain blocking is what stops the rollout before Garden gets there.)"
   else
     expect "${sc}" nothing-moved "$([ -z "${escaped}" ] && echo true || echo false)" \
       "after the trigger every container process is still in the cgroups state.json records"
