@@ -6,6 +6,7 @@
 //
 //	cellbench gen --dir D [--scale 1] [--escaped 0.01]   write one cell and keep it
 //	cellbench run --bin bin/cellguard [--scales 1,10,100] [--runs 11]
+//	cellbench cycle SPEC-JSON   time start/stop variants (inside the systemd box; see src/tests/perf)
 //
 // run writes each cell into a fresh directory under --dir and removes it
 // after; with --tmpfs (root, inside `unshare --mount`) that directory is a
@@ -51,6 +52,8 @@ func main() {
 		err = gen(os.Args[2:])
 	case "run":
 		err = run(os.Args[2:])
+	case "cycle":
+		err = cycle(os.Args[2:])
 	default:
 		usage()
 	}

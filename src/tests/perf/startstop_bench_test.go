@@ -1,0 +1,277 @@
+package perf
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+)
+
+// benchCtl is a BOSH-style ctl script: start execs the daemon, which wrote
+// its pidfile first; stop kills it by pidfile. Nothing else, so the numbers
+// are the supervisors' overhead, not a daemon's startup.
+const benchCtl = `#!/bin/bash
+run=/var/vcap/sys/run/bench
+case $1 in
+  start) mkdir -p $run; echo $$ > $run/bench.pid; exec sleep infinity ;;
+  stop)  pid=$(cat $run/bench.pid 2>/dev/null) && kill "$pid"; rm -f $run/bench.pid ;;
+esac
+`
+
+const (
+	ctlPath   = "/var/vcap/jobs/bench/bin/bench_ctl"
+	pidfile   = "/var/vcap/sys/run/bench/bench.pid"
+	cfgPath   = "/var/vcap/jobs/cellguard/config/cellguard.json"
+	unitName  = "cellguard-bench.service"
+	cycleRuns = 30
+)
+
+func config(startArgs string) string {
+	return fmt.Sprintf(`{"daemons": [{"name": "bench", "start": "%s start%s", "stop": "%s stop", "pidfile": "%s",
+  "start_timeout": "20s", "stop_timeout": "20s"}]}`, ctlPath, startArgs, ctlPath, pidfile)
+}
+
+// BenchmarkStartStop boots a real systemd (sdbox) and times, inside it,
+// starting and stopping a daemon three ways: its ctl script run directly
+// (what monit did before cellguard), `systemctl start/stop` of the delegated
+// unit, and `cellguard start/stop` (monit's start/stop programs now: an
+// idempotent unit install, the job over D-Bus, and the wait for the
+// pidfile's process). Then the idempotent pre-start: `cellguard unit
+// install` with nothing to change, timed, with systemd's Reloading signals
+// counted on a bus connection of our own: none may come (a Fatal, not a
+// timing). Times are reported, never asserted.
+//
+//	go test -run '^$' -bench StartStop -benchtime 1x ./src/tests/perf
+func BenchmarkStartStop(b *testing.B) {
+	sdbox.RequireRoot(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	box, err := sdbox.Start(ctx, "perf")
+	cancel()
+	if err != nil {
+		b.Fatalf("boot systemd box: %v", err)
+	}
+	b.Cleanup(func() {
+		if err := box.Stop(); err != nil {
+			b.Errorf("stop box: %v", err)
+		}
+	})
+	cellguard := box.InstallCellguard(b)
+	if err := box.CopyIn(buildCellbench(b), "/usr/local/bin/cellbench", 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for path, content := range map[string]string{ctlPath: benchCtl, cfgPath: config("")} {
+		if err := box.WriteFile(path, []byte(content), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := "--config=" + cfgPath
+	in(b, box, cellguard, "unit", "install", "bench", cfg)
+	reloads := watchReloads(b, box.SystemBusAddress)
+
+	for b.Loop() {
+		before := reloads.settle(b)
+		res := runCycle(b, box, CycleSpec{Runs: cycleRuns, PIDFile: pidfile, Variants: []Variant{
+			{Name: "ctl script", Start: []string{ctlPath, "start"}, Stop: []string{ctlPath, "stop"}, Detach: true, Wait: true},
+			{Name: "systemctl", Start: []string{"systemctl", "start", unitName}, Stop: []string{"systemctl", "stop", unitName}, Wait: true},
+			{Name: "cellguard", Start: []string{cellguard, "start", "bench", cfg}, Stop: []string{cellguard, "stop", "bench", cfg}, Wait: true},
+		}})
+		if n := reloads.settle(b) - before; n != 0 {
+			b.Fatalf("%d systemd reloads during %d cellguard starts with an unchanged unit", n, cycleRuns)
+		}
+		b.Logf("start/stop latency inside the box, %d runs each, round-robin (ms: median / p95 / max):", cycleRuns)
+		for _, v := range []string{"ctl script", "systemctl", "cellguard"} {
+			r := res[v]
+			b.Logf("  %-10s start %s   stop %s", v, stats(r.Start), stats(r.Stop))
+			metric(b, r.Start, strings.ReplaceAll(v, " ", "-")+"-start")
+			metric(b, r.Stop, strings.ReplaceAll(v, " ", "-")+"-stop")
+		}
+
+		// Idempotent pre-start: nothing to change, so no write and no Reload.
+		before = reloads.settle(b)
+		res = runCycle(b, box, CycleSpec{Runs: cycleRuns, Variants: []Variant{
+			{Name: "install", Start: []string{cellguard, "unit", "install", "bench", cfg}},
+		}})
+		n := reloads.settle(b) - before
+		if n != 0 {
+			b.Fatalf("%d systemd reloads during %d unchanged installs", n, cycleRuns)
+		}
+		// The counter must see a reload when there is one, or zero proves nothing.
+		if err := box.WriteFile(cfgPath, []byte(config(" --changed")), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		in(b, box, cellguard, "unit", "install", "bench", cfg)
+		changed := reloads.settle(b) - before
+		if changed < 1 {
+			b.Fatalf("changed unit installed but no Reloading signal seen: the counter is blind")
+		}
+		if err := box.WriteFile(cfgPath, []byte(config("")), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		in(b, box, cellguard, "unit", "install", "bench", cfg)
+		b.Logf("unchanged `cellguard unit install`: %s ms (median / p95 / max of %d); Reloading signals: %d (a changed unit: %d)",
+			stats(res["install"].Start), cycleRuns, n, changed)
+		metric(b, res["install"].Start, "unchanged-install")
+	}
+}
+
+// CycleSpec and Variant mirror src/cmd/cellbench/cycle.go.
+type CycleSpec struct {
+	Runs     int       `json:"runs"`
+	PIDFile  string    `json:"pidfile"`
+	Variants []Variant `json:"variants"`
+}
+
+type Variant struct {
+	Name   string   `json:"name"`
+	Start  []string `json:"start"`
+	Stop   []string `json:"stop,omitempty"`
+	Detach bool     `json:"detach,omitempty"`
+	Wait   bool     `json:"wait,omitempty"`
+}
+
+type cycleResult map[string]struct {
+	Start []int64 `json:"start"`
+	Stop  []int64 `json:"stop"`
+}
+
+func runCycle(b *testing.B, box *sdbox.Box, spec CycleSpec) cycleResult {
+	b.Helper()
+	js, err := json.Marshal(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := box.Command(ctx, "cellbench", "cycle", string(js))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("cellbench cycle: %v\n%s", err, stderr.String())
+	}
+	var res cycleResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		b.Fatalf("cellbench cycle output: %v\n%s", err, out)
+	}
+	return res
+}
+
+func in(b *testing.B, box *sdbox.Box, args ...string) string {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := box.Exec(ctx, args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return string(out)
+}
+
+// buildCellbench builds the static cellbench that runs the cycles inside
+// the box.
+func buildCellbench(b *testing.B) string {
+	b.Helper()
+	root, err := sdbox.ModuleRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(b.TempDir(), "cellbench")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	cmd := exec.Command(gobin, "build", "-trimpath", "-o", bin, "./src/cmd/cellbench")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build cellbench: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func percentile(ns []int64, p float64) float64 {
+	s := slices.Clone(ns)
+	slices.Sort(s)
+	i := int(p*float64(len(s))+0.5) - 1
+	i = max(0, min(i, len(s)-1))
+	return float64(s[i]) / 1e6
+}
+
+func stats(ns []int64) string {
+	if len(ns) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%6.1f / %6.1f / %6.1f", percentile(ns, 0.5), percentile(ns, 0.95), percentile(ns, 1))
+}
+
+func metric(b *testing.B, ns []int64, name string) {
+	if len(ns) > 0 {
+		b.ReportMetric(percentile(ns, 0.5), name+"-p50-ms")
+		b.ReportMetric(percentile(ns, 0.95), name+"-p95-ms")
+	}
+}
+
+// reloadCounter counts systemd's Manager.Reloading(true) signals on a bus
+// connection of its own (as src/tests/integration/units_test.go does).
+type reloadCounter struct {
+	conn  *godbus.Conn
+	count atomic.Int64
+}
+
+func watchReloads(b *testing.B, address string) *reloadCounter {
+	b.Helper()
+	conn, err := godbus.Dial(address)
+	if err != nil {
+		b.Fatalf("dial %s: %v", address, err)
+	}
+	if err := conn.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		b.Fatalf("auth: %v", err)
+	}
+	if err := conn.Hello(); err != nil {
+		b.Fatalf("hello: %v", err)
+	}
+	// systemd emits manager signals only to subscribed clients.
+	if err := conn.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1").
+		Call("org.freedesktop.systemd1.Manager.Subscribe", 0).Err; err != nil {
+		b.Fatalf("subscribe: %v", err)
+	}
+	if err := conn.AddMatchSignal(godbus.WithMatchInterface("org.freedesktop.systemd1.Manager"),
+		godbus.WithMatchMember("Reloading")); err != nil {
+		b.Fatalf("add match: %v", err)
+	}
+	rc := &reloadCounter{conn: conn}
+	ch := make(chan *godbus.Signal, 64)
+	conn.Signal(ch)
+	go func() {
+		for s := range ch {
+			if len(s.Body) == 1 && s.Body[0] == true {
+				rc.count.Add(1)
+			}
+		}
+	}()
+	b.Cleanup(func() { conn.Close() })
+	return rc
+}
+
+// settle makes a round trip to systemd on the counter's connection, so
+// every signal sent before it has been read, and returns the count.
+func (rc *reloadCounter) settle(b *testing.B) int64 {
+	b.Helper()
+	var v godbus.Variant
+	if err := rc.conn.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1").
+		Call("org.freedesktop.DBus.Properties.Get", 0, "org.freedesktop.systemd1.Manager", "Version").Store(&v); err != nil {
+		b.Fatalf("round trip: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond) // the reader goroutine hands signals over asynchronously
+	return rc.count.Load()
+}
