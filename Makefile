@@ -75,6 +75,7 @@ bench: build
 	$(GO) build -o bin/cellbench ./src/cmd/cellbench
 	unshare --mount --propagation private bin/cellbench run --tmpfs --bin $(BIN) $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem ./src/internal/procfs ./src/internal/cgroup ./src/internal/runcstate ./src/internal/checks
+	$(GO) test -run '^$$' -bench StartStop -benchtime 1x ./src/tests/perf
 
 clean:
 	rm -rf bin
