@@ -66,6 +66,8 @@ boxes=()
 compile_pid=""
 cleanup() {
   local rc=$? b
+  # Only the main shell cleans up: a subshell that caught the signal just ends.
+  [ "${BASHPID}" = "$$" ] || exit "${rc}"
   trap - EXIT INT TERM
   if [ -n "${compile_pid}" ]; then kill -TERM -- "-${compile_pid}" 2>/dev/null; wait "${compile_pid}" 2>/dev/null; fi
   if [ "${keep}" = 1 ] && [ ${#boxes[@]} -gt 0 ]; then
@@ -77,7 +79,7 @@ cleanup() {
   exit "${rc}"
 }
 trap cleanup EXIT
-trap 'say ""; say "cell: interrupted, cleaning up"; exit 130' INT TERM
+trap '[ "${BASHPID}" = "$$" ] && { say ""; say "cell: interrupted, cleaning up"; }; exit 130' INT TERM
 
 # A private copy of the harness: bash reads a script as it runs, so an edit to the
 # shared file during a run must not change what this run executes.
