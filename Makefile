@@ -56,7 +56,7 @@ release-e2e:
 
 # The README's first command: a local cell (real systemd + monit + runc + the
 # release from its tarball) showing seed-000 without and with cellguard, and
-# seed-001. CELLFLAGS="--json" prints the summary for machines.
+# seed-001. CELLFLAGS="--json-out /tmp/cell.json" also writes the summary for machines.
 CELLFLAGS ?=
 cell: deps release
 	bash src/tests/cell/cell.sh --tarball dev_releases/cellguard-dev.tgz $(CELLFLAGS)

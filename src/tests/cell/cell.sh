@@ -3,7 +3,7 @@
 # (the README's `make cell`). Needs root, a Debian host with systemd-nspawn (make deps)
 # and a release tarball (make release).
 #
-#   cell.sh [--json] [--tarball PATH] [--scenarios without,with,seed001] [--keep]
+#   cell.sh [--json] [--json-out FILE] [--tarball PATH] [--scenarios without,with,seed001] [--keep]
 #
 # For each scenario a fresh systemd box (src/tests/harness/sdbox.sh) becomes a cell:
 # /var/vcap laid out as the BOSH agent does, monit under runit.service configured as
@@ -19,7 +19,8 @@
 #   seed001  a runc reporting 1.0.0-rc93: pre-start blocks while the pipe soft limit
 #            is active, and the rc93 advisory turns into a warning once it is lifted.
 #
-# The story goes to stdout (to stderr with --json, which prints the summary on stdout).
+# The story goes to stdout (to stderr with --json, which prints the summary on stdout);
+# --json-out FILE also writes the summary to FILE (for make, whose stdout is shared).
 # Exit 0 when every expectation held, 1 when one failed, 2 when the cell could not be
 # built. Everything made is removed at exit, Ctrl-C included (--keep leaves the boxes).
 set -uo pipefail
@@ -28,7 +29,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "${here}/../../.." && pwd)
 T0=${SECONDS}
 
-json=0 keep=0
+json=0 keep=0 json_out=""
 tarball=${repo}/dev_releases/cellguard-dev.tgz
 scenarios=without,with,seed001
 prefix=${CELL_BOX_PREFIX:-cell}
@@ -36,11 +37,13 @@ while [ $# -gt 0 ]; do
   case $1 in
     --json) json=1 ;;
     --keep) keep=1 ;;
+    --json-out) json_out=$2; shift ;;
+    --json-out=*) json_out=${1#*=} ;;
     --tarball) tarball=$2; shift ;;
     --tarball=*) tarball=${1#*=} ;;
     --scenarios) scenarios=$2; shift ;;
     --scenarios=*) scenarios=${1#*=} ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
     *) echo "cell.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -533,6 +536,9 @@ summary=$(
 jq -r '.scenarios[] | .name as $n | .expectations[] | "  \(if .ok then "ok    " else "FAILED" end) \($n)/\(.id): \(.detail)"' <<<"${summary}" >&3
 if [ "${json}" = 1 ]; then
   printf '%s\n' "${summary}"
+fi
+if [ -n "${json_out}" ]; then
+  printf '%s\n' "${summary}" >"${json_out}" && say "summary: ${json_out}"
 fi
 if [ "$(jq -r .ok <<<"${summary}")" = true ] && [ "${failed}" = 0 ]; then
   say "all expectations held"
