@@ -58,9 +58,11 @@ func (*CgroupIntegrity) Meta() check.Meta {
 // escape is one process outside its container's cgroup in one hierarchy.
 type escape struct {
 	c      *runcstate.Container
+	cm     *cgroupMembers
 	pid    int
 	comm   string
 	start  uint64
+	ns     uint64 // pid namespace the scan read, 0 when not read
 	exp    expectation
 	actual string
 }
@@ -136,8 +138,10 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 		}
 		nContainers++
 		members = members[:0]
+		initPID := 0 // known to be the container's by its start time
 		if p := v.initOf(c); p != nil {
 			members = append(members, p.pid)
+			initPID = p.pid
 		}
 		members = append(members, unlisted[i]...)
 		for _, l := range cm.listed {
@@ -161,14 +165,18 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 			if err := cgroup.ParseProcCgroup(b, &m); err != nil {
 				return nil, 0, 0, nil, fmt.Errorf("parse %s: %w", v.proc.Path(pid, "cgroup"), err)
 			}
+			if pid != initPID && cm.reused(pid, &m) {
+				nProcs--
+				continue
+			}
 			for _, e := range cm.exps {
 				actual, ok := m.Lookup(e.key)
 				if !ok || cgroup.Under(string(actual), e.rel) {
 					continue
 				}
-				esc := escape{c: c, pid: pid, exp: e, actual: string(actual)}
+				esc := escape{c: c, cm: cm, pid: pid, exp: e, actual: string(actual)}
 				if p := v.find(pid); p != nil {
-					esc.comm, esc.start = p.stat.Comm, p.stat.StartTime
+					esc.comm, esc.start, esc.ns = p.stat.Comm, p.stat.StartTime, p.ns
 				}
 				escapes = append(escapes, esc)
 			}
@@ -178,27 +186,63 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 }
 
 // confirm re-reads each suspect and keeps those still outside (and still
-// the same process).
+// the same process, and still the container's).
 func (ci *CgroupIntegrity) confirm(v *view, escapes []escape) []escape {
 	r := v.proc.NewReader()
 	var m cgroup.Membership
 	var out []escape
 	for _, e := range escapes {
-		if st, err := r.Stat(e.pid); err != nil || st.StartTime != e.start {
-			continue
+		if stillOutside(v, r, &m, &e) {
+			out = append(out, e)
 		}
-		b, err := r.Cgroup(e.pid)
-		if err != nil || cgroup.ParseProcCgroup(b, &m) != nil {
-			continue
-		}
-		actual, ok := m.Lookup(e.exp.key)
-		if !ok || cgroup.Under(string(actual), e.exp.rel) {
-			continue
-		}
-		e.actual = string(actual)
-		out = append(out, e)
 	}
 	return out
+}
+
+// stillOutside reads the suspect through its pinned /proc directory, so
+// that every read is of one process, and says whether it is the process the
+// scan saw (start time), still the container's (in one of its cgroups, or in
+// the pid namespace that tied it to the container) and still outside. Under
+// fast pid reuse a pid can go to another process within the clock tick the
+// start time counts in; such a process is outside every container cgroup
+// and in the host's namespace, so it is dropped here.
+func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, e *escape) bool {
+	p, err := v.proc.Pin(e.pid)
+	if err != nil {
+		return false
+	}
+	defer p.Close()
+	st, err := r.PinnedStat(p)
+	if err != nil || st.StartTime != e.start {
+		return false
+	}
+	if isRuncInit(st.Comm, nil) && e.pid != e.c.State.InitProcessPid {
+		// A `runc exec` still joining: runc writes its cgroups only after
+		// it entered the container's namespaces, one hierarchy after
+		// another, and on a cell busy forking each write can take tens of
+		// milliseconds. It runs runc init until then; one that never gets
+		// further is stuck-runc-init's finding.
+		return false
+	}
+	b, err := r.PinnedCgroup(p)
+	if err != nil || cgroup.ParseProcCgroup(b, m) != nil {
+		return false
+	}
+	actual, ok := m.Lookup(e.exp.key)
+	if !ok || cgroup.Under(string(actual), e.exp.rel) {
+		return false
+	}
+	e.actual = string(actual)
+	for _, x := range e.cm.exps {
+		if a, ok := m.Lookup(x.key); ok && cgroup.Under(string(a), x.rel) {
+			return true // inside in another hierarchy: the container's
+		}
+	}
+	if e.ns == 0 {
+		return false
+	}
+	ns, err := r.PinnedPidNS(p)
+	return err == nil && ns == e.ns
 }
 
 // fix moves each escaped process back, re-reads /proc/<pid>/cgroup and
@@ -245,6 +289,28 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
 		fs = append(fs, f)
 	}
 	return fs
+}
+
+// reused reports whether pid, listed by the container in some hierarchy,
+// now belongs to a process outside the container in every hierarchy that
+// listed it: the listed process exited between the reads of two
+// cgroup.procs files and its pid went to another process (a pid counter
+// that wrapped hands pids out again at once). That process never was the
+// container's. A real escapee is still inside where it is still listed; one
+// moved out of every hierarchy is found by its pid namespace.
+func (m *cgroupMembers) reused(pid int, now *cgroup.Membership) bool {
+	listed := false
+	for j, l := range m.listed {
+		i := sort.SearchInts(l, pid)
+		if i == len(l) || l[i] != pid {
+			continue
+		}
+		listed = true
+		if actual, ok := now.Lookup(m.exps[j].key); !ok || cgroup.Under(string(actual), m.exps[j].rel) {
+			return false
+		}
+	}
+	return listed
 }
 
 func (e escape) finding(st check.Status, what string) check.Finding {

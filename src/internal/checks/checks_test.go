@@ -247,6 +247,93 @@ func TestCgroupIntegrityIgnoresReusedInitPid(t *testing.T) {
 	}
 }
 
+// A container process exits between the reads of two cgroup.procs files and
+// its pid goes at once to a host process (a wrapped pid counter): memory
+// still lists 102, the other hierarchies do not, and /proc/102 is the host
+// process, outside the container everywhere. It never was the container's.
+// Found by TestValidateUnderChurn.
+func TestCgroupIntegrityPidReusedBetweenListings(t *testing.T) {
+	for _, mode := range []hostfixture.Mode{hostfixture.Legacy, hostfixture.Hybrid} {
+		t.Run(string(mode), func(t *testing.T) {
+			h := hostfixture.New(t, mode)
+			h.RunContainer(garden("c1"), 100, 3, 500)
+			h.Kill(102)
+			h.Add(hostfixture.Proc{PID: 102, Comm: "sh", Start: 9000, Cgroup: "/user.slice"})
+			h.Write("sys/fs/cgroup/memory/garden/c1/cgroup.procs", "100\n101\n102\n")
+			fs := run(t, deps(h), "cgroup-integrity")
+			if bad := failures(fs); len(bad) != 0 {
+				t.Fatalf("a reused pid reported as escaped: %+v", bad)
+			}
+			if last := fs[len(fs)-1]; last.Data["processes"] != "2" {
+				t.Fatalf("summary %+v", last)
+			}
+			// Still inside where it is listed: a real partial escape.
+			h.Add(hostfixture.Proc{PID: 102, Comm: "sh", Start: 9000, Cgroup: "/garden/c1",
+				In: map[string]string{"cpu,cpuacct": "/system.slice/garden.service"}})
+			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 1 || bad[0].Data["pid"] != "102" {
+				t.Fatalf("partial escape: %+v", bad)
+			}
+		})
+	}
+}
+
+// The suspect's pid goes to a host process started in the same clock tick
+// (equal start time) while the check waits to confirm: the re-read must see
+// that the process is no longer the container's (outside all its cgroups, in
+// the host's pid namespace). Found by TestValidateUnderChurn.
+func TestCgroupIntegrityPidReusedWithinATickWhileConfirming(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			h := hostfixture.New(t, mode)
+			h.RunContainer(garden("c1"), 100, 2, 500)
+			h.Add(hostfixture.Proc{PID: 150, PPID: 100, Comm: "sh", NS: hostfixture.NSOf(100), Cgroup: "/", Start: 700})
+			d := deps(h)
+			d.Sleep = func(time.Duration) {
+				h.Kill(150)
+				h.Add(hostfixture.Proc{PID: 150, PPID: 1, Comm: "sh", Cgroup: "/", Start: 700})
+			}
+			if bad := failures(run(t, d, "cgroup-integrity")); len(bad) != 0 {
+				t.Fatalf("a host process that reused the pid reported: %+v", bad)
+			}
+			// Without the reuse the same suspect is confirmed.
+			h.Kill(150)
+			h.Add(hostfixture.Proc{PID: 150, PPID: 100, Comm: "sh", NS: hostfixture.NSOf(100), Cgroup: "/", Start: 700})
+			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != len(h.Hierarchies()) {
+				t.Fatalf("escape not confirmed: %+v", bad)
+			}
+		})
+	}
+}
+
+// A `runc exec` process enters the container's pid namespace before runc
+// writes it into the container's cgroups, and on a busy cell that takes
+// longer than the confirmation wait: a runc init that is not the
+// container's init is in flight, not escaped. A created container's init
+// (also runc init, waiting for `runc start`) that was moved is still an
+// escape. Found by TestValidateUnderChurn.
+func TestCgroupIntegrityRuncExecJoiningIsNotAnEscape(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			h := hostfixture.New(t, mode)
+			h.Add(hostfixture.Proc{PID: 90, Comm: "runc", Args: []string{"runc", "exec", "c1", "sh"}, Cgroup: "/system.slice/garden.service"})
+			h.RunContainer(garden("c1"), 100, 2, 500)
+			h.Add(hostfixture.Proc{PID: 150, PPID: 90, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"},
+				NS: hostfixture.NSOf(100), Cgroup: "/system.slice/garden.service", Start: 700})
+			h.Move(150, h.Hierarchies()[0], "/garden/c1") // half-way through joining
+			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 0 {
+				t.Fatalf("a joining runc exec reported: %+v", bad)
+			}
+			init := h.Get(100)
+			init.Comm, init.Args = "runc:[2:INIT]", []string{"runc", "init"}
+			h.Update(init)
+			h.Move(100, h.Hierarchies()[0], "/system.slice/garden.service")
+			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 1 || bad[0].Data["pid"] != "100" {
+				t.Fatalf("a created container's moved init: %+v", bad)
+			}
+		})
+	}
+}
+
 // runc exec joins one hierarchy after another; a process caught half-way
 // must not count as escaped once it has finished.
 func TestCgroupIntegrityTransientMoveIsNotReported(t *testing.T) {

@@ -3,6 +3,7 @@ package procfs
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -207,4 +208,48 @@ func TestPipeCapacityRefusesNamedFIFO(t *testing.T) {
 	}
 	<-opened
 	unix.Close(rfd)
+}
+
+// A pinned /proc/<pid> reads that process, and ErrGone once it is reaped,
+// never whatever process gets the pid next.
+func TestPinnedReadsOneProcess(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fs := New("/")
+	p, err := fs.Pin(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r := fs.NewReader()
+	st, err := r.PinnedStat(p)
+	if err != nil || st.PID != cmd.Process.Pid || st.Comm != "sleep" {
+		t.Fatalf("stat %+v, %v", st, err)
+	}
+	if b, err := r.PinnedCgroup(p); err != nil || len(b) == 0 {
+		t.Fatalf("cgroup %q, %v", b, err)
+	}
+	want, err := r.PidNS(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns, err := r.PinnedPidNS(p); err != nil || ns != want {
+		t.Fatalf("pid ns %d, %v; want %d", ns, err, want)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if _, err := r.PinnedStat(p); !IsGone(err) {
+		t.Fatalf("stat after reap: %v, want ErrGone", err)
+	}
+	if _, err := r.PinnedCgroup(p); !IsGone(err) {
+		t.Fatalf("cgroup after reap: %v, want ErrGone", err)
+	}
+	if _, err := r.PinnedPidNS(p); !IsGone(err) {
+		t.Fatalf("pid ns after reap: %v, want ErrGone", err)
+	}
+	if _, err := fs.Pin(cmd.Process.Pid); !IsGone(err) {
+		t.Fatalf("pin after reap: %v, want ErrGone", err)
+	}
 }
