@@ -354,6 +354,41 @@ func TestCgroupIntegrityTransientMoveIsNotReported(t *testing.T) {
 	}
 }
 
+// On a cell busy forking a join can outlast the first wait: a suspect is
+// re-read after longer waits and dropped once inside; one that stays outside
+// is confirmed after every wait, about 1.5s in all.
+func TestCgroupIntegritySlowJoinIsNotReported(t *testing.T) {
+	h := hostfixture.New(t, hostfixture.Hybrid)
+	h.RunContainer(garden("c1"), 100, 2, 500)
+	h.Move(101, "pids", "/")
+	d := deps(h)
+	var waits []time.Duration
+	heal := true
+	d.Sleep = func(w time.Duration) {
+		if waits = append(waits, w); heal && len(waits) == 3 {
+			h.Move(101, "pids", "/garden/c1")
+		}
+	}
+	if bad := failures(run(t, d, "cgroup-integrity")); len(bad) != 0 {
+		t.Fatalf("slow join reported: %+v", bad)
+	}
+	if len(waits) != 3 {
+		t.Fatalf("waited %v, want three waits until the join finished", waits)
+	}
+	h.Move(101, "pids", "/")
+	waits, heal = nil, false
+	if bad := failures(run(t, d, "cgroup-integrity")); len(bad) != 1 || bad[0].Data["pid"] != "101" {
+		t.Fatalf("a lasting escape: %+v", bad)
+	}
+	var total time.Duration
+	for _, w := range waits {
+		total += w
+	}
+	if total != 1500*time.Millisecond {
+		t.Fatalf("waited %v (%s) before confirming", waits, total)
+	}
+}
+
 // The fixture does not play kernel: writing cgroup.procs changes nothing in
 // /proc/<pid>/cgroup. So --fix must write the pid into the recorded cgroup,
 // and then, re-reading, refuse to call it fixed.
