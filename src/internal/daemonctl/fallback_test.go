@@ -59,4 +59,3 @@ func TestFallbackWithoutSystemd(t *testing.T) {
 		t.Fatalf("the direct start was not logged: %v", logger.LogMessages())
 	}
 }
-
