@@ -6,8 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // DefaultRoots are the runtime roots of a CF cell or Concourse worker:
@@ -66,6 +69,10 @@ func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error
 		want[n] = true
 	}
 	d := &Discovery{}
+	// First list the candidate directories, then read and decode their
+	// state files on a few goroutines: decoding is CPU-bound, and a cell
+	// has hundreds of containers and at least two cores.
+	var cands []candidate
 	for _, rr := range runtimeRoots {
 		dir := filepath.Join(root, rr)
 		ents, err := os.ReadDir(dir)
@@ -82,8 +89,8 @@ func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error
 				continue
 			}
 			sub := filepath.Join(dir, e.Name())
-			if c, ok := d.load(sub, rr, kind, "", e.Name()); ok {
-				d.Containers = append(d.Containers, c)
+			if _, err := os.Lstat(filepath.Join(sub, "state.json")); !errors.Is(err, fs.ErrNotExist) {
+				cands = append(cands, candidate{sub, rr, kind, "", e.Name()})
 				continue
 			}
 			// No state.json: a containerd namespace directory.
@@ -99,17 +106,57 @@ func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error
 				continue
 			}
 			for _, ie := range inner {
-				if !ie.IsDir() {
-					continue
-				}
-				if c, ok := d.load(filepath.Join(sub, ie.Name()), rr, kind, e.Name(), ie.Name()); ok {
-					d.Containers = append(d.Containers, c)
+				if ie.IsDir() {
+					cands = append(cands, candidate{filepath.Join(sub, ie.Name()), rr, kind, e.Name(), ie.Name()})
 				}
 			}
 		}
 	}
+	d.loadAll(cands)
 	sort.Slice(d.Containers, func(i, j int) bool { return d.Containers[i].StatePath < d.Containers[j].StatePath })
 	return d, nil
+}
+
+// candidate is a directory that may hold a container's state.json.
+type candidate struct{ dir, rr, kind, ns, id string }
+
+// loadWorkers bounds the goroutines decoding state files.
+const loadWorkers = 4
+
+// loadAll loads every candidate and keeps containers and problems in
+// candidate order, as a sequential loop would.
+func (d *Discovery) loadAll(cands []candidate) {
+	type result struct {
+		c    Container
+		ok   bool
+		prob []Problem
+	}
+	res := make([]result, len(cands))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(loadWorkers, runtime.GOMAXPROCS(0), len(cands)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(cands) {
+					return
+				}
+				var one Discovery
+				k := cands[i]
+				res[i].c, res[i].ok = one.load(k.dir, k.rr, k.kind, k.ns, k.id)
+				res[i].prob = one.Problems
+			}
+		}()
+	}
+	wg.Wait()
+	for _, r := range res {
+		d.Problems = append(d.Problems, r.prob...)
+		if r.ok {
+			d.Containers = append(d.Containers, r.c)
+		}
+	}
 }
 
 func (d *Discovery) load(dir, rr, kind, ns, id string) (Container, bool) {
