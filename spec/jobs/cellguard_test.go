@@ -135,6 +135,9 @@ var configKey = map[string]string{
 	"cellguard.validator.blocking.drain":      "validator.blocking.drain",
 	"cellguard.validator.fix":                 "validator.fix",
 	"cellguard.validator.prometheus_textfile": "validator.prometheus_textfile",
+	"cellguard.validator.runc_init_max_age":   "validator.runc_init_max_age",
+	"cellguard.validator.extra_cgroup_roots":  "validator.extra_cgroup_roots",
+	"cellguard.validator.advisories_file":     "validator.advisories_file",
 }
 
 func TestEveryPropertyIsMappedAndDescribed(t *testing.T) {
@@ -267,6 +270,9 @@ cellguard:
     fix: true
     prometheus_textfile: /var/vcap/data/node_exporter/textfile/cellguard.prom
     blocking: {drain: [cgroup-integrity]}
+    runc_init_max_age: 1m30s
+    extra_cgroup_roots: [/system.slice/runit.service/garden, /concourse]
+    advisories_file: /var/vcap/jobs/worker/config/advisories.json
 `,
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
 			pre := string(r["bin/pre-start"])
@@ -276,6 +282,9 @@ cellguard:
 			wantJSON(t, cfg, "supervisor.protect", `false`)
 			wantJSON(t, cfg, "validator.blocking", `{"drain":["cgroup-integrity"]}`)
 			wantJSON(t, cfg, "validator.fix", `true`)
+			wantJSON(t, cfg, "validator.runc_init_max_age", `"1m30s"`)
+			wantJSON(t, cfg, "validator.extra_cgroup_roots", `["/system.slice/runit.service/garden","/concourse"]`)
+			wantJSON(t, cfg, "validator.advisories_file", `"/var/vcap/jobs/worker/config/advisories.json"`)
 			// A floor reaches the config as written; cellguard parses ">=".
 			wantJSON(t, cfg, "sysctl.set", `{"kernel.keys.maxkeys":"20000","kernel.pid_max":">=4194304"}`)
 			wantJSON(t, cfg, "log", `{"file":"/var/vcap/sys/log/cellguard/cellguard.log","time_format":"unix-epoch","level":"debug"}`)
@@ -320,6 +329,18 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"blocking not a list", `{cellguard: {validator: {blocking: {drain: cgroup-integrity}}}}`, "cellguard.validator.blocking.drain must be a list of strings"},
 		{"sysctl value a list", `{cellguard: {sysctl: {set: {kernel.pid_max: [1]}}}}`, "cellguard.sysctl.set.kernel.pid_max must be a string"},
 		{"binaries value a number", `{cellguard: {validator: {runtime_binaries: {runc: 1}}}}`, "cellguard.validator.runtime_binaries.runc must be a string"},
+		{"runc init age a number", `{cellguard: {validator: {runc_init_max_age: 300}}}`, "cellguard.validator.runc_init_max_age must be a duration above zero"},
+		{"runc init age without unit", `{cellguard: {validator: {runc_init_max_age: "300"}}}`, "cellguard.validator.runc_init_max_age must be a duration above zero"},
+		{"runc init age zero", `{cellguard: {validator: {runc_init_max_age: 0s}}}`, "cellguard.validator.runc_init_max_age must be a duration above zero"},
+		{"runc init age negative", `{cellguard: {validator: {runc_init_max_age: -5m}}}`, "cellguard.validator.runc_init_max_age must be a duration above zero"},
+		{"runc init age overflows", `{cellguard: {validator: {runc_init_max_age: 2562048h}}}`, "cellguard.validator.runc_init_max_age must be a duration above zero"},
+		{"extra roots as string", `{cellguard: {validator: {extra_cgroup_roots: /garden}}}`, "cellguard.validator.extra_cgroup_roots must be a list of strings"},
+		{"extra root relative", `{cellguard: {validator: {extra_cgroup_roots: [garden]}}}`, `cellguard.validator.extra_cgroup_roots: "garden" must be an absolute cgroup path`},
+		{"extra root is the root", `{cellguard: {validator: {extra_cgroup_roots: [/]}}}`, `cellguard.validator.extra_cgroup_roots: "/" holds more than a runtime's containers`},
+		{"extra root is a unit", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/runit.service]}}}`, `"/system.slice/runit.service" holds more than a runtime's containers`},
+		{"extra root is a slice", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/]}}}`, `"/system.slice/" holds more than a runtime's containers`},
+		{"advisories file a list", `{cellguard: {validator: {advisories_file: [/a]}}}`, "cellguard.validator.advisories_file must be a string"},
+		{"advisories file relative", `{cellguard: {validator: {advisories_file: advisories.json}}}`, "cellguard.validator.advisories_file must be an absolute path or empty"},
 	}
 	j := loadJob(t)
 	for _, tc := range testCases {
@@ -434,4 +455,66 @@ func stripComments(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// Every duration form the template accepts, the real binary and the schema
+// accept too (the template is stricter than Go only in refusing zero).
+func TestRuncInitMaxAgeForms(t *testing.T) {
+	s := compileSchema(t)
+	for _, d := range []string{"5m", "90s", "1m30s", "1.5h", ".5h", "300ms", "2562047h"} {
+		t.Run(d, func(t *testing.T) {
+			props := fmt.Sprintf("{cellguard: {validator: {runc_init_max_age: %q}}}", d)
+			r := mustRender(t, props)
+			configCheck(t, r["config/cellguard.json"])
+			wantJSON(t, decode(t, r["config/cellguard.json"]), "validator.runc_init_max_age", fmt.Sprintf("%q", d))
+			if err := s.Validate(resolve(t, props)); err != nil {
+				t.Errorf("schema rejects %s: %v", d, err)
+			}
+		})
+	}
+}
+
+// The rendered advisories_file reaches the real validator's runtime-versions
+// check: under a --root (where the ownership rule does not apply) an
+// unparsable file there is named in the check's error, and without the
+// property the same root gives no such error.
+func TestAdvisoriesFileReachesTheValidator(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	for _, d := range []string{"proc", "etc/cellguard"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/cellguard/advisories.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runtimeVersionsError := func(props string) string {
+		p := filepath.Join(t.TempDir(), "cellguard.json")
+		if err := os.WriteFile(p, mustRender(t, props)["config/cellguard.json"], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := exec.Command(cellguardBin, "validate", "--phase", "pre-start", "--config", p, "--root", root,
+			"--format", "json", "--log-file", filepath.Join(dir, "log")).Output()
+		var report struct {
+			Results []struct{ ID, Error string }
+		}
+		if err := json.Unmarshal(out, &report); err != nil {
+			t.Fatalf("validate printed no JSON report: %v\n%s", err, out)
+		}
+		for _, r := range report.Results {
+			if r.ID == "runtime-versions" {
+				return r.Error
+			}
+		}
+		t.Fatalf("no runtime-versions result in:\n%s", out)
+		return ""
+	}
+	want := "parse advisories " + filepath.Join(root, "etc/cellguard/advisories.json")
+	if got := runtimeVersionsError(`{cellguard: {validator: {advisories_file: /etc/cellguard/advisories.json}}}`); !strings.Contains(got, want) {
+		t.Errorf("runtime-versions error %q, want it to contain %q", got, want)
+	}
+	if got := runtimeVersionsError(``); strings.Contains(got, "advisories") {
+		t.Errorf("without advisories_file, runtime-versions still reads one: %q", got)
+	}
 }

@@ -131,6 +131,14 @@ func TestSchemaRejectsWhatFailsToRender(t *testing.T) {
 		`{cellguard: {sysctl: {set: {kernel.pid_max: [1]}}}}`,
 		`{cellguard: {validator: {runtime_binaries: {runc: 1}}}}`,
 		`{cellguard: {validator: {fix: "true"}}}`,
+		`{cellguard: {validator: {runc_init_max_age: 300}}}`,
+		`{cellguard: {validator: {runc_init_max_age: "300"}}}`,
+		`{cellguard: {validator: {runc_init_max_age: -5m}}}`,
+		`{cellguard: {validator: {extra_cgroup_roots: /garden}}}`,
+		`{cellguard: {validator: {extra_cgroup_roots: [garden]}}}`,
+		`{cellguard: {validator: {extra_cgroup_roots: [/]}}}`,
+		`{cellguard: {validator: {advisories_file: [/a]}}}`,
+		`{cellguard: {validator: {advisories_file: advisories.json}}}`,
 	} {
 		if err := s.Validate(resolve(t, props)); err == nil {
 			t.Errorf("schema accepts %s", props)
