@@ -54,7 +54,7 @@ func resolve(t *testing.T, props string) any {
 	}
 	out := map[string]any{}
 	for name, def := range loadJob(t).Manifest.Properties {
-		v, ok := lookupYAML(given, name)
+		v, ok := lookup(given, name)
 		if !ok {
 			v = yamlToJSON(def.Default)
 		}
@@ -69,20 +69,6 @@ func resolve(t *testing.T, props string) any {
 		t.Fatal(err)
 	}
 	return inst
-}
-
-func lookupYAML(m map[string]any, dotted string) (any, bool) {
-	var cur any = m
-	for _, k := range strings.Split(dotted, ".") {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = mm[k]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 func setPath(m map[string]any, dotted string, v any) {
