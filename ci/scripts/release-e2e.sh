@@ -28,12 +28,10 @@ trap 'rm -rf "${work}"' EXIT
 bosh="$("${here}/bosh-cli.sh")"
 "${here}/golang-blob.sh"
 
-offline=()
-if [ "$(id -u)" = 0 ] && unshare --net true 2>/dev/null; then
-  offline=(unshare --net)
-else
-  say "not root: create-release and packaging run with the network up"
-fi
+# compile_order, compile_package, COMPILE_OFFLINE: shared with src/tests/cell/compile-packages.sh.
+source "${here}/lib/bosh-compile.sh"
+offline=("${COMPILE_OFFLINE[@]}")
+[ ${#offline[@]} -gt 0 ] || say "not root: create-release and packaging run with the network up"
 
 # 1. the release directory, as a fresh checkout would have it. Source
 # worktree (default) takes the files as they are; head takes the last commit,
@@ -62,61 +60,31 @@ say "create-release: $(du -h "${tarball}" | cut -f1) tarball ($((SECONDS - start
 unpacked="${work}/tarball"
 mkdir -p "${unpacked}"
 tar -xzf "${tarball}" -C "${unpacked}"
-# name version dep,dep... in dependency order (release.MF lists them; sort topologically).
-order="$(ruby -ryaml -e '
-  pkgs = YAML.load_file(ARGV[0])["packages"]
-  done = []
-  until pkgs.empty?
-    ready = pkgs.select { |p| (p["dependencies"] || []).all? { |d| done.include?(d) } }
-    abort "dependency cycle among #{pkgs.map { |p| p["name"] }}" if ready.empty?
-    ready.each { |p| puts [p["name"], p["version"], (p["dependencies"] || []).join(",")].join(" "); done << p["name"] }
-    pkgs -= ready
-  end' "${unpacked}/release.MF")"
+order="$(compile_order "${unpacked}/release.MF")"
 
 # As root, each packaging script runs in its own mount and network namespace
 # with a scratch directory bound over /var: the real paths
 # (/var/vcap/data/compile/NAME, /var/vcap/packages/DEP), no network, nothing
 # of the host's /var. Otherwise the same layout lives under the scratch dir
 # and BOSH_PACKAGES_DIR (honoured by golang-1-linux's compile.env) points at it
-# (CELLGUARD_E2E_RELOCATED=1 forces that).
+# (CELLGUARD_E2E_RELOCATED=1 forces that). compile_package does both
+# (ci/scripts/lib/bosh-compile.sh, shared with the cell's compile cache).
 var="${work}/var"
-exact=false
-if [ "$(id -u)" = 0 ] && [ "${CELLGUARD_E2E_RELOCATED:-}" != 1 ] && unshare --mount --net true 2>/dev/null; then
-  exact=true
+export COMPILE_SCRATCH="${var}" COMPILE_AT_VAR=false
+if [ "${CELLGUARD_E2E_RELOCATED:-}" != 1 ] && compile_at_var_possible; then
+  COMPILE_AT_VAR=true
 fi
 installed="${var}/vcap/data/packages"  # compiled packages, on the host side
 while read -r name version deps; do
-  compile="${var}/vcap/data/compile/${name}"
-  install="${installed}/${name}/${version}"
-  packages="${var}/vcap/packages"
-  mkdir -p "${compile}" "${install}"
-  tar -xzf "${unpacked}/packages/${name}.tgz" -C "${compile}"
-  # The agent keeps only the declared dependencies under /var/vcap/packages.
-  rm -rf "${packages}" && mkdir -p "${packages}"
+  dep_dirs=()
   for dep in ${deps//,/ }; do
-    dep_dir="$(basename "$(echo "${installed}/${dep}/"*)")"
-    if ${exact}; then
-      ln -s "/var/vcap/data/packages/${dep}/${dep_dir}" "${packages}/${dep}"
-    else
-      ln -s "${installed}/${dep}/${dep_dir}" "${packages}/${dep}"
-    fi
+    dep_dirs+=("${dep}=${installed}/${dep}/$(awk -v d="${dep}" '$1 == d {print $2}' <<<"${order}")")
   done
   t0=${SECONDS}
-  clean_env=(env -i PATH=/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin
-    BOSH_PACKAGE_NAME="${name}" BOSH_PACKAGE_VERSION="${version}")
-  if ${exact}; then
-    in_ns_compile="/var/vcap/data/compile/${name}"
-    unshare --mount --net -- bash -c 'mount --make-rprivate / && mount --bind "$1" /var && cd "$2" && shift 3 && exec "$@"' \
-      _ "${var}" "${in_ns_compile}" - "${clean_env[@]}" HOME=/var/vcap/data/home \
-      BOSH_COMPILE_TARGET="${in_ns_compile}" BOSH_INSTALL_TARGET="/var/vcap/data/packages/${name}/${version}" \
-      bash -x packaging >"${work}/compile-${name}.log" 2>&1
-  else
-    (cd "${compile}" && "${clean_env[@]}" HOME="${work}/home" \
-      BOSH_COMPILE_TARGET="${compile}" BOSH_INSTALL_TARGET="${install}" BOSH_PACKAGES_DIR="${packages}" \
-      "${offline[@]}" bash -x packaging) >"${work}/compile-${name}.log" 2>&1
-  fi || { tail -n 40 "${work}/compile-${name}.log" >&2; fail "compiling ${name} from the tarball"; }
-  say "compiled ${name}/${version} (deps: ${deps:-none}) in $((SECONDS - t0))s$(${exact} && echo ', at /var/vcap in a mount namespace, offline')"
-  rm -rf "${compile}"
+  compile_package "${name}" "${version}" "${unpacked}/packages/${name}.tgz" "${installed}/${name}/${version}" \
+    "${work}/compile-${name}.log" "${dep_dirs[@]}" ||
+    { tail -n 40 "${work}/compile-${name}.log" >&2; fail "compiling ${name} from the tarball"; }
+  say "compiled ${name}/${version} (deps: ${deps:-none}) in $((SECONDS - t0))s$([ "${COMPILE_AT_VAR}" = true ] && echo ', at /var/vcap in a mount namespace, offline')"
 done <<<"${order}"
 
 # 4. the binary runs.

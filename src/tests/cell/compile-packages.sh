@@ -15,24 +15,17 @@ set -euo pipefail
 tarball=${1:?usage: compile-packages.sh TARBALL CACHE_DIR}
 cache=${2:?usage: compile-packages.sh TARBALL CACHE_DIR}
 say() { echo "compile-packages: $*" >&2; }
+# compile_order, compile_package: shared with ci/scripts/release-e2e.sh.
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/ci/scripts/lib/bosh-compile.sh"
 
 work=$(mktemp -d /var/tmp/cellguard-compile.XXXXXX)
 current=""   # the install dir being compiled: removed when interrupted
 trap 'rm -rf "${work}"; [ -z "${current}" ] || rm -rf "${current}"' EXIT
 tar -xzf "${tarball}" -C "${work}"
-order=$(ruby -ryaml -e '
-  pkgs = YAML.load_file(ARGV[0])["packages"]
-  done = []
-  until pkgs.empty?
-    ready = pkgs.select { |p| (p["dependencies"] || []).all? { |d| done.include?(d) } }
-    abort "dependency cycle among #{pkgs.map { |p| p["name"] }}" if ready.empty?
-    ready.each { |p| puts [p["name"], p["version"], (p["dependencies"] || []).join(",")].join(" "); done << p["name"] }
-    pkgs -= ready
-  end' "${work}/release.MF")
+order=$(compile_order "${work}/release.MF")
 
-offline=()
-if [ "$(id -u)" = 0 ] && unshare --net true 2>/dev/null; then offline=(unshare --net); fi
-
+# Relocated below the scratch dir (the cache lives elsewhere), offline as root.
+export COMPILE_SCRATCH=${work}/var
 declare -A dir
 while read -r name version deps; do
   install=${cache}/${name}/${version}
@@ -45,25 +38,20 @@ while read -r name version deps; do
   # An interrupted compile leaves a directory without .compiled; keep two finished
   # versions of each package besides this one.
   find "${cache}/${name}" -mindepth 1 -maxdepth 1 -type d ! -exec test -e '{}/.compiled' \; -exec rm -rf '{}' + 2>/dev/null || true
-  ls -1dt "${cache}/${name}"/*/ 2>/dev/null | tail -n +3 | xargs -r rm -rf
+  # (With pipefail, ls finding no version yet must not end the script.)
+  { ls -1dt "${cache}/${name}"/*/ 2>/dev/null || true; } | tail -n +3 | xargs -r rm -rf
   rm -rf "${install}" && mkdir -p "${install}"
   current=${install}
-  compile=${work}/compile/${name}
-  packages=${work}/packages-${name}
-  mkdir -p "${compile}" "${packages}"
-  tar -xzf "${work}/packages/${name}.tgz" -C "${compile}"
-  for dep in ${deps//,/ }; do ln -s "${dir[${dep}]}" "${packages}/${dep}"; done
+  dep_dirs=()
+  for dep in ${deps//,/ }; do dep_dirs+=("${dep}=${dir[${dep}]}"); done
   t0=${SECONDS}
-  if ! (cd "${compile}" && env -i PATH=/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin HOME="${work}/home" \
-        BOSH_COMPILE_TARGET="${compile}" BOSH_INSTALL_TARGET="${install}" \
-        BOSH_PACKAGE_NAME="${name}" BOSH_PACKAGE_VERSION="${version}" BOSH_PACKAGES_DIR="${packages}" \
-        "${offline[@]}" bash -x packaging) >"${work}/compile-${name}.log" 2>&1; then
+  if ! compile_package "${name}" "${version}" "${work}/packages/${name}.tgz" "${install}" \
+        "${work}/compile-${name}.log" "${dep_dirs[@]}"; then
     tail -n 30 "${work}/compile-${name}.log" >&2
     rm -rf "${install}"
     say "FAIL: compiling ${name}/${version} from ${tarball}"
     exit 1
   fi
-  chmod -R u+w "${compile}" && rm -rf "${compile}"
   touch "${install}/.compiled"
   current=""
   say "${name}/${version}: compiled in $((SECONDS - t0))s (deps: ${deps:-none})"
