@@ -336,7 +336,7 @@ func (f *runFlags) cellguard(root string, runs int, wantBlocked bool) (timings, 
 	var rss int64
 	var escapes []string
 	for i := 0; i < runs+1; i++ { // the first run warms the page cache and is dropped
-		cmd := exec.Command(f.bin, "validate", "--phase", "drain", "--root", root, "--format", "json", "--log-file", "/dev/null")
+		cmd, rssOf := measured(f.bin, "validate", "--phase", "drain", "--root", root, "--format", "json", "--log-file", "/dev/null")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		start := time.Now()
@@ -357,9 +357,7 @@ func (f *runFlags) cellguard(root string, runs int, wantBlocked bool) (timings, 
 			continue
 		}
 		times.add(el, cmd.ProcessState)
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > rss {
-			rss = ru.Maxrss
-		}
+		rss = max(rss, rssOf(cmd))
 		if i == runs {
 			if escapes, err = reportEscapes(stderr.Bytes()); err != nil {
 				return times, 0, nil, err
@@ -418,7 +416,7 @@ func (f *runFlags) baselineRun(dir, root, rr string) (timings, int64, []string, 
 	var rss int64
 	var out []string
 	for i := 0; i < f.baselineRuns; i++ {
-		cmd := exec.Command("bash", script, root, rr)
+		cmd, rssOf := measured("bash", script, root, rr)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		start := time.Now()
@@ -427,10 +425,7 @@ func (f *runFlags) baselineRun(dir, root, rr string) (timings, int64, []string, 
 		}
 		el := time.Since(start)
 		times.add(el, cmd.ProcessState)
-		// wait4's rusage covers the script and its reaped children (jq, cat).
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > rss {
-			rss = ru.Maxrss
-		}
+		rss = max(rss, rssOf(cmd)) // the script's or its largest child's (jq, cat)
 		out = out[:0]
 		for _, l := range strings.Split(stdout.String(), "\n") {
 			if l != "" {
@@ -444,6 +439,37 @@ func (f *runFlags) baselineRun(dir, root, rr string) (timings, int64, []string, 
 		}
 	}
 	return times, rss, out, nil
+}
+
+// gnuTime reports a child's peak RSS (Debian package time). It forks
+// rather than vforks: a child Go starts shares cellbench's memory until it
+// execs, and Linux then counts cellbench's peak RSS as the child's.
+const gnuTime = "/usr/bin/time"
+
+// measured returns a command for argv and a function giving its peak RSS
+// in KB after it ran: from GNU time when installed, else wait4's ru_maxrss,
+// which is at least cellbench's own RSS (see gnuTime).
+func measured(argv ...string) (*exec.Cmd, func(*exec.Cmd) int64) {
+	if _, err := os.Stat(gnuTime); err != nil {
+		return exec.Command(argv[0], argv[1:]...), func(c *exec.Cmd) int64 {
+			if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				return ru.Maxrss
+			}
+			return 0
+		}
+	}
+	f, err := os.CreateTemp("", "cellbench-rss-")
+	if err != nil {
+		return exec.Command(argv[0], argv[1:]...), func(*exec.Cmd) int64 { return 0 }
+	}
+	f.Close()
+	cmd := exec.Command(gnuTime, append([]string{"--quiet", "-f", "%M", "-o", f.Name()}, argv...)...)
+	return cmd, func(*exec.Cmd) int64 {
+		defer os.Remove(f.Name())
+		b, _ := os.ReadFile(f.Name())
+		kb, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return kb
+	}
 }
 
 func printTable(w io.Writer, rs []*result) {
