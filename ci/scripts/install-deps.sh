@@ -30,8 +30,9 @@ apt_install() {  # quiet apt-get install; the full log only when it fails
 }
 
 # 1. Debian packages: the systemd box (systemd-nspawn, debootstrap, nsenter), the
-#    daemons and runtimes tests drive on the host, ruby for the BOSH templates, jq.
-pkgs=(systemd-container debootstrap monit runc containerd ruby busybox-static jq iproute2 util-linux)
+#    daemons and runtimes tests drive on the host, ruby for the BOSH templates, jq;
+#    time (GNU time) for make bench's peak RSS.
+pkgs=(systemd-container debootstrap monit runc containerd ruby busybox-static jq iproute2 util-linux time)
 missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
