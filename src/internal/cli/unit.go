@@ -118,7 +118,8 @@ func (f *daemonFlags) manager(c *common, env *Env, source string) (*daemonctl.Ma
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return &daemonctl.Manager{Logger: logger, Root: f.root, DBus: systemd.Options{Address: f.dbusAddress}}, cfg, done, nil
+	m := &daemonctl.Manager{Logger: logger, Root: f.root, DBus: systemd.Options{Address: f.dbusAddress}}
+	return m, cfg, func() { m.Close(); done() }, nil
 }
 
 // oneName takes exactly one positional NAME.

@@ -57,6 +57,7 @@ type Manager struct {
 	Delegate string
 
 	deprecationLogged bool
+	conn              *systemd.Conn // dialed on first use, shared by every operation
 }
 
 func (m *Manager) path(p string) string { return filepath.Join(m.rootDir(), p) }
@@ -74,11 +75,29 @@ func (m *Manager) HasSystemd() bool {
 	return m.DBus.Address != "" || systemd.Booted(m.rootDir())
 }
 
+// dial returns the Manager's connection, dialing it on first use: `cellguard
+// start` installs and then starts over one connection, not two.
 func (m *Manager) dial(ctx context.Context) (*systemd.Conn, error) {
 	if !m.HasSystemd() {
 		return nil, systemd.ErrNoSystemd
 	}
-	return systemd.Dial(ctx, m.DBus)
+	if m.conn != nil {
+		return m.conn, nil
+	}
+	c, err := systemd.Dial(ctx, m.DBus)
+	if err != nil {
+		return nil, err
+	}
+	m.conn = c
+	return c, nil
+}
+
+// Close closes the Manager's connection, if one was dialed.
+func (m *Manager) Close() {
+	if m.conn != nil {
+		m.conn.Close()
+		m.conn = nil
+	}
 }
 
 // delegate picks Delegate= for the cgroup layout: an explicit v1 controller
@@ -180,12 +199,14 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 	if err != nil {
 		return res, err
 	}
-	defer conn.Close()
 	m.noteKillModeDeprecation(ctx, conn)
 
 	killMode := unit.KillModeNone
-	if prev, err := conn.Unit(ctx, res.Unit); err == nil && prev.LoadState == "loaded" &&
-		prev.KillMode == unit.KillModeProcess && m.unitFileMentions(res.Path, "KillMode=process") {
+	prev, err := conn.Unit(ctx, res.Unit)
+	if err != nil {
+		return res, err
+	}
+	if prev.LoadState == "loaded" && prev.KillMode == unit.KillModeProcess && m.unitFileMentions(res.Path, "KillMode=process") {
 		// An earlier install found KillMode=none refused; don't flip back and
 		// forth (and Reload) on every run.
 		killMode = unit.KillModeProcess
@@ -204,9 +225,11 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 			return res, fmt.Errorf("install %s: %w", res.Unit, err)
 		}
 		res.Written = res.Written || w.Changed
-		u, err := conn.Unit(ctx, res.Unit)
-		if err != nil {
-			return res, err
+		u := prev // nothing changed on disk: what systemd said a moment ago holds
+		if w.Changed {
+			if u, err = conn.Unit(ctx, res.Unit); err != nil {
+				return res, err
+			}
 		}
 		if w.Changed || u.NeedDaemonReload || u.LoadState != "loaded" {
 			if err := conn.Reload(ctx); err != nil {
@@ -217,6 +240,7 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 				return res, err
 			}
 		}
+		prev = u
 		if u.LoadState != "loaded" {
 			return res, fmt.Errorf("install %s: systemd did not load %s (LoadState=%s); see `journalctl -b | grep %s`",
 				res.Unit, res.Path, u.LoadState, res.Unit)
@@ -285,7 +309,6 @@ func (m *Manager) Status(ctx context.Context, unitName string) (*systemd.Unit, e
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
 	u, err := conn.Unit(ctx, unitName)
 	if err != nil {
 		return nil, err

@@ -65,7 +65,6 @@ func (m *Manager) Start(ctx context.Context, d Daemon) (StartResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("start %s: %w", res.Unit, err)
 	}
-	defer conn.Close()
 	jctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	jr, err := conn.Start(jctx, res.Unit)
@@ -141,7 +140,6 @@ func (m *Manager) Stop(ctx context.Context, d Daemon) (StopResult, error) {
 		if err != nil {
 			return res, fmt.Errorf("stop %s: %w", res.Unit, err)
 		}
-		defer conn.Close()
 		if res.PID == 0 {
 			if u, err := conn.Unit(ctx, res.Unit); err == nil && u.MainPID != 0 {
 				res.PID = int(u.MainPID)

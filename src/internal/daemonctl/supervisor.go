@@ -50,7 +50,6 @@ func (m *Manager) ProtectSupervisor(ctx context.Context, pid int, processName st
 	if err != nil {
 		return res, err
 	}
-	defer conn.Close()
 	name, err := conn.UnitByPID(ctx, pid)
 	if err != nil {
 		return res, err

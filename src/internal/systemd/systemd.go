@@ -84,8 +84,10 @@ func dialOne(ctx context.Context, address string) (*Conn, error) {
 	}
 	done := make(chan result, 1)
 	// godbus closes a connection when its context ends: cancelling dctx
-	// unblocks a handshake stuck reading from a silent peer.
-	dctx, cancel := context.WithCancel(ctx)
+	// unblocks a handshake stuck reading from a silent peer. The connection
+	// outlives ctx (callers reuse it across operations with their own
+	// contexts): only our cancel, on abandon or Close, ends it.
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		var first *godbus.Conn
 		conn, err := sd.NewConnection(func() (*godbus.Conn, error) {

@@ -147,6 +147,7 @@ func TestProtectSupervisor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("protect"), Root: box.Root, DBus: systemd.Options{Address: box.SystemBusAddress}}
+	t.Cleanup(m.Close)
 	u, err := m.Status(ctx, "runit.service")
 	if err != nil {
 		t.Fatal(err)

@@ -86,6 +86,7 @@ func TestUnitLifecycleOverDBus(t *testing.T) {
 
 	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("units"), Root: box.Root,
 		DBus: systemd.Options{Address: box.SystemBusAddress}}
+	t.Cleanup(m.Close)
 	d := daemonctl.Daemon{Name: "garden", Start: []string{ctl, "start"}, Stop: []string{ctl, "stop"}, PIDFile: pidfile,
 		StartTimeout: 20 * time.Second, StopTimeout: 20 * time.Second}
 	reloads := watchReloads(t, box.SystemBusAddress)
@@ -185,6 +186,7 @@ func TestInstallRefusesBadInputAndWritesNothing(t *testing.T) {
 	writeFile(t, box, "/var/vcap/jobs/ghost/bin/not-executable", "#!/bin/sh\n", 0o644)
 	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("bad"), Root: box.Root,
 		DBus: systemd.Options{Address: box.SystemBusAddress}}
+	t.Cleanup(m.Close)
 	for name, d := range map[string]daemonctl.Daemon{
 		"missing executable": {Name: "ghost", Start: []string{"/var/vcap/jobs/ghost/bin/ctl", "start"}},
 		"not executable":     {Name: "ghost", Start: []string{"/var/vcap/jobs/ghost/bin/not-executable"}},
