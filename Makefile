@@ -18,11 +18,18 @@ deps:
 	bash ci/scripts/install-deps.sh
 
 # The README's test command: everything, on a fresh Debian machine as root.
-test: deps build
-	$(GO) vet ./...
+test: deps build lint
 	$(GO) test $(GOTESTFLAGS) -p 2 ./...
 	cd spec && $(GO) vet -mod=mod ./... && $(GO) test -mod=mod $(GOTESTFLAGS) ./...
 	bash ci/scripts/release-e2e.sh
+
+# gofmt, go vet and staticcheck (pinned; built from the module proxy).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	@out=$$(git ls-files '*.go' | xargs gofmt -l); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 # Pure tests only: no root, no systemd container.
 unittest:

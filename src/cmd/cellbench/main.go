@@ -194,7 +194,7 @@ func privateMountNS() error {
 	}
 	parent, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", os.Getppid()))
 	if err == nil && parent == self {
-		return errors.New("--tmpfs: run inside a private mount namespace: unshare --mount --propagation private cellbench run ...")
+		return errors.New("--tmpfs: run inside a private mount namespace (unshare --mount --propagation private cellbench run)")
 	}
 	return nil
 }

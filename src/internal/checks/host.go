@@ -356,10 +356,3 @@ func (d Deps) root() string {
 	}
 	return d.Root
 }
-
-func (d Deps) now() time.Time {
-	if d.Now != nil {
-		return d.Now()
-	}
-	return time.Now()
-}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -223,7 +222,7 @@ func requireFile(t *testing.T, path string) {
 // built with plain `go build`, prints no version, but whose -X ldflags
 // are recorded in its build info.
 func TestVersionFromBuildInfoBinary(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin := goBinary()
 	if _, err := os.Stat(goBin); err != nil {
 		t.Skipf("SKIP: no go toolchain at %s", goBin)
 	}
@@ -313,4 +312,12 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// goBinary is the go command: the one on PATH, else the usual toolchain place.
+func goBinary() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "/usr/local/go/bin/go"
 }

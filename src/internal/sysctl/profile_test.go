@@ -166,7 +166,7 @@ func TestRenderRoundTrip(t *testing.T) {
 	}
 	tr := newTree(t)
 	tr.write(DefaultFile, string(Render(p)))
-	if string(Render(p)) != string(Render(p)) {
+	if a, b := Render(p), Render(p); string(a) != string(b) {
 		t.Fatal("Render is not deterministic")
 	}
 	boot, err := LoadBoot(tr.root)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,7 +188,7 @@ func buildCellbench(b *testing.B) string {
 		b.Fatal(err)
 	}
 	bin := filepath.Join(b.TempDir(), "cellbench")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin := sdbox.GoBinary()
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", bin, "./src/cmd/cellbench")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

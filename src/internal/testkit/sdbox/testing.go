@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,7 +128,7 @@ func buildCellguard() (string, error) {
 		return "", fmt.Errorf("build cellguard: %w", err)
 	}
 	build.dir = dir
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin := GoBinary()
 	if _, err := os.Stat(gobin); err != nil {
 		gobin = "go"
 	}
@@ -179,4 +178,13 @@ func (b *Box) InstallCellguard(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// GoBinary is the go command building test binaries: the one on PATH, else
+// the toolchain's usual place (runtime.GOROOT is deprecated for this).
+func GoBinary() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "/usr/local/go/bin/go"
 }
