@@ -7,72 +7,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3/lagertest"
-	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 	"github.com/cloudfoundry/cellguard/src/internal/unit"
 )
-
-// reloadCounter counts systemd's Manager.Reloading(true) signals on its own
-// bus connection: independent proof of whether cellguard issued a Reload.
-type reloadCounter struct {
-	conn  *godbus.Conn
-	count atomic.Int64
-}
-
-func watchReloads(t *testing.T, address string) *reloadCounter {
-	t.Helper()
-	conn, err := godbus.Dial(address)
-	if err != nil {
-		t.Fatalf("dial %s: %v", address, err)
-	}
-	if err := conn.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		t.Fatalf("auth: %v", err)
-	}
-	if err := conn.Hello(); err != nil {
-		t.Fatalf("hello: %v", err)
-	}
-	// systemd emits manager signals only to subscribed clients.
-	if err := conn.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1").
-		Call("org.freedesktop.systemd1.Manager.Subscribe", 0).Err; err != nil {
-		t.Fatalf("subscribe: %v", err)
-	}
-	if err := conn.AddMatchSignal(godbus.WithMatchInterface("org.freedesktop.systemd1.Manager"),
-		godbus.WithMatchMember("Reloading")); err != nil {
-		t.Fatalf("add match: %v", err)
-	}
-	rc := &reloadCounter{conn: conn}
-	ch := make(chan *godbus.Signal, 64)
-	conn.Signal(ch)
-	go func() {
-		for s := range ch {
-			if len(s.Body) == 1 && s.Body[0] == true {
-				rc.count.Add(1)
-			}
-		}
-	}()
-	t.Cleanup(func() { conn.Close() })
-	return rc
-}
-
-// settle makes a round trip to systemd on the watcher's connection, so every
-// signal sent before it has been read.
-func (rc *reloadCounter) settle(t *testing.T) int64 {
-	t.Helper()
-	var v godbus.Variant
-	if err := rc.conn.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1").
-		Call("org.freedesktop.DBus.Properties.Get", 0, "org.freedesktop.systemd1.Manager", "Version").Store(&v); err != nil {
-		t.Fatalf("round trip: %v", err)
-	}
-	time.Sleep(100 * time.Millisecond) // the reader goroutine hands signals over asynchronously
-	return rc.count.Load()
-}
 
 // TestUnitLifecycleOverDBus drives a real systemd from the host through its
 // system bus: install -> Reload -> start -> properties read back -> daemon in
@@ -89,8 +33,8 @@ func TestUnitLifecycleOverDBus(t *testing.T) {
 	t.Cleanup(m.Close)
 	d := daemonctl.Daemon{Name: "garden", Start: []string{ctl, "start"}, Stop: []string{ctl, "stop"}, PIDFile: pidfile,
 		StartTimeout: 20 * time.Second, StopTimeout: 20 * time.Second}
-	reloads := watchReloads(t, box.SystemBusAddress)
-	before := reloads.settle(t)
+	reloads := sdbox.WatchReloads(t, box.SystemBusAddress)
+	before := reloads.Settle(t)
 
 	res, err := m.Install(ctx, d)
 	if err != nil {
@@ -99,7 +43,7 @@ func TestUnitLifecycleOverDBus(t *testing.T) {
 	if !res.Written || !res.Reloaded {
 		t.Fatalf("first install: written=%v reloaded=%v, want both", res.Written, res.Reloaded)
 	}
-	if got := reloads.settle(t) - before; got != 1 {
+	if got := reloads.Settle(t) - before; got != 1 {
 		t.Fatalf("first install: systemd saw %d reloads, want 1", got)
 	}
 	text, err := os.ReadFile(filepath.Join(box.Root, "/etc/systemd/system/cellguard-garden.service"))
@@ -137,7 +81,7 @@ func TestUnitLifecycleOverDBus(t *testing.T) {
 		t.Errorf("daemon pid %d is in %q in name=systemd, want the unit's %q (all: %v)", st.PID, cg["name=systemd"], u.ControlGroup, cg)
 	}
 
-	after := reloads.settle(t)
+	after := reloads.Settle(t)
 	res, err = m.Install(ctx, d)
 	if err != nil {
 		t.Fatalf("reinstall: %v", err)
@@ -145,7 +89,7 @@ func TestUnitLifecycleOverDBus(t *testing.T) {
 	if res.Written || res.Reloaded {
 		t.Fatalf("unchanged reinstall: written=%v reloaded=%v, want neither", res.Written, res.Reloaded)
 	}
-	if got := reloads.settle(t) - after; got != 0 {
+	if got := reloads.Settle(t) - after; got != 0 {
 		t.Fatalf("unchanged reinstall: systemd saw %d reloads, want 0", got)
 	}
 
@@ -163,7 +107,7 @@ func TestUnitLifecycleOverDBus(t *testing.T) {
 		t.Fatalf("after stop: %+v %v", u, err)
 	}
 
-	after = reloads.settle(t)
+	after = reloads.Settle(t)
 	d.Stop = []string{ctl, "stop", "--now"}
 	res, err = m.Install(ctx, d)
 	if err != nil {
@@ -172,7 +116,7 @@ func TestUnitLifecycleOverDBus(t *testing.T) {
 	if !res.Written || !res.Reloaded {
 		t.Fatalf("changed reinstall: written=%v reloaded=%v, want both", res.Written, res.Reloaded)
 	}
-	if got := reloads.settle(t) - after; got != 1 {
+	if got := reloads.Settle(t) - after; got != 1 {
 		t.Fatalf("changed reinstall: systemd saw %d reloads, want 1", got)
 	}
 }

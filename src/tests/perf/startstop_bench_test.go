@@ -8,13 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
@@ -78,16 +74,16 @@ func BenchmarkStartStop(b *testing.B) {
 	}
 	cfg := "--config=" + cfgPath
 	in(b, box, cellguard, "unit", "install", "bench", cfg)
-	reloads := watchReloads(b, box.SystemBusAddress)
+	reloads := sdbox.WatchReloads(b, box.SystemBusAddress)
 
 	for b.Loop() {
-		before := reloads.settle(b)
+		before := reloads.Settle(b)
 		res := runCycle(b, box, CycleSpec{Runs: cycleRuns, PIDFile: pidfile, Variants: []Variant{
 			{Name: "ctl script", Start: []string{ctlPath, "start"}, Stop: []string{ctlPath, "stop"}, Detach: true, Wait: true},
 			{Name: "systemctl", Start: []string{"systemctl", "start", unitName}, Stop: []string{"systemctl", "stop", unitName}, Wait: true},
 			{Name: "cellguard", Start: []string{cellguard, "start", "bench", cfg}, Stop: []string{cellguard, "stop", "bench", cfg}, Wait: true},
 		}})
-		if n := reloads.settle(b) - before; n != 0 {
+		if n := reloads.Settle(b) - before; n != 0 {
 			b.Fatalf("%d systemd reloads during %d cellguard starts with an unchanged unit", n, cycleRuns)
 		}
 		b.Logf("start/stop latency inside the box, %d runs each, round-robin (ms: median / p95 / max):", cycleRuns)
@@ -99,11 +95,11 @@ func BenchmarkStartStop(b *testing.B) {
 		}
 
 		// Idempotent pre-start: nothing to change, so no write and no Reload.
-		before = reloads.settle(b)
+		before = reloads.Settle(b)
 		res = runCycle(b, box, CycleSpec{Runs: cycleRuns, Variants: []Variant{
 			{Name: "install", Start: []string{cellguard, "unit", "install", "bench", cfg}},
 		}})
-		n := reloads.settle(b) - before
+		n := reloads.Settle(b) - before
 		if n != 0 {
 			b.Fatalf("%d systemd reloads during %d unchanged installs", n, cycleRuns)
 		}
@@ -112,7 +108,7 @@ func BenchmarkStartStop(b *testing.B) {
 			b.Fatal(err)
 		}
 		in(b, box, cellguard, "unit", "install", "bench", cfg)
-		changed := reloads.settle(b) - before
+		changed := reloads.Settle(b) - before
 		if changed < 1 {
 			b.Fatalf("changed unit installed but no Reloading signal seen: the counter is blind")
 		}
@@ -218,59 +214,4 @@ func metric(b *testing.B, ns []int64, name string) {
 		b.ReportMetric(percentile(ns, 0.5), name+"-p50-ms")
 		b.ReportMetric(percentile(ns, 0.95), name+"-p95-ms")
 	}
-}
-
-// reloadCounter counts systemd's Manager.Reloading(true) signals on a bus
-// connection of its own (as src/tests/integration/units_test.go does).
-type reloadCounter struct {
-	conn  *godbus.Conn
-	count atomic.Int64
-}
-
-func watchReloads(b *testing.B, address string) *reloadCounter {
-	b.Helper()
-	conn, err := godbus.Dial(address)
-	if err != nil {
-		b.Fatalf("dial %s: %v", address, err)
-	}
-	if err := conn.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		b.Fatalf("auth: %v", err)
-	}
-	if err := conn.Hello(); err != nil {
-		b.Fatalf("hello: %v", err)
-	}
-	// systemd emits manager signals only to subscribed clients.
-	if err := conn.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1").
-		Call("org.freedesktop.systemd1.Manager.Subscribe", 0).Err; err != nil {
-		b.Fatalf("subscribe: %v", err)
-	}
-	if err := conn.AddMatchSignal(godbus.WithMatchInterface("org.freedesktop.systemd1.Manager"),
-		godbus.WithMatchMember("Reloading")); err != nil {
-		b.Fatalf("add match: %v", err)
-	}
-	rc := &reloadCounter{conn: conn}
-	ch := make(chan *godbus.Signal, 64)
-	conn.Signal(ch)
-	go func() {
-		for s := range ch {
-			if len(s.Body) == 1 && s.Body[0] == true {
-				rc.count.Add(1)
-			}
-		}
-	}()
-	b.Cleanup(func() { conn.Close() })
-	return rc
-}
-
-// settle makes a round trip to systemd on the counter's connection, so
-// every signal sent before it has been read, and returns the count.
-func (rc *reloadCounter) settle(b *testing.B) int64 {
-	b.Helper()
-	var v godbus.Variant
-	if err := rc.conn.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1").
-		Call("org.freedesktop.DBus.Properties.Get", 0, "org.freedesktop.systemd1.Manager", "Version").Store(&v); err != nil {
-		b.Fatalf("round trip: %v", err)
-	}
-	time.Sleep(100 * time.Millisecond) // the reader goroutine hands signals over asynchronously
-	return rc.count.Load()
 }
