@@ -342,6 +342,7 @@ func (f *runFlags) cellguard(root string, runs int, wantBlocked bool) (timings, 
 		start := time.Now()
 		err := cmd.Run()
 		el := time.Since(start)
+		runRSS := rssOf(cmd) // always: it also removes GNU time's output file
 		code := cmd.ProcessState.ExitCode()
 		want := 0
 		if wantBlocked {
@@ -357,7 +358,7 @@ func (f *runFlags) cellguard(root string, runs int, wantBlocked bool) (timings, 
 			continue
 		}
 		times.add(el, cmd.ProcessState)
-		rss = max(rss, rssOf(cmd))
+		rss = max(rss, runRSS)
 		if i == runs {
 			if escapes, err = reportEscapes(stderr.Bytes()); err != nil {
 				return times, 0, nil, err
@@ -420,12 +421,14 @@ func (f *runFlags) baselineRun(dir, root, rr string) (timings, int64, []string, 
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		start := time.Now()
-		if err := cmd.Run(); err != nil {
+		err := cmd.Run()
+		el := time.Since(start)
+		runRSS := rssOf(cmd) // the script's or its largest child's (jq, cat)
+		if err != nil {
 			return times, 0, nil, fmt.Errorf("baseline: %v\n%s", err, tail(stderr.Bytes()))
 		}
-		el := time.Since(start)
 		times.add(el, cmd.ProcessState)
-		rss = max(rss, rssOf(cmd)) // the script's or its largest child's (jq, cat)
+		rss = max(rss, runRSS)
 		out = out[:0]
 		for _, l := range strings.Split(stdout.String(), "\n") {
 			if l != "" {
@@ -452,6 +455,9 @@ const gnuTime = "/usr/bin/time"
 func measured(argv ...string) (*exec.Cmd, func(*exec.Cmd) int64) {
 	if _, err := os.Stat(gnuTime); err != nil {
 		return exec.Command(argv[0], argv[1:]...), func(c *exec.Cmd) int64 {
+			if c.ProcessState == nil {
+				return 0
+			}
 			if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
 				return ru.Maxrss
 			}
