@@ -10,37 +10,17 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/benchcycle"
 )
 
-// CycleSpec is what `cellbench cycle` runs, as JSON on its command line. It
-// runs inside the systemd container (src/tests/perf copies it there), so the
-// times carry no nsenter or host overhead.
-type CycleSpec struct {
-	Runs int `json:"runs"`
-	// PIDFile is the daemon's pidfile: a start is complete when it names a
-	// live process, a stop when that process is gone.
-	PIDFile  string    `json:"pidfile"`
-	Variants []Variant `json:"variants"`
-}
-
-// Variant is one way of starting and stopping the daemon, or (without Stop
-// and PIDFile waits) a command timed alone.
-type Variant struct {
-	Name  string   `json:"name"`
-	Start []string `json:"start"`
-	Stop  []string `json:"stop,omitempty"`
-	// Detach runs Start in its own session without waiting: a BOSH ctl
-	// script that execs the daemon never returns (monit spawns it so).
-	Detach bool `json:"detach,omitempty"`
-	// Wait polls the pidfile after Start and the process after Stop.
-	Wait bool `json:"wait,omitempty"`
-}
-
-// CycleResult holds nanoseconds per run, by variant name.
-type CycleResult map[string]struct {
-	Start []int64 `json:"start"`
-	Stop  []int64 `json:"stop,omitempty"`
-}
+// The spec and result types are shared with src/tests/perf, which writes
+// the spec and reads the result: see testkit/benchcycle.
+type (
+	CycleSpec   = benchcycle.Spec
+	Variant     = benchcycle.Variant
+	CycleResult = benchcycle.Result
+)
 
 // cycle runs the variants round-robin, Runs times each, so load on the
 // machine spreads over all of them alike, and prints CycleResult as JSON.
@@ -56,13 +36,13 @@ func cycle(args []string) error {
 	for i := 0; i < spec.Runs; i++ {
 		for _, v := range spec.Variants {
 			r := res[v.Name]
-			start, err := spec.runStart(v)
+			start, err := runStart(&spec, v)
 			if err != nil {
 				return fmt.Errorf("%s run %d start: %w", v.Name, i+1, err)
 			}
 			r.Start = append(r.Start, start.Nanoseconds())
 			if len(v.Stop) > 0 {
-				stop, err := spec.runStop(v)
+				stop, err := runStop(&spec, v)
 				if err != nil {
 					return fmt.Errorf("%s run %d stop: %w", v.Name, i+1, err)
 				}
@@ -78,7 +58,7 @@ func cycle(args []string) error {
 // not a long sample.
 const waitLimit = 30 * time.Second
 
-func (spec *CycleSpec) runStart(v Variant) (time.Duration, error) {
+func runStart(spec *CycleSpec, v Variant) (time.Duration, error) {
 	if v.Wait {
 		if pid, _ := readPID(spec.PIDFile); pid != 0 && alive(pid) {
 			return 0, fmt.Errorf("daemon pid %d already runs", pid)
@@ -114,7 +94,7 @@ func (spec *CycleSpec) runStart(v Variant) (time.Duration, error) {
 	return time.Since(t0), nil
 }
 
-func (spec *CycleSpec) runStop(v Variant) (time.Duration, error) {
+func runStop(spec *CycleSpec, v Variant) (time.Duration, error) {
 	pid, err := readPID(spec.PIDFile)
 	if err != nil || !alive(pid) {
 		return 0, fmt.Errorf("no live daemon to stop (pidfile %s: %v)", spec.PIDFile, err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/benchcycle"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
 
@@ -122,25 +123,11 @@ func BenchmarkStartStop(b *testing.B) {
 	}
 }
 
-// CycleSpec and Variant mirror src/cmd/cellbench/cycle.go.
-type CycleSpec struct {
-	Runs     int       `json:"runs"`
-	PIDFile  string    `json:"pidfile"`
-	Variants []Variant `json:"variants"`
-}
-
-type Variant struct {
-	Name   string   `json:"name"`
-	Start  []string `json:"start"`
-	Stop   []string `json:"stop,omitempty"`
-	Detach bool     `json:"detach,omitempty"`
-	Wait   bool     `json:"wait,omitempty"`
-}
-
-type cycleResult map[string]struct {
-	Start []int64 `json:"start"`
-	Stop  []int64 `json:"stop"`
-}
+type (
+	CycleSpec   = benchcycle.Spec
+	Variant     = benchcycle.Variant
+	cycleResult = benchcycle.Result
+)
 
 func runCycle(b *testing.B, box *sdbox.Box, spec CycleSpec) cycleResult {
 	b.Helper()
