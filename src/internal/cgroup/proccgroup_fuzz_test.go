@@ -2,32 +2,20 @@ package cgroup
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func addSeedFiles(f *testing.F, glob string) {
-	f.Helper()
-	paths, err := filepath.Glob(glob)
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no seed files match %s (%v)", glob, err)
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fuzzseed"
+)
 
 // FuzzParseProcCgroup: /proc/<pid>/cgroup of any process on the host. Every
 // accepted entry must be a line of the input, split at its first two
 // colons (paths may hold colons), and lookups must not panic.
 func FuzzParseProcCgroup(f *testing.F) {
-	addSeedFiles(f, "testdata/seeds/proccgroup/*")
+	for _, b := range fuzzseed.Files(f, "testdata/seeds/proccgroup/*") {
+		f.Add(b)
+	}
 	f.Add([]byte("4:cpu,cpuacct:/garden/a:b\n\n0::/\n"))
 	f.Add([]byte(strings.Repeat("1:pids:/\n", 33)))
 	f.Add([]byte("::\n:"))

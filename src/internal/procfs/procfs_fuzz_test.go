@@ -6,30 +6,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-)
 
-// addSeedFiles adds every file matching glob to the corpus. The seeds are
-// real /proc files copied from a Debian 12 host (testdata/seeds/README.md).
-func addSeedFiles(f *testing.F, glob string) {
-	f.Helper()
-	paths, err := filepath.Glob(glob)
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no seed files match %s (%v)", glob, err)
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fuzzseed"
+)
 
 // FuzzParseStat: /proc/<pid>/stat of any process, whose comm the process
 // chooses (prctl PR_SET_NAME), must never panic the validator, and an
 // accepted line must say what it holds.
 func FuzzParseStat(f *testing.F) {
-	addSeedFiles(f, "testdata/seeds/stat/*")
+	for _, b := range fuzzseed.Files(f, "testdata/seeds/stat/*") {
+		f.Add(b)
+	}
 	f.Add([]byte("14863 (runc:[2:INIT]) S 1 100 100 0 -1 4194560 200 0 0 0 3 4 0 0 20 0 1 0 32530 1000\n"))
 	f.Add([]byte("7 ()) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\n"))
 	f.Add([]byte("7 (x) S"))
@@ -52,7 +39,9 @@ func FuzzParseStat(f *testing.F) {
 
 // FuzzParseNSLink: the target of /proc/<pid>/ns/pid.
 func FuzzParseNSLink(f *testing.F) {
-	addSeedFiles(f, "testdata/seeds/nslink/*")
+	for _, b := range fuzzseed.Files(f, "testdata/seeds/nslink/*") {
+		f.Add(b)
+	}
 	for _, s := range []string{"pid:[4026531836]", "pid:[]", "[", "]", "pid:[18446744073709551616]", ""} {
 		f.Add([]byte(s))
 	}

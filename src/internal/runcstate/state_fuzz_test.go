@@ -1,24 +1,16 @@
 package runcstate
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fuzzseed"
 )
 
 // FuzzDecode: state.json under a runtime root, as runc of any version left
 // it (or as a crash half-wrote it). Decoding must never panic, and the pid
 // namespace answers must agree.
 func FuzzDecode(f *testing.F) {
-	paths, _ := filepath.Glob("testdata/*.json")
-	if len(paths) == 0 {
-		f.Fatal("no state.json fixtures in testdata/")
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range fuzzseed.Files(f, "testdata/*.json") {
 		f.Add(b)
 		f.Add(b[:len(b)/2]) // a torn write
 	}

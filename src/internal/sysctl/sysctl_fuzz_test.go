@@ -1,27 +1,19 @@
 package sysctl
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fuzzseed"
 )
 
 // FuzzBootParse: a sysctl.d file anyone with root (or a package) dropped on
 // the host. The boot model must not panic on it, and every assignment it
 // keeps must name a key that stays inside /proc/sys.
 func FuzzBootParse(f *testing.F) {
-	paths, _ := filepath.Glob("testdata/seeds/sysctld/*")
-	if len(paths) == 0 {
-		f.Fatal("no sysctl.d seeds")
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range fuzzseed.Files(f, "testdata/seeds/sysctld/*") {
 		f.Add(b, "kernel.pid_max")
 	}
 	p, err := Resolve(config.Sysctl{})
