@@ -44,25 +44,7 @@ func TestApplyOnRealKernel(t *testing.T) {
 	keys, bytes := MustKey("kernel.keys.maxkeys"), MustKey("kernel.keys.maxbytes")
 	requireKernel(t, keys)
 	live := Proc{Dir: "/proc/sys"}
-	orig := map[Key]string{}
-	for _, k := range []Key{keys, bytes} {
-		v, err := live.Read(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		orig[k] = NormalizeValue(v)
-	}
-	restore := func() {
-		for k, v := range orig {
-			if cur, err := live.Read(k); err == nil && NormalizeValue(cur) == v {
-				continue
-			}
-			if err := live.Write(k, v); err != nil {
-				t.Errorf("RESTORE FAILED: %s=%s: %v", k, v, err)
-			}
-		}
-	}
-	t.Cleanup(restore)
+	orig, restore := saveKeys(t, live, keys, bytes)
 	defer restore()
 
 	n, err := strconv.Atoi(orig[keys])
@@ -125,25 +107,7 @@ func TestApplyFloorOnRealKernel(t *testing.T) {
 	keys, bytes := MustKey("kernel.keys.maxkeys"), MustKey("kernel.keys.maxbytes")
 	requireKernel(t, bytes)
 	live := Proc{Dir: "/proc/sys"}
-	orig := map[Key]string{}
-	for _, k := range []Key{keys, bytes} {
-		v, err := live.Read(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		orig[k] = NormalizeValue(v)
-	}
-	restore := func() {
-		for k, v := range orig {
-			if cur, err := live.Read(k); err == nil && NormalizeValue(cur) == v {
-				continue
-			}
-			if err := live.Write(k, v); err != nil {
-				t.Errorf("RESTORE FAILED: %s=%s: %v", k, v, err)
-			}
-		}
-	}
-	t.Cleanup(restore)
+	orig, restore := saveKeys(t, live, keys, bytes)
 	defer restore()
 
 	nk, err1 := strconv.Atoi(orig[keys])
@@ -180,4 +144,31 @@ func TestApplyFloorOnRealKernel(t *testing.T) {
 	if chk, err := h.Check(p); err != nil || !chk.InForce {
 		t.Fatalf("check after apply: %v %+v", err, chk)
 	}
+}
+
+// saveKeys reads the live values of keys and returns them with a restore
+// function, also registered with t.Cleanup: callers defer it too, so a
+// panic or t.Fatal midway still leaves the host as it was.
+func saveKeys(t *testing.T, live Proc, keys ...Key) (map[Key]string, func()) {
+	t.Helper()
+	orig := map[Key]string{}
+	for _, k := range keys {
+		v, err := live.Read(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig[k] = NormalizeValue(v)
+	}
+	restore := func() {
+		for k, v := range orig {
+			if cur, err := live.Read(k); err == nil && NormalizeValue(cur) == v {
+				continue
+			}
+			if err := live.Write(k, v); err != nil {
+				t.Errorf("RESTORE FAILED: %s=%s: %v", k, v, err)
+			}
+		}
+	}
+	t.Cleanup(restore)
+	return orig, restore
 }
