@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,57 +21,36 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
 	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
 
-// cellguardHelperEnv carries cellguard's arguments (JSON) to the helper
-// process: this test binary re-run with -test.run=TestCellguardHelper, so a
-// test can SIGKILL cellguard (fsutil.CrashEnv) without killing itself.
-const cellguardHelperEnv = "CELLGUARD_INTEGRATION_HELPER"
-
-// TestCellguardHelper is not a test: it runs cli.Main with the arguments
-// from its environment and prints "helper-exit=N" (a test may not os.Exit).
-func TestCellguardHelper(t *testing.T) {
-	spec := os.Getenv(cellguardHelperEnv)
-	if spec == "" {
-		t.Skip("helper process for the crash and fault tests")
-	}
-	var args []string
-	if err := json.Unmarshal([]byte(spec), &args); err != nil {
-		t.Fatal(err)
-	}
-	env := &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
-	fmt.Fprintf(os.Stdout, "\nhelper-exit=%d\n", cli.Main(context.Background(), env, args))
-}
-
-var helperExitRe = regexp.MustCompile(`helper-exit=(\d+)`)
-
-// cellguard runs cellguard in a child process; killed reports death by
-// SIGKILL (then code is -1).
+// cellguard runs the built cellguard binary on the host (it reaches the box
+// through --root and --dbus-address), so fsutil.CrashEnv can SIGKILL it
+// without killing the test; killed reports death by SIGKILL (then code is -1).
 func cellguard(t *testing.T, extraEnv []string, args ...string) (code int, killed bool, stdout, stderr string) {
 	t.Helper()
-	spec, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCellguardHelper$", "-test.count=1")
-	cmd.Env = append(append(os.Environ(), cellguardHelperEnv+"="+string(spec)), extraEnv...)
+	cmd := exec.CommandContext(ctx, sdbox.BuildCellguard(t), args...)
+	cmd.Env = append(os.Environ(), extraEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return -1, true, out.String(), errb.String()
+	switch {
+	case err == nil:
+		return 0, false, out.String(), errb.String()
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			if ws.Signal() == syscall.SIGKILL {
+				return -1, true, out.String(), errb.String()
+			}
+			t.Fatalf("cellguard %v died of %v\n%s\n%s", args, ws.Signal(), out.String(), errb.String())
 		}
+		return ee.ExitCode(), false, out.String(), errb.String()
 	}
-	m := helperExitRe.FindStringSubmatch(out.String())
-	if m == nil {
-		t.Fatalf("cellguard %v: no exit code (%v)\n%s\n%s", args, err, out.String(), errb.String())
-	}
-	code, _ = strconv.Atoi(m[1])
-	return code, false, out.String(), errb.String()
+	t.Fatalf("cellguard %v: %v\n%s\n%s", args, err, out.String(), errb.String())
+	return 0, false, "", ""
 }
 
 func emptyConfig(t *testing.T) string {
