@@ -2,7 +2,9 @@ package runcstate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 )
 
 // decodeFast fills s from a state.json that is one JSON object, reading
@@ -93,26 +95,16 @@ func (sc *scanner) cgroups(p **Cgroups) bool {
 
 func fold(key []byte, name string) bool { return bytes.EqualFold(key, []byte(name)) }
 
-// maxDepth bounds nesting; deeper input goes to encoding/json, which has
-// its own limit and error.
-const maxDepth = 1000
-
+// scanner walks b from i. members and decode (called a few dozen times per
+// file) are methods; the per-byte work is in the functions after them,
+// which take and return the cursor so it stays in a register: as a field
+// behind a pointer every advance was a store.
 type scanner struct {
-	b     []byte
-	i     int
-	depth int
+	b []byte
+	i int
 }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) ws() { s.i = ws(s.b, s.i) }
 
 func (s *scanner) eat(c byte) bool {
 	if s.i < len(s.b) && s.b[s.i] == c {
@@ -123,11 +115,35 @@ func (s *scanner) eat(c byte) bool {
 }
 
 func (s *scanner) literal(lit string) bool {
-	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+	if hasLiteral(s.b, s.i, lit) {
 		s.i += len(lit)
 		return true
 	}
 	return false
+}
+
+// skip consumes one valid JSON value.
+func (s *scanner) skip() bool {
+	i := skip(s.b, s.i)
+	if i < 0 {
+		return false
+	}
+	s.i = i
+	return true
+}
+
+// str consumes a string and returns its raw content.
+func (s *scanner) str() (content []byte, escaped, ok bool) {
+	if !s.eat('"') {
+		return nil, false, false
+	}
+	start := s.i
+	end, escaped := str(s.b, start)
+	if end < 0 {
+		return nil, false, false
+	}
+	s.i = end
+	return s.b[start : end-1], escaped, true
 }
 
 // decode hands the value at the cursor to encoding/json.
@@ -141,17 +157,14 @@ func (s *scanner) decode(v any) bool {
 
 // members walks the object at the cursor; fn is called with the cursor on
 // each member's value and must consume it. Keys with escapes are refused.
+// Its nesting is bounded by decodeFast's code (three levels), the skipped
+// values' by skip.
 func (s *scanner) members(fn func(key []byte) bool) bool {
 	if !s.eat('{') {
 		return false
 	}
-	s.depth++
-	if s.depth > maxDepth {
-		return false
-	}
 	s.ws()
 	if s.eat('}') {
-		s.depth--
 		return true
 	}
 	for {
@@ -172,92 +185,128 @@ func (s *scanner) members(fn func(key []byte) bool) bool {
 		if s.eat(',') {
 			continue
 		}
-		if !s.eat('}') {
-			return false
-		}
-		s.depth--
-		return true
+		return s.eat('}')
 	}
 }
 
-// skip consumes one valid JSON value. It loops rather than recurses, with
-// the open containers on a stack: the seccomp list is thousands of small
-// values and this is where decodeFast spends its time.
-func (s *scanner) skip() bool {
-	var stack [maxDepth]byte // '{' or '[' per open container
-	n := 0
+// maxSkipDepth bounds the containers skip keeps open, one bit each; deeper
+// input goes to encoding/json, which has its own limit and error. runc's
+// state nests about five deep.
+const maxSkipDepth = 64
+
+// skip returns the end of the valid JSON value at i, or -1. It loops rather
+// than recurses, with the open containers as bits: the seccomp list is
+// thousands of small values and this is where decodeFast spends its time.
+func skip(b []byte, i int) int {
+	var objs uint64 // bit d: the container open at depth d is an object
+	depth := 0
 value:
 	for {
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
+		i = ws(b, i)
+		if i >= len(b) {
+			return -1
 		}
-		switch c := s.b[s.i]; {
-		case c == '{' || c == '[':
-			s.i++
-			s.ws()
-			if s.eat(c + 2) { // '{'+2 is '}', '['+2 is ']'
+		switch c := b[i]; c {
+		case '{', '[':
+			i = ws(b, i+1)
+			if i < len(b) && b[i] == c+2 { // '{'+2 is '}', '['+2 is ']'
+				i++
 				break
 			}
-			if n == len(stack) {
-				return false
+			if depth == maxSkipDepth {
+				return -1
 			}
-			stack[n] = c
-			n++
-			if c == '{' && !s.key() {
-				return false
-			}
-			continue value
-		case c == '"':
-			if _, _, ok := s.str(); !ok {
-				return false
-			}
-		case c == 't':
-			if !s.literal("true") {
-				return false
-			}
-		case c == 'f':
-			if !s.literal("false") {
-				return false
-			}
-		case c == 'n':
-			if !s.literal("null") {
-				return false
-			}
-		case c == '-' || c >= '0' && c <= '9':
-			if !s.number() {
-				return false
-			}
-		default:
-			return false
-		}
-		// A value ended: close containers until one takes another value.
-		for n > 0 {
-			s.ws()
-			if s.eat(',') {
-				if stack[n-1] == '{' && !s.key() {
-					return false
-				}
+			if c == '[' {
+				objs &^= 1 << depth
+				depth++
 				continue value
 			}
-			if !s.eat(stack[n-1] + 2) {
-				return false
+			objs |= 1 << depth
+			depth++
+			if i = key(b, i); i < 0 {
+				return -1
 			}
-			n--
+			continue value
+		case '"':
+			if i, _ = str(b, i+1); i < 0 {
+				return -1
+			}
+		case 't':
+			if !hasLiteral(b, i, "true") {
+				return -1
+			}
+			i += len("true")
+		case 'f':
+			if !hasLiteral(b, i, "false") {
+				return -1
+			}
+			i += len("false")
+		case 'n':
+			if !hasLiteral(b, i, "null") {
+				return -1
+			}
+			i += len("null")
+		default:
+			if i = number(b, i); i < 0 {
+				return -1
+			}
 		}
-		return true
+		// A value ended: close containers until one takes another value.
+		for depth > 0 {
+			i = ws(b, i)
+			if i >= len(b) {
+				return -1
+			}
+			obj := objs>>(depth-1)&1 != 0
+			switch c := b[i]; {
+			case c == ',':
+				i++
+				if obj {
+					if i = key(b, i); i < 0 {
+						return -1
+					}
+				}
+				continue value
+			case obj && c == '}', !obj && c == ']':
+				i++
+				depth--
+			default:
+				return -1
+			}
+		}
+		return i
 	}
 }
 
-// key consumes a member name (escapes allowed: it is not matched) and the
-// colon after it.
-func (s *scanner) key() bool {
-	s.ws()
-	if _, _, ok := s.str(); !ok {
-		return false
+// ws returns the index of the first non-whitespace byte at or after i.
+// runc writes compact JSON, so the first test nearly always ends it.
+func ws(b []byte, i int) int {
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
-	s.ws()
-	return s.eat(':')
+	return i
+}
+
+func hasLiteral(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// key consumes a member name at i (after whitespace; escapes allowed: it is
+// not matched) and the colon after it, and returns the index after the
+// colon, or -1.
+func key(b []byte, i int) int {
+	i = ws(b, i)
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i, _ = str(b, i+1); i < 0 {
+		return -1
+	}
+	i = ws(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return i + 1
 }
 
 // plain marks the bytes a string holds as they are: not '"', '\\' or a
@@ -269,78 +318,103 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
-// str consumes a string and returns its raw content.
-func (s *scanner) str() (content []byte, escaped, ok bool) {
-	if !s.eat('"') {
-		return nil, false, false
-	}
-	start := s.i
+// special has the high bit set in the bytes of w that are '"', '\\' or
+// below 0x20 (the bytes plain excludes). Bits above the lowest may be
+// false positives (a borrow runs on), the lowest is not.
+func special(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := w ^ (ones * '"')
+	bs := w ^ (ones * '\\')
+	return ((q-ones)&^q | (bs-ones)&^bs | (w-ones*0x20)&^w) & highs
+}
+
+// str scans a string's content from i, just past the opening quote, and
+// returns the index past the closing quote (or -1 if the string is not
+// valid JSON) and whether it holds escapes. Eight bytes at a time: most
+// strings here are names of 4 to 15 bytes.
+func str(b []byte, i int) (end int, escaped bool) {
 	for {
-		for s.i < len(s.b) && plain[s.b[s.i]] {
-			s.i++
+		for i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
 		}
-		if s.i >= len(s.b) {
-			return nil, false, false
+		for i < len(b) && plain[b[i]] {
+			i++
 		}
-		switch s.b[s.i] {
+		if i >= len(b) {
+			return -1, false
+		}
+		switch b[i] {
 		case '"':
-			s.i++
-			return s.b[start : s.i-1], escaped, true
+			return i + 1, escaped
 		case '\\':
 			escaped = true
-			if s.i+1 >= len(s.b) {
-				return nil, false, false
+			if i+1 >= len(b) {
+				return -1, false
 			}
-			switch s.b[s.i+1] {
+			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
+				i += 2
 			case 'u':
-				if s.i+6 > len(s.b) {
-					return nil, false, false
+				if i+6 > len(b) {
+					return -1, false
 				}
-				for _, h := range s.b[s.i+2 : s.i+6] {
+				for _, h := range b[i+2 : i+6] {
 					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return nil, false, false
+						return -1, false
 					}
 				}
-				s.i += 6
+				i += 6
 			default:
-				return nil, false, false
+				return -1, false
 			}
 		default: // a control character
-			return nil, false, false
+			return -1, false
 		}
 	}
 }
 
-// number consumes -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (s *scanner) number() bool {
-	s.eat('-')
+// number returns the end of -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+// at i, or -1.
+func number(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
 	switch {
-	case s.eat('0'):
-	case s.i < len(s.b) && s.b[s.i] >= '1' && s.b[s.i] <= '9':
-		s.digits()
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(b, i+1)
 	default:
-		return false
+		return -1
 	}
-	if s.eat('.') && !s.digits() {
-		return false
-	}
-	if s.eat('e') || s.eat('E') {
-		if !s.eat('+') {
-			s.eat('-')
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return -1
 		}
-		if !s.digits() {
-			return false
-		}
+		i = j
 	}
-	return true
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
 }
 
-func (s *scanner) digits() bool {
-	start := s.i
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
 	}
-	return s.i > start
+	return i
 }
