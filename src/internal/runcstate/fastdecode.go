@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
+	"strconv"
+	"unicode/utf8"
 )
 
 // decodeFast fills s from a state.json that is one JSON object, reading
@@ -13,7 +15,9 @@ import (
 // and encoding/json scans every byte twice through its per-byte state
 // machine (validate, then decode with skip): on a cell of 250 containers
 // that was half of the whole scan. Here the unread values are skipped by a
-// validating scanner and only the wanted ones go to encoding/json.
+// validating scanner, and the wanted ones are built directly in their
+// common shapes (plain strings, numbers, maps and lists of plain strings);
+// anything else goes to encoding/json value by value.
 //
 // It returns false whenever it is unsure (invalid JSON, escaped keys, deep
 // nesting, a wanted value that does not decode) and leaves s partly filled:
@@ -36,24 +40,24 @@ func decodeFast(b []byte, s *State) bool {
 				case fold(key, "cgroups"):
 					return sc.cgroups(&s.Config.Cgroups)
 				case fold(key, "namespaces"):
-					return sc.decode(&s.Config.Namespaces)
+					return sc.namespaces(&s.Config.Namespaces)
 				}
 				return sc.skip()
 			})
 		case fold(key, "id"):
-			return sc.decode(&s.ID)
+			return sc.string(&s.ID)
 		case fold(key, "init_process_pid"):
-			return sc.decode(&s.InitProcessPid)
+			return sc.int(&s.InitProcessPid)
 		case fold(key, "init_process_start"):
-			return sc.decode(&s.InitProcessStart)
+			return sc.unmarshaler(&s.InitProcessStart)
 		case fold(key, "created"):
-			return sc.decode(&s.Created)
+			return sc.unmarshaler(&s.Created)
 		case fold(key, "rootless"):
-			return sc.decode(&s.Rootless)
+			return sc.bool(&s.Rootless)
 		case fold(key, "cgroup_paths"):
-			return sc.decode(&s.CgroupPaths)
+			return sc.stringMap(&s.CgroupPaths)
 		case fold(key, "namespace_paths"):
-			return sc.decode(&s.NamespacePaths)
+			return sc.stringMap(&s.NamespacePaths)
 		}
 		return sc.skip()
 	})
@@ -79,18 +83,176 @@ func (sc *scanner) cgroups(p **Cgroups) bool {
 	return sc.members(func(key []byte) bool {
 		switch {
 		case fold(key, "path"):
-			return sc.decode(&c.Path)
+			return sc.string(&c.Path)
 		case fold(key, "name"):
-			return sc.decode(&c.Name)
+			return sc.string(&c.Name)
 		case fold(key, "parent"):
-			return sc.decode(&c.Parent)
+			return sc.string(&c.Parent)
 		case fold(key, "scope_prefix"):
-			return sc.decode(&c.ScopePrefix)
+			return sc.string(&c.ScopePrefix)
 		case fold(key, "Systemd"):
-			return sc.decode(&c.Systemd)
+			return sc.bool(&c.Systemd)
 		}
 		return sc.skip()
 	})
+}
+
+// The readers below build a value the way encoding/json would for the
+// shapes runc writes, and hand anything else (escapes, invalid UTF-8, a
+// value of another type, a repeated member that encoding/json would merge
+// into) to encoding/json from the value's start: they change their target
+// only once they know the answer. One json.Unmarshal of a small value costs
+// about what skipping 2 KB does.
+
+// string reads a string into *p; null leaves it alone.
+func (sc *scanner) string(p *string) bool {
+	start := sc.i
+	if sc.plainString(p) {
+		return true
+	}
+	sc.i = start
+	return sc.decode(p)
+}
+
+// plainString reads null (leaving *p alone) or a string without escapes
+// whose bytes are valid UTF-8, which encoding/json takes as they are (it
+// replaces invalid bytes with U+FFFD). Otherwise it returns false, and *p
+// is as it was.
+func (sc *scanner) plainString(p *string) bool {
+	if sc.literal("null") {
+		return true
+	}
+	content, escaped, ok := sc.str()
+	if !ok || escaped || !utf8.Valid(content) {
+		return false
+	}
+	*p = string(content)
+	return true
+}
+
+// bool reads true or false into *p; null leaves it alone.
+func (sc *scanner) bool(p *bool) bool {
+	switch {
+	case sc.literal("true"):
+		*p = true
+	case sc.literal("false"):
+		*p = false
+	case sc.literal("null"):
+	default:
+		return sc.decode(p)
+	}
+	return true
+}
+
+// int reads an integer into *p; null leaves it alone. encoding/json parses
+// it with strconv.ParseInt(s, 10, 64) and refuses what overflows int.
+func (sc *scanner) int(p *int) bool {
+	if sc.literal("null") {
+		return true
+	}
+	start := sc.i
+	end := number(sc.b, start)
+	if end < 0 {
+		return false
+	}
+	n, err := strconv.ParseInt(string(sc.b[start:end]), 10, strconv.IntSize)
+	if err != nil { // a fraction, an exponent, out of range: encoding/json's call
+		return sc.decode(p)
+	}
+	*p = int(n)
+	sc.i = end
+	return true
+}
+
+// unmarshaler hands the value to u.UnmarshalJSON, as encoding/json does
+// with the value's bytes for any type that has the method (null included),
+// without its reflection and second validation.
+func (sc *scanner) unmarshaler(u json.Unmarshaler) bool {
+	start := sc.i
+	if !sc.skip() {
+		return false
+	}
+	return u.UnmarshalJSON(sc.b[start:sc.i]) == nil
+}
+
+// stringMap reads an object of plain strings into *p. encoding/json sets
+// the map to nil on null, makes one if it is nil, and adds the members in
+// order (the last of a repeated key wins); into a map that exists (a
+// repeated cgroup_paths) it merges, which is left to it.
+func (sc *scanner) stringMap(p *map[string]string) bool {
+	start := sc.i
+	if sc.literal("null") {
+		*p = nil
+		return true
+	}
+	if *p == nil && sc.i < len(sc.b) && sc.b[sc.i] == '{' {
+		m := map[string]string{}
+		ok := sc.members(func(key []byte) bool {
+			var v string
+			if !utf8.Valid(key) || !sc.plainString(&v) {
+				return false
+			}
+			m[string(key)] = v
+			return true
+		})
+		if ok {
+			*p = m
+			return true
+		}
+	}
+	sc.i = start
+	return sc.decode(p)
+}
+
+// namespaces reads a list of {"type":...,"path":...} objects into *p.
+// encoding/json sets the slice to nil on null and makes [] an empty slice,
+// not nil; into a slice that exists (a repeated member) it decodes element
+// by element, merging, which is left to it.
+func (sc *scanner) namespaces(p *[]Namespace) bool {
+	start := sc.i
+	if sc.literal("null") {
+		*p = nil
+		return true
+	}
+	if *p == nil && sc.eat('[') {
+		if ns, ok := sc.namespaceList(); ok {
+			*p = ns
+			return true
+		}
+	}
+	sc.i = start
+	return sc.decode(p)
+}
+
+// namespaceList reads the elements after '[' and the closing ']'.
+func (sc *scanner) namespaceList() ([]Namespace, bool) {
+	ns := []Namespace{}
+	sc.ws()
+	if sc.eat(']') {
+		return ns, true
+	}
+	for {
+		sc.ws()
+		var n Namespace
+		ok := sc.members(func(key []byte) bool {
+			switch {
+			case fold(key, "type"):
+				return sc.plainString(&n.Type)
+			case fold(key, "path"):
+				return sc.plainString(&n.Path)
+			}
+			return sc.skip()
+		})
+		if !ok {
+			return nil, false
+		}
+		ns = append(ns, n)
+		sc.ws()
+		if sc.eat(',') {
+			continue
+		}
+		return ns, sc.eat(']')
+	}
 }
 
 func fold(key []byte, name string) bool { return bytes.EqualFold(key, []byte(name)) }
