@@ -91,6 +91,14 @@ func dialOne(ctx context.Context, address string) (*Conn, error) {
 	go func() {
 		var first *godbus.Conn
 		conn, err := sd.NewConnection(func() (*godbus.Conn, error) {
+			// go-systemd asks for a connection for calls and another for
+			// signals. One does both, as systemctl's: a second costs
+			// another handshake and, on the private socket, a second copy
+			// of every signal systemd emits while our job runs
+			// (docs/performance.md). Close is idempotent.
+			if first != nil {
+				return first, nil
+			}
 			bc, err := godbus.Dial(address, godbus.WithContext(dctx))
 			if err != nil {
 				return nil, err
@@ -106,9 +114,7 @@ func dialOne(ctx context.Context, address string) (*Conn, error) {
 					return nil, fmt.Errorf("hello: %w", err)
 				}
 			}
-			if first == nil {
-				first = bc
-			}
+			first = bc
 			return bc, nil
 		})
 		if err != nil {
