@@ -64,6 +64,11 @@ func runStart(spec *CycleSpec, v Variant) (time.Duration, error) {
 			return 0, fmt.Errorf("daemon pid %d already runs", pid)
 		}
 	}
+	if len(v.Prepare) > 0 {
+		if out, err := exec.Command(v.Prepare[0], v.Prepare[1:]...).CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("prepare %v: %w\n%s", v.Prepare, err, out)
+		}
+	}
 	cmd := exec.Command(v.Start[0], v.Start[1:]...)
 	var out strings.Builder
 	t0 := time.Now()

@@ -65,14 +65,9 @@ func startStop(ctx context.Context, env *Env, args []string, start bool) int {
 	ctx, cancel := f.withDeadline(ctx, wait)
 	defer cancel()
 	if start {
-		if len(d.Start) > 0 && m.HasSystemd() {
-			// The unit is (re)installed from the same description first, so
-			// a start after a reboot or a config change runs what monit means.
-			if _, err := m.Install(ctx, d); err != nil {
-				return failure(env, err)
-			}
-		}
-		res, err := m.Start(ctx, d)
+		// The unit is (re)installed from the same description first, so a
+		// start after a reboot or a config change runs what monit means.
+		res, err := m.InstallAndStart(ctx, d)
 		if err != nil {
 			return failure(env, err)
 		}

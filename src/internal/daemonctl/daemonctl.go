@@ -6,6 +6,7 @@
 package daemonctl
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -220,6 +221,9 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 		if err := os.MkdirAll(m.path(d.unitDir()), 0o755); err != nil {
 			return res, fmt.Errorf("install %s: create %s: %w", res.Unit, d.unitDir(), err)
 		}
+		if cur, err := os.ReadFile(m.path(res.Path)); err != nil || !bytes.Equal(cur, text) {
+			m.dropStamp(res.Unit) // it vouches for the file being replaced
+		}
 		w, err := fsutil.WriteFileAtomic(m.path(res.Path), text, 0o644)
 		if err != nil {
 			return res, fmt.Errorf("install %s: %w", res.Unit, err)
@@ -255,6 +259,7 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 			return res, fmt.Errorf("install %s: %w", res.Unit, err)
 		}
 		res.KillMode = u.KillMode
+		m.writeStamp(res.Unit, text)
 		m.Logger.Info("installed", lager.Data{"unit": res.Unit, "path": res.Path, "written": res.Written,
 			"reloaded": res.Reloaded, "delegate_controllers": u.DelegateControllers, "kill_mode": u.KillMode})
 		return res, nil

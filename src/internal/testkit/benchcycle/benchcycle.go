@@ -24,6 +24,8 @@ type Variant struct {
 	Detach bool `json:"detach,omitempty"`
 	// Wait polls the pidfile after Start and the process after Stop.
 	Wait bool `json:"wait,omitempty"`
+	// Prepare runs before each Start, untimed (e.g. to drop a cache).
+	Prepare []string `json:"prepare,omitempty"`
 }
 
 // Result holds nanoseconds per run, by variant name.
