@@ -114,6 +114,7 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]check.Finding, error) {
 // scan finds the escapes of every container.
 func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape, nContainers, nProcs int, skipped []check.Finding, err error) {
 	r := v.proc.NewReader()
+	defer r.Close()
 	var m cgroup.Membership
 	var members []int
 	// "Everything in its pid namespace": the processes no container cgroup
@@ -197,6 +198,7 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 // the same process, and still the container's).
 func (ci *CgroupIntegrity) confirm(v *view, escapes []escape) []escape {
 	r := v.proc.NewReader()
+	defer r.Close()
 	var m cgroup.Membership
 	var out []escape
 	for _, e := range escapes {
@@ -258,6 +260,7 @@ func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, e *escape) bo
 func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
 	var fs []check.Finding
 	r := v.proc.NewReader()
+	defer r.Close()
 	var m cgroup.Membership
 	for _, e := range escapes {
 		err := v.layout.Move(e.exp.h, e.exp.rel, e.pid)

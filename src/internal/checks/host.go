@@ -141,6 +141,7 @@ func scan(d Deps) (*view, error) {
 		go func(w int) {
 			defer wg.Done()
 			r := v.proc.NewReader()
+			defer r.Close()
 			for i := w; i < len(pids); i += scanWorkers {
 				pid := pids[i]
 				st, err := r.Stat(pid)
@@ -184,6 +185,7 @@ func scan(d Deps) (*view, error) {
 		v.denied += n
 	}
 	r := v.proc.NewReader()
+	defer r.Close()
 	if ns, err := r.PidNS(1); err == nil {
 		v.hostNS = ns
 	} else if root == "/" {

@@ -85,6 +85,7 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]check.Finding, error) {
 		byInit[c.State.InitProcessPid] = c.Name()
 	}
 	r := v.proc.NewReader()
+	defer r.Close()
 	var fs []check.Finding
 	inits, runcs := 0, 0
 	for i := range v.procs {

@@ -124,6 +124,7 @@ func (m *Manager) findProcess(name string) (int, error) {
 		return 0, fmt.Errorf("list processes: %w", err)
 	}
 	r := fs.NewReader()
+	defer r.Close()
 	best, bestStart := 0, uint64(0)
 	for _, pid := range pids {
 		st, err := r.Stat(pid)

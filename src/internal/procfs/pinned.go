@@ -80,37 +80,14 @@ func (r *Reader) PinnedPidNS(p *Pinned) (uint64, error) {
 
 func (r *Reader) readAt(p *Pinned, name string) ([]byte, error) {
 	path := p.fs.Path(p.pid, name)
-	var fd int
-	var err error
-	for {
-		fd, err = unix.Openat(p.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	fd, err := openAtRetry(p.fd, name)
 	if err != nil {
 		return r.buf[:0], wrap("open", path, err)
 	}
 	defer unix.Close(fd)
-	buf := r.buf[:0]
-	for {
-		if cap(buf)-len(buf) < 512 {
-			nb := make([]byte, len(buf), 2*cap(buf)+512)
-			copy(nb, buf)
-			buf = nb
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			r.buf = buf
-			return buf, wrap("read", path, err)
-		}
-		if n == 0 {
-			r.buf = buf
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
+	r.buf, err = readFD(fd, r.buf[:0], true)
+	if err != nil {
+		return r.buf, wrap("read", path, err)
 	}
+	return r.buf, nil
 }

@@ -53,24 +53,78 @@ type Stat struct {
 }
 
 // Reader reads proc files into reused buffers. It is not safe for
-// concurrent use; use one per goroutine.
+// concurrent use; use one per goroutine, and Close it.
+//
+// Per-process files are opened relative to an open Root/proc directory:
+// the kernel then resolves "<pid>/stat", not every component of the full
+// path again (a third of the validator's system time went to path lookup).
 type Reader struct {
 	fs   FS
 	buf  []byte
 	link []byte
+	dir  int // Root/proc, opened on first use; -1 before, or when it failed
+	name []byte
 }
 
 // NewReader returns a Reader for fs.
 func (fs FS) NewReader() *Reader {
-	return &Reader{fs: fs, buf: make([]byte, 4096), link: make([]byte, 128)}
+	return &Reader{fs: fs, buf: make([]byte, 4096), link: make([]byte, 128), dir: -1}
+}
+
+// Close releases the reader's directory; the reader can still be used.
+func (r *Reader) Close() error {
+	if r.dir < 0 {
+		return nil
+	}
+	err := unix.Close(r.dir)
+	r.dir = -1
+	return err
 }
 
 // FS returns the filesystem the reader reads.
 func (r *Reader) FS() FS { return r.fs }
 
+// rel returns "<pid>/<name>" for openat relative to r.dir, opening the
+// directory on first use. ok is false when it cannot be opened: the caller
+// then uses the full path, whose error names the problem.
+func (r *Reader) rel(pid int, name string) (string, bool) {
+	if r.dir < 0 {
+		fd, err := openRetry(r.fs.Dir(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+		if err != nil {
+			return "", false
+		}
+		r.dir = fd
+	}
+	r.name = strconv.AppendInt(r.name[:0], int64(pid), 10)
+	r.name = append(r.name, '/')
+	r.name = append(r.name, name...)
+	return string(r.name), true
+}
+
+// readProc reads Root/proc/<pid>/<name>. These files are generated whole
+// when read (single_open seq files): a read that does not fill the buffer
+// returned all of it, so the read that would return 0 is skipped (as
+// procps does).
+func (r *Reader) readProc(pid int, name string) ([]byte, error) {
+	rel, ok := r.rel(pid, name)
+	if !ok {
+		return r.read(r.fs.Path(pid, name))
+	}
+	fd, err := openAtRetry(r.dir, rel)
+	if err != nil {
+		return r.buf[:0], wrap("open", r.fs.Path(pid, name), err)
+	}
+	defer unix.Close(fd)
+	r.buf, err = readFD(fd, r.buf[:0], true)
+	if err != nil {
+		return r.buf, wrap("read", r.fs.Path(pid, name), err)
+	}
+	return r.buf, nil
+}
+
 // Stat reads and parses /proc/<pid>/stat.
 func (r *Reader) Stat(pid int) (Stat, error) {
-	b, err := r.read(r.fs.Path(pid, "stat"))
+	b, err := r.readProc(pid, "stat")
 	if err != nil {
 		return Stat{}, err
 	}
@@ -133,7 +187,7 @@ func ParseStat(b []byte) (Stat, error) {
 // Cgroup returns the content of /proc/<pid>/cgroup. The slice is valid
 // until the reader's next call.
 func (r *Reader) Cgroup(pid int) ([]byte, error) {
-	return r.read(r.fs.Path(pid, "cgroup"))
+	return r.readProc(pid, "cgroup")
 }
 
 // Cmdline returns the process's argv; empty for kernel threads and zombies.
@@ -157,14 +211,22 @@ func (r *Reader) Cmdline(pid int) ([]string, error) {
 // PidNS returns the inode of the process's pid namespace, from the
 // "pid:[4026531836]" link. Zombies have no namespaces left: ErrGone.
 func (r *Reader) PidNS(pid int) (uint64, error) {
-	path := r.fs.Path(pid, "ns/pid")
-	l, err := r.readlink(path)
+	var l []byte
+	var err error
+	if rel, ok := r.rel(pid, "ns/pid"); ok {
+		l, err = r.readlinkAt(r.dir, rel)
+		if err != nil {
+			err = wrap("readlink", r.fs.Path(pid, "ns/pid"), err)
+		}
+	} else {
+		l, err = r.readlink(r.fs.Path(pid, "ns/pid"))
+	}
 	if err != nil {
 		return 0, err
 	}
 	ino, err := ParseNSLink(l)
 	if err != nil {
-		return 0, fmt.Errorf("parse %s: %w", path, err)
+		return 0, fmt.Errorf("parse %s: %w", r.fs.Path(pid, "ns/pid"), err)
 	}
 	return ino, nil
 }
@@ -202,37 +264,73 @@ func (r *Reader) read(path string) ([]byte, error) {
 // syscalls so a scan of thousands of small proc and cgroup files does not
 // allocate a file object per read. ENOENT and ESRCH become ErrGone.
 func ReadInto(path string, buf []byte) ([]byte, error) {
-	fd, err := openRetry(path)
+	fd, err := openRetry(path, unix.O_RDONLY|unix.O_CLOEXEC)
 	if err != nil {
 		return buf, wrap("open", path, err)
 	}
 	defer unix.Close(fd)
+	buf, err = readFD(fd, buf, false)
+	if err != nil {
+		return buf, wrap("read", path, err)
+	}
+	return buf, nil
+}
+
+// readFD appends what fd holds to buf. With whole, a read that leaves room
+// in the buffer ends it: for files the kernel generates whole on read.
+func readFD(fd int, buf []byte, whole bool) ([]byte, error) {
 	for {
 		if cap(buf)-len(buf) < 512 {
 			nb := make([]byte, len(buf), 2*cap(buf)+512)
 			copy(nb, buf)
 			buf = nb
 		}
+		room := cap(buf) - len(buf)
 		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return buf, wrap("read", path, err)
-		}
-		if n == 0 {
-			return buf, nil
+			return buf, err
 		}
 		buf = buf[:len(buf)+n]
+		if n == 0 || whole && n < room {
+			return buf, nil
+		}
 	}
 }
 
-func openRetry(path string) (int, error) {
+func openRetry(path string, flags int) (int, error) {
 	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(path, flags, 0)
 		if err != unix.EINTR {
 			return fd, err
 		}
+	}
+}
+
+func openAtRetry(dir int, rel string) (int, error) {
+	for {
+		fd, err := unix.Openat(dir, rel, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+func (r *Reader) readlinkAt(dir int, rel string) ([]byte, error) {
+	for {
+		n, err := unix.Readlinkat(dir, rel, r.link[:cap(r.link)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n < cap(r.link) {
+			return r.link[:n], nil
+		}
+		r.link = make([]byte, 2*cap(r.link))
 	}
 }
 

@@ -1,7 +1,9 @@
 package procfs
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,5 +253,36 @@ func TestPinnedReadsOneProcess(t *testing.T) {
 	}
 	if _, err := fs.Pin(cmd.Process.Pid); !IsGone(err) {
 		t.Fatalf("pin after reap: %v, want ErrGone", err)
+	}
+}
+
+// TestReaderReadsLargeFilesWhole: a per-process file that fills the read
+// buffer is read on until EOF, though a read that leaves room ends it.
+func TestReaderReadsLargeFilesWhole(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "proc", "42")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	for i := 0; len(want) < 3*4096+17; i++ {
+		want = append(want, fmt.Sprintf("%d:name=h%d:/garden/c%d\n", i+1, i, i)...)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup"), want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := New(root).NewReader()
+	defer r.Close()
+	for range 2 { // the second read reuses the grown buffer
+		got, err := r.Cgroup(42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("read %d bytes, want %d", len(got), len(want))
+		}
+	}
+	if _, err := r.Cgroup(43); !IsGone(err) {
+		t.Fatalf("missing pid: err %v, want ErrGone", err)
 	}
 }
