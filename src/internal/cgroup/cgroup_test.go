@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -284,5 +286,51 @@ func TestWalk(t *testing.T) {
 	}
 	if got := strings.Join(seen, " "); got != "/garden /garden/c1 /garden/c2 /garden/leak" {
 		t.Fatalf("walked %s", got)
+	}
+}
+
+// TestProcsReader reads cgroup.procs relative to each hierarchy's open
+// directory: the root cgroup, a nested one, one that is gone, and one
+// larger than a read buffer, with the same results as ReadProcs.
+func TestProcsReader(t *testing.T) {
+	root := mkLayout(t, "hybrid")
+	l, err := Discover(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := l.ForKey("memory")
+	var big []byte
+	var bigWant []int
+	for pid := 100000; len(big) < 3*4096; pid++ {
+		big = strconv.AppendInt(big, int64(pid), 10)
+		big = append(big, '\n')
+		bigWant = append(bigWant, pid)
+	}
+	for rel, content := range map[string][]byte{"/": []byte("1\n2\n"), "/garden/c1": []byte("12\n7\n"), "/garden/big": big} {
+		dir := l.Path(mem, rel)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := l.NewProcsReader()
+	defer r.Close()
+	for rel, want := range map[string][]int{"/": {1, 2}, "/garden/c1": {12, 7}, "/garden/big": bigWant} {
+		got, err := r.Read(mem, rel, nil)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("Read(memory, %s) = %d pids, %v; want %d", rel, len(got), err, len(want))
+		}
+		_, viaPath, err := ReadProcs(l.Path(mem, rel), nil, nil)
+		if err != nil || !slices.Equal(viaPath, got) {
+			t.Errorf("ReadProcs(%s) differs from the reader: %v", rel, err)
+		}
+	}
+	if _, err := r.Read(mem, "/garden/gone", nil); !errors.Is(err, ErrNoCgroup) {
+		t.Errorf("Read(gone) = %v, want ErrNoCgroup", err)
+	}
+	if _, err := r.Read(&Hierarchy{Name: "nope", Dir: MountDir + "/nope"}, "/", nil); !errors.Is(err, ErrNoCgroup) {
+		t.Errorf("Read(unmounted hierarchy) = %v, want ErrNoCgroup", err)
 	}
 }

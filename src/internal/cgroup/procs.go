@@ -32,7 +32,65 @@ func ReadProcs(dir string, buf []byte, dst []int) ([]byte, []int, error) {
 		}
 		return buf, dst, err
 	}
-	b := buf
+	dst, err = parseProcs(path, buf, dst)
+	return buf, dst, err
+}
+
+// ProcsReader reads cgroup.procs files relative to each hierarchy's mount
+// directory, opened once: on a cell the validator reads one per container
+// and hierarchy, and resolving every full path again was most of the cost.
+// Use one per goroutine, and Close it.
+type ProcsReader struct {
+	l   *Layout
+	fds map[*Hierarchy]int
+	buf []byte
+}
+
+// NewProcsReader returns a reader for l's hierarchies.
+func (l *Layout) NewProcsReader() *ProcsReader {
+	return &ProcsReader{l: l, fds: map[*Hierarchy]int{}}
+}
+
+// Read appends the pids of cgroup rel (/garden/c1) in hierarchy h to dst.
+// A missing cgroup is ErrNoCgroup.
+func (r *ProcsReader) Read(h *Hierarchy, rel string, dst []int) ([]int, error) {
+	path := filepath.Join(r.l.Path(h, rel), "cgroup.procs")
+	fd, ok := r.fds[h]
+	if !ok {
+		var err error
+		if fd, err = unix.Open(r.l.Path(h, "/"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			if err == unix.ENOENT {
+				return dst, fmt.Errorf("read %s: %w", path, ErrNoCgroup)
+			}
+			return dst, fmt.Errorf("open hierarchy %s: %w", r.l.Path(h, "/"), err)
+		}
+		r.fds[h] = fd
+	}
+	name := "cgroup.procs"
+	if rel = strings.TrimPrefix(rel, "/"); rel != "" {
+		name = rel + "/cgroup.procs"
+	}
+	var err error
+	r.buf, err = procfs.ReadIntoAt(fd, name, path, r.buf[:0])
+	if err != nil {
+		if procfs.IsGone(err) {
+			return dst, fmt.Errorf("read %s: %w", path, ErrNoCgroup)
+		}
+		return dst, err
+	}
+	return parseProcs(path, r.buf, dst)
+}
+
+// Close closes the hierarchy directories.
+func (r *ProcsReader) Close() {
+	for h, fd := range r.fds {
+		unix.Close(fd)
+		delete(r.fds, h)
+	}
+}
+
+// parseProcs appends the pids of a cgroup.procs content to dst.
+func parseProcs(path string, b []byte, dst []int) ([]int, error) {
 	for len(b) > 0 {
 		var line []byte
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -45,11 +103,11 @@ func ReadProcs(dir string, buf []byte, dst []int) ([]byte, []int, error) {
 		}
 		pid, ok := procfs.Atoi(line)
 		if !ok {
-			return buf, dst, fmt.Errorf("parse %s: bad pid %q", path, line)
+			return dst, fmt.Errorf("parse %s: bad pid %q", path, line)
 		}
 		dst = append(dst, pid)
 	}
-	return buf, dst, nil
+	return dst, nil
 }
 
 // Walk calls fn for dir and every cgroup below it, parents first, with the

@@ -207,15 +207,14 @@ func (v *view) readMembers() error {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			var buf []byte
+			pr := v.layout.NewProcsReader()
+			defer pr.Close()
 			for i := w; i < len(v.disc.Containers); i += scanWorkers {
 				m := &v.members[i]
 				m.exps, m.unmapped = v.expectations(&v.disc.Containers[i])
 				m.listed = make([][]int, len(m.exps))
 				for j, e := range m.exps {
-					var pids []int
-					var err error
-					buf, pids, err = cgroup.ReadProcs(v.layout.Path(e.h, e.rel), buf, nil)
+					pids, err := pr.Read(e.h, e.rel, nil)
 					if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
 						errs[w] = err
 						return

@@ -276,6 +276,21 @@ func ReadInto(path string, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
+// ReadIntoAt is ReadInto for rel under the open directory dir; path names
+// the file in errors.
+func ReadIntoAt(dir int, rel, path string, buf []byte) ([]byte, error) {
+	fd, err := openAtRetry(dir, rel)
+	if err != nil {
+		return buf, wrap("open", path, err)
+	}
+	defer unix.Close(fd)
+	buf, err = readFD(fd, buf, false)
+	if err != nil {
+		return buf, wrap("read", path, err)
+	}
+	return buf, nil
+}
+
 // readFD appends what fd holds to buf. With whole, a read that leaves room
 // in the buffer ends it: for files the kernel generates whole on read.
 func readFD(fd int, buf []byte, whole bool) ([]byte, error) {
