@@ -195,64 +195,80 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 }
 
 // confirm re-reads each suspect and keeps those still outside (and still
-// the same process, and still the container's).
+// the same process, and still the container's). A process outside in
+// several hierarchies is several escapes in a row: it is read once for all.
 func (ci *CgroupIntegrity) confirm(v *view, escapes []escape) []escape {
 	r := v.proc.NewReader()
 	defer r.Close()
 	var m cgroup.Membership
 	var out []escape
-	for _, e := range escapes {
-		if stillOutside(v, r, &m, &e) {
-			out = append(out, e)
+	for i := 0; i < len(escapes); {
+		j := i + 1
+		for j < len(escapes) && escapes[j].pid == escapes[i].pid && escapes[j].c == escapes[i].c {
+			j++
 		}
+		out = append(out, stillOutside(v, r, &m, escapes[i:j])...)
+		i = j
 	}
 	return out
 }
 
-// stillOutside reads the suspect through its pinned /proc directory, so
-// that every read is of one process, and says whether it is the process the
-// scan saw (start time), still the container's (in one of its cgroups, or in
-// the pid namespace that tied it to the container) and still outside. Under
-// fast pid reuse a pid can go to another process within the clock tick the
-// start time counts in; such a process is outside every container cgroup
-// and in the host's namespace, so it is dropped here.
-func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, e *escape) bool {
-	p, err := v.proc.Pin(e.pid)
+// stillOutside reads the suspect (every escape in group is of one process
+// and container) through its pinned /proc directory, so that every read is
+// of one process, and returns the escapes that still hold: it is the
+// process the scan saw (start time), still the container's (in one of its
+// cgroups, or in the pid namespace that tied it to the container) and
+// still outside in that hierarchy. Under fast pid reuse a pid can go to
+// another process within the clock tick the start time counts in; such a
+// process is outside every container cgroup and in the host's namespace,
+// so it is dropped here.
+func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, group []escape) []escape {
+	e0 := &group[0]
+	p, err := v.proc.Pin(e0.pid)
 	if err != nil {
-		return false
+		return nil
 	}
 	defer p.Close()
 	st, err := r.PinnedStat(p)
-	if err != nil || st.StartTime != e.start {
-		return false
+	if err != nil || st.StartTime != e0.start {
+		return nil
 	}
-	if isRuncInit(st.Comm, nil) && e.pid != e.c.State.InitProcessPid {
+	if isRuncInit(st.Comm, nil) && e0.pid != e0.c.State.InitProcessPid {
 		// A `runc exec` still joining: runc writes its cgroups only after
 		// it entered the container's namespaces, one hierarchy after
 		// another, and on a cell busy forking each write can take tens of
 		// milliseconds. It runs runc init until then; one that never gets
 		// further is stuck-runc-init's finding.
-		return false
+		return nil
 	}
 	b, err := r.PinnedCgroup(p)
 	if err != nil || cgroup.ParseProcCgroup(b, m) != nil {
-		return false
+		return nil
 	}
-	actual, ok := m.Lookup(e.exp.key)
-	if !ok || cgroup.Under(string(actual), e.exp.rel) {
-		return false
+	var out []escape
+	for _, e := range group {
+		actual, ok := m.Lookup(e.exp.key)
+		if !ok || cgroup.Under(string(actual), e.exp.rel) {
+			continue
+		}
+		e.actual = string(actual)
+		out = append(out, e)
 	}
-	e.actual = string(actual)
-	for _, x := range e.cm.exps {
+	if len(out) == 0 {
+		return nil
+	}
+	for _, x := range e0.cm.exps {
 		if a, ok := m.Lookup(x.key); ok && cgroup.Under(string(a), x.rel) {
-			return true // inside in another hierarchy: the container's
+			return out // inside in another hierarchy: the container's
 		}
 	}
-	if e.ns == 0 {
-		return false
+	if e0.ns == 0 {
+		return nil
 	}
-	ns, err := r.PinnedPidNS(p)
-	return err == nil && ns == e.ns
+	if ns, err := r.PinnedPidNS(p); err != nil || ns != e0.ns {
+		return nil
+	}
+	return out
 }
 
 // fix moves each escaped process back, re-reads /proc/<pid>/cgroup and
