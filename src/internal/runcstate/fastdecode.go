@@ -360,10 +360,12 @@ const maxSkipDepth = 64
 // than recurses, with the open containers as bits: the seccomp list is
 // thousands of small values and this is where decodeFast spends its time.
 func skip(b []byte, i int) int {
-	var objs uint64 // bit d: the container open at depth d is an object
+	// open has a bit per open container, the innermost lowest: 1 for an
+	// object, 0 for an array.
+	var open uint64
 	depth := 0
-value:
 	for {
+		// At a value.
 		i = ws(b, i)
 		if i >= len(b) {
 			return -1
@@ -378,17 +380,13 @@ value:
 			if depth == maxSkipDepth {
 				return -1
 			}
-			if c == '[' {
-				objs &^= 1 << depth
-				depth++
-				continue value
-			}
-			objs |= 1 << depth
 			depth++
-			if i = key(b, i); i < 0 {
-				return -1
+			open <<= 1
+			if c == '[' {
+				continue
 			}
-			continue value
+			open |= 1
+			goto key
 		case '"':
 			if i, _ = str(b, i+1); i < 0 {
 				return -1
@@ -414,29 +412,45 @@ value:
 			}
 		}
 		// A value ended: close containers until one takes another value.
-		for depth > 0 {
+		for {
+			if depth == 0 {
+				return i
+			}
 			i = ws(b, i)
 			if i >= len(b) {
 				return -1
 			}
-			obj := objs>>(depth-1)&1 != 0
-			switch c := b[i]; {
-			case c == ',':
+			if b[i] == ',' {
 				i++
-				if obj {
-					if i = key(b, i); i < 0 {
-						return -1
-					}
-				}
-				continue value
-			case obj && c == '}', !obj && c == ']':
-				i++
-				depth--
-			default:
+				break
+			}
+			end := byte(']')
+			if open&1 != 0 {
+				end = '}'
+			}
+			if b[i] != end {
 				return -1
 			}
+			i++
+			depth--
+			open >>= 1
 		}
-		return i
+		if open&1 == 0 {
+			continue // at an array's next element
+		}
+	key: // A member name (escapes allowed: it is not matched) and its colon.
+		i = ws(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		if i, _ = str(b, i+1); i < 0 {
+			return -1
+		}
+		i = ws(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		i++
 	}
 }
 
@@ -451,24 +465,6 @@ func ws(b []byte, i int) int {
 
 func hasLiteral(b []byte, i int, lit string) bool {
 	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
-}
-
-// key consumes a member name at i (after whitespace; escapes allowed: it is
-// not matched) and the colon after it, and returns the index after the
-// colon, or -1.
-func key(b []byte, i int) int {
-	i = ws(b, i)
-	if i >= len(b) || b[i] != '"' {
-		return -1
-	}
-	if i, _ = str(b, i+1); i < 0 {
-		return -1
-	}
-	i = ws(b, i)
-	if i >= len(b) || b[i] != ':' {
-		return -1
-	}
-	return i + 1
 }
 
 // plain marks the bytes a string holds as they are: not '"', '\\' or a
@@ -492,17 +488,30 @@ func special(w uint64) uint64 {
 
 // str scans a string's content from i, just past the opening quote, and
 // returns the index past the closing quote (or -1 if the string is not
-// valid JSON) and whether it holds escapes. Eight bytes at a time: most
-// strings here are names of 4 to 15 bytes.
+// valid JSON) and whether it holds escapes. Eight bytes at a time, and the
+// byte that stopped the scan is taken from the word already loaded: most
+// strings here are names of 4 to 15 bytes without escapes, and reloading
+// it was a quarter of str.
 func str(b []byte, i int) (end int, escaped bool) {
-	for {
-		for i+8 <= len(b) {
-			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
+	for i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		m := special(w)
+		if m == 0 {
 			i += 8
+			continue
 		}
+		n := bits.TrailingZeros64(m)
+		if byte(w>>(n&^7)) == '"' {
+			return i + n>>3 + 1, false
+		}
+		return strEscaped(b, i+n>>3)
+	}
+	return strEscaped(b, i)
+}
+
+// strEscaped is str from i on, past the first escape or near the end of b.
+func strEscaped(b []byte, i int) (end int, escaped bool) {
+	for {
 		for i < len(b) && plain[b[i]] {
 			i++
 		}
