@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math/bits"
 	"strconv"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -42,7 +43,7 @@ func decodeFast(b []byte, s *State) bool {
 				case fold(key, "namespaces"):
 					return sc.namespaces(&s.Config.Namespaces)
 				}
-				return sc.skip()
+				return sc.skipKnown(key)
 			})
 		case fold(key, "id"):
 			return sc.string(&s.ID)
@@ -97,6 +98,76 @@ func (sc *scanner) cgroups(p **Cgroups) bool {
 	})
 }
 
+// known holds large config values skipped before, by member name: every
+// Garden container on a cell carries the same seccomp profile (~21 KB of
+// its ~26 KB state), and comparing bytes is many times faster than
+// validating them. A byte-identical copy of a valid object or array is a
+// valid value of the same extent (it ends at its closing bracket, whatever
+// follows), so finding one at the cursor is as good as skipping it.
+// Discover's goroutines share it: an immutable list behind an atomic
+// pointer, replaced whole, that only grows, to maxKnown entries.
+var known atomic.Pointer[[]knownValue]
+
+type knownValue struct {
+	name  string
+	value []byte
+}
+
+const (
+	minKnown = 512       // smaller values are not worth a slot
+	maxKnown = 16        // entries; later values are skipped, not remembered
+	maxValue = 128 << 10 // bytes per entry: at most 2 MB held in all
+)
+
+// skipKnown skips the value of config member name, matching it against
+// the values remembered for that name first.
+func (sc *scanner) skipKnown(name []byte) bool {
+	start := sc.i
+	if l := known.Load(); l != nil {
+		for _, k := range *l {
+			if k.name == string(name) && bytes.HasPrefix(sc.b[start:], k.value) {
+				sc.i += len(k.value)
+				return true
+			}
+		}
+	}
+	if !sc.skip() {
+		return false
+	}
+	if v := sc.b[start:sc.i]; len(v) >= minKnown && len(v) <= maxValue && (v[0] == '{' || v[0] == '[') {
+		remember(string(name), v)
+	}
+	return true
+}
+
+// remember adds a copy of value to known, if it is new and there is room
+// (Discover's first few decodes race to add the same values).
+func remember(name string, value []byte) {
+	var add *knownValue
+	for {
+		old := known.Load()
+		var l []knownValue
+		if old != nil {
+			l = *old
+		}
+		if len(l) >= maxKnown {
+			return
+		}
+		for _, k := range l {
+			if k.name == name && bytes.Equal(k.value, value) {
+				return
+			}
+		}
+		if add == nil {
+			add = &knownValue{name, bytes.Clone(value)}
+		}
+		next := append(l[:len(l):len(l)], *add)
+		if known.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
 // The readers below build a value the way encoding/json would for the
 // shapes runc writes, and hand anything else (escapes, invalid UTF-8, a
 // value of another type, a repeated member that encoding/json would merge
@@ -122,12 +193,18 @@ func (sc *scanner) plainString(p *string) bool {
 	if sc.literal("null") {
 		return true
 	}
-	content, escaped, ok := sc.str()
-	if !ok || escaped || !utf8.Valid(content) {
-		return false
+	content, ok := sc.plainContent()
+	if ok {
+		*p = string(content)
 	}
-	*p = string(content)
-	return true
+	return ok
+}
+
+// plainContent reads a string without escapes whose bytes are valid UTF-8
+// and returns its content.
+func (sc *scanner) plainContent() ([]byte, bool) {
+	content, escaped, ok := sc.str()
+	return content, ok && !escaped && utf8.Valid(content)
 }
 
 // bool reads true or false into *p; null leaves it alone.
@@ -185,23 +262,76 @@ func (sc *scanner) stringMap(p *map[string]string) bool {
 		*p = nil
 		return true
 	}
-	if *p == nil && sc.i < len(sc.b) && sc.b[sc.i] == '{' {
-		m := map[string]string{}
-		ok := sc.members(func(key []byte) bool {
-			var v string
-			if !utf8.Valid(key) || !sc.plainString(&v) {
-				return false
-			}
-			m[string(key)] = v
-			return true
-		})
-		if ok {
+	if *p == nil {
+		if m, ok := sc.plainStringMap(); ok {
 			*p = m
 			return true
 		}
 	}
 	sc.i = start
 	return sc.decode(p)
+}
+
+// maxPairs bounds the members plainStringMap reads: cgroup v1 has about a
+// dozen hierarchies, v2 one.
+const maxPairs = 32
+
+// plainStringMap reads an object whose keys are plain strings and whose
+// values are plain strings or null (which encoding/json stores as "").
+// It first finds the members, then makes the map at its size, its strings
+// all parts of one copy of the object: two allocations, not two per member
+// plus the map's growth, which were most of Decode's time in the maps.
+func (sc *scanner) plainStringMap() (map[string]string, bool) {
+	start := sc.i
+	var pairs [maxPairs]struct{ k0, k1, v0, v1 int } // offsets from start
+	n := 0
+	if !sc.eat('{') {
+		return nil, false
+	}
+	sc.ws()
+	for !sc.eat('}') {
+		if n == len(pairs) {
+			return nil, false
+		}
+		if n > 0 && !sc.eat(',') {
+			return nil, false
+		}
+		p := &pairs[n]
+		n++
+		sc.ws()
+		p.k0 = sc.i + 1 - start
+		k, escaped, ok := sc.str()
+		if !ok || escaped {
+			return nil, false
+		}
+		p.k1 = p.k0 + len(k)
+		sc.ws()
+		if !sc.eat(':') {
+			return nil, false
+		}
+		sc.ws()
+		if !sc.literal("null") {
+			p.v0 = sc.i + 1 - start
+			v, escaped, ok := sc.str()
+			if !ok || escaped {
+				return nil, false
+			}
+			p.v1 = p.v0 + len(v)
+		}
+		sc.ws()
+	}
+	// Valid UTF-8 throughout means every key and value is, as
+	// encoding/json takes them without replacing bytes.
+	raw := sc.b[start:sc.i]
+	if !utf8.Valid(raw) {
+		return nil, false
+	}
+	all := string(raw)
+	m := make(map[string]string, n)
+	for _, p := range pairs[:n] {
+		m[all[p.k0:p.k1]] = all[p.v0:p.v1]
+	}
+	return m, true
 }
 
 // namespaces reads a list of {"type":...,"path":...} objects into *p.
@@ -226,7 +356,7 @@ func (sc *scanner) namespaces(p *[]Namespace) bool {
 
 // namespaceList reads the elements after '[' and the closing ']'.
 func (sc *scanner) namespaceList() ([]Namespace, bool) {
-	ns := []Namespace{}
+	ns := make([]Namespace, 0, 8) // libcontainer has eight kinds
 	sc.ws()
 	if sc.eat(']') {
 		return ns, true
@@ -237,7 +367,14 @@ func (sc *scanner) namespaceList() ([]Namespace, bool) {
 		ok := sc.members(func(key []byte) bool {
 			switch {
 			case fold(key, "type"):
-				return sc.plainString(&n.Type)
+				if sc.literal("null") {
+					return true
+				}
+				t, ok := sc.plainContent()
+				if ok {
+					n.Type = internType(t)
+				}
+				return ok
 			case fold(key, "path"):
 				return sc.plainString(&n.Path)
 			}
@@ -253,6 +390,30 @@ func (sc *scanner) namespaceList() ([]Namespace, bool) {
 		}
 		return ns, sc.eat(']')
 	}
+}
+
+// internType returns the constant for a namespace type runc writes,
+// sparing an allocation per namespace per container.
+func internType(t []byte) string {
+	switch string(t) {
+	case "NEWNS":
+		return "NEWNS"
+	case "NEWUTS":
+		return "NEWUTS"
+	case "NEWIPC":
+		return "NEWIPC"
+	case "NEWPID":
+		return "NEWPID"
+	case "NEWNET":
+		return "NEWNET"
+	case "NEWUSER":
+		return "NEWUSER"
+	case "NEWCGROUP":
+		return "NEWCGROUP"
+	case "NEWTIME":
+		return "NEWTIME"
+	}
+	return string(t)
 }
 
 func fold(key []byte, name string) bool { return bytes.EqualFold(key, []byte(name)) }
