@@ -16,7 +16,9 @@ import (
 // and encoding/json scans every byte twice through its per-byte state
 // machine (validate, then decode with skip): on a cell of 250 containers
 // that was half of the whole scan. Here the unread values are skipped by a
-// validating scanner, and the wanted ones are built directly in their
+// validating scanner (or, when a large config value is a byte-identical
+// copy of one validated before, as every container's seccomp profile is,
+// by comparing bytes), and the wanted ones are built directly in their
 // common shapes (plain strings, numbers, maps and lists of plain strings);
 // anything else goes to encoding/json value by value.
 //
@@ -99,7 +101,7 @@ func (sc *scanner) cgroups(p **Cgroups) bool {
 }
 
 // known holds large config values skipped before, by member name: every
-// Garden container on a cell carries the same seccomp profile (~21 KB of
+// Garden container on a cell carries the same seccomp profile (~19 KB of
 // its ~26 KB state), and comparing bytes is many times faster than
 // validating them. A byte-identical copy of a valid object or array is a
 // valid value of the same extent (it ends at its closing bracket, whatever
@@ -114,9 +116,13 @@ type knownValue struct {
 }
 
 const (
-	minKnown = 512       // smaller values are not worth a slot
-	maxKnown = 16        // entries; later values are skipped, not remembered
+	minKnown = 512       // bytes; smaller values are not worth a slot
 	maxValue = 128 << 10 // bytes per entry: at most 2 MB held in all
+	maxKnown = 16        // entries; later values are skipped, not remembered
+	// maxPerName: a member that differs per container (mounts name the
+	// container's directories) must not fill the list, and a cell may run
+	// two kinds of container.
+	maxPerName = 2
 )
 
 // skipKnown skips the value of config member name, matching it against
@@ -153,9 +159,12 @@ func remember(name string, value []byte) {
 		if len(l) >= maxKnown {
 			return
 		}
+		same := 0
 		for _, k := range l {
-			if k.name == name && bytes.Equal(k.value, value) {
-				return
+			if k.name == name {
+				if same++; same == maxPerName || bytes.Equal(k.value, value) {
+					return
+				}
 			}
 		}
 		if add == nil {

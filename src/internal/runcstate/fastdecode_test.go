@@ -296,4 +296,18 @@ func TestDecodeKnownValues(t *testing.T) {
 			sameDecode(t, b)
 		})
 	}
+	// A member that differs per container does not fill the list.
+	known.Store(nil)
+	for _, name := range []string{`"reaa"`, `"reab"`, `"reac"`, `"read"`} {
+		sameDecode(t, variant(`"read"`, name))
+	}
+	n := 0
+	for _, k := range *known.Load() {
+		if k.name == "seccomp" {
+			n++
+		}
+	}
+	if n != maxPerName {
+		t.Fatalf("%d seccomp lists remembered, want %d", n, maxPerName)
+	}
 }
