@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"math/bits"
 	"strconv"
-	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -16,9 +15,7 @@ import (
 // and encoding/json scans every byte twice through its per-byte state
 // machine (validate, then decode with skip): on a cell of 250 containers
 // that was half of the whole scan. Here the unread values are skipped by a
-// validating scanner (or, when a large config value is a byte-identical
-// copy of one validated before, as every container's seccomp profile is,
-// by comparing bytes), and the wanted ones are built directly in their
+// validating scanner, and the wanted ones are built directly in their
 // common shapes (plain strings, numbers, maps and lists of plain strings);
 // anything else goes to encoding/json value by value.
 //
@@ -45,7 +42,7 @@ func decodeFast(b []byte, s *State) bool {
 				case fold(key, "namespaces"):
 					return sc.namespaces(&s.Config.Namespaces)
 				}
-				return sc.skipKnown(key)
+				return sc.skip()
 			})
 		case fold(key, "id"):
 			return sc.string(&s.ID)
@@ -98,83 +95,6 @@ func (sc *scanner) cgroups(p **Cgroups) bool {
 		}
 		return sc.skip()
 	})
-}
-
-// known holds large config values skipped before, by member name: every
-// Garden container on a cell carries the same seccomp profile (~19 KB of
-// its ~26 KB state), and comparing bytes is many times faster than
-// validating them. A byte-identical copy of a valid object or array is a
-// valid value of the same extent (it ends at its closing bracket, whatever
-// follows), so finding one at the cursor is as good as skipping it.
-// Discover's goroutines share it: an immutable list behind an atomic
-// pointer, replaced whole, that only grows, to maxKnown entries.
-var known atomic.Pointer[[]knownValue]
-
-type knownValue struct {
-	name  string
-	value []byte
-}
-
-const (
-	minKnown = 512       // bytes; smaller values are not worth a slot
-	maxValue = 128 << 10 // bytes per entry: at most 2 MB held in all
-	maxKnown = 16        // entries; later values are skipped, not remembered
-	// maxPerName: a member that differs per container (mounts name the
-	// container's directories) must not fill the list, and a cell may run
-	// two kinds of container.
-	maxPerName = 2
-)
-
-// skipKnown skips the value of config member name, matching it against
-// the values remembered for that name first.
-func (sc *scanner) skipKnown(name []byte) bool {
-	start := sc.i
-	if l := known.Load(); l != nil {
-		for _, k := range *l {
-			if k.name == string(name) && bytes.HasPrefix(sc.b[start:], k.value) {
-				sc.i += len(k.value)
-				return true
-			}
-		}
-	}
-	if !sc.skip() {
-		return false
-	}
-	if v := sc.b[start:sc.i]; len(v) >= minKnown && len(v) <= maxValue && (v[0] == '{' || v[0] == '[') {
-		remember(string(name), v)
-	}
-	return true
-}
-
-// remember adds a copy of value to known, if it is new and there is room
-// (Discover's first few decodes race to add the same values).
-func remember(name string, value []byte) {
-	var add *knownValue
-	for {
-		old := known.Load()
-		var l []knownValue
-		if old != nil {
-			l = *old
-		}
-		if len(l) >= maxKnown {
-			return
-		}
-		same := 0
-		for _, k := range l {
-			if k.name == name {
-				if same++; same == maxPerName || bytes.Equal(k.value, value) {
-					return
-				}
-			}
-		}
-		if add == nil {
-			add = &knownValue{name, bytes.Clone(value)}
-		}
-		next := append(l[:len(l):len(l)], *add)
-		if known.CompareAndSwap(old, &next) {
-			return
-		}
-	}
 }
 
 // The readers below build a value the way encoding/json would for the

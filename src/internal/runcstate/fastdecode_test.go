@@ -1,12 +1,10 @@
 package runcstate
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -239,75 +237,5 @@ func TestDecodeFastKnowsEveryField(t *testing.T) {
 	s.Created, full.Created = time.Time{}, time.Time{}
 	if !reflect.DeepEqual(s, full) {
 		t.Fatalf("decodeFast read\n%+v\nwant\n%+v", s, full)
-	}
-}
-
-// TestDecodeKnownValues: a config value seen before is matched by its
-// bytes instead of validated again; a value that differs anywhere, validly
-// or not, must decode as encoding/json has it.
-func TestDecodeKnownValues(t *testing.T) {
-	known.Store(nil)
-	b := synthState(t)
-	sameDecode(t, b)
-	var names []string
-	if l := known.Load(); l != nil {
-		for _, k := range *l {
-			names = append(names, k.name)
-		}
-	}
-	if !slices.Contains(names, "seccomp") {
-		t.Fatalf("remembered %q, want seccomp among them", names)
-	}
-	at := bytes.Index(b, []byte(`"name":"read"`))
-	if at < 0 {
-		t.Fatal("no read syscall in the seccomp list")
-	}
-	variant := func(old, new string) []byte {
-		v := bytes.Clone(b[:at])
-		v = append(v, bytes.Replace(b[at:], []byte(old), []byte(new), 1)...)
-		return v
-	}
-	for _, tc := range []struct {
-		name string
-		in   []byte
-		ok   bool
-	}{
-		{"same", b, true},
-		{"another syscall", variant(`"read"`, `"reaf"`), true},
-		{"escaped", variant(`"read"`, `"re\u0061d"`), true},
-		{"longer", variant(`"read"`, `"read","x":[1]`), true},
-		{"shorter", variant(`{"action":4,"args":null,"errno_ret":null,"name":"read"},`, ``), true},
-		{"invalid", variant(`"read"`, `"re`+"\x01"+`d"`), false},
-		{"truncated", variant(`"name":"read"}`, `"name":"read"`), false},
-		{"unclosed", b[:bytes.LastIndex(b, []byte(`"syscalls"`))+len(`"syscalls":[{"action":4`)], false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sameDecode(t, tc.in)
-			if _, err := Decode(tc.in); (err == nil) != tc.ok {
-				t.Fatalf("Decode error %v, want ok %v", err, tc.ok)
-			}
-			var s State
-			if tc.ok && !decodeFast(tc.in, &s) {
-				t.Fatal("decodeFast gave up")
-			}
-			// And the other way round: the variant known, the original not.
-			known.Store(nil)
-			sameDecode(t, tc.in)
-			sameDecode(t, b)
-		})
-	}
-	// A member that differs per container does not fill the list.
-	known.Store(nil)
-	for _, name := range []string{`"reaa"`, `"reab"`, `"reac"`, `"read"`} {
-		sameDecode(t, variant(`"read"`, name))
-	}
-	n := 0
-	for _, k := range *known.Load() {
-		if k.name == "seccomp" {
-			n++
-		}
-	}
-	if n != maxPerName {
-		t.Fatalf("%d seccomp lists remembered, want %d", n, maxPerName)
 	}
 }

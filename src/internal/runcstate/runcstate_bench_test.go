@@ -11,10 +11,7 @@ import (
 // BenchmarkDecode decodes a synthcell state.json, shaped like runc's for a
 // Garden container (26 KB, most of it the seccomp allowlist): every scan
 // decodes one per container; encoding-json is Decode before decodeFast, for
-// comparison. Decode is a cell's steady state, the config values every
-// container shares (the seccomp profile) already known; Decode-unseen
-// forgets them before each decode, so everything is validated: what the
-// first state file of a scan costs. It reports; it never asserts a time.
+// comparison. It reports; it never asserts a time.
 func BenchmarkDecode(b *testing.B) {
 	s := synthcell.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}
 	w, err := synthcell.Generate(filepath.Join(b.TempDir(), "cell"), s)
@@ -28,7 +25,7 @@ func BenchmarkDecode(b *testing.B) {
 	for _, tc := range []struct {
 		name   string
 		decode func([]byte) (*State, error)
-	}{{"Decode", Decode}, {"Decode-unseen", decodeUnseen}, {"encoding-json", reference}} {
+	}{{"Decode", Decode}, {"encoding-json", reference}} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			b.ReportAllocs()
@@ -40,12 +37,6 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		})
 	}
-}
-
-// decodeUnseen is Decode with no config value known from earlier decodes.
-func decodeUnseen(b []byte) (*State, error) {
-	known.Store(nil)
-	return Decode(b)
 }
 
 // BenchmarkDiscover finds and decodes the 250 state files of the
