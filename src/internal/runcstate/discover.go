@@ -11,6 +11,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 )
 
 // DefaultRoots are the runtime roots of a CF cell or Concourse worker:
@@ -71,32 +75,42 @@ func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error
 	d := &Discovery{}
 	// First list the candidate directories, then read and decode their
 	// state files on a few goroutines: decoding is CPU-bound, and a cell
-	// has hundreds of containers and at least two cores.
+	// has hundreds of containers and at least two cores. Files are opened
+	// relative to the runtime root's open directory, so the kernel does not
+	// resolve the whole path again for each of the hundreds of containers.
 	var cands []candidate
 	for _, rr := range runtimeRoots {
 		dir := filepath.Join(root, rr)
-		ents, err := os.ReadDir(dir)
+		f, err := os.Open(dir)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			return d, fmt.Errorf("list runtime root %s: %w", dir, err)
 		}
+		defer f.Close()
+		ents, err := f.ReadDir(-1)
+		if err != nil {
+			return d, fmt.Errorf("list runtime root %s: %w", dir, err)
+		}
+		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() }) // as os.ReadDir
+		dirfd := int(f.Fd())
 		d.Roots = append(d.Roots, rr)
 		kind := runtimeKind(rr)
 		for _, e := range ents {
 			if !e.IsDir() {
 				continue
 			}
-			sub := filepath.Join(dir, e.Name())
-			if _, err := os.Lstat(filepath.Join(sub, "state.json")); !errors.Is(err, fs.ErrNotExist) {
-				cands = append(cands, candidate{sub, rr, kind, "", e.Name()})
+			var st unix.Stat_t
+			if err := unix.Fstatat(dirfd, e.Name()+"/state.json", &st, unix.AT_SYMLINK_NOFOLLOW); err != unix.ENOENT {
+				cands = append(cands, candidate{dirfd, dir, e.Name(), rr, kind, "", e.Name()})
 				continue
 			}
 			// No state.json: a containerd namespace directory.
 			if len(want) > 0 && !want[e.Name()] {
 				continue
 			}
+			sub := filepath.Join(dir, e.Name())
 			inner, err := os.ReadDir(sub)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
@@ -107,7 +121,7 @@ func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error
 			}
 			for _, ie := range inner {
 				if ie.IsDir() {
-					cands = append(cands, candidate{filepath.Join(sub, ie.Name()), rr, kind, e.Name(), ie.Name()})
+					cands = append(cands, candidate{dirfd, dir, e.Name() + "/" + ie.Name(), rr, kind, e.Name(), ie.Name()})
 				}
 			}
 		}
@@ -117,8 +131,14 @@ func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error
 	return d, nil
 }
 
-// candidate is a directory that may hold a container's state.json.
-type candidate struct{ dir, rr, kind, ns, id string }
+// candidate is a directory that may hold a container's state.json: rel
+// under the runtime root rootDir, open as dirfd.
+type candidate struct {
+	dirfd        int
+	rootDir, rel string
+	rr, kind, ns string
+	id           string
+}
 
 // loadWorkers bounds the goroutines decoding state files.
 const loadWorkers = 4
@@ -138,14 +158,14 @@ func (d *Discovery) loadAll(cands []candidate) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf []byte // Decode copies what it keeps
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(cands) {
 					return
 				}
 				var one Discovery
-				k := cands[i]
-				res[i].c, res[i].ok = one.load(k.dir, k.rr, k.kind, k.ns, k.id)
+				res[i].c, res[i].ok, buf = one.load(cands[i], buf)
 				res[i].prob = one.Problems
 			}
 		}()
@@ -159,25 +179,26 @@ func (d *Discovery) loadAll(cands []candidate) {
 	}
 }
 
-func (d *Discovery) load(dir, rr, kind, ns, id string) (Container, bool) {
-	path := filepath.Join(dir, "state.json")
-	b, err := os.ReadFile(path)
+func (d *Discovery) load(k candidate, buf []byte) (Container, bool, []byte) {
+	path := filepath.Join(k.rootDir, k.rel, "state.json")
+	b, err := procfs.ReadIntoAt(k.dirfd, k.rel+"/state.json", path, buf[:0])
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
+		if !procfs.IsGone(err) { // deleted mid-scan is normal
 			d.Problems = append(d.Problems, Problem{Path: path, Err: err})
 		}
-		return Container{}, false
+		return Container{}, false, b
 	}
 	st, err := Decode(b)
 	if err != nil {
 		d.Problems = append(d.Problems, Problem{Path: path, Err: fmt.Errorf("decode state %s: %w", path, err)})
-		return Container{}, false
+		return Container{}, false, b
 	}
-	_, ferr := os.Lstat(filepath.Join(dir, "exec.fifo"))
+	var fi unix.Stat_t
+	ferr := unix.Fstatat(k.dirfd, k.rel+"/exec.fifo", &fi, unix.AT_SYMLINK_NOFOLLOW)
 	return Container{
-		Runtime: kind, RootDir: rr, Namespace: ns, ID: id, StatePath: path,
+		Runtime: k.kind, RootDir: k.rr, Namespace: k.ns, ID: k.id, StatePath: path,
 		Created: ferr == nil, State: st,
-	}, true
+	}, true, b
 }
 
 func runtimeKind(rr string) string {
