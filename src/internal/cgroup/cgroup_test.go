@@ -318,7 +318,7 @@ func TestProcsReader(t *testing.T) {
 	r := l.NewProcsReader()
 	defer r.Close()
 	for rel, want := range map[string][]int{"/": {1, 2}, "/garden/c1": {12, 7}, "/garden/big": bigWant} {
-		got, err := r.Read(mem, rel, nil)
+		got, err := r.Read(mem, rel)
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("Read(memory, %s) = %d pids, %v; want %d", rel, len(got), err, len(want))
 		}
@@ -327,10 +327,10 @@ func TestProcsReader(t *testing.T) {
 			t.Errorf("ReadProcs(%s) differs from the reader: %v", rel, err)
 		}
 	}
-	if _, err := r.Read(mem, "/garden/gone", nil); !errors.Is(err, ErrNoCgroup) {
+	if _, err := r.Read(mem, "/garden/gone"); !errors.Is(err, ErrNoCgroup) {
 		t.Errorf("Read(gone) = %v, want ErrNoCgroup", err)
 	}
-	if _, err := r.Read(&Hierarchy{Name: "nope", Dir: MountDir + "/nope"}, "/", nil); !errors.Is(err, ErrNoCgroup) {
+	if _, err := r.Read(&Hierarchy{Name: "nope", Dir: MountDir + "/nope"}, "/"); !errors.Is(err, ErrNoCgroup) {
 		t.Errorf("Read(unmounted hierarchy) = %v, want ErrNoCgroup", err)
 	}
 }

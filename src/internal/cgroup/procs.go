@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,7 +33,7 @@ func ReadProcs(dir string, buf []byte, dst []int) ([]byte, []int, error) {
 		}
 		return buf, dst, err
 	}
-	dst, err = parseProcs(path, buf, dst)
+	dst, err = parseProcs(func() string { return path }, buf, dst)
 	return buf, dst, err
 }
 
@@ -41,9 +42,11 @@ func ReadProcs(dir string, buf []byte, dst []int) ([]byte, []int, error) {
 // and hierarchy, and resolving every full path again was most of the cost.
 // Use one per goroutine, and Close it.
 type ProcsReader struct {
-	l   *Layout
-	fds map[*Hierarchy]int
-	buf []byte
+	l    *Layout
+	fds  map[*Hierarchy]int
+	buf  []byte
+	name []byte
+	pids []int
 }
 
 // NewProcsReader returns a reader for l's hierarchies.
@@ -51,34 +54,37 @@ func (l *Layout) NewProcsReader() *ProcsReader {
 	return &ProcsReader{l: l, fds: map[*Hierarchy]int{}}
 }
 
-// Read appends the pids of cgroup rel (/garden/c1) in hierarchy h to dst.
-// A missing cgroup is ErrNoCgroup.
-func (r *ProcsReader) Read(h *Hierarchy, rel string, dst []int) ([]int, error) {
-	path := filepath.Join(r.l.Path(h, rel), "cgroup.procs")
+// Read returns the pids of cgroup rel (/garden/c1) in hierarchy h, in a
+// slice of their exact number. A missing cgroup is ErrNoCgroup.
+func (r *ProcsReader) Read(h *Hierarchy, rel string) ([]int, error) {
+	path := func() string { return filepath.Join(r.l.Path(h, rel), "cgroup.procs") }
 	fd, ok := r.fds[h]
 	if !ok {
 		var err error
 		if fd, err = unix.Open(r.l.Path(h, "/"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 			if err == unix.ENOENT {
-				return dst, fmt.Errorf("read %s: %w", path, ErrNoCgroup)
+				return nil, fmt.Errorf("read %s: %w", path(), ErrNoCgroup)
 			}
-			return dst, fmt.Errorf("open hierarchy %s: %w", r.l.Path(h, "/"), err)
+			return nil, fmt.Errorf("open hierarchy %s: %w", r.l.Path(h, "/"), err)
 		}
 		r.fds[h] = fd
 	}
-	name := "cgroup.procs"
+	r.name = r.name[:0]
 	if rel = strings.TrimPrefix(rel, "/"); rel != "" {
-		name = rel + "/cgroup.procs"
+		r.name = append(append(r.name, rel...), '/')
 	}
+	r.name = append(append(r.name, "cgroup.procs"...), 0)
 	var err error
-	r.buf, err = procfs.ReadIntoAt(fd, name, path, r.buf[:0])
-	if err != nil {
-		if procfs.IsGone(err) {
-			return dst, fmt.Errorf("read %s: %w", path, ErrNoCgroup)
+	if r.buf, err = procfs.ReadIntoAtZ(fd, r.name, r.buf[:0]); err != nil {
+		if err == unix.ENOENT || err == unix.ENODEV {
+			return nil, fmt.Errorf("read %s: %w", path(), ErrNoCgroup)
 		}
-		return dst, err
+		return nil, fmt.Errorf("read %s: %w", path(), err)
 	}
-	return parseProcs(path, r.buf, dst)
+	if r.pids, err = parseProcs(path, r.buf, r.pids[:0]); err != nil {
+		return nil, err
+	}
+	return slices.Clone(r.pids), nil
 }
 
 // Close closes the hierarchy directories.
@@ -90,7 +96,7 @@ func (r *ProcsReader) Close() {
 }
 
 // parseProcs appends the pids of a cgroup.procs content to dst.
-func parseProcs(path string, b []byte, dst []int) ([]int, error) {
+func parseProcs(path func() string, b []byte, dst []int) ([]int, error) {
 	for len(b) > 0 {
 		var line []byte
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -103,7 +109,7 @@ func parseProcs(path string, b []byte, dst []int) ([]int, error) {
 		}
 		pid, ok := procfs.Atoi(line)
 		if !ok {
-			return dst, fmt.Errorf("parse %s: bad pid %q", path, line)
+			return dst, fmt.Errorf("parse %s: bad pid %q", path(), line)
 		}
 		dst = append(dst, pid)
 	}

@@ -104,15 +104,25 @@ func scan(d Deps) (*view, error) {
 	if err := v.readMembers(); err != nil {
 		return nil, err
 	}
-	needNS := map[int]bool{} // false: listed in a container cgroup; true: an init
+	// Listing /proc (after the cgroup.procs reads, see above) overlaps
+	// building the maps below, which only index what was read.
+	type listing struct {
+		pids []int
+		err  error
+	}
+	listed := make(chan listing, 1)
+	go func() {
+		pids, err := v.proc.PIDs(make([]int, 0, 4096))
+		sort.Ints(pids)
+		listed <- listing{pids, err}
+	}()
+	n := 0
 	for i := range v.members {
-		for _, l := range v.members[i].listed {
-			for _, pid := range l {
-				needNS[pid] = false
-			}
+		if ls := v.members[i].listed; len(ls) > 0 {
+			n += len(ls[0])
 		}
 	}
-	v.listedBy = make(map[int]int, len(needNS))
+	v.listedBy = make(map[int]int, n)
 	for i := range v.members {
 		for _, l := range v.members[i].listed {
 			for _, pid := range l {
@@ -122,16 +132,17 @@ func scan(d Deps) (*view, error) {
 			}
 		}
 	}
+	inits := make(map[int]bool, len(v.disc.Containers))
 	for i := range v.disc.Containers {
 		if pid := v.disc.Containers[i].State.InitProcessPid; pid > 0 {
-			needNS[pid] = true
+			inits[pid] = true
 		}
 	}
-	pids, err := v.proc.PIDs(make([]int, 0, 4096))
-	if err != nil {
-		return nil, err
+	l := <-listed
+	if l.err != nil {
+		return nil, l.err
 	}
-	sort.Ints(pids)
+	pids := l.pids
 	procs := make([]proc, len(pids))
 	errs := make([]error, scanWorkers)
 	denied := make([]int, scanWorkers)
@@ -157,7 +168,7 @@ func scan(d Deps) (*view, error) {
 					return
 				}
 				p := proc{pid: pid, stat: st, ok: true}
-				if need, listed := needNS[pid]; need || !listed {
+				if _, listed := v.listedBy[pid]; inits[pid] || !listed {
 					// Zombies have no namespaces, and a ptrace-protected
 					// process hides them: both stay 0, "unknown".
 					if ns, err := r.PidNS(pid); err == nil {
@@ -214,7 +225,7 @@ func (v *view) readMembers() error {
 				m.exps, m.unmapped = v.expectations(&v.disc.Containers[i])
 				m.listed = make([][]int, len(m.exps))
 				for j, e := range m.exps {
-					pids, err := pr.Read(e.h, e.rel, nil)
+					pids, err := pr.Read(e.h, e.rel)
 					if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
 						errs[w] = err
 						return

@@ -145,7 +145,7 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 	}
 	// Without /proc there is nothing to validate: that is "could not run",
 	// not a failed check.
-	if _, err := procfs.New(f.root).PIDs(nil); err != nil {
+	if err := procfs.New(f.root).Readable(); err != nil {
 		logger.Error("read-proc", err)
 		errorf(env, "%v", err)
 		hintf(env, "run as root on the host, or point --root at a tree holding proc/ and sys/fs/cgroup/")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,7 +65,13 @@ type Reader struct {
 	link []byte
 	dir  int // Root/proc, opened on first use; -1 before, or when it failed
 	name []byte
+	// comms interns command names: a cell runs thousands of processes
+	// under a few dozen names.
+	comms map[string]string
 }
+
+// maxComms bounds the interned command names.
+const maxComms = 4096
 
 // NewReader returns a Reader for fs.
 func (fs FS) NewReader() *Reader {
@@ -84,21 +91,24 @@ func (r *Reader) Close() error {
 // FS returns the filesystem the reader reads.
 func (r *Reader) FS() FS { return r.fs }
 
-// rel returns "<pid>/<name>" for openat relative to r.dir, opening the
-// directory on first use. ok is false when it cannot be opened: the caller
-// then uses the full path, whose error names the problem.
-func (r *Reader) rel(pid int, name string) (string, bool) {
+// rel sets r.name to "<pid>/<name>\x00" for openat relative to r.dir,
+// opening the directory on first use. It is false when that cannot be
+// opened: the caller then uses the full path, whose error names the
+// problem. A NUL-terminated byte slice, not a string, so that the
+// thousands of opens of a scan allocate nothing.
+func (r *Reader) rel(pid int, name string) bool {
 	if r.dir < 0 {
 		fd, err := openRetry(r.fs.Dir(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 		if err != nil {
-			return "", false
+			return false
 		}
 		r.dir = fd
 	}
 	r.name = strconv.AppendInt(r.name[:0], int64(pid), 10)
 	r.name = append(r.name, '/')
 	r.name = append(r.name, name...)
-	return string(r.name), true
+	r.name = append(r.name, 0)
+	return true
 }
 
 // readProc reads Root/proc/<pid>/<name>. These files are generated whole
@@ -106,11 +116,10 @@ func (r *Reader) rel(pid int, name string) (string, bool) {
 // returned all of it, so the read that would return 0 is skipped (as
 // procps does).
 func (r *Reader) readProc(pid int, name string) ([]byte, error) {
-	rel, ok := r.rel(pid, name)
-	if !ok {
+	if !r.rel(pid, name) {
 		return r.read(r.fs.Path(pid, name))
 	}
-	fd, err := openAtRetry(r.dir, rel)
+	fd, err := openAtZ(r.dir, r.name)
 	if err != nil {
 		return r.buf[:0], wrap("open", r.fs.Path(pid, name), err)
 	}
@@ -122,13 +131,43 @@ func (r *Reader) readProc(pid int, name string) ([]byte, error) {
 	return r.buf, nil
 }
 
+// openAtZ is openat(2) of the NUL-terminated relative path z.
+func openAtZ(dir int, z []byte) (int, error) {
+	for {
+		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dir), uintptr(unsafe.Pointer(&z[0])),
+			uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return -1, errno
+		}
+		return int(fd), nil
+	}
+}
+
+// readlinkAtZ is readlinkat(2) of the NUL-terminated relative path z.
+func readlinkAtZ(dir int, z, buf []byte) (int, error) {
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_READLINKAT, uintptr(dir), uintptr(unsafe.Pointer(&z[0])),
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return 0, errno
+		}
+		return int(n), nil
+	}
+}
+
 // Stat reads and parses /proc/<pid>/stat.
 func (r *Reader) Stat(pid int) (Stat, error) {
 	b, err := r.readProc(pid, "stat")
 	if err != nil {
 		return Stat{}, err
 	}
-	st, err := ParseStat(b)
+	st, err := parseStat(b, r.intern)
 	if err != nil {
 		return Stat{}, fmt.Errorf("parse %s: %w", r.fs.Path(pid, "stat"), err)
 	}
@@ -139,6 +178,25 @@ func (r *Reader) Stat(pid int) (Stat, error) {
 // wrapped in parentheses and may itself contain ") (", so it ends at the
 // last ')' in the line, as the kernel documents.
 func ParseStat(b []byte) (Stat, error) {
+	return parseStat(b, func(c []byte) string { return string(c) })
+}
+
+// intern returns c as a string, shared with earlier equal names.
+func (r *Reader) intern(c []byte) string {
+	if s, ok := r.comms[string(c)]; ok { // no allocation for the lookup
+		return s
+	}
+	s := string(c)
+	if r.comms == nil {
+		r.comms = map[string]string{}
+	}
+	if len(r.comms) < maxComms {
+		r.comms[s] = s
+	}
+	return s
+}
+
+func parseStat(b []byte, str func([]byte) string) (Stat, error) {
 	var st Stat
 	open := bytes.IndexByte(b, '(')
 	end := bytes.LastIndexByte(b, ')')
@@ -150,7 +208,7 @@ func ParseStat(b []byte) (Stat, error) {
 		return st, fmt.Errorf("bad pid %q", b[:open])
 	}
 	st.PID = pid
-	st.Comm = string(b[open+1 : end])
+	st.Comm = str(b[open+1 : end])
 	// Fields after comm, numbered from 3 (state).
 	rest := b[end+1:]
 	field := 2
@@ -213,8 +271,8 @@ func (r *Reader) Cmdline(pid int) ([]string, error) {
 func (r *Reader) PidNS(pid int) (uint64, error) {
 	var l []byte
 	var err error
-	if rel, ok := r.rel(pid, "ns/pid"); ok {
-		l, err = r.readlinkAt(r.dir, rel)
+	if r.rel(pid, "ns/pid") {
+		l, err = r.readlinkAt(r.dir, r.name)
 		if err != nil {
 			err = wrap("readlink", r.fs.Path(pid, "ns/pid"), err)
 		}
@@ -276,6 +334,18 @@ func ReadInto(path string, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
+// ReadIntoAtZ appends the content of z (a NUL-terminated path relative to
+// the open directory dir) to buf, without allocating. Errors are the bare
+// errno: the caller names the file.
+func ReadIntoAtZ(dir int, z, buf []byte) ([]byte, error) {
+	fd, err := openAtZ(dir, z)
+	if err != nil {
+		return buf, err
+	}
+	defer unix.Close(fd)
+	return readFD(fd, buf, false)
+}
+
 // ReadIntoAt is ReadInto for rel under the open directory dir; path names
 // the file in errors.
 func ReadIntoAt(dir int, rel, path string, buf []byte) ([]byte, error) {
@@ -333,12 +403,9 @@ func openAtRetry(dir int, rel string) (int, error) {
 	}
 }
 
-func (r *Reader) readlinkAt(dir int, rel string) ([]byte, error) {
+func (r *Reader) readlinkAt(dir int, z []byte) ([]byte, error) {
 	for {
-		n, err := unix.Readlinkat(dir, rel, r.link[:cap(r.link)])
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := readlinkAtZ(dir, z, r.link[:cap(r.link)])
 		if err != nil {
 			return nil, err
 		}
@@ -377,6 +444,28 @@ func IsGone(err error) bool { return errors.Is(err, ErrGone) }
 // (EACCES/EPERM): a process protected from ptrace-mode reads, such as a
 // sandbox's pid 1. Such processes are skipped and counted, not fatal.
 func IsDenied(err error) bool { return errors.Is(err, fs.ErrPermission) }
+
+// Readable reports, with an error naming the problem, whether Root/proc
+// can be listed: one small read of its entries, not a whole listing.
+func (fs FS) Readable() error {
+	dir := fs.Dir()
+	fd, err := openRetry(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	var buf [1024]byte
+	for {
+		_, err := unix.Getdents(fd, buf[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", dir, err)
+		}
+		return nil
+	}
+}
 
 // PIDs appends the pids listed in Root/proc to dst. It reads directory
 // entries with getdents into one buffer: on a cell this lists thousands of

@@ -286,3 +286,52 @@ func TestReaderReadsLargeFilesWhole(t *testing.T) {
 		t.Fatalf("missing pid: err %v, want ErrGone", err)
 	}
 }
+
+// TestReaderStatAllocatesNothing: a scan reads thousands of stat files; a
+// warm Reader does it without allocating (names interned, paths as bytes).
+func TestReaderStatAllocatesNothing(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "proc", "7")
+	if err := os.MkdirAll(filepath.Join(dir, "ns"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	line := "7 (garden-init) S 1 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 4242 1 1 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("pid:[4026531836]", filepath.Join(dir, "ns", "pid")); err != nil {
+		t.Fatal(err)
+	}
+	r := New(root).NewReader()
+	defer r.Close()
+	var st Stat
+	var ns uint64
+	allocs := testing.AllocsPerRun(100, func() {
+		var err error
+		if st, err = r.Stat(7); err != nil {
+			t.Fatal(err)
+		}
+		if ns, err = r.PidNS(7); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if st.Comm != "garden-init" || st.StartTime != 4242 || ns != 4026531836 {
+		t.Fatalf("read %+v, ns %d", st, ns)
+	}
+	if allocs != 0 {
+		t.Fatalf("%v allocations per Stat+PidNS, want 0", allocs)
+	}
+}
+
+func TestReadable(t *testing.T) {
+	root := t.TempDir()
+	if err := New(root).Readable(); err == nil {
+		t.Fatal("Readable without a proc directory")
+	}
+	if err := os.MkdirAll(filepath.Join(root, "proc", "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := New(root).Readable(); err != nil {
+		t.Fatal(err)
+	}
+}
