@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -114,8 +115,12 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Run runs every check in order and builds the report. It never stops early:
-// an operator wants every finding of a cell, not the first.
+// Run runs every check and builds the report, in the checks' order. It
+// never stops early: an operator wants every finding of a cell, not the
+// first. The checks run at once: several share one scan of the host and
+// the others read a few files or ask systemd, so a drain spends the scan's
+// time, not the sum (docs/performance.md). A check's Duration is its own
+// wall time, including any wait for the shared scan.
 func Run(ctx context.Context, checks []Check, opts Options) Report {
 	now := opts.Now
 	if now == nil {
@@ -125,38 +130,51 @@ func Run(ctx context.Context, checks []Check, opts Options) Report {
 	for _, id := range opts.Ignore {
 		ignored[id] = true
 	}
-	rep := Report{Phase: opts.Phase}
-	for _, c := range checks {
-		m := c.Meta()
-		sev := m.SeverityIn(opts.Phase)
-		if s, ok := opts.SeverityOverride[m.ID]; ok {
-			sev = s
-		}
-		start := now()
-		findings, err := c.Run(ctx)
-		res := Result{
-			ID: m.ID, Title: m.Title, Severity: sev, Status: Pass,
-			Findings: findings, Fix: m.Fix, Story: m.Story, References: m.References,
-			Ignored:  ignored[m.ID] || ignored["all"],
-			Duration: now().Sub(start).Seconds(),
-		}
-		if err != nil {
-			res.Status = Error
-			res.Error = err.Error()
-		} else {
-			res.Status = worst(findings)
-		}
-		if res.Status == Fail && sev != Blocking {
-			// A non-blocking check's failure is a warning by definition.
-			res.Status = Warn
-		}
-		res.Blocking = sev == Blocking && (res.Status == Fail || res.Status == Error) && !res.Ignored
+	results := make([]Result, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = runOne(ctx, c, opts, now, ignored)
+		}()
+	}
+	wg.Wait()
+	rep := Report{Phase: opts.Phase, Results: results}
+	for _, res := range results {
 		if res.Blocking {
 			rep.Blocked = true
 		}
-		rep.Results = append(rep.Results, res)
 	}
 	return rep
+}
+
+func runOne(ctx context.Context, c Check, opts Options, now func() time.Time, ignored map[string]bool) Result {
+	m := c.Meta()
+	sev := m.SeverityIn(opts.Phase)
+	if s, ok := opts.SeverityOverride[m.ID]; ok {
+		sev = s
+	}
+	start := now()
+	findings, err := c.Run(ctx)
+	res := Result{
+		ID: m.ID, Title: m.Title, Severity: sev, Status: Pass,
+		Findings: findings, Fix: m.Fix, Story: m.Story, References: m.References,
+		Ignored:  ignored[m.ID] || ignored["all"],
+		Duration: now().Sub(start).Seconds(),
+	}
+	if err != nil {
+		res.Status = Error
+		res.Error = err.Error()
+	} else {
+		res.Status = worst(findings)
+	}
+	if res.Status == Fail && sev != Blocking {
+		// A non-blocking check's failure is a warning by definition.
+		res.Status = Warn
+	}
+	res.Blocking = sev == Blocking && (res.Status == Fail || res.Status == Error) && !res.Ignored
+	return res
 }
 
 var rank = map[Status]int{Skip: 0, Pass: 1, Warn: 2, Fail: 3, Error: 4}

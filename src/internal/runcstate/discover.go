@@ -153,6 +153,7 @@ func (d *Discovery) loadAll(cands []candidate) {
 	}
 	res := make([]result, len(cands))
 	var next atomic.Int64
+	known := new(Known) // this scan's: containers share most of their config
 	var wg sync.WaitGroup
 	for w := 0; w < min(loadWorkers, runtime.GOMAXPROCS(0), len(cands)); w++ {
 		wg.Add(1)
@@ -165,7 +166,7 @@ func (d *Discovery) loadAll(cands []candidate) {
 					return
 				}
 				var one Discovery
-				res[i].c, res[i].ok, buf = one.load(cands[i], buf)
+				res[i].c, res[i].ok, buf = one.load(cands[i], buf, known)
 				res[i].prob = one.Problems
 			}
 		}()
@@ -179,7 +180,7 @@ func (d *Discovery) loadAll(cands []candidate) {
 	}
 }
 
-func (d *Discovery) load(k candidate, buf []byte) (Container, bool, []byte) {
+func (d *Discovery) load(k candidate, buf []byte, known *Known) (Container, bool, []byte) {
 	path := filepath.Join(k.rootDir, k.rel, "state.json")
 	b, err := procfs.ReadIntoAt(k.dirfd, k.rel+"/state.json", path, buf[:0])
 	if err != nil {
@@ -188,7 +189,7 @@ func (d *Discovery) load(k candidate, buf []byte) (Container, bool, []byte) {
 		}
 		return Container{}, false, b
 	}
-	st, err := Decode(b)
+	st, err := decode(b, known)
 	if err != nil {
 		d.Problems = append(d.Problems, Problem{Path: path, Err: fmt.Errorf("decode state %s: %w", path, err)})
 		return Container{}, false, b

@@ -1,10 +1,12 @@
 package runcstate
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +44,7 @@ func sameDecode(t *testing.T, b []byte) {
 		t.Fatalf("Decode\n%+v\nencoding/json\n%+v\non %.300q", g, w, b)
 	}
 	var fast State
-	if decodeFast(b, &fast) {
+	if decodeFast(b, &fast, nil) {
 		fast.Created = time.Time{}
 		if !reflect.DeepEqual(fast, w) {
 			t.Fatalf("decodeFast accepted with\n%+v\nencoding/json\n%+v", fast, w)
@@ -183,7 +185,7 @@ func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
 			sameDecode(t, b)
 			// The optimization must actually apply to real files.
 			var s State
-			if !decodeFast(b, &s) {
+			if !decodeFast(b, &s, nil) {
 				t.Fatal("decodeFast gave up on a real state file")
 			}
 			// A file cut short, as by a crash mid-write, is refused.
@@ -202,6 +204,25 @@ func FuzzDecodeFast(f *testing.F) {
 	f.Add(realState(f))
 	f.Add(synthState(f))
 	f.Fuzz(func(t *testing.T, b []byte) { sameDecode(t, b) })
+}
+
+// FuzzDecodeKnown decodes each input after a Garden-shaped state, in one
+// scan's Known (fresh per input, so inputs do not affect each other):
+// whatever the memo matches or not, the result is encoding/json's.
+func FuzzDecodeKnown(f *testing.F) {
+	base := synthState(f)
+	for _, in := range edgeCases {
+		f.Add([]byte(in))
+	}
+	f.Add(base)
+	f.Add(realState(f))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k := new(Known)
+		if _, err := decode(base, k); err != nil {
+			t.Fatal(err)
+		}
+		sameDecodeKnown(t, b, k)
+	})
 }
 
 // TestDecodeFastKnowsEveryField fails when State, Config or Cgroups gains a
@@ -231,11 +252,102 @@ func TestDecodeFastKnowsEveryField(t *testing.T) {
 	}
 	sameDecode(t, b)
 	var s State
-	if !decodeFast(b, &s) {
+	if !decodeFast(b, &s, nil) {
 		t.Fatal("decodeFast gave up")
 	}
 	s.Created, full.Created = time.Time{}, time.Time{}
 	if !reflect.DeepEqual(s, full) {
 		t.Fatalf("decodeFast read\n%+v\nwant\n%+v", s, full)
+	}
+}
+
+// sameDecodeKnown is sameDecode for a decode that matches config values
+// against k: it must give what encoding/json gives, or give up.
+func sameDecodeKnown(t *testing.T, b []byte, k *Known) {
+	t.Helper()
+	want, werr := reference(b)
+	got, gerr := decode(b, k)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("encoding/json error %v, decode error %v", werr, gerr)
+	}
+	if werr != nil {
+		return
+	}
+	g, w := *got, *want
+	if !g.Created.Equal(w.Created) {
+		t.Fatalf("created %v, want %v", g.Created, w.Created)
+	}
+	g.Created, w.Created = time.Time{}, time.Time{}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("decode with known values\n%+v\nencoding/json\n%+v", g, w)
+	}
+}
+
+// TestDecodeKnownValues: within one scan a config value seen before is
+// matched by its bytes instead of validated again; a value that differs
+// anywhere, validly or not, must decode as encoding/json has it, whichever
+// of the two was seen first. Decode itself remembers nothing.
+func TestDecodeKnownValues(t *testing.T) {
+	b := synthState(t)
+	k := new(Known)
+	sameDecodeKnown(t, b, k)
+	var names []string
+	if l := k.l.Load(); l != nil {
+		for _, kv := range *l {
+			names = append(names, kv.name)
+		}
+	}
+	if !slices.Contains(names, "seccomp") {
+		t.Fatalf("remembered %q, want seccomp among them", names)
+	}
+	at := bytes.Index(b, []byte(`"name":"read"`))
+	if at < 0 {
+		t.Fatal("no read syscall in the seccomp list")
+	}
+	variant := func(old, new string) []byte {
+		v := bytes.Clone(b[:at])
+		return append(v, bytes.Replace(b[at:], []byte(old), []byte(new), 1)...)
+	}
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		ok   bool
+	}{
+		{"same", b, true},
+		{"another syscall", variant(`"read"`, `"reaf"`), true},
+		{"escaped", variant(`"read"`, `"re\u0061d"`), true},
+		{"longer", variant(`"read"`, `"read","x":[1]`), true},
+		{"shorter", variant(`{"action":4,"args":null,"errno_ret":null,"name":"read"},`, ``), true},
+		{"invalid", variant(`"read"`, `"re`+"\x01"+`d"`), false},
+		{"truncated", variant(`"name":"read"}`, `"name":"read"`), false},
+		{"unclosed", b[:bytes.LastIndex(b, []byte(`"syscalls"`))+len(`"syscalls":[{"action":4`)], false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sameDecodeKnown(t, tc.in, k) // the original known
+			if _, err := decode(tc.in, k); (err == nil) != tc.ok {
+				t.Fatalf("decode error %v, want ok %v", err, tc.ok)
+			}
+			var s State
+			if tc.ok && !decodeFast(tc.in, &s, k) {
+				t.Fatal("decodeFast gave up")
+			}
+			other := new(Known) // the variant known, then the original
+			sameDecodeKnown(t, tc.in, other)
+			sameDecodeKnown(t, b, other)
+		})
+	}
+	// A member that differs per container does not fill the list.
+	k = new(Known)
+	for _, name := range []string{`"reaa"`, `"reab"`, `"reac"`, `"read"`} {
+		sameDecodeKnown(t, variant(`"read"`, name), k)
+	}
+	n := 0
+	for _, kv := range *k.l.Load() {
+		if kv.name == "seccomp" {
+			n++
+		}
+	}
+	if n != maxPerName {
+		t.Fatalf("%d seccomp lists remembered, want %d", n, maxPerName)
 	}
 }

@@ -77,9 +77,12 @@ func (s *StartTime) UnmarshalJSON(b []byte) error {
 }
 
 // Decode parses state.json bytes.
-func Decode(b []byte) (*State, error) {
+func Decode(b []byte) (*State, error) { return decode(b, nil) }
+
+// decode is Decode, matching large config values against k (nil: none).
+func decode(b []byte, k *Known) (*State, error) {
 	var s State
-	if decodeFast(b, &s) {
+	if decodeFast(b, &s, k) {
 		return &s, nil
 	}
 	s = State{} // encoding/json decides what decodeFast would not
