@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -159,6 +160,19 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		errorf(env, "interrupted: %v", err)
 		return ExitCantRun
 	}
+	// The report is rendered while the results are logged (a cell with
+	// hundreds of findings spends milliseconds on each) and written after,
+	// so the two never interleave on a shared stderr.
+	now := time.Now()
+	var rendered bytes.Buffer
+	renderErr := make(chan error, 1)
+	go func() {
+		if f.format == "json" {
+			renderErr <- report.JSON(&rendered, rep, now)
+		} else {
+			renderErr <- report.Human(&rendered, rep)
+		}
+	}()
 	logResults(logger, rep)
 
 	// Drain: stdout is BOSH's, and holds only the integer.
@@ -166,12 +180,9 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 	if phase == check.Drain {
 		out = env.Stderr
 	}
-	now := time.Now()
-	var werr error
-	if f.format == "json" {
-		werr = report.JSON(out, rep, now)
-	} else {
-		werr = report.Human(out, rep)
+	werr := <-renderErr
+	if werr == nil {
+		_, werr = out.Write(rendered.Bytes())
 	}
 	if werr != nil {
 		logger.Error("write-report", werr)
