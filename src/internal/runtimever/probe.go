@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -199,8 +200,8 @@ func (p Prober) useFeatures(info *Info, out []byte) {
 	}
 }
 
-var runcVersionRe = regexp.MustCompile(`(?m)^runc version[ \t]*(\S*)[ \t]*$`)
-var runcCommitRe = regexp.MustCompile(`(?m)^commit:[ \t]*(\S*)[ \t]*$`)
+var runcVersionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^runc version[ \t]*(\S*)[ \t]*$`) })
+var runcCommitRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^commit:[ \t]*(\S*)[ \t]*$`) })
 
 // ParseRuncVersion extracts the version and commit fields from
 // `runc --version`:
@@ -209,10 +210,10 @@ var runcCommitRe = regexp.MustCompile(`(?m)^commit:[ \t]*(\S*)[ \t]*$`)
 //	commit: 1.1.5+ds1-1+deb12u1
 //	spec: 1.0.2-dev
 func ParseRuncVersion(out string) (version, commit string) {
-	if m := runcVersionRe.FindStringSubmatch(out); m != nil {
+	if m := runcVersionRe().FindStringSubmatch(out); m != nil {
 		version = m[1]
 	}
-	if m := runcCommitRe.FindStringSubmatch(out); m != nil {
+	if m := runcCommitRe().FindStringSubmatch(out); m != nil {
 		commit = m[1]
 	}
 	return version, commit
@@ -240,9 +241,11 @@ func ParseContainerdVersion(out string) (version, revision string) {
 
 // ldflagsVersionRe finds the version variables runc and containerd set
 // with -X at build time.
-var ldflagsVersionRe = regexp.MustCompile(`-X[= ]'?(?:main\.version|github\.com/containerd/containerd(?:/v2)?/(?:pkg/)?version\.Version)=([^\s']+)`)
+var ldflagsVersionRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`-X[= ]'?(?:main\.version|github\.com/containerd/containerd(?:/v2)?/(?:pkg/)?version\.Version)=([^\s']+)`)
+})
 
-var pseudoRe = regexp.MustCompile(`\d{14}-[0-9a-f]{12}`)
+var pseudoRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d{14}-[0-9a-f]{12}`) })
 
 // VersionFromBuildInfo reads the Go build information embedded in the
 // binary at path: the -X version ldflag when recorded, else the main
@@ -264,7 +267,7 @@ func versionFromBuildInfo(bi *debug.BuildInfo) (Version, error) {
 		if s.Key != "-ldflags" {
 			continue
 		}
-		if m := ldflagsVersionRe.FindStringSubmatch(s.Value); m != nil {
+		if m := ldflagsVersionRe().FindStringSubmatch(s.Value); m != nil {
 			if v, err := ParseVersion(m[1]); err == nil {
 				return v, nil
 			}
@@ -273,7 +276,7 @@ func versionFromBuildInfo(bi *debug.BuildInfo) (Version, error) {
 	if mv := bi.Main.Version; mv != "" && mv != "(devel)" {
 		// pseudo-versions (v1.1.13-0.20240201120000-abcdef123456) name a
 		// commit, not a release; their base is one below what they say.
-		if !pseudoRe.MatchString(mv) {
+		if !pseudoRe().MatchString(mv) {
 			if v, err := ParseVersion(strings.TrimSuffix(mv, "+incompatible")); err == nil {
 				return v, nil
 			}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ErrUnknownVersion means a binary did not say which version it is.
@@ -24,14 +25,14 @@ type Version struct {
 	Raw string
 }
 
-var versionRe = regexp.MustCompile(`^v?(\d+)\.(\d+)(?:\.(\d+))?(.*)$`)
+var versionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^v?(\d+)\.(\d+)(?:\.(\d+))?(.*)$`) })
 
 // repackRe matches Debian/RPM repack markers, which say nothing about
 // upstream code: ds1, dfsg, repack2.
-var repackRe = regexp.MustCompile(`^(ds|dfsg|repack)\d*$`)
+var repackRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(ds|dfsg|repack)\d*$`) })
 
 // preRe matches what starts a pre-release in any spelling runtimes use.
-var preRe = regexp.MustCompile(`^(rc|alpha|beta|pre)`)
+var preRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(rc|alpha|beta|pre)`) })
 
 // ParseVersion parses an upstream version as runc, containerd and distro
 // packages print it: "1.1.12", "v1.7.27", "1.0.0-rc93", "1.0.0-rc92+dev",
@@ -43,7 +44,7 @@ func ParseVersion(s string) (Version, error) {
 	if s == "" || strings.EqualFold(s, "unknown") || strings.HasPrefix(s, "(devel)") {
 		return Version{}, fmt.Errorf("parse version %q: %w", s, ErrUnknownVersion)
 	}
-	m := versionRe.FindStringSubmatch(s)
+	m := versionRe().FindStringSubmatch(s)
 	if m == nil {
 		return Version{}, fmt.Errorf("parse version %q: not of the form major.minor[.patch]", s)
 	}
@@ -79,8 +80,8 @@ func ParseVersion(s string) (Version, error) {
 			rest = ""
 		case sep == '+':
 			// build metadata: "+dev", "+ds1"
-		case repackRe.MatchString(tok):
-		case (sep == '-' || sep == '~') && len(v.Pre) == 0 && preRe.MatchString(tok):
+		case repackRe().MatchString(tok):
+		case (sep == '-' || sep == '~') && len(v.Pre) == 0 && preRe().MatchString(tok):
 			v.Pre = splitPre(tok)
 			// "rc.3" continues after the dot; splitPre got it all.
 		case sep == '-' || sep == '~':
@@ -177,8 +178,8 @@ func cmpInt(a, b int) int {
 // gitDescribeRe and hashRe recognise commit fields that are not a
 // distribution's package version.
 var (
-	hashRe        = regexp.MustCompile(`^[0-9a-f]{7,40}(-dirty)?$`)
-	gitDescribeRe = regexp.MustCompile(`^v?\d+\.\d+.*-\d+-g[0-9a-f]+(-dirty)?$`)
+	hashRe        = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{7,40}(-dirty)?$`) })
+	gitDescribeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^v?\d+\.\d+.*-\d+-g[0-9a-f]+(-dirty)?$`) })
 )
 
 // DistroVersion returns s when it looks like a distribution package
@@ -188,7 +189,7 @@ var (
 func DistroVersion(s string) string {
 	s = strings.TrimSpace(s)
 	switch {
-	case s == "", strings.EqualFold(s, "unknown"), hashRe.MatchString(s), gitDescribeRe.MatchString(s):
+	case s == "", strings.EqualFold(s, "unknown"), hashRe().MatchString(s), gitDescribeRe().MatchString(s):
 		return ""
 	case s[0] < '0' || s[0] > '9':
 		return ""
