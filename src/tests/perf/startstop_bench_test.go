@@ -33,7 +33,7 @@ const (
 	pidfile   = "/var/vcap/sys/run/bench/bench.pid"
 	cfgPath   = "/var/vcap/jobs/cellguard/config/cellguard.json"
 	unitName  = "cellguard-bench.service"
-	cycleRuns = 30
+	cycleRuns = 60
 )
 
 func config(startArgs string) string {
