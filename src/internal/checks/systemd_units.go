@@ -22,7 +22,7 @@ var _ SystemdUnits = (*systemd.Conn)(nil)
 type SystemdDialer func(ctx context.Context) (SystemdUnits, error)
 
 // DialSystemd returns a dialer for the manager opts names (empty: the
-// host's, private socket first). A test reaches a booted container's
+// host's, system bus first). A test reaches a booted container's
 // manager with Options{Address: "unix:path=/proc/<pid>/root/run/dbus/system_bus_socket"}.
 func DialSystemd(opts systemd.Options) SystemdDialer {
 	return func(ctx context.Context) (SystemdUnits, error) {

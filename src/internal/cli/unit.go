@@ -60,7 +60,7 @@ func (f *daemonFlags) register(fs *flag.FlagSet, describe bool) {
 
 func (f *daemonFlags) registerConn(fs *flag.FlagSet) {
 	fs.StringVar(&f.root, "root", "/", "root of the managed system (tests: /proc/<pid>/root of a container)")
-	fs.StringVar(&f.dbusAddress, "dbus-address", "", "D-Bus address of systemd (default: /run/systemd/private, then the system bus)")
+	fs.StringVar(&f.dbusAddress, "dbus-address", "", "D-Bus address of systemd (default: the system bus, then /run/systemd/private)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON")
 	fs.DurationVar(&f.timeout, "timeout", 0, "deadline for the whole command (default 90s, or the start/stop wait + 30s if longer)")
 }
@@ -166,7 +166,7 @@ func failure(env *Env, err error) int {
 	case errors.Is(err, systemd.ErrNoSystemd):
 		hintf(env, "systemd is not init on this system; start and stop fall back to running the commands directly")
 	case strings.Contains(err.Error(), "connect to systemd"):
-		hintf(env, "is systemd PID 1 and is its D-Bus socket (/run/systemd/private or /run/dbus/system_bus_socket) reachable?")
+		hintf(env, "is systemd PID 1 and is its D-Bus socket (/run/dbus/system_bus_socket or /run/systemd/private) reachable?")
 	}
 	return ExitFailed
 }
