@@ -48,10 +48,11 @@ func config(startArgs string) string {
 // current, the job over D-Bus, the wait for the pidfile's process), once
 // as monit runs it after a daemon crash (the unit verified earlier this
 // boot, read back after the job) and once with that stamp removed before
-// each start (the first start of a boot: read back before the job). Then the idempotent pre-start: `cellguard unit
-// install` with nothing to change, timed, with systemd's Reloading signals
-// counted on a bus connection of our own: none may come (a Fatal, not a
-// timing). Times are reported, never asserted.
+// each start (the first start of a boot: read back before the job). Then
+// the idempotent pre-start: `cellguard unit install` with nothing to
+// change, timed, with systemd's Reloading signals counted on a bus
+// connection of our own: none may come (a Fatal, not a timing). Times are
+// reported, never asserted.
 //
 //	go test -run '^$' -bench StartStop -benchtime 1x ./src/tests/perf
 func BenchmarkStartStop(b *testing.B) {
