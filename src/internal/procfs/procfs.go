@@ -323,6 +323,12 @@ func (r *Reader) read(path string) ([]byte, error) {
 // allocate a file object per read. ENOENT and ESRCH become ErrGone.
 func ReadInto(path string, buf []byte) ([]byte, error) {
 	fd, err := openRetry(path, unix.O_RDONLY|unix.O_CLOEXEC)
+	return readOpened(fd, err, path, buf)
+}
+
+// readOpened reads the file an open returned (fd, err) to its end; path
+// names it in errors.
+func readOpened(fd int, err error, path string, buf []byte) ([]byte, error) {
 	if err != nil {
 		return buf, wrap("open", path, err)
 	}
@@ -350,15 +356,7 @@ func ReadIntoAtZ(dir int, z, buf []byte) ([]byte, error) {
 // the file in errors.
 func ReadIntoAt(dir int, rel, path string, buf []byte) ([]byte, error) {
 	fd, err := openAtRetry(dir, rel)
-	if err != nil {
-		return buf, wrap("open", path, err)
-	}
-	defer unix.Close(fd)
-	buf, err = readFD(fd, buf, false)
-	if err != nil {
-		return buf, wrap("read", path, err)
-	}
-	return buf, nil
+	return readOpened(fd, err, path, buf)
 }
 
 // readFD appends what fd holds to buf. With whole, a read that leaves room
