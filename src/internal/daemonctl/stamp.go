@@ -84,11 +84,12 @@ func (m *Manager) verifiedThisBoot(d Daemon) bool {
 	if err != nil || !bytes.Equal(stamp, stampLine(boot, onDisk)) {
 		return false
 	}
+	s, err := m.spec(d, unit.KillModeNone)
+	if err != nil {
+		return false
+	}
 	for _, km := range []string{unit.KillModeNone, unit.KillModeProcess} {
-		s, err := m.spec(d, km)
-		if err != nil {
-			return false
-		}
+		s.KillMode = km
 		text, err := unit.Render(s)
 		if err == nil && bytes.Equal(text, onDisk) {
 			return true

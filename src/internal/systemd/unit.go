@@ -42,6 +42,12 @@ func (c *Conn) Unit(ctx context.Context, name string) (*Unit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read properties of %s: %w", name, err)
 	}
+	return unitFrom(name, vals), nil
+}
+
+// unitFrom fills a Unit from properties by name; one a read did not ask
+// for, or a type lacks (a scope has no MainPID), stays zero.
+func unitFrom(name string, vals map[string]godbus.Variant) *Unit {
 	u := &Unit{Name: name}
 	u.LoadState, _ = vals["LoadState"].Value().(string)
 	u.ActiveState, _ = vals["ActiveState"].Value().(string)
@@ -49,8 +55,6 @@ func (c *Conn) Unit(ctx context.Context, name string) (*Unit, error) {
 	u.FragmentPath, _ = vals["FragmentPath"].Value().(string)
 	u.DropInPaths, _ = vals["DropInPaths"].Value().([]string)
 	u.NeedDaemonReload, _ = vals["NeedDaemonReload"].Value().(bool)
-	// The type's own interface (Service, Scope, Slice, ...); a type
-	// without one of these leaves it zero.
 	u.Result, _ = vals["Result"].Value().(string)
 	u.MainPID, _ = vals["MainPID"].Value().(uint32)
 	u.ControlGroup, _ = vals["ControlGroup"].Value().(string)
@@ -60,7 +64,7 @@ func (c *Conn) Unit(ctx context.Context, name string) (*Unit, error) {
 	u.TasksMax, _ = vals["TasksMax"].Value().(uint64)
 	u.Type, _ = vals["Type"].Value().(string)
 	sort.Strings(u.DelegateControllers)
-	return u, nil
+	return u
 }
 
 // unitPath is the object path systemd gives a unit by name.
@@ -119,12 +123,5 @@ func (c *Conn) UnitDelegation(ctx context.Context, name string) (*Unit, error) {
 		}
 		vals[g.prop] = v
 	}
-	u := &Unit{Name: name}
-	u.LoadState, _ = vals["LoadState"].Value().(string)
-	u.NeedDaemonReload, _ = vals["NeedDaemonReload"].Value().(bool)
-	u.Delegate, _ = vals["Delegate"].Value().(bool)
-	u.DelegateControllers, _ = vals["DelegateControllers"].Value().([]string)
-	u.KillMode, _ = vals["KillMode"].Value().(string)
-	sort.Strings(u.DelegateControllers)
-	return u, nil
+	return unitFrom(name, vals), nil
 }
