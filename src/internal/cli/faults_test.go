@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/hungsock"
 )
 
 // faultHelperEnv carries a faultJob (JSON) to the helper process: this test
@@ -259,35 +258,7 @@ func TestCrashSysctlApplyConverges(t *testing.T) {
 
 // silentSocket accepts connections and never answers.
 func silentSocket(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "bus")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				buf := make([]byte, 512)
-				for {
-					if _, err := c.Read(buf); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
+	path, _ := hungsock.Listen(t)
 	return path
 }
 

@@ -3,50 +3,18 @@ package systemd
 import (
 	"context"
 	"errors"
-	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/hungsock"
 )
 
-// hungSocket listens on a unix socket, accepts every connection and never
-// answers: a wedged systemd, or a stale socket something else bound. It
-// reports each accepted connection's close (the client gave up and closed
-// its end) on the returned channel.
+// hungSocket is a socket that accepts and never answers, as a D-Bus
+// address, with its connections' closes.
 func hungSocket(t *testing.T) (string, <-chan struct{}) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "private")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				buf := make([]byte, 512)
-				for {
-					if _, err := c.Read(buf); err != nil { // read and ignore the AUTH line
-						closed <- struct{}{}
-						return
-					}
-				}
-			}()
-		}
-	}()
+	path, closed := hungsock.Listen(t)
 	return "unix:path=" + path, closed
 }
 
