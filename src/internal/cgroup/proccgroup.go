@@ -13,6 +13,9 @@ type Entry struct {
 	Path        []byte
 }
 
+// newline separates the lines of cgroup files.
+var newline = []byte{'\n'}
+
 // maxEntries bounds the lines of one /proc/<pid>/cgroup; Linux has fewer
 // than 16 v1 controllers plus named hierarchies and v2.
 const maxEntries = 32
@@ -33,11 +36,7 @@ func ParseProcCgroup(b []byte, m *Membership) error {
 	m.n = 0
 	for len(b) > 0 {
 		var line []byte
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			line, b = b, nil
-		}
+		line, b, _ = bytes.Cut(b, newline)
 		if len(line) == 0 {
 			continue
 		}

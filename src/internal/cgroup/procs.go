@@ -99,11 +99,7 @@ func (r *ProcsReader) Close() {
 func parseProcs(path func() string, b []byte, dst []int) ([]int, error) {
 	for len(b) > 0 {
 		var line []byte
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			line, b = b, nil
-		}
+		line, b, _ = bytes.Cut(b, newline)
 		if len(line) == 0 {
 			continue
 		}
