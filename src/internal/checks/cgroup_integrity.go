@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // CgroupIntegrity compares every container process's cgroups with the
@@ -25,7 +25,7 @@ type CgroupIntegrity struct {
 	Sleep func(time.Duration)
 }
 
-var _ check.Check = (*CgroupIntegrity)(nil)
+var _ validator.Check = (*CgroupIntegrity)(nil)
 
 // recheckDelays let a process that is mid-way through joining its cgroups
 // (runc exec writes one hierarchy after another) finish before it counts as
@@ -36,13 +36,13 @@ var _ check.Check = (*CgroupIntegrity)(nil)
 // escape does not heal by itself.
 var recheckDelays = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
 
-func (*CgroupIntegrity) Meta() check.Meta {
-	return check.Meta{
+func (*CgroupIntegrity) Meta() validator.Meta {
+	return validator.Meta{
 		ID:    "cgroup-integrity",
 		Title: "container processes are in the cgroups their runtime recorded",
-		Severity: map[check.Phase]check.Severity{
-			check.PreStart: check.Blocking,
-			check.Drain:    check.Blocking,
+		Severity: map[validator.Phase]validator.Severity{
+			validator.PreStart: validator.Blocking,
+			validator.Drain:    validator.Blocking,
 		},
 		Story: "seed-000: a daemon run by monit in a non-delegated systemd unit created garden/<id> cgroups; " +
 			"when systemd later realized cgroups for another unit it moved container processes back into " +
@@ -71,7 +71,7 @@ type escape struct {
 	actual string
 }
 
-func (ci *CgroupIntegrity) Run(ctx context.Context) ([]check.Finding, error) {
+func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error) {
 	v, err := ci.host.get()
 	if err != nil {
 		return nil, err
@@ -93,17 +93,17 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]check.Finding, error) {
 			}
 		}
 	}
-	var fs []check.Finding
+	var fs []validator.Finding
 	fs = append(fs, skipped...)
 	if ci.Fix && len(escapes) > 0 {
 		fs = append(fs, ci.fix(v, escapes)...)
 	} else {
 		for _, e := range escapes {
-			fs = append(fs, e.finding(check.Fail, "escaped"))
+			fs = append(fs, e.finding(validator.Fail, "escaped"))
 		}
 	}
-	fs = append(fs, check.Finding{
-		Status: check.Pass,
+	fs = append(fs, validator.Finding{
+		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d containers, %d container processes checked on a %s cgroup host", nContainers, nProcs, v.layout.Mode),
 		Data: map[string]string{"containers": strconv.Itoa(nContainers), "processes": strconv.Itoa(nProcs),
 			"cgroup_mode": v.layout.Mode.String(), "unreadable_processes": strconv.Itoa(v.denied)},
@@ -112,7 +112,7 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]check.Finding, error) {
 }
 
 // scan finds the escapes of every container.
-func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape, nContainers, nProcs int, skipped []check.Finding, err error) {
+func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape, nContainers, nProcs int, skipped []validator.Finding, err error) {
 	r := v.proc.NewReader()
 	defer r.Close()
 	var m cgroup.Membership
@@ -131,13 +131,13 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 		if len(cm.exps) == 0 {
 			// No cgroups at all (a rootless container) is nothing to check;
 			// cgroups on no hierarchy mounted here means we cannot check.
-			f := check.Finding{
-				Subject: c.Name(), Status: check.Skip,
+			f := validator.Finding{
+				Subject: c.Name(), Status: validator.Skip,
 				Detail: fmt.Sprintf("state %s records no cgroups", c.StatePath),
 				Data:   map[string]string{"state": c.StatePath},
 			}
 			if len(cm.unmapped) > 0 {
-				f.Status = check.Warn
+				f.Status = validator.Warn
 				f.Detail = fmt.Sprintf("cannot check: state %s records cgroups (%s) on no hierarchy mounted under %s",
 					c.StatePath, strings.Join(cm.unmapped, ", "), cgroup.MountDir)
 				f.Data["unmapped"] = strings.Join(cm.unmapped, ",")
@@ -273,8 +273,8 @@ func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, group []escap
 
 // fix moves each escaped process back, re-reads /proc/<pid>/cgroup and
 // reports what moved. It never signals or kills anything.
-func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
-	var fs []check.Finding
+func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []validator.Finding {
+	var fs []validator.Finding
 	r := v.proc.NewReader()
 	defer r.Close()
 	var m cgroup.Membership
@@ -284,7 +284,7 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
 			continue // exited meanwhile: nothing left to fix
 		}
 		if err != nil {
-			f := e.finding(check.Fail, "moving it back failed")
+			f := e.finding(validator.Fail, "moving it back failed")
 			f.Data["fix_error"] = err.Error()
 			fs = append(fs, f)
 			continue
@@ -303,7 +303,7 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
 			now = string(a)
 		}
 		if err != nil || !cgroup.Under(now, e.exp.rel) {
-			f := e.finding(check.Fail, "moved it back but it is still outside")
+			f := e.finding(validator.Fail, "moved it back but it is still outside")
 			if err != nil {
 				f.Data["fix_error"] = err.Error()
 			}
@@ -311,7 +311,7 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []check.Finding {
 			fs = append(fs, f)
 			continue
 		}
-		f := e.finding(check.Warn, "fixed")
+		f := e.finding(validator.Warn, "fixed")
 		f.Data["fixed"] = "true"
 		fs = append(fs, f)
 	}
@@ -340,7 +340,7 @@ func (m *cgroupMembers) reused(pid int, now *cgroup.Membership) bool {
 	return listed
 }
 
-func (e escape) finding(st check.Status, what string) check.Finding {
+func (e escape) finding(st validator.Status, what string) validator.Finding {
 	var detail string
 	switch what {
 	case "escaped":
@@ -353,7 +353,7 @@ func (e escape) finding(st check.Status, what string) check.Finding {
 		detail = fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s; %s",
 			e.pid, e.comm, e.exp.h.Name, e.actual, e.exp.rel, what)
 	}
-	return check.Finding{
+	return validator.Finding{
 		Subject: e.c.Name(),
 		Status:  st,
 		Detail:  detail,

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/hostfixture"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 var allModes = []hostfixture.Mode{hostfixture.Legacy, hostfixture.Hybrid, hostfixture.Unified}
@@ -24,7 +24,7 @@ func deps(h *hostfixture.Host) Deps {
 }
 
 // run runs the check id of All(d) and fails the test if it errors.
-func run(t *testing.T, d Deps, id string) []check.Finding {
+func run(t *testing.T, d Deps, id string) []validator.Finding {
 	t.Helper()
 	for _, c := range All(d) {
 		if c.Meta().ID == id {
@@ -39,10 +39,10 @@ func run(t *testing.T, d Deps, id string) []check.Finding {
 	return nil
 }
 
-func failures(fs []check.Finding) []check.Finding {
-	var out []check.Finding
+func failures(fs []validator.Finding) []validator.Finding {
+	var out []validator.Finding
 	for _, f := range fs {
-		if f.Status == check.Fail || f.Status == check.Warn {
+		if f.Status == validator.Fail || f.Status == validator.Warn {
 			out = append(out, f)
 		}
 	}
@@ -54,7 +54,7 @@ func garden(id string) hostfixture.Container {
 }
 
 func TestRegistryIsValid(t *testing.T) {
-	if err := check.Validate(All(Deps{})); err != nil {
+	if err := validator.Validate(All(Deps{})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -91,7 +91,7 @@ func TestCgroupIntegritySeed000EscapeV1(t *testing.T) {
 			if len(bad) != 2 {
 				t.Fatalf("want 2 findings (cpu, blkio), got %+v", bad)
 			}
-			got := map[string]check.Finding{}
+			got := map[string]validator.Finding{}
 			for _, f := range bad {
 				got[f.Data["hierarchy"]] = f
 			}
@@ -100,7 +100,7 @@ func TestCgroupIntegritySeed000EscapeV1(t *testing.T) {
 				if !ok {
 					t.Fatalf("no finding for %s: %+v", hier, bad)
 				}
-				if f.Status != check.Fail || f.Subject != "c1" || f.Data["pid"] != "101" ||
+				if f.Status != validator.Fail || f.Subject != "c1" || f.Data["pid"] != "101" ||
 					f.Data["expected"] != "/garden/c1" || f.Data["actual"] != "/system.slice/garden.service" {
 					t.Errorf("finding %+v", f)
 				}
@@ -402,7 +402,7 @@ func TestCgroupIntegrityFixWritesAndVerifies(t *testing.T) {
 	d := deps(h)
 	d.Fix = true
 	bad := failures(run(t, d, "cgroup-integrity"))
-	if len(bad) != 1 || bad[0].Status != check.Fail || bad[0].Data["after_fix"] != "/system.slice" {
+	if len(bad) != 1 || bad[0].Status != validator.Fail || bad[0].Data["after_fix"] != "/system.slice" {
 		t.Fatalf("got %+v", bad)
 	}
 	b, err := os.ReadFile(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs"))
@@ -419,8 +419,8 @@ func TestCgroupIntegrityContainerWithoutMountedCgroups(t *testing.T) {
 		"cgroup_paths":{"memory":"/sys/fs/cgroup/memory/garden/x"}}`)
 	h.Write("run/runc/y/state.json", `{"id":"y","init_process_pid":8,"init_process_start":1}`)
 	fs := run(t, deps(h), "cgroup-integrity")
-	if len(fs) != 3 || fs[0].Status != check.Warn || fs[0].Subject != "x" || fs[0].Data["unmapped"] != "memory" ||
-		fs[1].Status != check.Skip || fs[1].Subject != "y" {
+	if len(fs) != 3 || fs[0].Status != validator.Warn || fs[0].Subject != "x" || fs[0].Data["unmapped"] != "memory" ||
+		fs[1].Status != validator.Skip || fs[1].Subject != "y" {
 		t.Fatalf("got %+v", fs)
 	}
 }
@@ -565,16 +565,16 @@ func TestVerdictThroughFramework(t *testing.T) {
 	h.RunContainer(garden("c2"), 200, 1, 500)
 	h.Kill(200)
 	d := deps(h)
-	rep := check.Run(context.Background(), All(d), check.Options{Phase: check.Drain})
+	rep := validator.Run(context.Background(), All(d), validator.Options{Phase: validator.Drain})
 	if rep.Blocked {
 		t.Fatalf("a ghost alone must not block: %+v", rep)
 	}
 	h.Move(101, "cpu,cpuacct", "/system.slice/garden.service")
-	rep = check.Run(context.Background(), All(d), check.Options{Phase: check.Drain})
+	rep = validator.Run(context.Background(), All(d), validator.Options{Phase: validator.Drain})
 	if !rep.Blocked {
 		t.Fatalf("an escape blocks drain: %+v", rep)
 	}
-	rep = check.Run(context.Background(), All(d), check.Options{Phase: check.Drain, Ignore: []string{"cgroup-integrity"}})
+	rep = validator.Run(context.Background(), All(d), validator.Options{Phase: validator.Drain, Ignore: []string{"cgroup-integrity"}})
 	if rep.Blocked {
 		t.Fatal("an ignored check does not block")
 	}

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // AuditedDaemon is a configured daemon whose unit delegation-audit reads.
@@ -40,27 +40,27 @@ type DelegationAudit struct {
 	Timeout time.Duration
 }
 
-var _ check.Check = (*DelegationAudit)(nil)
+var _ validator.Check = (*DelegationAudit)(nil)
 
 const delegationAuditTimeout = 15 * time.Second
 
-func (*DelegationAudit) Meta() check.Meta {
-	return check.Meta{
+func (*DelegationAudit) Meta() validator.Meta {
+	return validator.Meta{
 		ID:    "delegation-audit",
 		Title: "container cgroups and runtime daemons sit in delegated systemd units",
-		Severity: map[check.Phase]check.Severity{
+		Severity: map[validator.Phase]validator.Severity{
 			// Pre-start runs after `cellguard unit install` and right
 			// before monit starts the daemons: a unit that is not
 			// delegated (or on v1 lacks blkio) now means the containers
 			// about to be made, and any that survived the update, will be
 			// moved by systemd. The daemon units are audited even on a
 			// fresh VM with no container yet, so the check is never empty.
-			check.PreStart: check.Blocking,
+			validator.PreStart: validator.Blocking,
 			// At drain the arrangement is the outgoing one; blocking would
 			// stop the update whose pre-start installs the delegated units.
 			// Containers that already escaped block drain through
 			// cgroup-integrity.
-			check.Drain: check.Warning,
+			validator.Drain: validator.Warning,
 		},
 		Story: "seed-000: a daemon started by monit ran in a unit without Delegate=; when systemd realized " +
 			"cgroups for another unit it moved the daemon's container processes from garden/<id> back " +
@@ -79,17 +79,17 @@ func (*DelegationAudit) Meta() check.Meta {
 	}
 }
 
-func (a *DelegationAudit) Run(ctx context.Context) ([]check.Finding, error) {
+func (a *DelegationAudit) Run(ctx context.Context) ([]validator.Finding, error) {
 	v, err := a.host.get()
 	if err != nil {
 		return nil, err
 	}
 	if !systemd.Booted(v.root) {
-		return []check.Finding{{Subject: "systemd", Status: check.Skip,
+		return []validator.Finding{{Subject: "systemd", Status: validator.Skip,
 			Detail: fmt.Sprintf("systemd is not the init system under %s (no /run/systemd/system): no unit can delegate, nothing to audit", v.root)}}, nil
 	}
 	if a.Dial == nil {
-		return []check.Finding{{Subject: "systemd", Status: check.Skip,
+		return []validator.Finding{{Subject: "systemd", Status: validator.Skip,
 			Detail: fmt.Sprintf("no D-Bus connection to the systemd of %s was configured", v.root)}}, nil
 	}
 	timeout := a.Timeout
@@ -106,7 +106,7 @@ func (a *DelegationAudit) Run(ctx context.Context) ([]check.Finding, error) {
 	au := &audit{conn: conn, v1: v.layout.Mode == cgroup.Legacy || v.layout.Mode == cgroup.Hybrid,
 		mode: v.layout.Mode, units: map[string]unitRead{}}
 
-	var fs []check.Finding
+	var fs []validator.Finding
 	for _, d := range a.Daemons {
 		fs = append(fs, au.daemon(ctx, v.root, d)...)
 	}
@@ -115,8 +115,8 @@ func (a *DelegationAudit) Run(ctx context.Context) ([]check.Finding, error) {
 		return nil, err
 	}
 	fs = append(fs, cfs...)
-	fs = append(fs, check.Finding{
-		Status: check.Pass,
+	fs = append(fs, validator.Finding{
+		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d daemons and %d containers audited, %d units read on a %s cgroup host", len(a.Daemons), n, len(au.units), v.layout.Mode),
 		Data: map[string]string{"daemons": strconv.Itoa(len(a.Daemons)), "containers": strconv.Itoa(n),
 			"units": strconv.Itoa(len(au.units)), "cgroup_mode": v.layout.Mode.String()},
@@ -198,26 +198,26 @@ func unitData(u *systemd.Unit, missing []string) map[string]string {
 	return d
 }
 
-func (au *audit) judge(u *systemd.Unit) (check.Status, string, map[string]string) {
+func (au *audit) judge(u *systemd.Unit) (validator.Status, string, map[string]string) {
 	ok, why := au.protects(u)
 	var missing []string
 	if u.LoadState == "loaded" && u.Delegate && !strings.HasSuffix(u.Name, ".slice") {
 		_, missing = u.Delegates(au.wanted())
 	}
 	if ok {
-		return check.Pass, why, unitData(u, nil)
+		return validator.Pass, why, unitData(u, nil)
 	}
-	return check.Fail, why, unitData(u, missing)
+	return validator.Fail, why, unitData(u, missing)
 }
 
 // daemon audits cellguard's unit for d and, when its pidfile names a live
 // process, the unit that actually holds it.
-func (au *audit) daemon(ctx context.Context, root string, d AuditedDaemon) []check.Finding {
+func (au *audit) daemon(ctx context.Context, root string, d AuditedDaemon) []validator.Finding {
 	name := unit.UnitName(d.Name)
-	var fs []check.Finding
+	var fs []validator.Finding
 	u, err := au.unit(ctx, name)
 	if err != nil {
-		return []check.Finding{{Subject: name, Status: check.Error, Detail: err.Error(),
+		return []validator.Finding{{Subject: name, Status: validator.Error, Detail: err.Error(),
 			Data: map[string]string{"daemon": d.Name, "unit": name}}}
 	}
 	st, why, data := au.judge(u)
@@ -226,14 +226,14 @@ func (au *audit) daemon(ctx context.Context, root string, d AuditedDaemon) []che
 	if u.LoadState != "loaded" {
 		detail += "; run `cellguard unit install " + d.Name + "`"
 	}
-	fs = append(fs, check.Finding{Subject: name, Status: st, Detail: detail, Data: data})
+	fs = append(fs, validator.Finding{Subject: name, Status: st, Detail: detail, Data: data})
 
 	if d.PIDFile == "" {
 		return fs
 	}
 	pid, err := readPIDFile(root, d.PIDFile)
 	if err != nil {
-		fs = append(fs, check.Finding{Subject: name, Status: check.Skip,
+		fs = append(fs, validator.Finding{Subject: name, Status: validator.Skip,
 			Detail: fmt.Sprintf("daemon %s is not running (%v): only its unit was audited", d.Name, err),
 			Data:   map[string]string{"daemon": d.Name, "pidfile": d.PIDFile}})
 		return fs
@@ -242,12 +242,12 @@ func (au *audit) daemon(ctx context.Context, root string, d AuditedDaemon) []che
 	if err != nil {
 		if _, serr := os.Stat(filepath.Join(root, "proc", strconv.Itoa(pid))); errors.Is(serr, os.ErrNotExist) {
 			// A stale pidfile: the daemon is down.
-			fs = append(fs, check.Finding{Subject: name, Status: check.Skip,
+			fs = append(fs, validator.Finding{Subject: name, Status: validator.Skip,
 				Detail: fmt.Sprintf("daemon %s is not running (pid %d from %s is gone): only its unit was audited", d.Name, pid, d.PIDFile),
 				Data:   map[string]string{"daemon": d.Name, "pidfile": d.PIDFile, "pid": strconv.Itoa(pid)}})
 			return fs
 		}
-		fs = append(fs, check.Finding{Subject: name, Status: check.Error, Detail: err.Error(),
+		fs = append(fs, validator.Finding{Subject: name, Status: validator.Error, Detail: err.Error(),
 			Data: map[string]string{"daemon": d.Name, "pidfile": d.PIDFile, "pid": strconv.Itoa(pid)}})
 		return fs
 	}
@@ -257,12 +257,12 @@ func (au *audit) daemon(ctx context.Context, root string, d AuditedDaemon) []che
 	}
 	hu, err := au.unit(ctx, holder)
 	if err != nil {
-		return append(fs, check.Finding{Subject: holder, Status: check.Error, Detail: err.Error(),
+		return append(fs, validator.Finding{Subject: holder, Status: validator.Error, Detail: err.Error(),
 			Data: map[string]string{"daemon": d.Name, "pid": strconv.Itoa(pid), "unit": holder}})
 	}
 	st, why, data = au.judge(hu)
 	data["daemon"], data["pid"], data["pidfile"] = d.Name, strconv.Itoa(pid), d.PIDFile
-	return append(fs, check.Finding{Subject: holder, Status: st, Data: data,
+	return append(fs, validator.Finding{Subject: holder, Status: st, Data: data,
 		Detail: fmt.Sprintf("daemon %s (pid %d) runs in %s, not in %s: %s", d.Name, pid, holder, name, why)})
 }
 
@@ -300,7 +300,7 @@ func (p placement) own() bool {
 
 // containers audits the unit above every container's cgroup, one finding
 // per unit (the fix is per unit) listing its containers.
-func (au *audit) containers(ctx context.Context, v *view) ([]check.Finding, int, error) {
+func (au *audit) containers(ctx context.Context, v *view) ([]validator.Finding, int, error) {
 	type group struct {
 		unit       string
 		parent     string // for containers outside every unit: their parent cgroup
@@ -311,13 +311,13 @@ func (au *audit) containers(ctx context.Context, v *view) ([]check.Finding, int,
 	}
 	groups := map[string]*group{}
 	var order []string
-	var skipped []check.Finding
+	var skipped []validator.Finding
 	n := 0
 	for i := range v.disc.Containers {
 		c := &v.disc.Containers[i]
 		p, ok := au.place(v, c)
 		if !ok {
-			skipped = append(skipped, check.Finding{Subject: c.Name(), Status: check.Skip,
+			skipped = append(skipped, validator.Finding{Subject: c.Name(), Status: validator.Skip,
 				Detail: fmt.Sprintf("state %s records no cgroup on a mounted hierarchy", c.StatePath),
 				Data:   map[string]string{"state": c.StatePath}})
 			continue
@@ -340,7 +340,7 @@ func (au *audit) containers(ctx context.Context, v *view) ([]check.Finding, int,
 		g.containers = append(g.containers, c.Name())
 		g.cgroups = append(g.cgroups, p.cgroup)
 	}
-	var fs []check.Finding
+	var fs []validator.Finding
 	for _, key := range order {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
@@ -356,30 +356,30 @@ func (au *audit) containers(ctx context.Context, v *view) ([]check.Finding, int,
 		switch {
 		case g.unit == "":
 			data["parent"] = g.parent
-			fs = append(fs, check.Finding{Subject: g.parent, Status: check.Warn, Data: data,
+			fs = append(fs, validator.Finding{Subject: g.parent, Status: validator.Warn, Data: data,
 				Detail: fmt.Sprintf("%s under %s, outside every systemd unit and so outside every delegated subtree: "+
 					"no unit's Delegate= covers them and systemd's cgroup tree is shared with them on this %s host", count, g.parent, au.mode)})
 		case g.own:
 			u, err := au.unit(ctx, g.unit)
 			if err != nil {
-				fs = append(fs, check.Finding{Subject: g.unit, Status: check.Error, Detail: err.Error(), Data: data})
+				fs = append(fs, validator.Finding{Subject: g.unit, Status: validator.Error, Detail: err.Error(), Data: data})
 				continue
 			}
 			d := unitData(u, nil)
 			for k, v := range data {
 				d[k] = v
 			}
-			st := check.Pass
+			st := validator.Pass
 			detail := fmt.Sprintf("%s in the cgroup of %s itself (runc's systemd cgroup driver): systemd keeps its processes where runc recorded them", count, g.unit)
 			if u.LoadState != "loaded" {
-				st = check.Warn
+				st = validator.Warn
 				detail = fmt.Sprintf("%s in the cgroup of %s, which systemd does not know (LoadState=%s)", count, g.unit, u.LoadState)
 			}
-			fs = append(fs, check.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d})
+			fs = append(fs, validator.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d})
 		default:
 			u, err := au.unit(ctx, g.unit)
 			if err != nil {
-				fs = append(fs, check.Finding{Subject: g.unit, Status: check.Error, Detail: err.Error(), Data: data})
+				fs = append(fs, validator.Finding{Subject: g.unit, Status: validator.Error, Detail: err.Error(), Data: data})
 				continue
 			}
 			st, why, d := au.judge(u)
@@ -387,14 +387,14 @@ func (au *audit) containers(ctx context.Context, v *view) ([]check.Finding, int,
 				d[k] = v
 			}
 			detail := fmt.Sprintf("%s below %s: %s", count, g.unit, why)
-			if st == check.Fail {
+			if st == validator.Fail {
 				verb := "are"
 				if len(g.containers) == 1 {
 					verb = "is"
 				}
 				detail = fmt.Sprintf("%s below %s %s exposed to seed-000: %s", count, g.unit, verb, why)
 			}
-			fs = append(fs, check.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d})
+			fs = append(fs, validator.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d})
 		}
 	}
 	return append(skipped, fs...), n, nil

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // TestDelegationAuditRealSystemd runs delegation-audit from the host against
@@ -89,7 +89,7 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 			{Name: "plain", PIDFile: "/var/vcap/sys/run/plain/plain.pid"},
 		},
 	}
-	var audit check.Check
+	var audit validator.Check
 	for _, c := range checks.All(d) {
 		if c.Meta().ID == "delegation-audit" {
 			audit = c
@@ -105,21 +105,21 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 		t.Logf("%-5s %-28s %s", f.Status, f.Subject, f.Detail)
 	}
 
-	yes := check.Pass // Delegate=yes covers every v2 controller
+	yes := validator.Pass // Delegate=yes covers every v2 controller
 	if mode != sdbox.Unified {
-		yes = check.Fail // ... but not v1 blkio
+		yes = validator.Fail // ... but not v1 blkio
 	}
 	want := []struct {
 		subject, contains string
-		status            check.Status
+		status            validator.Status
 	}{
-		{"plain-rt.service", "1 container below plain-rt.service is exposed to seed-000", check.Fail},
+		{"plain-rt.service", "1 container below plain-rt.service is exposed to seed-000", validator.Fail},
 		{"yes-rt.service", "1 container below yes-rt.service", yes},
-		{unit.UnitName("rt"), "1 container below " + unit.UnitName("rt"), check.Pass},
-		{"/garden", "outside every systemd unit", check.Warn},
-		{unit.UnitName("rt"), "daemon rt: " + unit.UnitName("rt") + " delegates", check.Pass},
-		{unit.UnitName("plain"), "not loaded (LoadState=not-found)", check.Fail},
-		{"plain-rt.service", "daemon plain (pid ", check.Fail},
+		{unit.UnitName("rt"), "1 container below " + unit.UnitName("rt"), validator.Pass},
+		{"/garden", "outside every systemd unit", validator.Warn},
+		{unit.UnitName("rt"), "daemon rt: " + unit.UnitName("rt") + " delegates", validator.Pass},
+		{unit.UnitName("plain"), "not loaded (LoadState=not-found)", validator.Fail},
+		{"plain-rt.service", "daemon plain (pid ", validator.Fail},
 	}
 	for _, w := range want {
 		found := false

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/hostfixture"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // fakeManager answers like systemd's manager: unknown units read back as
@@ -99,9 +99,9 @@ func auditDeps(h *hostfixture.Host, f *fakeManager, daemons ...AuditedDaemon) De
 }
 
 // bySubject returns the findings about subject, failing if there are none.
-func bySubject(t *testing.T, fs []check.Finding, subject string) []check.Finding {
+func bySubject(t *testing.T, fs []validator.Finding, subject string) []validator.Finding {
 	t.Helper()
-	var out []check.Finding
+	var out []validator.Finding
 	for _, f := range fs {
 		if f.Subject == subject {
 			out = append(out, f)
@@ -150,7 +150,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 		cgroup  string // container cgroup prefix; c1 and c2 are made under it
 		units   []*systemd.Unit
 		subject string
-		status  check.Status
+		status  validator.Status
 		detail  []string
 		missing string
 	}{
@@ -159,7 +159,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 			modes:   allModes,
 			cgroup:  runit,
 			units:   []*systemd.Unit{sliceUnit("system.slice"), plainUnit("runit.service")},
-			subject: "runit.service", status: check.Fail,
+			subject: "runit.service", status: validator.Fail,
 			detail: []string{"2 containers below runit.service are exposed to seed-000", "Delegate=no"},
 		},
 		{
@@ -167,7 +167,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 			modes:   []hostfixture.Mode{hostfixture.Legacy, hostfixture.Hybrid},
 			cgroup:  runit,
 			units:   []*systemd.Unit{delegated("runit.service", delegateYesV1...)},
-			subject: "runit.service", status: check.Fail,
+			subject: "runit.service", status: validator.Fail,
 			detail:  []string{"delegates only cpu cpuset io memory pids", "not cpuacct blkio devices"},
 			missing: "cpuacct blkio devices",
 		},
@@ -176,7 +176,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 			modes:   []hostfixture.Mode{hostfixture.Unified},
 			cgroup:  runit,
 			units:   []*systemd.Unit{delegated("runit.service", delegateYesV1...)},
-			subject: "runit.service", status: check.Pass,
+			subject: "runit.service", status: validator.Pass,
 			detail: []string{"2 containers below runit.service: runit.service delegates"},
 		},
 		{
@@ -184,13 +184,13 @@ func TestDelegationAuditContainers(t *testing.T) {
 			modes:   allModes,
 			cgroup:  runit,
 			units:   []*systemd.Unit{delegated("runit.service", unit.Controllers(unit.DelegateV1)...)},
-			subject: "runit.service", status: check.Pass,
+			subject: "runit.service", status: validator.Pass,
 		},
 		{
 			name:    "unit gone, cgroup left",
 			modes:   allModes,
 			cgroup:  runit,
-			subject: "runit.service", status: check.Fail,
+			subject: "runit.service", status: validator.Fail,
 			detail: []string{"not loaded (LoadState=not-found)"},
 		},
 		{
@@ -198,14 +198,14 @@ func TestDelegationAuditContainers(t *testing.T) {
 			modes:   allModes,
 			cgroup:  "/system.slice/garden/",
 			units:   []*systemd.Unit{sliceUnit("system.slice")},
-			subject: "system.slice", status: check.Fail,
+			subject: "system.slice", status: validator.Fail,
 			detail: []string{"slices cannot delegate"},
 		},
 		{
 			name:    "Garden's /garden at the root",
 			modes:   allModes,
 			cgroup:  "/garden/",
-			subject: "/garden", status: check.Warn,
+			subject: "/garden", status: validator.Warn,
 			detail: []string{"2 containers under /garden, outside every systemd unit"},
 		},
 	}
@@ -242,7 +242,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 				if !f.closed {
 					t.Error("connection not closed")
 				}
-				if bad := failures(fs); tc.status == check.Pass && len(bad) != 0 {
+				if bad := failures(fs); tc.status == validator.Pass && len(bad) != 0 {
 					t.Errorf("unexpected failures %+v", bad)
 				}
 			})
@@ -256,11 +256,11 @@ func TestDelegationAuditSystemdDriverScope(t *testing.T) {
 	h.RunContainer(containerAt("c2", "/system.slice/garden-c2.scope"), 200, 2, 500)
 	scope := delegated("garden-c1.scope", delegateYesV1...)
 	fs := run(t, auditDeps(h, newFakeManager(scope)), "delegation-audit")
-	if g := bySubject(t, fs, "garden-c1.scope")[0]; g.Status != check.Pass || !strings.Contains(g.Detail, "runc's systemd cgroup driver") {
+	if g := bySubject(t, fs, "garden-c1.scope")[0]; g.Status != validator.Pass || !strings.Contains(g.Detail, "runc's systemd cgroup driver") {
 		t.Fatalf("own scope: %+v", g)
 	}
 	// A scope systemd no longer knows holds processes nobody tracks.
-	if g := bySubject(t, fs, "garden-c2.scope")[0]; g.Status != check.Warn || !strings.Contains(g.Detail, "LoadState=not-found") {
+	if g := bySubject(t, fs, "garden-c2.scope")[0]; g.Status != validator.Warn || !strings.Contains(g.Detail, "LoadState=not-found") {
 		t.Fatalf("unknown scope: %+v", g)
 	}
 }
@@ -272,43 +272,43 @@ func TestDelegationAuditDaemons(t *testing.T) {
 		units   []*systemd.Unit
 		pidfile string // content; "" means no pidfile
 		holder  string // unit UnitByPID answers for pid 50
-		want    map[string]check.Status
+		want    map[string]validator.Status
 		detail  string
 	}{
 		{
 			name: "not installed",
-			want: map[string]check.Status{garden: check.Fail}, detail: "cellguard unit install garden",
+			want: map[string]validator.Status{garden: validator.Fail}, detail: "cellguard unit install garden",
 		},
 		{
 			name:  "installed, not running",
 			units: []*systemd.Unit{delegated(garden, unit.Controllers(unit.DelegateV1)...)},
-			want:  map[string]check.Status{garden: check.Pass}, detail: "is not running",
+			want:  map[string]validator.Status{garden: validator.Pass}, detail: "is not running",
 		},
 		{
 			name:    "running in its unit",
 			units:   []*systemd.Unit{delegated(garden, unit.Controllers(unit.DelegateV1)...)},
 			pidfile: "50\n", holder: garden,
-			want: map[string]check.Status{garden: check.Pass},
+			want: map[string]validator.Status{garden: validator.Pass},
 		},
 		{
 			// Started by monit directly: the seed-000 arrangement.
 			name:    "running in monit's plain unit",
 			units:   []*systemd.Unit{delegated(garden, unit.Controllers(unit.DelegateV1)...), plainUnit("monit.service")},
 			pidfile: "50\n", holder: "monit.service",
-			want:   map[string]check.Status{garden: check.Pass, "monit.service": check.Fail},
+			want:   map[string]validator.Status{garden: validator.Pass, "monit.service": validator.Fail},
 			detail: "daemon garden (pid 50) runs in monit.service, not in cellguard-garden.service",
 		},
 		{
 			name:    "running in monit's protected unit",
 			units:   []*systemd.Unit{delegated(garden, unit.Controllers(unit.DelegateV1)...), delegated("monit.service", unit.Controllers(unit.DelegateV1)...)},
 			pidfile: "50\n", holder: "monit.service",
-			want: map[string]check.Status{garden: check.Pass, "monit.service": check.Pass},
+			want: map[string]validator.Status{garden: validator.Pass, "monit.service": validator.Pass},
 		},
 		{
 			name:    "stale pidfile",
 			units:   []*systemd.Unit{delegated(garden, unit.Controllers(unit.DelegateV1)...)},
 			pidfile: "4242\n",
-			want:    map[string]check.Status{garden: check.Pass}, detail: "pid 4242 from /var/vcap/sys/run/garden/garden.pid is gone",
+			want:    map[string]validator.Status{garden: validator.Pass}, detail: "pid 4242 from /var/vcap/sys/run/garden/garden.pid is gone",
 		},
 	}
 	for _, tc := range testCases {
@@ -341,16 +341,16 @@ func TestDelegationAuditDaemons(t *testing.T) {
 }
 
 // worst is the status a finding list gives its subject.
-func worst(fs []check.Finding) check.Status {
-	rank := map[check.Status]int{check.Skip: 0, check.Pass: 1, check.Warn: 2, check.Fail: 3, check.Error: 4}
-	st := check.Skip
+func worst(fs []validator.Finding) validator.Status {
+	rank := map[validator.Status]int{validator.Skip: 0, validator.Pass: 1, validator.Warn: 2, validator.Fail: 3, validator.Error: 4}
+	st := validator.Skip
 	for _, f := range fs {
 		if rank[f.Status] > rank[st] {
 			st = f.Status
 		}
 	}
-	if st == check.Skip {
-		return check.Pass
+	if st == validator.Skip {
+		return validator.Pass
 	}
 	return st
 }
@@ -363,7 +363,7 @@ func TestDelegationAuditSkipsAndErrors(t *testing.T) {
 		d := deps(h)
 		d.SystemdUnits = func(context.Context) (SystemdUnits, error) { dialed = true; return f, nil }
 		fs := run(t, d, "delegation-audit")
-		if len(fs) != 1 || fs[0].Status != check.Skip || !strings.Contains(fs[0].Detail, "not the init system") {
+		if len(fs) != 1 || fs[0].Status != validator.Skip || !strings.Contains(fs[0].Detail, "not the init system") {
 			t.Fatalf("%+v", fs)
 		}
 		if dialed {
@@ -372,7 +372,7 @@ func TestDelegationAuditSkipsAndErrors(t *testing.T) {
 	})
 	t.Run("no dialer", func(t *testing.T) {
 		fs := run(t, deps(bootedHost(t, hostfixture.Unified)), "delegation-audit")
-		if len(fs) != 1 || fs[0].Status != check.Skip {
+		if len(fs) != 1 || fs[0].Status != validator.Skip {
 			t.Fatalf("%+v", fs)
 		}
 	})
@@ -391,10 +391,10 @@ func TestDelegationAuditSkipsAndErrors(t *testing.T) {
 		f := newFakeManager(plainUnit("b.service"))
 		f.errs["a.service"] = errors.New("read properties of a.service: access denied")
 		fs := run(t, auditDeps(h, f), "delegation-audit")
-		if g := bySubject(t, fs, "a.service")[0]; g.Status != check.Error {
+		if g := bySubject(t, fs, "a.service")[0]; g.Status != validator.Error {
 			t.Fatalf("a.service: %+v", g)
 		}
-		if g := bySubject(t, fs, "b.service")[0]; g.Status != check.Fail {
+		if g := bySubject(t, fs, "b.service")[0]; g.Status != validator.Fail {
 			t.Fatalf("b.service still audited: %+v", g)
 		}
 	})
@@ -407,15 +407,15 @@ func TestDelegationAuditSeverity(t *testing.T) {
 	h.RunContainer(containerAt("c1", "/system.slice/runit.service/garden/c1"), 100, 1, 500)
 	d := auditDeps(h, newFakeManager(plainUnit("runit.service")))
 	c := byID(t, All(d), "delegation-audit")
-	for phase, blocked := range map[check.Phase]bool{check.PreStart: true, check.Drain: false} {
-		rep := check.Run(context.Background(), []check.Check{c}, check.Options{Phase: phase})
+	for phase, blocked := range map[validator.Phase]bool{validator.PreStart: true, validator.Drain: false} {
+		rep := validator.Run(context.Background(), []validator.Check{c}, validator.Options{Phase: phase})
 		if rep.Blocked != blocked {
 			t.Errorf("%s: blocked=%v, want %v (%+v)", phase, rep.Blocked, blocked, rep.Results[0])
 		}
 	}
 }
 
-func byID(t *testing.T, cs []check.Check, id string) check.Check {
+func byID(t *testing.T, cs []validator.Check, id string) validator.Check {
 	t.Helper()
 	for _, c := range cs {
 		if c.Meta().ID == id {

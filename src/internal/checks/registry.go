@@ -3,8 +3,8 @@ package checks
 import (
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // Deps is what checks may read: where the host is and what the job
@@ -35,7 +35,7 @@ type Deps struct {
 	Sleep func(time.Duration)
 	// Phase is the run's phase; runtime-versions picks each advisory's
 	// severity by it. "" means pre-start.
-	Phase check.Phase
+	Phase validator.Phase
 	// RuntimeBinaries are configured runc/containerd paths
 	// (config.Validator.RuntimeBinaries); PATH is searched too.
 	RuntimeBinaries map[string]string
@@ -56,12 +56,12 @@ type Deps struct {
 }
 
 // All is the one list of the validator's checks, in report order.
-func All(d Deps) []check.Check {
+func All(d Deps) []validator.Check {
 	h := newHost(d) // one scan of /proc and the runtime roots, shared
 	if d.Sleep == nil && d.Root != "" && d.Root != "/" {
 		d.Sleep = func(time.Duration) {}
 	}
-	return []check.Check{
+	return []validator.Check{
 		&CgroupIntegrity{host: h, Fix: d.Fix, Sleep: d.Sleep},
 		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots},
 		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // RuntimeGhosts finds runtime state whose init process is gone or is now
@@ -25,15 +25,15 @@ type RuntimeGhosts struct {
 	ExtraRoots []string
 }
 
-var _ check.Check = (*RuntimeGhosts)(nil)
+var _ validator.Check = (*RuntimeGhosts)(nil)
 
-func (*RuntimeGhosts) Meta() check.Meta {
-	return check.Meta{
+func (*RuntimeGhosts) Meta() validator.Meta {
+	return validator.Meta{
 		ID:    "runtime-ghosts",
 		Title: "runtime state and container processes agree",
-		Severity: map[check.Phase]check.Severity{
-			check.PreStart: check.Warning,
-			check.Drain:    check.Warning,
+		Severity: map[validator.Phase]validator.Severity{
+			validator.PreStart: validator.Warning,
+			validator.Drain:    validator.Warning,
 		},
 		Story: "seed-002's family: runtime state that outlived its container (init gone, or its pid now " +
 			"another process), and container processes left in the runtime's cgroups with no state to " +
@@ -50,15 +50,15 @@ func (*RuntimeGhosts) Meta() check.Meta {
 	}
 }
 
-func (g *RuntimeGhosts) Run(ctx context.Context) ([]check.Finding, error) {
+func (g *RuntimeGhosts) Run(ctx context.Context) ([]validator.Finding, error) {
 	v, err := g.host.get()
 	if err != nil {
 		return nil, err
 	}
-	var fs []check.Finding
+	var fs []validator.Finding
 	for _, p := range v.disc.Problems {
-		fs = append(fs, check.Finding{
-			Subject: p.Path, Status: check.Fail,
+		fs = append(fs, validator.Finding{
+			Subject: p.Path, Status: validator.Fail,
 			Detail: fmt.Sprintf("unreadable runtime state: %v", p.Err),
 			Data:   map[string]string{"state": p.Path, "kind": "bad-state"},
 		})
@@ -76,8 +76,8 @@ func (g *RuntimeGhosts) Run(ctx context.Context) ([]check.Finding, error) {
 		return nil, err
 	}
 	fs = append(fs, orphans...)
-	fs = append(fs, check.Finding{
-		Status: check.Pass,
+	fs = append(fs, validator.Finding{
+		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d states under %s, %d ghosts, %d orphan processes",
 			len(v.disc.Containers), strings.Join(v.disc.Roots, ", "), ghosts, len(orphans)),
 	})
@@ -85,16 +85,16 @@ func (g *RuntimeGhosts) Run(ctx context.Context) ([]check.Finding, error) {
 }
 
 // ghost says whether c's init process is gone or reused.
-func ghost(v *view, c *runcstate.Container) (check.Finding, bool) {
+func ghost(v *view, c *runcstate.Container) (validator.Finding, bool) {
 	st := c.State
 	if st.InitProcessPid <= 0 {
-		return check.Finding{}, false
+		return validator.Finding{}, false
 	}
 	data := map[string]string{
 		"container": c.Name(), "runtime": c.Runtime, "state": c.StatePath,
 		"pid": strconv.Itoa(st.InitProcessPid), "recorded_start": strconv.FormatUint(uint64(st.InitProcessStart), 10),
 	}
-	f := check.Finding{Subject: c.Name(), Status: check.Fail, Data: data}
+	f := validator.Finding{Subject: c.Name(), Status: validator.Fail, Data: data}
 	p := v.find(st.InitProcessPid)
 	switch {
 	case p == nil:
@@ -110,7 +110,7 @@ func ghost(v *view, c *runcstate.Container) (check.Finding, bool) {
 		data["kind"] = "init-zombie"
 		f.Detail = fmt.Sprintf("init pid %d exited and was not reaped; state %s is a ghost", st.InitProcessPid, c.StatePath)
 	default:
-		return check.Finding{}, false
+		return validator.Finding{}, false
 	}
 	return f, true
 }
@@ -118,7 +118,7 @@ func ghost(v *view, c *runcstate.Container) (check.Finding, bool) {
 // orphans walks the runtime's cgroup subtrees in one reference hierarchy
 // (a process leaked by a failed destroy sits in every hierarchy, so one is
 // enough) and reports processes in cgroups no state owns.
-func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]check.Finding, error) {
+func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]validator.Finding, error) {
 	ref := referenceHierarchy(v.layout)
 	if ref == nil {
 		return nil, nil
@@ -147,7 +147,7 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]check.Finding, 
 		parents[path.Clean("/"+r)] = true
 	}
 	roots := outermost(parents)
-	var out []check.Finding
+	var out []validator.Finding
 	var buf []byte
 	var pids []int
 	for _, rel := range roots {
@@ -174,8 +174,8 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]check.Finding, 
 				if _, listed := v.listedBy[pid]; listed || claimedNS[p.ns] {
 					continue // a container's process out of place: cgroup-integrity's finding
 				}
-				out = append(out, check.Finding{
-					Subject: rel, Status: check.Fail,
+				out = append(out, validator.Finding{
+					Subject: rel, Status: validator.Fail,
 					Detail: fmt.Sprintf("pid %d (%s) is in %s:%s, which no runtime state claims", pid, p.stat.Comm, ref.Name, rel),
 					Data: map[string]string{
 						"kind": "orphan", "pid": strconv.Itoa(pid), "comm": p.stat.Comm,

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // RuntimeVersions probes every runc and containerd binary (configured
@@ -21,23 +21,23 @@ type RuntimeVersions struct {
 	// AdvisoriesFile is the operator's list merged over the shipped one.
 	AdvisoriesFile string
 	// Phase picks each advisory's severity; "" means pre-start.
-	Phase check.Phase
+	Phase validator.Phase
 	// Path is the search path under Root; nil means runtimever.DefaultPath.
 	Path   []string
 	Prober runtimever.Prober
 }
 
-var _ check.Check = (*RuntimeVersions)(nil)
+var _ validator.Check = (*RuntimeVersions)(nil)
 
-func (*RuntimeVersions) Meta() check.Meta {
-	return check.Meta{
+func (*RuntimeVersions) Meta() validator.Meta {
+	return validator.Meta{
 		ID:    "runtime-versions",
 		Title: "runc and containerd are not affected by a known advisory",
-		Severity: map[check.Phase]check.Severity{
+		Severity: map[validator.Phase]validator.Severity{
 			// At drain the old runtime is on its way out and blocking
 			// would stop the very update that replaces it.
-			check.PreStart: check.Blocking,
-			check.Drain:    check.Warning,
+			validator.PreStart: validator.Blocking,
+			validator.Drain:    validator.Warning,
 		},
 		Story: "seed-001: runc 1.0.0-rc93 hung in `runc init` on cells whose pipe soft limit was " +
 			"exhausted; container breakouts (CVE-2019-5736, CVE-2024-21626, the November 2025 runc " +
@@ -55,30 +55,30 @@ func (*RuntimeVersions) Meta() check.Meta {
 	}
 }
 
-func (c *RuntimeVersions) Run(ctx context.Context) ([]check.Finding, error) {
+func (c *RuntimeVersions) Run(ctx context.Context) ([]validator.Finding, error) {
 	advs, err := runtimever.Load(c.Root, c.AdvisoriesFile)
 	if err != nil {
 		return nil, err
 	}
 	phase := c.Phase
 	if phase == "" {
-		phase = check.PreStart
+		phase = validator.PreStart
 	}
 	conds := &advisoryConditions{root: c.Root}
 	loc := runtimever.Locator{Root: c.Root, Configured: c.Binaries, Path: c.Path}
-	var fs []check.Finding
+	var fs []validator.Finding
 	for _, comp := range []string{runtimever.Runc, runtimever.Containerd} {
 		found, missing := loc.Locate(comp)
 		for _, m := range missing {
-			fs = append(fs, check.Finding{
-				Subject: m.Path, Status: check.Skip,
+			fs = append(fs, validator.Finding{
+				Subject: m.Path, Status: validator.Skip,
 				Detail: fmt.Sprintf("configured %s binary %s is not there: %v", comp, m.Path, m.Err),
 				Data:   map[string]string{"component": comp},
 			})
 		}
 		if len(found) == 0 {
-			fs = append(fs, check.Finding{
-				Subject: comp, Status: check.Skip,
+			fs = append(fs, validator.Finding{
+				Subject: comp, Status: validator.Skip,
 				Detail: fmt.Sprintf("no %s binary configured or on PATH (%s)", comp, strings.Join(runtimeSearchPath(c.Path), ":")),
 				Data:   map[string]string{"component": comp},
 			})
@@ -91,8 +91,8 @@ func (c *RuntimeVersions) Run(ctx context.Context) ([]check.Finding, error) {
 			info, err := c.Prober.Probe(ctx, b)
 			if err != nil {
 				// A runtime that cannot even print its version is broken.
-				fs = append(fs, check.Finding{
-					Subject: b.Path, Status: check.Fail, Detail: err.Error(),
+				fs = append(fs, validator.Finding{
+					Subject: b.Path, Status: validator.Fail, Detail: err.Error(),
 					Data: map[string]string{"component": comp, "path": b.Path, "source": b.Source},
 				})
 				continue
@@ -105,7 +105,7 @@ func (c *RuntimeVersions) Run(ctx context.Context) ([]check.Finding, error) {
 
 // judgeRuntime turns one probed binary into findings: one summary, one per
 // matching advisory.
-func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase check.Phase, conds *advisoryConditions) []check.Finding {
+func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase validator.Phase, conds *advisoryConditions) []validator.Finding {
 	base := map[string]string{
 		"component": info.Component, "path": info.Path, "source": info.Source,
 		"version_output": firstLineOf(info.RawVersion),
@@ -124,8 +124,8 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase check.
 	}
 	if info.VersionErr != nil {
 		d := cloneData(base)
-		return []check.Finding{{
-			Subject: info.Path, Status: check.Warn, Data: d,
+		return []validator.Finding{{
+			Subject: info.Path, Status: validator.Warn, Data: d,
 			Detail: fmt.Sprintf("%s at %s: version unknown (%v); advisories cannot be matched", info.Component, info.Path, info.VersionErr),
 		}}
 	}
@@ -135,7 +135,7 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase check.
 	if info.Distro != "" {
 		name += " (package " + info.Distro + ")"
 	}
-	var out []check.Finding
+	var out []validator.Finding
 	matched := 0
 	for _, a := range advs {
 		if a.Component != info.Component {
@@ -151,8 +151,8 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase check.
 			continue
 		case runtimever.Backported:
 			d["backport"] = backport
-			out = append(out, check.Finding{
-				Subject: info.Path, Status: check.Pass, Data: d,
+			out = append(out, validator.Finding{
+				Subject: info.Path, Status: validator.Pass, Data: d,
 				Detail: fmt.Sprintf("%s: %s at %s is in an affected range but its distribution build carries the fix (backport %s)", a.ID, name, info.Path, backport),
 			})
 			continue
@@ -165,13 +165,13 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase check.
 			d["condition"] = a.Condition
 			d["condition_holds"] = strconv.FormatBool(holds)
 			d["condition_evidence"] = evidence
-			if !holds && sev == check.Blocking {
-				sev = check.Warning
+			if !holds && sev == validator.Blocking {
+				sev = validator.Warning
 			}
 			detail += fmt.Sprintf(" Condition %s: %s.", a.Condition, evidence)
 		}
 		d["severity"] = string(sev)
-		out = append(out, check.Finding{Subject: info.Path, Status: advisoryStatus(sev), Detail: detail, Data: d})
+		out = append(out, validator.Finding{Subject: info.Path, Status: advisoryStatus(sev), Detail: detail, Data: d})
 	}
 	summary := fmt.Sprintf("%s at %s (%s, version from %s)", name, info.Path, info.Source, info.VersionSource)
 	if matched == 0 {
@@ -182,20 +182,20 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase check.
 	if len(info.Notes) > 0 {
 		summary += "; " + strings.Join(info.Notes, "; ")
 	}
-	return append([]check.Finding{{Subject: info.Path, Status: check.Pass, Detail: summary, Data: base}}, out...)
+	return append([]validator.Finding{{Subject: info.Path, Status: validator.Pass, Detail: summary, Data: base}}, out...)
 }
 
 // advisoryStatus maps an advisory's severity in this phase to a finding: a
 // blocking advisory fails the check, a warning warns, info passes with
 // the evidence attached.
-func advisoryStatus(s check.Severity) check.Status {
+func advisoryStatus(s validator.Severity) validator.Status {
 	switch s {
-	case check.Blocking:
-		return check.Fail
-	case check.Info:
-		return check.Pass
+	case validator.Blocking:
+		return validator.Fail
+	case validator.Info:
+		return validator.Pass
 	}
-	return check.Warn
+	return validator.Warn
 }
 
 func advisoryFixedText(a runtimever.Advisory) string {

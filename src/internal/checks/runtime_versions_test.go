@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // rvFake writes an executable script at root+path that prints out for
@@ -40,8 +40,8 @@ func rvSysctl(t *testing.T, root, pipeSoft string) {
 
 // rvByAdvisory indexes findings by their advisory id; "" collects the
 // per-binary summaries and skips.
-func rvByAdvisory(fs []check.Finding) map[string][]check.Finding {
-	out := map[string][]check.Finding{}
+func rvByAdvisory(fs []validator.Finding) map[string][]validator.Finding {
+	out := map[string][]validator.Finding{}
 	for _, f := range fs {
 		out[f.Data["advisory"]] = append(out[f.Data["advisory"]], f)
 	}
@@ -49,7 +49,7 @@ func rvByAdvisory(fs []check.Finding) map[string][]check.Finding {
 }
 
 func TestRuntimeVersionsMeta(t *testing.T) {
-	if err := check.Validate([]check.Check{&RuntimeVersions{}, &SystemdCgroupMode{}}); err != nil {
+	if err := validator.Validate([]validator.Check{&RuntimeVersions{}, &SystemdCgroupMode{}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -60,14 +60,14 @@ func TestRuntimeVersionsRC93Hang(t *testing.T) {
 	rc93 := "runc version 1.0.0-rc93\ncommit: 12644e614e25b05da6fd08a38ffa0cfe1903fdec\nspec: 1.0.2-dev"
 	testCases := []struct {
 		name, pipeSoft string
-		phase          check.Phase
-		want           check.Status
+		phase          validator.Phase
+		want           validator.Status
 		holds          string
 	}{
-		{"limit active, pre-start", "16384", check.PreStart, check.Fail, "true"},
-		{"limit off, pre-start", "0", check.PreStart, check.Warn, "false"},
-		{"limit active, drain", "16384", check.Drain, check.Warn, "true"},
-		{"limit unreadable, pre-start", "", check.PreStart, check.Fail, "true"},
+		{"limit active, pre-start", "16384", validator.PreStart, validator.Fail, "true"},
+		{"limit off, pre-start", "0", validator.PreStart, validator.Warn, "false"},
+		{"limit active, drain", "16384", validator.Drain, validator.Warn, "true"},
+		{"limit unreadable, pre-start", "", validator.PreStart, validator.Fail, "true"},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,14 +99,14 @@ func TestRuntimeVersionsRC93Hang(t *testing.T) {
 				t.Errorf("data %v", f.Data)
 			}
 			// containerd is neither configured nor on the (empty) PATH
-			if sk := rvByAdvisory(fs)[""]; !containsStatus(sk, "containerd", check.Skip) {
+			if sk := rvByAdvisory(fs)[""]; !containsStatus(sk, "containerd", validator.Skip) {
 				t.Errorf("no Skip for the absent containerd: %+v", sk)
 			}
 		})
 	}
 }
 
-func containsStatus(fs []check.Finding, subject string, st check.Status) bool {
+func containsStatus(fs []validator.Finding, subject string, st validator.Status) bool {
 	for _, f := range fs {
 		if f.Subject == subject && f.Status == st {
 			return true
@@ -129,12 +129,12 @@ func TestRuntimeVersionsBinariesMissingOrBroken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]check.Status{
-		"/var/vcap/packages/runc/bin/runc": check.Skip, // configured, absent
-		"/usr/bin/runc":                    check.Warn, // version unknown
-		"/usr/bin/containerd":              check.Fail, // hangs
+	want := map[string]validator.Status{
+		"/var/vcap/packages/runc/bin/runc": validator.Skip, // configured, absent
+		"/usr/bin/runc":                    validator.Warn, // version unknown
+		"/usr/bin/containerd":              validator.Fail, // hangs
 	}
-	got := map[string]check.Status{}
+	got := map[string]validator.Status{}
 	for _, f := range fs {
 		got[f.Subject] = f.Status
 		if f.Subject == "/usr/bin/containerd" && !strings.Contains(f.Detail, "killed its process group") {
@@ -160,8 +160,8 @@ func TestRuntimeVersionsOperatorFile(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		file string
-		want check.Status
-	}{{"", check.Warn}, {"/advisories.json", check.Fail}} {
+		want validator.Status
+	}{{"", validator.Warn}, {"/advisories.json", validator.Fail}} {
 		c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin"}, AdvisoriesFile: tc.file}
 		fs, err := c.Run(context.Background())
 		if err != nil {
@@ -223,18 +223,18 @@ func TestRuntimeVersionsRealDebianHost(t *testing.T) {
 
 	// through the framework: pre-start blocks, drain does not
 	for _, p := range []struct {
-		phase   check.Phase
+		phase   validator.Phase
 		blocked bool
-	}{{check.PreStart, true}, {check.Drain, false}} {
+	}{{validator.PreStart, true}, {validator.Drain, false}} {
 		c.Phase = p.phase
-		rep := check.Run(context.Background(), []check.Check{c}, check.Options{Phase: p.phase})
+		rep := validator.Run(context.Background(), []validator.Check{c}, validator.Options{Phase: p.phase})
 		if rep.Blocked != p.blocked {
 			t.Errorf("%s: blocked = %v, want %v (%s)", p.phase, rep.Blocked, p.blocked, rep.Results[0].Status)
 		}
 	}
 }
 
-func rvDescribe(fs []check.Finding) string {
+func rvDescribe(fs []validator.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
 		b.WriteString(string(f.Status) + " " + f.Subject + ": " + f.Detail + "\n")

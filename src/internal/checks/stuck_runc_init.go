@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // DefaultRuncInitMaxAge is how long a `runc init` may live. It lives from
@@ -36,15 +36,15 @@ type StuckRuncInit struct {
 	PipeCapacity func(fs procfs.FS, pid, fd int) (int, error)
 }
 
-var _ check.Check = (*StuckRuncInit)(nil)
+var _ validator.Check = (*StuckRuncInit)(nil)
 
-func (*StuckRuncInit) Meta() check.Meta {
-	return check.Meta{
+func (*StuckRuncInit) Meta() validator.Meta {
+	return validator.Meta{
 		ID:    "stuck-runc-init",
 		Title: "no runc init is stuck and runc's pipes have their full capacity",
-		Severity: map[check.Phase]check.Severity{
-			check.PreStart: check.Warning,
-			check.Drain:    check.Warning,
+		Severity: map[validator.Phase]validator.Severity{
+			validator.PreStart: validator.Warning,
+			validator.Drain:    validator.Warning,
 		},
 		Story: "seed-001: with fs.pipe-user-pages-soft exhausted, new pipes got a single page; runc " +
 			"1.0.0-rc93 wrote the seccomp filter into such a pipe before reading it and `runc init` blocked forever, so " +
@@ -60,7 +60,7 @@ func (*StuckRuncInit) Meta() check.Meta {
 	}
 }
 
-func (s *StuckRuncInit) Run(ctx context.Context) ([]check.Finding, error) {
+func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 	v, err := s.host.get()
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]check.Finding, error) {
 	}
 	r := v.proc.NewReader()
 	defer r.Close()
-	var fs []check.Finding
+	var fs []validator.Finding
 	inits, runcs := 0, 0
 	for i := range v.procs {
 		if err := ctx.Err(); err != nil {
@@ -112,8 +112,8 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]check.Finding, error) {
 				if subject == "" {
 					subject = "pid " + strconv.Itoa(p.pid)
 				}
-				fs = append(fs, check.Finding{
-					Subject: subject, Status: check.Fail,
+				fs = append(fs, validator.Finding{
+					Subject: subject, Status: validator.Fail,
 					Detail: fmt.Sprintf("runc init pid %d (%s) has run for %s (limit %s)", p.pid, p.stat.Comm, age.Round(time.Second), maxAge),
 					Data: map[string]string{
 						"kind": "stuck-init", "pid": strconv.Itoa(p.pid), "comm": p.stat.Comm,
@@ -125,8 +125,8 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]check.Finding, error) {
 		}
 		fs = append(fs, s.smallPipes(v, r, p, capOf, minCap)...)
 	}
-	fs = append(fs, check.Finding{
-		Status: check.Pass,
+	fs = append(fs, validator.Finding{
+		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d runc processes, %d runc init, limit %s", runcs, inits, maxAge),
 	})
 	return fs, nil
@@ -144,12 +144,12 @@ func isRuncInit(comm string, args []string) bool {
 
 // smallPipes reports pipes of p below the default capacity. Descriptors
 // that vanish or cannot be opened are skipped.
-func (s *StuckRuncInit) smallPipes(v *view, r *procfs.Reader, p *proc, capOf func(procfs.FS, int, int) (int, error), minCap int) []check.Finding {
+func (s *StuckRuncInit) smallPipes(v *view, r *procfs.Reader, p *proc, capOf func(procfs.FS, int, int) (int, error), minCap int) []validator.Finding {
 	ents, err := os.ReadDir(v.proc.Path(p.pid, "fd"))
 	if err != nil {
 		return nil // gone, or not ours to read
 	}
-	var out []check.Finding
+	var out []validator.Finding
 	for _, e := range ents {
 		fd, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -163,16 +163,16 @@ func (s *StuckRuncInit) smallPipes(v *view, r *procfs.Reader, p *proc, capOf fun
 		n, err := capOf(v.proc, p.pid, fd)
 		if err != nil {
 			if !procfs.IsGone(err) && !errors.Is(err, procfs.ErrNotPipe) && !errors.Is(err, os.ErrPermission) {
-				out = append(out, check.Finding{
-					Subject: "pid " + strconv.Itoa(p.pid), Status: check.Skip,
+				out = append(out, validator.Finding{
+					Subject: "pid " + strconv.Itoa(p.pid), Status: validator.Skip,
 					Detail: fmt.Sprintf("could not read capacity of %s on fd %d: %v", pipe, fd, err),
 				})
 			}
 			continue
 		}
 		if n < minCap {
-			out = append(out, check.Finding{
-				Subject: "pid " + strconv.Itoa(p.pid), Status: check.Fail,
+			out = append(out, validator.Finding{
+				Subject: "pid " + strconv.Itoa(p.pid), Status: validator.Fail,
 				Detail: fmt.Sprintf("pid %d (%s) holds %s on fd %d with capacity %d bytes (%d pages, default %d): fs.pipe-user-pages-soft is exhausted for its user",
 					p.pid, p.stat.Comm, pipe, fd, n, n/os.Getpagesize(), minPipePages),
 				Data: map[string]string{

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/synthcell"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // BenchmarkSynthCell measures the shared host scan alone and the three
@@ -41,14 +41,14 @@ func BenchmarkSynthCell(b *testing.B) {
 		b.Run(tc.name+"/checks", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				var cs []check.Check
+				var cs []validator.Check
 				for _, c := range All(d) {
 					switch c.(type) {
 					case *CgroupIntegrity, *RuntimeGhosts, *StuckRuncInit:
 						cs = append(cs, c)
 					}
 				}
-				rep := check.Run(context.Background(), cs, check.Options{Phase: check.Drain})
+				rep := validator.Run(context.Background(), cs, validator.Options{Phase: validator.Drain})
 				if rep.Blocked != (tc.share > 0) {
 					b.Fatalf("blocked = %v with %d escapes", rep.Blocked, len(w.Escapes))
 				}

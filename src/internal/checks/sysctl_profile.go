@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // SysctlProfile checks that the container-host sysctl profile, as the job
@@ -22,21 +22,21 @@ type SysctlProfile struct {
 	Config config.Sysctl
 }
 
-var _ check.Check = (*SysctlProfile)(nil)
+var _ validator.Check = (*SysctlProfile)(nil)
 
-func (*SysctlProfile) Meta() check.Meta {
-	return check.Meta{
+func (*SysctlProfile) Meta() validator.Meta {
+	return validator.Meta{
 		ID:    "sysctl-profile",
 		Title: "the container-host sysctl profile is in force, live and at boot",
-		Severity: map[check.Phase]check.Severity{
+		Severity: map[validator.Phase]validator.Severity{
 			// Pre-start runs `cellguard sysctl apply` first, so drift here is
 			// what apply cannot fix: another sysctl.d file or /etc/sysctl.conf
 			// wins at boot, or the kernel lacks the key. After a reboot BOSH
 			// runs no pre-start, so the cell would silently lose the values.
-			check.PreStart: check.Blocking,
+			validator.PreStart: validator.Blocking,
 			// At drain the values are the outgoing deployment's; the
 			// update's pre-start applies them again.
-			check.Drain: check.Warning,
+			validator.Drain: validator.Warning,
 		},
 		Story: "seed-001: runc 1.0.0-rc93's `runc init` hung writing into a pipe that the kernel had shrunk " +
 			"to minimal size once root's pipes passed fs.pipe-user-pages-soft; keyring quotas " +
@@ -54,19 +54,19 @@ func (*SysctlProfile) Meta() check.Meta {
 	}
 }
 
-func (c *SysctlProfile) Run(ctx context.Context) ([]check.Finding, error) {
+func (c *SysctlProfile) Run(ctx context.Context) ([]validator.Finding, error) {
 	p, err := sysctl.Resolve(c.Config)
 	if err != nil {
 		return nil, fmt.Errorf("resolve sysctl profile: %w", err)
 	}
 	if len(p.Entries) == 0 {
-		return []check.Finding{{Subject: "sysctl", Status: check.Skip,
+		return []validator.Finding{{Subject: "sysctl", Status: validator.Skip,
 			Detail: fmt.Sprintf("sysctl profile %q with no keys set: nothing to check", p.Name)}}, nil
 	}
 	// A fixture tree without /proc/sys models a host part this check does
 	// not read; every live host has one.
 	if _, err := os.Stat(filepath.Join(rootOr(c.Root), "proc/sys")); errors.Is(err, os.ErrNotExist) {
-		return []check.Finding{{Subject: "sysctl", Status: check.Skip,
+		return []validator.Finding{{Subject: "sysctl", Status: validator.Skip,
 			Detail: fmt.Sprintf("no proc/sys under %s: kernel parameters cannot be read", rootOr(c.Root))}}, nil
 	}
 	rep, err := sysctl.Check(c.Root, p)
@@ -77,7 +77,7 @@ func (c *SysctlProfile) Run(ctx context.Context) ([]check.Finding, error) {
 	for _, e := range p.Entries {
 		why[e.Key] = e
 	}
-	var fs []check.Finding
+	var fs []validator.Finding
 	for _, k := range rep.Keys {
 		if k.InForce() {
 			continue
@@ -97,10 +97,10 @@ func (c *SysctlProfile) Run(ctx context.Context) ([]check.Finding, error) {
 		if e.Source != "" {
 			d["source"] = e.Source
 		}
-		f := check.Finding{Subject: k.Key, Status: check.Fail, Data: d}
+		f := validator.Finding{Subject: k.Key, Status: validator.Fail, Data: d}
 		switch k.Status {
 		case sysctl.Unreadable:
-			f.Status = check.Error
+			f.Status = validator.Error
 			f.Detail = fmt.Sprintf("%s: cannot read it (wanted %s): %s", k.Key, wanted, k.Error)
 			d["error"] = k.Error
 		case sysctl.Missing:
@@ -112,8 +112,8 @@ func (c *SysctlProfile) Run(ctx context.Context) ([]check.Finding, error) {
 		}
 		fs = append(fs, f)
 	}
-	fs = append(fs, check.Finding{
-		Subject: "sysctl", Status: check.Pass,
+	fs = append(fs, validator.Finding{
+		Subject: "sysctl", Status: validator.Pass,
 		Detail: fmt.Sprintf("profile %s: %d of %d keys in force, persisted in %s", p.Name, len(rep.Keys)-len(fs), len(rep.Keys), p.File),
 		Data: map[string]string{"profile": p.Name, "file": p.File, "keys": strconv.Itoa(len(rep.Keys)),
 			"drifted": strconv.Itoa(len(fs))},

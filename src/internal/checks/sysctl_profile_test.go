@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // sysctlHost is a fixture root with a fake /proc/sys holding every key of
@@ -57,7 +57,7 @@ func writeFile(t *testing.T, root, rel, content string) {
 	}
 }
 
-func runSysctl(t *testing.T, root string, cfg config.Sysctl) []check.Finding {
+func runSysctl(t *testing.T, root string, cfg config.Sysctl) []validator.Finding {
 	t.Helper()
 	return run(t, Deps{Root: root, Sysctl: cfg}, "sysctl-profile")
 }
@@ -80,21 +80,21 @@ func TestSysctlProfileDrift(t *testing.T) {
 		cfg     config.Sysctl
 		change  func(t *testing.T, root string)
 		subject string
-		status  check.Status
+		status  validator.Status
 		data    map[string]string
 		detail  []string
 	}{
 		{
 			name:    "live value changed at runtime",
 			change:  func(t *testing.T, root string) { writeKey(t, root, "fs.pipe-user-pages-soft", "16384") },
-			subject: "fs.pipe-user-pages-soft", status: check.Fail,
+			subject: "fs.pipe-user-pages-soft", status: validator.Fail,
 			data:   map[string]string{"live": "16384", "wanted": "0", "status": sysctl.LiveDrift, "boot": "0"},
 			detail: []string{"live 16384, wanted 0 (live-drift)", "although /etc/sysctl.d/60-cellguard.conf:", "systemd-sysctl has not run since", "cellguard sysctl apply"},
 		},
 		{
 			name:    "live value below a floor",
 			change:  func(t *testing.T, root string) { writeKey(t, root, "fs.inotify.max_user_watches", "8192") },
-			subject: "fs.inotify.max_user_watches", status: check.Fail,
+			subject: "fs.inotify.max_user_watches", status: validator.Fail,
 			data:   map[string]string{"live": "8192", "wanted": "524288", "mode": sysctl.ModeAtLeast, "status": sysctl.LiveDrift},
 			detail: []string{"live 8192, wanted >=524288 (live-drift)", "the live value is 8192, below the floor 524288, although"},
 		},
@@ -103,7 +103,7 @@ func TestSysctlProfileDrift(t *testing.T) {
 			change: func(t *testing.T, root string) {
 				writeFile(t, root, "etc/sysctl.d/99-tuning.conf", "# ops\nkernel.pid_max = 32768\n")
 			},
-			subject: "kernel.pid_max", status: check.Fail,
+			subject: "kernel.pid_max", status: validator.Fail,
 			data:   map[string]string{"live": "4194304", "wanted": "4194304", "status": sysctl.BootDrift, "boot": "32768"},
 			detail: []string{"live 4194304 is as wanted, but not after a reboot", "/etc/sysctl.d/99-tuning.conf:2 sets it back to 32768, below the floor 4194304, after ours (60-cellguard.conf)"},
 		},
@@ -114,7 +114,7 @@ func TestSysctlProfileDrift(t *testing.T) {
 				writeFile(t, root, "etc/sysctl.d/99-sysctl.conf", "vm.panic_on_oom=2\n")
 				writeKey(t, root, "vm.panic_on_oom", "2")
 			},
-			subject: "vm.panic_on_oom", status: check.Fail,
+			subject: "vm.panic_on_oom", status: validator.Fail,
 			data:   map[string]string{"live": "2", "wanted": "0", "status": sysctl.Drift},
 			detail: []string{"live 2, wanted 0 (drift)", "the live value 2 is what /etc/sysctl.d/99-sysctl.conf:1 sets"},
 		},
@@ -122,7 +122,7 @@ func TestSysctlProfileDrift(t *testing.T) {
 			name:    "operator override is what is wanted",
 			cfg:     config.Sysctl{Set: map[string]string{"kernel.pid_max": "1048576"}},
 			change:  func(t *testing.T, root string) { writeKey(t, root, "kernel.pid_max", "4194304") },
-			subject: "kernel.pid_max", status: check.Fail,
+			subject: "kernel.pid_max", status: validator.Fail,
 			data:   map[string]string{"live": "4194304", "wanted": "1048576", "from": "override"},
 			detail: []string{"live 4194304, wanted 1048576"},
 		},
@@ -133,7 +133,7 @@ func TestSysctlProfileDrift(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			subject: "user.max_user_namespaces", status: check.Fail,
+			subject: "user.max_user_namespaces", status: validator.Fail,
 			data:   map[string]string{"status": sysctl.Missing},
 			detail: []string{"no /proc/sys/user/max_user_namespaces on this kernel"},
 		},
@@ -211,13 +211,13 @@ func TestSysctlProfileConfig(t *testing.T) {
 	})
 	t.Run("no profile", func(t *testing.T) {
 		fs := runSysctl(t, t.TempDir(), config.Sysctl{Profile: sysctl.NoProfile})
-		if len(fs) != 1 || fs[0].Status != check.Skip {
+		if len(fs) != 1 || fs[0].Status != validator.Skip {
 			t.Fatalf("%+v", fs)
 		}
 	})
 	t.Run("fixture without proc/sys", func(t *testing.T) {
 		fs := runSysctl(t, t.TempDir(), config.Sysctl{})
-		if len(fs) != 1 || fs[0].Status != check.Skip || !strings.Contains(fs[0].Detail, "no proc/sys") {
+		if len(fs) != 1 || fs[0].Status != validator.Skip || !strings.Contains(fs[0].Detail, "no proc/sys") {
 			t.Fatalf("%+v", fs)
 		}
 	})
@@ -227,9 +227,9 @@ func TestSysctlProfileSeverity(t *testing.T) {
 	root := sysctlHost(t, config.Sysctl{})
 	writeKey(t, root, "fs.pipe-user-pages-soft", "16384")
 	c := byID(t, All(Deps{Root: root}), "sysctl-profile")
-	for phase, blocked := range map[check.Phase]bool{check.PreStart: true, check.Drain: false} {
-		rep := check.Run(context.Background(), []check.Check{c}, check.Options{Phase: phase})
-		if rep.Blocked != blocked || rep.Results[0].Status == check.Pass {
+	for phase, blocked := range map[validator.Phase]bool{validator.PreStart: true, validator.Drain: false} {
+		rep := validator.Run(context.Background(), []validator.Check{c}, validator.Options{Phase: phase})
+		if rep.Blocked != blocked || rep.Results[0].Status == validator.Pass {
 			t.Errorf("%s: blocked=%v status=%s, want blocked=%v", phase, rep.Blocked, rep.Results[0].Status, blocked)
 		}
 	}

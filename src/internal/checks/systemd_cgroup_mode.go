@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // systemd releases that change what a cgroup v1 host can do.
@@ -54,15 +54,15 @@ type SystemdCgroupMode struct {
 	Mode func(root string) (cgroup.Mode, error)
 }
 
-var _ check.Check = (*SystemdCgroupMode)(nil)
+var _ validator.Check = (*SystemdCgroupMode)(nil)
 
-func (*SystemdCgroupMode) Meta() check.Meta {
-	return check.Meta{
+func (*SystemdCgroupMode) Meta() validator.Meta {
+	return validator.Meta{
 		ID:    "systemd-cgroup-mode",
 		Title: "systemd supports the host's cgroup mode",
-		Severity: map[check.Phase]check.Severity{
-			check.PreStart: check.Blocking,
-			check.Drain:    check.Warning,
+		Severity: map[validator.Phase]validator.Severity{
+			validator.PreStart: validator.Blocking,
+			validator.Drain:    validator.Warning,
 		},
 		Story: "systemd 256 refuses to boot on cgroup v1 (legacy or hybrid, what CF cells and " +
 			"Concourse workers on older stemcells use) unless SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1 " +
@@ -81,7 +81,7 @@ func (*SystemdCgroupMode) Meta() check.Meta {
 	}
 }
 
-func (c *SystemdCgroupMode) Run(ctx context.Context) ([]check.Finding, error) {
+func (c *SystemdCgroupMode) Run(ctx context.Context) ([]validator.Finding, error) {
 	detect := c.Mode
 	if detect == nil {
 		detect = cgroup.DetectMode
@@ -99,7 +99,7 @@ func (c *SystemdCgroupMode) Run(ctx context.Context) ([]check.Finding, error) {
 		v    int
 	}
 	var sources []source
-	var fs []check.Finding
+	var fs []validator.Finding
 	if c.Running != nil && sdBooted(c.Root) {
 		n, err := c.Running.SystemdVersion(ctx)
 		if err != nil {
@@ -107,13 +107,13 @@ func (c *SystemdCgroupMode) Run(ctx context.Context) ([]check.Finding, error) {
 		}
 		sources = append(sources, source{"running", n})
 	} else if c.Running != nil {
-		fs = append(fs, check.Finding{Subject: "systemd", Status: check.Skip,
+		fs = append(fs, validator.Finding{Subject: "systemd", Status: validator.Skip,
 			Detail: "systemd is not the init system here (no /run/systemd/system); only the installed version is checked"})
 	}
 	n, err := installed.SystemdVersion(ctx)
 	switch {
 	case errors.Is(err, ErrNoSystemctl):
-		fs = append(fs, check.Finding{Subject: "systemd", Status: check.Skip, Detail: err.Error()})
+		fs = append(fs, validator.Finding{Subject: "systemd", Status: validator.Skip, Detail: err.Error()})
 	case err != nil:
 		return nil, err
 	default:
@@ -135,19 +135,19 @@ func (c *SystemdCgroupMode) Run(ctx context.Context) ([]check.Finding, error) {
 		}
 		d := map[string]string{"systemd": strconv.Itoa(s.v), "which": s.name, "cgroup_mode": mode.String(),
 			"legacy_force": strconv.FormatBool(forced)}
-		f := check.Finding{Subject: "systemd " + s.name, Data: d}
+		f := validator.Finding{Subject: "systemd " + s.name, Data: d}
 		switch {
 		case !v1 || s.v < systemdRefusesV1:
-			f.Status = check.Pass
+			f.Status = validator.Pass
 			f.Detail = fmt.Sprintf("systemd %d (%s) supports the %s cgroup mode", s.v, s.name, mode)
 		case s.v >= systemdDropsV1:
-			f.Status = check.Fail
+			f.Status = validator.Fail
 			f.Detail = fmt.Sprintf("systemd %d (%s) has no cgroup v1 support (removed in %d) and this host uses cgroup %s: it will not boot", s.v, s.name, systemdDropsV1, mode)
 		case forced:
-			f.Status = check.Warn
+			f.Status = validator.Warn
 			f.Detail = fmt.Sprintf("systemd %d (%s) on cgroup %s boots only because the kernel command line has %s; systemd %d drops cgroup v1 entirely", s.v, s.name, mode, legacyForceArg, systemdDropsV1)
 		default:
-			f.Status = check.Fail
+			f.Status = validator.Fail
 			f.Detail = fmt.Sprintf("systemd %d (%s) refuses to boot on cgroup v1 and this host uses cgroup %s without %s on the kernel command line", s.v, s.name, mode, legacyForceArg)
 		}
 		fs = append(fs, f)
@@ -159,7 +159,7 @@ func (c *SystemdCgroupMode) Run(ctx context.Context) ([]check.Finding, error) {
 		}
 		for _, u := range units {
 			// Information, not a failure: systemd still honours it.
-			fs = append(fs, check.Finding{Subject: u.name, Status: check.Pass,
+			fs = append(fs, validator.Finding{Subject: u.name, Status: validator.Pass,
 				Detail: fmt.Sprintf("%s sets KillMode=none (%s), deprecated since systemd %d and logged as unsafe by systemd %d", u.name, u.path, systemdKillModeNoneDeprecated, maxV),
 				Data:   map[string]string{"level": "info", "path": u.path, "kill_mode": "none"}})
 		}

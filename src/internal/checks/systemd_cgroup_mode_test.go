@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // fakeSystemd is a SystemdVersioner with a fixed answer.
@@ -61,15 +61,15 @@ func TestSystemdCgroupMode(t *testing.T) {
 		running   int // 0: not asked
 		installed int
 		cmdline   string
-		want      []check.Status // per source finding, in order
+		want      []validator.Status // per source finding, in order
 		detail    string
 	}{
-		{"252 on hybrid (this host's shape)", cgroup.Hybrid, 252, 252, "", []check.Status{check.Pass}, "running and installed"},
-		{"256 installed on hybrid, 252 running", cgroup.Hybrid, 252, 256, "", []check.Status{check.Pass, check.Fail}, "refuses to boot"},
-		{"256 on legacy with the force flag", cgroup.Legacy, 256, 256, "root=/dev/sda " + legacyForceArg, []check.Status{check.Warn}, "boots only because"},
-		{"258 on hybrid even with the force flag", cgroup.Hybrid, 0, 258, legacyForceArg, []check.Status{check.Fail}, "no cgroup v1 support"},
-		{"257 on unified", cgroup.Unified, 257, 257, "", []check.Status{check.Pass}, "supports the unified"},
-		{"255 on legacy", cgroup.Legacy, 0, 255, "", []check.Status{check.Pass}, "supports the legacy"},
+		{"252 on hybrid (this host's shape)", cgroup.Hybrid, 252, 252, "", []validator.Status{validator.Pass}, "running and installed"},
+		{"256 installed on hybrid, 252 running", cgroup.Hybrid, 252, 256, "", []validator.Status{validator.Pass, validator.Fail}, "refuses to boot"},
+		{"256 on legacy with the force flag", cgroup.Legacy, 256, 256, "root=/dev/sda " + legacyForceArg, []validator.Status{validator.Warn}, "boots only because"},
+		{"258 on hybrid even with the force flag", cgroup.Hybrid, 0, 258, legacyForceArg, []validator.Status{validator.Fail}, "no cgroup v1 support"},
+		{"257 on unified", cgroup.Unified, 257, 257, "", []validator.Status{validator.Pass}, "supports the unified"},
+		{"255 on legacy", cgroup.Legacy, 0, 255, "", []validator.Status{validator.Pass}, "supports the legacy"},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestSystemdCgroupMode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []check.Status
+			var got []validator.Status
 			var details []string
 			for _, f := range fs {
 				if strings.HasPrefix(f.Subject, "systemd ") {
@@ -112,7 +112,7 @@ func TestSystemdCgroupModeNotBootedBySystemd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !containsStatus(fs, "systemd", check.Skip) || !containsStatus(fs, "systemd installed", check.Fail) {
+	if !containsStatus(fs, "systemd", validator.Skip) || !containsStatus(fs, "systemd installed", validator.Fail) {
 		t.Errorf("want a Skip for the running manager and a Fail for installed 256: %+v", fs)
 	}
 	// no systemctl at all in the tree: skip, not fail
@@ -121,7 +121,7 @@ func TestSystemdCgroupModeNotBootedBySystemd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fs) != 1 || fs[0].Status != check.Skip || !strings.Contains(fs[0].Detail, "no systemctl") {
+	if len(fs) != 1 || fs[0].Status != validator.Skip || !strings.Contains(fs[0].Detail, "no systemctl") {
 		t.Errorf("no systemctl: %+v", fs)
 	}
 }
@@ -165,7 +165,7 @@ func TestSystemdKillModeNone(t *testing.T) {
 		var units []string
 		for _, f := range fs {
 			if f.Data["kill_mode"] == "none" {
-				if f.Status != check.Pass || f.Data["level"] != "info" {
+				if f.Status != validator.Pass || f.Data["level"] != "info" {
 					t.Errorf("KillMode=none must be information: %+v", f)
 				}
 				units = append(units, f.Subject)

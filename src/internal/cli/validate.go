@@ -3,19 +3,20 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 func validateCommand() *Command {
@@ -74,7 +75,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
-		fmt.Fprintf(env.Stderr, validateHelp, strings.Join(check.IDs(checks.All(checks.Deps{})), ", "))
+		fmt.Fprintf(env.Stderr, validateHelp, strings.Join(validator.IDs(checks.All(checks.Deps{})), ", "))
 	}
 	if ok, code := parse(fs, args); !ok {
 		return code
@@ -83,8 +84,8 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 		errorf(env, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 		return ExitCantRun
 	}
-	phase := check.Phase(f.phase)
-	if phase != check.PreStart && phase != check.Drain {
+	phase := validator.Phase(f.phase)
+	if phase != validator.PreStart && phase != validator.Drain {
 		errorf(env, "--phase %q: want pre-start or drain", f.phase)
 		return ExitCantRun
 	}
@@ -102,7 +103,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	return f.run(ctx, env, logger, cfg, phase)
 }
 
-func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, cfg *config.Config, phase check.Phase) int {
+func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, cfg *config.Config, phase validator.Phase) int {
 	vc := cfg.Validator
 	d := checks.Deps{
 		Root:             f.root,
@@ -126,22 +127,29 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		d.RuntimeRoots = splitList(f.runtimeRoots)
 	}
 	registry := checks.All(d)
-	if err := check.Validate(registry); err != nil {
+	if err := validator.Validate(registry); err != nil {
 		logger.Error("invalid-registry", err)
 		errorf(env, "%v", err)
 		return ExitCantRun
 	}
-	ids := check.IDs(registry)
-	ignore := append(splitList(vc.Ignore), splitList(f.ignore)...)
-	if err := knownIDs(ids, ignore, true); err != nil {
-		errorf(env, "ignore: %v", err)
-		hintf(env, "check ids: %s (or \"all\")", strings.Join(ids, ", "))
-		return ExitCantRun
+	ids := validator.IDs(registry)
+	policy := validator.Policy{Ignore: append(splitList(vc.Ignore), splitList(f.ignore)...)}
+	if list, ok := vc.Blocking[string(phase)]; ok {
+		policy.Blocking = map[validator.Phase][]string{phase: splitList(list)}
 	}
-	override, err := severityOverride(registry, vc.Blocking, phase)
-	if err != nil {
-		errorf(env, "validator.blocking.%s: %v", phase, err)
+	opts, err := policy.Options(registry, phase)
+	var perr *validator.PolicyError
+	switch {
+	case errors.As(err, &perr) && perr.List == "ignore":
+		errorf(env, "%v", err)
+		hintf(env, "check ids: %s (or %q)", strings.Join(ids, ", "), validator.IgnoreAll)
+		return ExitCantRun
+	case errors.As(err, &perr):
+		errorf(env, "validator.blocking.%s: %v", phase, perr.Err)
 		hintf(env, "check ids: %s", strings.Join(ids, ", "))
+		return ExitCantRun
+	case err != nil:
+		errorf(env, "%v", err)
 		return ExitCantRun
 	}
 	// Without /proc there is nothing to validate: that is "could not run",
@@ -153,8 +161,8 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		return ExitCantRun
 	}
 
-	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": ids, "ignore": ignore, "fix": d.Fix})
-	rep := check.Run(ctx, registry, check.Options{Phase: phase, Ignore: ignore, SeverityOverride: override})
+	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": ids, "ignore": opts.Ignore, "fix": d.Fix})
+	rep := validator.Run(ctx, registry, opts)
 	if err := ctx.Err(); err != nil {
 		logger.Error("interrupted", err)
 		errorf(env, "interrupted: %v", err)
@@ -177,7 +185,7 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 
 	// Drain: stdout is BOSH's, and holds only the integer.
 	out := env.Stdout
-	if phase == check.Drain {
+	if phase == validator.Drain {
 		out = env.Stderr
 	}
 	werr := <-renderErr
@@ -198,7 +206,7 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 			hintf(env, "the validation itself ran; check that the textfile collector's directory exists")
 		}
 	}
-	if phase == check.Drain {
+	if phase == validator.Drain {
 		fmt.Fprintln(env.Stdout, 0)
 	}
 	logger.Info("finished", lager.Data{"phase": phase, "blocked": rep.Blocked})
@@ -247,7 +255,7 @@ func auditedDaemons(cfg *config.Config) []checks.AuditedDaemon {
 	return out
 }
 
-func logResults(logger lager.Logger, rep check.Report) {
+func logResults(logger lager.Logger, rep validator.Report) {
 	for _, r := range rep.Results {
 		data := lager.Data{"check": r.ID, "status": r.Status, "severity": r.Severity, "blocking": r.Blocking,
 			"ignored": r.Ignored, "findings": report.Count(r), "duration": r.Duration}
@@ -256,55 +264,11 @@ func logResults(logger lager.Logger, rep check.Report) {
 		}
 		logger.Info("check", data)
 		for _, fd := range r.Findings {
-			if fd.Status == check.Fail || fd.Status == check.Warn || fd.Status == check.Error {
+			if fd.Status == validator.Fail || fd.Status == validator.Warn || fd.Status == validator.Error {
 				logger.Info("finding", lager.Data{"check": r.ID, "subject": fd.Subject, "status": fd.Status, "detail": fd.Detail, "data": fd.Data})
 			}
 		}
 	}
-}
-
-// severityOverride turns the phase's blocking list into severities: listed
-// checks block, unlisted ones that would block only warn. No list for the
-// phase keeps every check's default.
-func severityOverride(registry []check.Check, blocking map[string][]string, phase check.Phase) (map[string]check.Severity, error) {
-	list, ok := blocking[string(phase)]
-	if !ok {
-		return nil, nil
-	}
-	list = splitList(list)
-	if err := knownIDs(check.IDs(registry), list, false); err != nil {
-		return nil, err
-	}
-	listed := map[string]bool{}
-	for _, id := range list {
-		listed[id] = true
-	}
-	out := map[string]check.Severity{}
-	for _, c := range registry {
-		m := c.Meta()
-		switch {
-		case listed[m.ID]:
-			out[m.ID] = check.Blocking
-		case m.SeverityIn(phase) == check.Blocking:
-			out[m.ID] = check.Warning
-		}
-	}
-	return out, nil
-}
-
-// knownIDs rejects ids no check has: a typo must not silently leave a
-// check blocking (or not) against the operator's intent.
-func knownIDs(ids, given []string, allowAll bool) error {
-	known := map[string]bool{}
-	for _, id := range ids {
-		known[id] = true
-	}
-	for _, id := range given {
-		if !known[id] && !(allowAll && id == "all") {
-			return fmt.Errorf("unknown check id %q", id)
-		}
-	}
-	return nil
 }
 
 // splitList flattens "a,b" entries and drops blanks.

@@ -25,6 +25,20 @@ type Options struct {
 
 // New returns a logger named "cellguard" and a closer for the log file.
 func New(opts Options, stderr io.Writer) (lager.Logger, func() error, error) {
+	// Options first: a refused option must not leave an open (or a new)
+	// log file behind.
+	level, err := ParseLevel(opts.Level)
+	if err != nil {
+		return nil, nil, err
+	}
+	sink := lager.NewWriterSink
+	switch strings.ToLower(opts.TimeFormat) {
+	case "", "unix-epoch":
+	case "rfc3339":
+		sink = lager.NewPrettySink
+	default:
+		return nil, nil, fmt.Errorf("unknown log time format %q: want unix-epoch or rfc3339", opts.TimeFormat)
+	}
 	w := stderr
 	closer := func() error { return nil }
 	if opts.File != "" {
@@ -34,19 +48,8 @@ func New(opts Options, stderr io.Writer) (lager.Logger, func() error, error) {
 		}
 		w, closer = f, f.Close
 	}
-	level, err := ParseLevel(opts.Level)
-	if err != nil {
-		return nil, nil, err
-	}
 	logger := lager.NewLogger("cellguard")
-	switch strings.ToLower(opts.TimeFormat) {
-	case "", "unix-epoch":
-		logger.RegisterSink(lager.NewWriterSink(w, level))
-	case "rfc3339":
-		logger.RegisterSink(lager.NewPrettySink(w, level))
-	default:
-		return nil, nil, fmt.Errorf("unknown log time format %q: want unix-epoch or rfc3339", opts.TimeFormat)
-	}
+	logger.RegisterSink(sink(w, level))
 	return logger, closer, nil
 }
 

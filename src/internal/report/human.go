@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // MaxEvidence caps the findings printed per check in the human report;
@@ -15,7 +15,7 @@ const MaxEvidence = 20
 
 // Human writes the table, then for every check that did not pass its
 // evidence and fix.
-func Human(w io.Writer, rep check.Report) error {
+func Human(w io.Writer, rep validator.Report) error {
 	verdict := "ok"
 	if rep.Blocked {
 		verdict = "BLOCKED"
@@ -45,7 +45,7 @@ func Human(w io.Writer, rep check.Report) error {
 		return err
 	}
 	for _, r := range rep.Results {
-		if r.Status == check.Pass || r.Status == check.Skip {
+		if r.Status == validator.Pass || r.Status == validator.Skip {
 			continue
 		}
 		fmt.Fprintf(w, "\n[%s] %s (%s)\n", statusWord(r.Status), r.ID, r.Severity)
@@ -77,9 +77,9 @@ func Human(w io.Writer, rep check.Report) error {
 	return nil
 }
 
-func statusWord(s check.Status) string {
+func statusWord(s validator.Status) string {
 	switch s {
-	case check.Fail, check.Error:
+	case validator.Fail, validator.Error:
 		return strings.ToUpper(string(s))
 	}
 	return string(s)
@@ -87,12 +87,12 @@ func statusWord(s check.Status) string {
 
 // counts reports whether a finding is evidence of a problem (not a pass
 // summary or a skip note).
-func counts(f check.Finding) bool {
-	return f.Status == check.Fail || f.Status == check.Warn || f.Status == check.Error
+func counts(f validator.Finding) bool {
+	return f.Status == validator.Fail || f.Status == validator.Warn || f.Status == validator.Error
 }
 
 // Count is the number of problem findings of a result.
-func Count(r check.Result) int {
+func Count(r validator.Result) int {
 	n := 0
 	for _, f := range r.Findings {
 		if counts(f) {

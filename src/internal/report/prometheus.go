@@ -6,26 +6,26 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // StatusValue is the cellguard_check_status value of a status: 0 pass,
 // 1 warn, 2 fail, 3 error. A skipped check passes (0): nothing to check.
-func StatusValue(s check.Status) int {
+func StatusValue(s validator.Status) int {
 	switch s {
-	case check.Warn:
+	case validator.Warn:
 		return 1
-	case check.Fail:
+	case validator.Fail:
 		return 2
-	case check.Error:
+	case validator.Error:
 		return 3
 	}
 	return 0
 }
 
 // Prometheus renders the report in the text exposition format.
-func Prometheus(rep check.Report, now time.Time) []byte {
+func Prometheus(rep validator.Report, now time.Time) []byte {
 	var b bytes.Buffer
 	phase := string(rep.Phase)
 	family := func(name, help string, each func()) {
@@ -71,7 +71,7 @@ func Prometheus(rep check.Report, now time.Time) []byte {
 
 // WritePrometheusFile writes the textfile atomically: node_exporter may
 // read it at any moment and must never see half a file.
-func WritePrometheusFile(path string, rep check.Report, now time.Time) error {
+func WritePrometheusFile(path string, rep validator.Report, now time.Time) error {
 	if _, err := fsutil.WriteFileAtomic(path, Prometheus(rep, now), 0o644); err != nil {
 		return fmt.Errorf("write prometheus textfile: %w", err)
 	}

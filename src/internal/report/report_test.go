@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -18,31 +18,31 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 var ranAt = time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 
 // blockedDrain is a drain run where an escape blocks and a ghost warns.
-func blockedDrain() check.Report {
-	return check.Report{
-		Phase:   check.Drain,
+func blockedDrain() validator.Report {
+	return validator.Report{
+		Phase:   validator.Drain,
 		Blocked: true,
-		Results: []check.Result{
+		Results: []validator.Result{
 			{
 				ID: "cgroup-integrity", Title: "container processes are in the cgroups their runtime recorded",
-				Severity: check.Blocking, Status: check.Fail, Blocking: true, Duration: 0.012,
+				Severity: validator.Blocking, Status: validator.Fail, Blocking: true, Duration: 0.012,
 				Fix: "Run `cellguard validate --fix`.",
-				Findings: []check.Finding{
-					{Subject: "c1", Status: check.Fail, Detail: "pid 101 (app) escaped in cpu,cpuacct: in /system.slice/garden.service, state says /garden/c1",
+				Findings: []validator.Finding{
+					{Subject: "c1", Status: validator.Fail, Detail: "pid 101 (app) escaped in cpu,cpuacct: in /system.slice/garden.service, state says /garden/c1",
 						Data: map[string]string{"pid": "101", "hierarchy": "cpu,cpuacct", "expected": "/garden/c1", "actual": "/system.slice/garden.service"}},
-					{Status: check.Pass, Detail: "1 containers, 2 container processes checked on a hybrid cgroup host"},
+					{Status: validator.Pass, Detail: "1 containers, 2 container processes checked on a hybrid cgroup host"},
 				},
 			},
 			{
 				ID: "runtime-ghosts", Title: "runtime state and container processes agree",
-				Severity: check.Warning, Status: check.Warn, Duration: 0.003, Fix: "runc delete.",
-				Findings: []check.Finding{{Subject: "c2", Status: check.Fail, Detail: "init pid 200 is gone"}},
+				Severity: validator.Warning, Status: validator.Warn, Duration: 0.003, Fix: "runc delete.",
+				Findings: []validator.Finding{{Subject: "c2", Status: validator.Fail, Detail: "init pid 200 is gone"}},
 			},
 			{
-				ID: "stuck-runc-init", Title: "no runc init is stuck", Severity: check.Warning,
-				Status: check.Error, Error: "list /proc: permission denied", Ignored: true,
+				ID: "stuck-runc-init", Title: "no runc init is stuck", Severity: validator.Warning,
+				Status: validator.Error, Error: "list /proc: permission denied", Ignored: true,
 			},
-			{ID: "sysctl", Title: "sysctls", Severity: check.Blocking, Status: check.Pass},
+			{ID: "sysctl", Title: "sysctls", Severity: validator.Blocking, Status: validator.Pass},
 		},
 	}
 }
@@ -76,7 +76,7 @@ func TestJSONGolden(t *testing.T) {
 	golden(t, "blocked_drain.json", b.Bytes())
 	// And it decodes back into the framework's types.
 	var back struct {
-		check.Report
+		validator.Report
 		GeneratedAt time.Time `json:"generated_at"`
 	}
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
@@ -154,9 +154,9 @@ func TestHuman(t *testing.T) {
 }
 
 func TestHumanCapsEvidence(t *testing.T) {
-	rep := check.Report{Phase: check.PreStart, Results: []check.Result{{ID: "x", Status: check.Warn, Severity: check.Warning}}}
+	rep := validator.Report{Phase: validator.PreStart, Results: []validator.Result{{ID: "x", Status: validator.Warn, Severity: validator.Warning}}}
 	for i := 0; i < MaxEvidence+5; i++ {
-		rep.Results[0].Findings = append(rep.Results[0].Findings, check.Finding{Status: check.Warn, Detail: "d"})
+		rep.Results[0].Findings = append(rep.Results[0].Findings, validator.Finding{Status: validator.Warn, Detail: "d"})
 	}
 	var b bytes.Buffer
 	if err := Human(&b, rep); err != nil {

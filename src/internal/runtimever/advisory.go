@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 //go:embed advisories.json
@@ -51,7 +51,7 @@ type Advisory struct {
 	Backports []string `json:"backports,omitempty"`
 	// Severity per phase when the advisory matches; a missing phase means
 	// warning.
-	Severity map[check.Phase]check.Severity `json:"severity"`
+	Severity map[validator.Phase]validator.Severity `json:"severity"`
 	// Condition, when set, names a host condition under which the
 	// advisory bites; when it does not hold, the entry is at most a
 	// warning.
@@ -71,11 +71,11 @@ type File struct {
 }
 
 // SeverityIn returns the entry's severity in phase p.
-func (a Advisory) SeverityIn(p check.Phase) check.Severity {
+func (a Advisory) SeverityIn(p validator.Phase) validator.Severity {
 	if s, ok := a.Severity[p]; ok {
 		return s
 	}
-	return check.Warning
+	return validator.Warning
 }
 
 // FixedIn lists the releases that fix the entry, for the operator.
@@ -128,10 +128,10 @@ func (a Advisory) Validate() error {
 		}
 	}
 	for p, s := range a.Severity {
-		if p != check.PreStart && p != check.Drain {
+		if p != validator.PreStart && p != validator.Drain {
 			return fmt.Errorf("advisory %s: severity phase %q: want pre-start or drain", a.ID, p)
 		}
-		if s != check.Blocking && s != check.Warning && s != check.Info {
+		if s != validator.Blocking && s != validator.Warning && s != validator.Info {
 			return fmt.Errorf("advisory %s: severity %q: want blocking, warning or info", a.ID, s)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 func TestShippedAdvisories(t *testing.T) {
@@ -209,7 +209,7 @@ func TestLoadMergesOperatorFile(t *testing.T) {
 	if _, ok := byID["CVE-2020-15257"]; ok {
 		t.Error("disabled entry still present")
 	}
-	if a := byID["CVE-2024-21626"]; a.Summary != "override" || a.SeverityIn(check.PreStart) != check.Warning {
+	if a := byID["CVE-2024-21626"]; a.Summary != "override" || a.SeverityIn(validator.PreStart) != validator.Warning {
 		t.Errorf("override not applied: %+v", a)
 	}
 	if _, ok := byID["SITE-1"]; !ok {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/check"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/synthcell"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // escapesFound runs the validator's container checks on root and returns
@@ -30,7 +30,7 @@ func escapesFound(t *testing.T, root string) (escapes, others []string) {
 			t.Fatalf("%s: %v", id, err)
 		}
 		for _, f := range fs {
-			if f.Status != check.Fail {
+			if f.Status != validator.Fail {
 				continue
 			}
 			if id != "cgroup-integrity" {

@@ -1,11 +1,8 @@
-// Package check is the validator's framework: what a check is, what it
-// returns, and how a run turns results into a verdict. Checks live in their
-// own packages (one file per check) and are listed in one registry; they
-// never print and never exit.
-package check
+package validator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -102,7 +99,8 @@ type Report struct {
 	Blocked bool `json:"blocked"`
 }
 
-// Options tune a run.
+// Options tune a run. Build them with Policy.Options, which checks every
+// id against the registry.
 type Options struct {
 	Phase Phase
 	// Ignore lists check ids whose blocking failures are downgraded; they
@@ -113,6 +111,80 @@ type Options struct {
 	SeverityOverride map[string]Severity
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// IgnoreAll in an ignore list ignores every check.
+const IgnoreAll = "all"
+
+// Policy is the operator's say over a run, as kubeadm's RunChecks takes
+// its ignore list: which checks never block, and which block per phase.
+type Policy struct {
+	// Ignore names checks that are run and reported but never block;
+	// IgnoreAll ignores every check.
+	Ignore []string
+	// Blocking names, per phase, exactly the checks that block in it: a
+	// listed check blocks, an unlisted one that would block only warns. A
+	// phase absent from the map keeps every check's own severity.
+	Blocking map[Phase][]string
+}
+
+// ErrUnknownID means a policy names a check no registered check has: a
+// typo must not silently leave a check blocking (or not) against the
+// operator's intent.
+var ErrUnknownID = errors.New("unknown check id")
+
+// PolicyError says which list of a Policy named an unknown id.
+type PolicyError struct {
+	List  string // "ignore" or "blocking"
+	Phase Phase  // for "blocking"
+	Err   error
+}
+
+func (e *PolicyError) Error() string { return e.List + ": " + e.Err.Error() }
+func (e *PolicyError) Unwrap() error { return e.Err }
+
+// Options checks the policy against the registry and returns the options
+// of a run in phase.
+func (p Policy) Options(registry []Check, phase Phase) (Options, error) {
+	known := map[string]bool{}
+	for _, c := range registry {
+		known[c.Meta().ID] = true
+	}
+	if err := knownIDs(known, p.Ignore, true); err != nil {
+		return Options{}, &PolicyError{List: "ignore", Err: err}
+	}
+	opts := Options{Phase: phase, Ignore: p.Ignore}
+	list, ok := p.Blocking[phase]
+	if !ok {
+		return opts, nil
+	}
+	if err := knownIDs(known, list, false); err != nil {
+		return Options{}, &PolicyError{List: "blocking", Phase: phase, Err: err}
+	}
+	listed := map[string]bool{}
+	for _, id := range list {
+		listed[id] = true
+	}
+	opts.SeverityOverride = map[string]Severity{}
+	for _, c := range registry {
+		m := c.Meta()
+		switch {
+		case listed[m.ID]:
+			opts.SeverityOverride[m.ID] = Blocking
+		case m.SeverityIn(phase) == Blocking:
+			opts.SeverityOverride[m.ID] = Warning
+		}
+	}
+	return opts, nil
+}
+
+func knownIDs(known map[string]bool, given []string, allowAll bool) error {
+	for _, id := range given {
+		if !known[id] && !(allowAll && id == IgnoreAll) {
+			return fmt.Errorf("%w %q", ErrUnknownID, id)
+		}
+	}
+	return nil
 }
 
 // Run runs every check and builds the report, in the checks' order. It
@@ -160,7 +232,7 @@ func runOne(ctx context.Context, c Check, opts Options, now func() time.Time, ig
 	res := Result{
 		ID: m.ID, Title: m.Title, Severity: sev, Status: Pass,
 		Findings: findings, Fix: m.Fix, Story: m.Story, References: m.References,
-		Ignored:  ignored[m.ID] || ignored["all"],
+		Ignored:  ignored[m.ID] || ignored[IgnoreAll],
 		Duration: now().Sub(start).Seconds(),
 	}
 	if err != nil {
