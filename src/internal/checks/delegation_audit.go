@@ -14,7 +14,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -73,7 +73,7 @@ func (*DelegationAudit) Meta() validator.Meta {
 			"https://www.freedesktop.org/software/systemd/man/latest/systemd.resource-control.html#Delegate=",
 		},
 		Fix: "Start each runtime daemon through its delegated unit (`cellguard unit install <name>`, which " +
-			"sets Delegate=" + unit.DelegateV1 + " on cgroup v1), delegate the unit holding monit in " +
+			"sets Delegate=" + unitfile.DelegateV1 + " on cgroup v1), delegate the unit holding monit in " +
 			"place (`cellguard unit protect-supervisor`), and make the runtime create container cgroups " +
 			"below its own unit's cgroup rather than at the root of a hierarchy (Garden's /garden).",
 	}
@@ -148,13 +148,13 @@ func (au *audit) unit(ctx context.Context, name string) (*systemd.Unit, error) {
 }
 
 // wanted is the controllers a delegated unit must list: on a v1 or
-// hybrid host every one of unit.DelegateV1, as plain Delegate=yes leaves
+// hybrid host every one of unitfile.DelegateV1, as plain Delegate=yes leaves
 // blkio (and cpuacct, devices) to systemd; on v2 any delegation.
 func (au *audit) wanted() []string {
 	if au.v1 {
-		return unit.Controllers(unit.DelegateV1)
+		return unitfile.Controllers(unitfile.DelegateV1)
 	}
-	return unit.Controllers(unit.DelegateV2)
+	return unitfile.Controllers(unitfile.DelegateV2)
 }
 
 // protects says whether u keeps systemd out of its subtree on this host,
@@ -213,7 +213,7 @@ func (au *audit) judge(u *systemd.Unit) (validator.Status, string, map[string]st
 // daemon audits cellguard's unit for d and, when its pidfile names a live
 // process, the unit that actually holds it.
 func (au *audit) daemon(ctx context.Context, root string, d AuditedDaemon) []validator.Finding {
-	name := unit.UnitName(d.Name)
+	name := unitfile.UnitName(d.Name)
 	var fs []validator.Finding
 	u, err := au.unit(ctx, name)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -36,9 +36,9 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 
 	// One daemon per arrangement, each a plain long-running service.
 	units := map[string]string{
-		"plain-rt.service":  "",                                   // seed-000: monit's kind of unit
-		"yes-rt.service":    "Delegate=yes\n",                     // not enough on v1: blkio
-		unit.UnitName("rt"): "Delegate=" + unit.DelegateV1 + "\n", // what cellguard installs
+		"plain-rt.service":      "",                                       // seed-000: monit's kind of unit
+		"yes-rt.service":        "Delegate=yes\n",                         // not enough on v1: blkio
+		unitfile.UnitName("rt"): "Delegate=" + unitfile.DelegateV1 + "\n", // what cellguard installs
 	}
 	for name, extra := range units {
 		text := "[Service]\nExecStart=/bin/sleep infinity\n" + extra
@@ -58,7 +58,7 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 		tracked = ""
 	}
 	containers := map[string]string{"c-plain": "", "c-yes": "", "c-rt": "", "c-root": "/garden/c-root"}
-	for id, unitName := range map[string]string{"c-plain": "plain-rt.service", "c-yes": "yes-rt.service", "c-rt": unit.UnitName("rt")} {
+	for id, unitName := range map[string]string{"c-plain": "plain-rt.service", "c-yes": "yes-rt.service", "c-rt": unitfile.UnitName("rt")} {
 		cg := strings.TrimSpace(boxExec(ctx, t, box, "systemctl", "show", "-P", "ControlGroup", unitName))
 		if cg == "" {
 			t.Fatalf("%s has no ControlGroup", unitName)
@@ -77,7 +77,7 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 
 	// Daemons: rt runs in its own delegated unit; "plain" is configured but
 	// was started elsewhere (in plain-rt.service, as monit would).
-	writePIDFile(ctx, t, box, "/var/vcap/sys/run/rt/rt.pid", unit.UnitName("rt"))
+	writePIDFile(ctx, t, box, "/var/vcap/sys/run/rt/rt.pid", unitfile.UnitName("rt"))
 	writePIDFile(ctx, t, box, "/var/vcap/sys/run/plain/plain.pid", "plain-rt.service")
 
 	d := checks.Deps{
@@ -115,10 +115,10 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 	}{
 		{"plain-rt.service", "1 container below plain-rt.service is exposed to seed-000", validator.Fail},
 		{"yes-rt.service", "1 container below yes-rt.service", yes},
-		{unit.UnitName("rt"), "1 container below " + unit.UnitName("rt"), validator.Pass},
+		{unitfile.UnitName("rt"), "1 container below " + unitfile.UnitName("rt"), validator.Pass},
 		{"/garden", "outside every systemd unit", validator.Warn},
-		{unit.UnitName("rt"), "daemon rt: " + unit.UnitName("rt") + " delegates", validator.Pass},
-		{unit.UnitName("plain"), "not loaded (LoadState=not-found)", validator.Fail},
+		{unitfile.UnitName("rt"), "daemon rt: " + unitfile.UnitName("rt") + " delegates", validator.Pass},
+		{unitfile.UnitName("plain"), "not loaded (LoadState=not-found)", validator.Fail},
 		{"plain-rt.service", "daemon plain (pid ", validator.Fail},
 	}
 	for _, w := range want {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/hostfixture"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -183,7 +183,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 			name:    "explicit v1 list",
 			modes:   allModes,
 			cgroup:  runit,
-			units:   []*systemd.Unit{delegated("runit.service", unit.Controllers(unit.DelegateV1)...)},
+			units:   []*systemd.Unit{delegated("runit.service", unitfile.Controllers(unitfile.DelegateV1)...)},
 			subject: "runit.service", status: validator.Pass,
 		},
 		{
@@ -266,7 +266,7 @@ func TestDelegationAuditSystemdDriverScope(t *testing.T) {
 }
 
 func TestDelegationAuditDaemons(t *testing.T) {
-	garden := unit.UnitName("garden")
+	garden := unitfile.UnitName("garden")
 	testCases := []struct {
 		name    string
 		units   []*systemd.Unit
@@ -281,32 +281,32 @@ func TestDelegationAuditDaemons(t *testing.T) {
 		},
 		{
 			name:  "installed, not running",
-			units: []*systemd.Unit{delegated(garden, unit.Controllers(unit.DelegateV1)...)},
+			units: []*systemd.Unit{delegated(garden, unitfile.Controllers(unitfile.DelegateV1)...)},
 			want:  map[string]validator.Status{garden: validator.Pass}, detail: "is not running",
 		},
 		{
 			name:    "running in its unit",
-			units:   []*systemd.Unit{delegated(garden, unit.Controllers(unit.DelegateV1)...)},
+			units:   []*systemd.Unit{delegated(garden, unitfile.Controllers(unitfile.DelegateV1)...)},
 			pidfile: "50\n", holder: garden,
 			want: map[string]validator.Status{garden: validator.Pass},
 		},
 		{
 			// Started by monit directly: the seed-000 arrangement.
 			name:    "running in monit's plain unit",
-			units:   []*systemd.Unit{delegated(garden, unit.Controllers(unit.DelegateV1)...), plainUnit("monit.service")},
+			units:   []*systemd.Unit{delegated(garden, unitfile.Controllers(unitfile.DelegateV1)...), plainUnit("monit.service")},
 			pidfile: "50\n", holder: "monit.service",
 			want:   map[string]validator.Status{garden: validator.Pass, "monit.service": validator.Fail},
 			detail: "daemon garden (pid 50) runs in monit.service, not in cellguard-garden.service",
 		},
 		{
 			name:    "running in monit's protected unit",
-			units:   []*systemd.Unit{delegated(garden, unit.Controllers(unit.DelegateV1)...), delegated("monit.service", unit.Controllers(unit.DelegateV1)...)},
+			units:   []*systemd.Unit{delegated(garden, unitfile.Controllers(unitfile.DelegateV1)...), delegated("monit.service", unitfile.Controllers(unitfile.DelegateV1)...)},
 			pidfile: "50\n", holder: "monit.service",
 			want: map[string]validator.Status{garden: validator.Pass, "monit.service": validator.Pass},
 		},
 		{
 			name:    "stale pidfile",
-			units:   []*systemd.Unit{delegated(garden, unit.Controllers(unit.DelegateV1)...)},
+			units:   []*systemd.Unit{delegated(garden, unitfile.Controllers(unitfile.DelegateV1)...)},
 			pidfile: "4242\n",
 			want:    map[string]validator.Status{garden: validator.Pass}, detail: "pid 4242 from /var/vcap/sys/run/garden/garden.pid is gone",
 		},

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/hungsock"
@@ -232,7 +232,7 @@ func TestCrashSysctlApplyConverges(t *testing.T) {
 			writeFile(t, target, oldSysctlFile)
 			cfg := sysctlEmptyConfig(t)
 			_, killed, stdout, stderr := runHelper(t, faultJob{Args: []string{"sysctl", "apply", "--root", root, "--config", cfg}},
-				fsutil.CrashEnv+"="+step+":60-cellguard.conf")
+				safefile.CrashEnv+"="+step+":60-cellguard.conf")
 			if !killed {
 				t.Fatalf("apply was not killed after %s\n%s\n%s", step, stdout, stderr)
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // daemonFlags are the flags that describe a daemon; they override the
@@ -81,12 +81,12 @@ func (f *daemonFlags) daemon(cfg *config.Config, name string) (daemonctl.Daemon,
 	}
 	var err error
 	if f.start != "" {
-		if d.Start, err = unit.SplitCommand(f.start); err != nil {
+		if d.Start, err = unitfile.SplitCommand(f.start); err != nil {
 			return d, fmt.Errorf("--start: %w", err)
 		}
 	}
 	if f.stop != "" {
-		if d.Stop, err = unit.SplitCommand(f.stop); err != nil {
+		if d.Stop, err = unitfile.SplitCommand(f.stop); err != nil {
 			return d, fmt.Errorf("--stop: %w", err)
 		}
 	}
@@ -110,7 +110,7 @@ func splitOptional(cmd string) ([]string, error) {
 	if strings.TrimSpace(cmd) == "" {
 		return nil, nil
 	}
-	return unit.SplitCommand(cmd)
+	return unitfile.SplitCommand(cmd)
 }
 
 func (f *daemonFlags) manager(c *common, env *Env, source string) (*daemonctl.Manager, *config.Config, func(), error) {
@@ -160,7 +160,7 @@ func printJSON(env *Env, v any) {
 func failure(env *Env, err error) int {
 	errorf(env, "%v", err)
 	switch {
-	case errors.Is(err, unit.ErrBadName), errors.Is(err, unit.ErrBadCommand), errors.Is(err, unit.ErrBadPath):
+	case errors.Is(err, unitfile.ErrBadName), errors.Is(err, unitfile.ErrBadCommand), errors.Is(err, unitfile.ErrBadPath):
 		hintf(env, "nothing was written; fix the input and run again")
 		return ExitCantRun
 	case errors.Is(err, systemd.ErrNoSystemd):
@@ -246,11 +246,11 @@ func runUnitStatus(ctx context.Context, env *Env, args []string) int {
 		return ExitCantRun
 	}
 	unitName := name
-	if unit.ValidateUnitName(name) != nil {
-		if err := unit.ValidateName(name); err != nil {
+	if unitfile.ValidateUnitName(name) != nil {
+		if err := unitfile.ValidateName(name); err != nil {
 			return failure(env, err)
 		}
-		unitName = unit.UnitName(name)
+		unitName = unitfile.UnitName(name)
 	}
 	m, _, done, err := f.manager(&c, env, "unit-status")
 	if err != nil {

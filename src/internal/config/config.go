@@ -12,6 +12,8 @@ import (
 	"math"
 	"os"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 )
 
 // DefaultPath is where the BOSH job renders the config.
@@ -117,12 +119,19 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration as "30s".
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
+// ErrUntrusted means the config file could be changed by someone other than
+// root: cellguard runs as root and the config decides what it writes, which
+// checks block a deploy and which are ignored.
+var ErrUntrusted = safefile.ErrUntrusted
+
 // Load reads and validates a config file. Unknown fields are an error: a typo
 // in a job property must not silently disable a protection. The file must
-// be writable by root alone (see checkTrusted).
+// be writable by root alone (safefile.CheckTrusted).
 func Load(path string) (*Config, error) {
-	if err := checkTrusted(path); err != nil {
-		return nil, err
+	if err := safefile.CheckTrusted(path); errors.Is(err, safefile.ErrUntrusted) {
+		return nil, fmt.Errorf("config: %w", err)
+	} else if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

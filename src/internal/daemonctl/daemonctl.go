@@ -19,9 +19,9 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // Unit directories.
@@ -39,7 +39,7 @@ type Daemon struct {
 	Start        []string
 	Stop         []string
 	PIDFile      string
-	Type         string // unit.TypeExec (default) or unit.TypeForking
+	Type         string // unitfile.TypeExec (default) or unitfile.TypeForking
 	Runtime      bool   // /run/systemd/system instead of /etc/systemd/system
 	StartTimeout time.Duration
 	StopTimeout  time.Duration
@@ -108,9 +108,9 @@ func (m *Manager) delegate() string {
 		return m.Delegate
 	}
 	if DetectUnified(m.rootDir()) {
-		return unit.DelegateV2
+		return unitfile.DelegateV2
 	}
-	return unit.DelegateV1
+	return unitfile.DelegateV1
 }
 
 // DetectUnified reports whether root's /sys/fs/cgroup is a pure cgroup v2
@@ -130,15 +130,15 @@ func (d Daemon) unitDir() string {
 }
 
 // UnitName is the daemon's unit name.
-func (d Daemon) UnitName() string { return unit.UnitName(d.Name) }
+func (d Daemon) UnitName() string { return unitfile.UnitName(d.Name) }
 
 // spec builds the unit spec; the executables must exist under root.
-func (m *Manager) spec(d Daemon, killMode string) (unit.Spec, error) {
+func (m *Manager) spec(d Daemon, killMode string) (unitfile.Spec, error) {
 	typ := d.Type
 	if typ == "" {
-		typ = unit.TypeExec
+		typ = unitfile.TypeExec
 	}
-	s := unit.Spec{
+	s := unitfile.Spec{
 		Name: d.Name, Start: d.Start, Stop: d.Stop, PIDFile: d.PIDFile, Type: typ,
 		Delegate: m.delegate(), KillMode: killMode,
 		TimeoutStartSec: int(d.StartTimeout / time.Second), TimeoutStopSec: int(d.StopTimeout / time.Second),
@@ -160,10 +160,10 @@ func (m *Manager) spec(d Daemon, killMode string) (unit.Spec, error) {
 func (m *Manager) checkExecutable(p string) error {
 	fi, err := os.Stat(m.path(p))
 	if err != nil {
-		return fmt.Errorf("%w: executable %s: %w", unit.ErrBadCommand, p, err)
+		return fmt.Errorf("%w: executable %s: %w", unitfile.ErrBadCommand, p, err)
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("%w: %s is not an executable file (mode %v)", unit.ErrBadCommand, p, fi.Mode())
+		return fmt.Errorf("%w: %s is not an executable file (mode %v)", unitfile.ErrBadCommand, p, fi.Mode())
 	}
 	return nil
 }
@@ -185,7 +185,7 @@ type InstallResult struct {
 // died between write and Reload). Nothing is written on invalid input.
 func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) {
 	res := InstallResult{Unit: d.UnitName(), Path: filepath.Join(d.unitDir(), d.UnitName())}
-	s, err := m.spec(d, unit.KillModeNone)
+	s, err := m.spec(d, unitfile.KillModeNone)
 	if err != nil {
 		return res, fmt.Errorf("install %s: %w", res.Unit, err)
 	}
@@ -202,19 +202,19 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 	}
 	m.noteKillModeDeprecation(ctx, conn)
 
-	killMode := unit.KillModeNone
+	killMode := unitfile.KillModeNone
 	prev, err := conn.Unit(ctx, res.Unit)
 	if err != nil {
 		return res, err
 	}
-	if prev.LoadState == "loaded" && prev.KillMode == unit.KillModeProcess && m.unitFileMentions(res.Path, "KillMode=process") {
+	if prev.LoadState == "loaded" && prev.KillMode == unitfile.KillModeProcess && m.unitFileMentions(res.Path, "KillMode=process") {
 		// An earlier install found KillMode=none refused; don't flip back and
 		// forth (and Reload) on every run.
-		killMode = unit.KillModeProcess
+		killMode = unitfile.KillModeProcess
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		s.KillMode = killMode
-		text, err := unit.Render(s)
+		text, err := unitfile.Render(s)
 		if err != nil {
 			return res, fmt.Errorf("install %s: %w", res.Unit, err)
 		}
@@ -224,7 +224,7 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 		if cur, err := os.ReadFile(m.path(res.Path)); err != nil || !bytes.Equal(cur, text) {
 			m.dropStamp(res.Unit) // it vouches for the file being replaced
 		}
-		w, err := fsutil.WriteFileAtomic(m.path(res.Path), text, 0o644)
+		w, err := safefile.WriteFileAtomic(m.path(res.Path), text, 0o644)
 		if err != nil {
 			return res, fmt.Errorf("install %s: %w", res.Unit, err)
 		}
@@ -249,10 +249,10 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 			return res, fmt.Errorf("install %s: systemd did not load %s (LoadState=%s); see `journalctl -b | grep %s`",
 				res.Unit, res.Path, u.LoadState, res.Unit)
 		}
-		if killMode == unit.KillModeNone && u.KillMode != unit.KillModeNone {
+		if killMode == unitfile.KillModeNone && u.KillMode != unitfile.KillModeNone {
 			m.Logger.Info("kill-mode-none-refused-falling-back", lager.Data{"unit": res.Unit, "kill_mode_read_back": u.KillMode,
 				"reason": "this systemd does not honour KillMode=none; KillMode=process (containerd's choice) still leaves container processes alone when the daemon stops"})
-			killMode = unit.KillModeProcess
+			killMode = unitfile.KillModeProcess
 			continue
 		}
 		if err := verifyDelegation(u, s.Delegate); err != nil {
@@ -275,7 +275,7 @@ func (m *Manager) unitFileMentions(p, line string) bool {
 // verifyDelegation fails unless systemd reports the delegation we asked for:
 // never assume a directive took.
 func verifyDelegation(u *systemd.Unit, delegate string) error {
-	ok, missing := u.Delegates(unit.Controllers(delegate))
+	ok, missing := u.Delegates(unitfile.Controllers(delegate))
 	if !ok {
 		return fmt.Errorf("systemd reports Delegate=%v DelegateControllers=%v for %s, missing %v: the unit is not protected",
 			u.Delegate, u.DelegateControllers, u.Name, missing)

@@ -11,8 +11,8 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
-	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // StampDir holds one stamp per unit: "<boot id> <sha256 of the unit file>",
@@ -53,7 +53,7 @@ func (m *Manager) writeStamp(unitName string, content []byte) {
 	p := m.stampPath(unitName)
 	err := os.MkdirAll(filepath.Dir(p), 0o755)
 	if err == nil {
-		_, err = fsutil.WriteFileAtomic(p, stampLine(boot, content), 0o644)
+		_, err = safefile.WriteFileAtomic(p, stampLine(boot, content), 0o644)
 	}
 	if err != nil {
 		m.Logger.Info("write-verified-stamp-failed", lager.Data{"unit": unitName, "error": err.Error()})
@@ -84,13 +84,13 @@ func (m *Manager) verifiedThisBoot(d Daemon) bool {
 	if err != nil || !bytes.Equal(stamp, stampLine(boot, onDisk)) {
 		return false
 	}
-	s, err := m.spec(d, unit.KillModeNone)
+	s, err := m.spec(d, unitfile.KillModeNone)
 	if err != nil {
 		return false
 	}
-	for _, km := range []string{unit.KillModeNone, unit.KillModeProcess} {
+	for _, km := range []string{unitfile.KillModeNone, unitfile.KillModeProcess} {
 		s.KillMode = km
-		text, err := unit.Render(s)
+		text, err := unitfile.Render(s)
 		if err == nil && bytes.Equal(text, onDisk) {
 			return true
 		}

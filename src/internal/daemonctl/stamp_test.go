@@ -7,7 +7,7 @@ import (
 
 	"code.cloudfoundry.org/lager/v3/lagertest"
 
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // TestVerifiedThisBoot: the start shortcut is trusted only for the exact
@@ -29,7 +29,7 @@ func TestVerifiedThisBoot(t *testing.T) {
 	}
 	write("/usr/bin/daemon", "#!/bin/sh\n", 0o755)
 	write("/proc/sys/kernel/random/boot_id", "boot-1\n", 0o444)
-	m := &Manager{Logger: lagertest.NewTestLogger("stamp"), Root: root, Delegate: unit.DelegateV1}
+	m := &Manager{Logger: lagertest.NewTestLogger("stamp"), Root: root, Delegate: unitfile.DelegateV1}
 	d := Daemon{Name: "x", Start: []string{"/usr/bin/daemon", "start"}}
 	unitPath := filepath.Join(PersistentUnitDir, d.UnitName())
 	render := func(killMode string) []byte {
@@ -37,13 +37,13 @@ func TestVerifiedThisBoot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := unit.Render(s)
+		b, err := unitfile.Render(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	none, process := render(unit.KillModeNone), render(unit.KillModeProcess)
+	none, process := render(unitfile.KillModeNone), render(unitfile.KillModeProcess)
 
 	write(unitPath, string(none), 0o644)
 	if m.verifiedThisBoot(d) {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // Default bounds for waiting on a daemon; monit's own start/stop timeout
@@ -143,7 +143,7 @@ func (m *Manager) verifyStarted(ctx context.Context, conn *systemd.Conn, d Daemo
 	if u.LoadState != "loaded" || u.NeedDaemonReload {
 		return fmt.Errorf("LoadState=%s NeedDaemonReload=%v", u.LoadState, u.NeedDaemonReload)
 	}
-	if u.KillMode != unit.KillModeNone && u.KillMode != unit.KillModeProcess {
+	if u.KillMode != unitfile.KillModeNone && u.KillMode != unitfile.KillModeProcess {
 		return fmt.Errorf("KillMode=%s", u.KillMode)
 	}
 	return verifyDelegation(u, m.delegate())

@@ -9,10 +9,10 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
-	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // ProtectResult says what ProtectSupervisor did.
@@ -60,16 +60,16 @@ func (m *Manager) ProtectSupervisor(ctx context.Context, pid int, processName st
 			processName, pid, name)
 	}
 	delegate := m.delegate()
-	text, err := unit.RenderSupervisorDropIn(name, delegate)
+	text, err := unitfile.RenderSupervisorDropIn(name, delegate)
 	if err != nil {
 		return res, err
 	}
 	dir := filepath.Join(PersistentUnitDir, name+".d")
-	res.DropIn = filepath.Join(dir, unit.DropInName)
+	res.DropIn = filepath.Join(dir, unitfile.DropInName)
 	if err := os.MkdirAll(m.path(dir), 0o755); err != nil {
 		return res, fmt.Errorf("protect supervisor: create %s: %w", dir, err)
 	}
-	w, err := fsutil.WriteFileAtomic(m.path(res.DropIn), text, 0o644)
+	w, err := safefile.WriteFileAtomic(m.path(res.DropIn), text, 0o644)
 	if err != nil {
 		return res, fmt.Errorf("protect supervisor: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -72,7 +72,7 @@ func Prometheus(rep validator.Report, now time.Time) []byte {
 // WritePrometheusFile writes the textfile atomically: node_exporter may
 // read it at any moment and must never see half a file.
 func WritePrometheusFile(path string, rep validator.Report, now time.Time) error {
-	if _, err := fsutil.WriteFileAtomic(path, Prometheus(rep, now), 0o644); err != nil {
+	if _, err := safefile.WriteFileAtomic(path, Prometheus(rep, now), 0o644); err != nil {
 		return fmt.Errorf("write prometheus textfile: %w", err)
 	}
 	return nil

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -248,8 +248,10 @@ func Load(root, path string) ([]Advisory, error) {
 	}
 	host := filepath.Join(root, path)
 	if root == "" || root == "/" {
-		if err := checkTrusted(host); err != nil {
-			return nil, err
+		if err := safefile.CheckTrusted(host); errors.Is(err, safefile.ErrUntrusted) {
+			return nil, fmt.Errorf("advisories: %w", err)
+		} else if err != nil {
+			return nil, fmt.Errorf("stat advisories %s: %w", host, err)
 		}
 	}
 	b, err := os.ReadFile(host)
@@ -261,36 +263,6 @@ func Load(root, path string) ([]Advisory, error) {
 		return nil, err
 	}
 	return merge(shipped, f.Advisories), nil
-}
-
-func checkTrusted(path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("stat advisories %s: %w", path, err)
-	}
-	if err := trusted(path, st); err != nil {
-		return err
-	}
-	dir := filepath.Dir(path)
-	dst, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("stat advisories dir %s: %w", dir, err)
-	}
-	if dst.Mode().Perm()&0o002 != 0 && dst.Mode()&os.ModeSticky == 0 {
-		return fmt.Errorf("advisories dir %s is world-writable (%v): anyone could replace the file", dir, dst.Mode().Perm())
-	}
-	return nil
-}
-
-// trusted is the ownership rule, separate so tests can feed it stat data.
-func trusted(path string, st os.FileInfo) error {
-	if st.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("advisories %s is group- or world-writable (%v): want 0644 or stricter", path, st.Mode().Perm())
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
-		return fmt.Errorf("advisories %s is owned by uid %d: want root", path, sys.Uid)
-	}
-	return nil
 }
 
 func merge(base, over []Advisory) []Advisory {

@@ -2,12 +2,14 @@ package runtimever
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -223,37 +225,20 @@ func TestLoadMergesOperatorFile(t *testing.T) {
 	}
 }
 
-// TestTrusted checks the ownership rule on real files: a 0644 file of
-// ours passes when we are root, a world-writable one never does.
-func TestTrusted(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "a.json")
-	must(t, os.WriteFile(p, []byte("{}"), 0o644))
+// TestLoadRefusesUntrustedFile: on the live root the operator's list
+// passes safefile.CheckTrusted (whoever can edit it can silence a blocking
+// check); the rules themselves are tested in safefile.
+func TestLoadRefusesUntrustedFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a.json")
+	must(t, os.WriteFile(p, []byte(`{"schema":1,"advisories":[]}`), 0o644))
 	must(t, os.Chmod(p, 0o666))
-	if err := checkTrusted(p); err == nil || !strings.Contains(err.Error(), "world-writable") {
-		t.Errorf("0666 file: err = %v, want world-writable", err)
+	_, err := Load("/", p)
+	if !errors.Is(err, safefile.ErrUntrusted) || !strings.Contains(err.Error(), "advisories: ") || !strings.Contains(err.Error(), "chmod go-w") {
+		t.Fatalf("Load of a world-writable list = %v, want ErrUntrusted with the fix", err)
 	}
 	must(t, os.Chmod(p, 0o644))
-	err := checkTrusted(p)
-	if os.Geteuid() == 0 {
-		if err != nil {
-			t.Errorf("root-owned 0644 file: %v", err)
-		}
-		must(t, os.Chown(p, 65534, 65534))
-		if err := checkTrusted(p); err == nil || !strings.Contains(err.Error(), "uid 65534") {
-			t.Errorf("file owned by nobody: err = %v", err)
-		}
-		must(t, os.Chown(p, 0, 0))
-		must(t, os.Chmod(dir, 0o777))
-		if err := checkTrusted(p); err == nil || !strings.Contains(err.Error(), "dir") {
-			t.Errorf("world-writable dir: err = %v", err)
-		}
-		must(t, os.Chmod(dir, os.ModeSticky|0o777))
-		if err := checkTrusted(p); err != nil {
-			t.Errorf("sticky world-writable dir (like /tmp): %v", err)
-		}
-	} else if err == nil || !strings.Contains(err.Error(), "owned by uid") {
-		t.Errorf("non-root-owned file: err = %v, want owned by uid", err)
+	if _, err := Load("/", p); err != nil {
+		t.Fatalf("Load of a 0644 list of ours: %v", err)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 )
 
 // Key results in an apply.
@@ -198,7 +198,7 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 	target := hostJoin(h.Root, p.File)
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		failures = append(failures, fmt.Errorf("create %s: %w", filepath.Dir(p.File), err))
-	} else if res, err := fsutil.WriteFileAtomic(target, render(p, over), 0o644); err != nil {
+	} else if res, err := safefile.WriteFileAtomic(target, render(p, over), 0o644); err != nil {
 		failures = append(failures, fmt.Errorf("persist %s: %w", p.File, err))
 	} else {
 		rep.Persisted, rep.FileChanged = true, res.Changed

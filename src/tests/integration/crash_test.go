@@ -19,13 +19,13 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cli"
 	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
-	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
 
 // cellguard runs the built cellguard binary on the host (it reaches the box
-// through --root and --dbus-address), so fsutil.CrashEnv can SIGKILL it
+// through --root and --dbus-address), so safefile.CrashEnv can SIGKILL it
 // without killing the test; killed reports death by SIGKILL (then code is -1).
 func cellguard(t *testing.T, extraEnv []string, args ...string) (code int, killed bool, stdout, stderr string) {
 	t.Helper()
@@ -126,7 +126,7 @@ func TestCrashBeforeReloadConverges(t *testing.T) {
 				t.Fatal(err)
 			}
 			stop := fmt.Sprintf("%s stop --try=%d", ctl, i) // a new unit text each round
-			_, killed, out, errOut := cellguard(t, []string{fsutil.CrashEnv + "=" + step + ":cellguard-garden.service"},
+			_, killed, out, errOut := cellguard(t, []string{safefile.CrashEnv + "=" + step + ":cellguard-garden.service"},
 				installArgs(t, ref, ctl, stop)...)
 			if !killed {
 				t.Fatalf("install was not killed after %s\n%s\n%s", step, out, errOut)
@@ -245,7 +245,7 @@ func TestCrashDropInConverges(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			writeFile(t, box, dropIn, oldText, 0o644)
 			in(t, box, "systemctl", "daemon-reload")
-			_, killed, out, errOut := cellguard(t, []string{fsutil.CrashEnv + "=" + step + ":50-cellguard-delegate.conf"}, args...)
+			_, killed, out, errOut := cellguard(t, []string{safefile.CrashEnv + "=" + step + ":50-cellguard-delegate.conf"}, args...)
 			if !killed {
 				t.Fatalf("protect-supervisor was not killed after %s\n%s\n%s", step, out, errOut)
 			}

@@ -15,7 +15,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // TestUnitLifecycleOverDBus drives a real systemd from the host through its
@@ -50,7 +50,7 @@ func TestUnitLifecycleOverDBus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(text), "Delegate="+unit.DelegateV1+"\n") {
+	if !strings.Contains(string(text), "Delegate="+unitfile.DelegateV1+"\n") {
 		t.Fatalf("unit file lacks the v1 delegation list on this hybrid host:\n%s", text)
 	}
 

@@ -1,4 +1,4 @@
-package fsutil_test
+package safefile_test
 
 import (
 	"bytes"
@@ -13,20 +13,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
-	"github.com/cloudfoundry/cellguard/src/internal/unit"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // Env of the helper process: the helper is this test binary, re-run with
 // -test.run=TestCrashHelper.
 const (
-	helperEnv   = "CELLGUARD_FSUTIL_CRASH_HELPER" // "once" or "loop"
-	helperPath  = "CELLGUARD_FSUTIL_CRASH_TARGET"
-	helperData  = "CELLGUARD_FSUTIL_CRASH_DATA"  // file holding the new content
-	helperOther = "CELLGUARD_FSUTIL_CRASH_OTHER" // loop: second content to alternate with
+	helperEnv   = "CELLGUARD_SAFEFILE_CRASH_HELPER" // "once" or "loop"
+	helperPath  = "CELLGUARD_SAFEFILE_CRASH_TARGET"
+	helperData  = "CELLGUARD_SAFEFILE_CRASH_DATA"  // file holding the new content
+	helperOther = "CELLGUARD_SAFEFILE_CRASH_OTHER" // loop: second content to alternate with
 )
 
-// steps are WriteFileAtomic's steps, as fsutil.CrashEnv names them.
+// steps are WriteFileAtomic's steps, as safefile.CrashEnv names them.
 var steps = []string{"create", "write", "chmod", "fsync", "close", "rename", "fsync-dir"}
 
 // TestCrashHelper is not a test: it is the child process the crash tests
@@ -42,7 +42,7 @@ func TestCrashHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	if mode == "once" {
-		if _, err := fsutil.WriteFileAtomic(target, data, 0o644); err != nil {
+		if _, err := safefile.WriteFileAtomic(target, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -56,7 +56,7 @@ func TestCrashHelper(t *testing.T) {
 		if i%2 == 1 {
 			d = other
 		}
-		if _, err := fsutil.WriteFileAtomic(target, d, 0o644); err != nil {
+		if _, err := safefile.WriteFileAtomic(target, d, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,22 +120,22 @@ func checkLitter(t *testing.T, target string) []string {
 // changing delegation and kill mode, a supervisor drop-in, a sysctl.d file.
 func contentPairs(t *testing.T) map[string][2][]byte {
 	t.Helper()
-	s := unit.Spec{Name: "garden", Start: []string{"/var/vcap/jobs/garden/bin/garden_ctl", "start"},
-		Type: unit.TypeExec, Delegate: unit.DelegateV2, KillMode: unit.KillModeProcess}
-	oldUnit, err := unit.Render(s)
+	s := unitfile.Spec{Name: "garden", Start: []string{"/var/vcap/jobs/garden/bin/garden_ctl", "start"},
+		Type: unitfile.TypeExec, Delegate: unitfile.DelegateV2, KillMode: unitfile.KillModeProcess}
+	oldUnit, err := unitfile.Render(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Delegate, s.KillMode = unit.DelegateV1, unit.KillModeNone
-	newUnit, err := unit.Render(s)
+	s.Delegate, s.KillMode = unitfile.DelegateV1, unitfile.KillModeNone
+	newUnit, err := unitfile.Render(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldDrop, err := unit.RenderSupervisorDropIn("runit.service", unit.DelegateV2)
+	oldDrop, err := unitfile.RenderSupervisorDropIn("runit.service", unitfile.DelegateV2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newDrop, err := unit.RenderSupervisorDropIn("runit.service", unit.DelegateV1)
+	newDrop, err := unitfile.RenderSupervisorDropIn("runit.service", unitfile.DelegateV1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					cmd := helper(t, "once", target, pair[1], nil, fsutil.CrashEnv+"="+step)
+					cmd := helper(t, "once", target, pair[1], nil, safefile.CrashEnv+"="+step)
 					out, err := cmd.CombinedOutput()
 					if !killedBySIGKILL(err) {
 						t.Fatalf("helper was not killed at %s: %v\n%s", step, err, out)
@@ -187,7 +187,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 						t.Errorf("crash after %s left %v", step, litter)
 					}
 
-					res, err := fsutil.WriteFileAtomic(target, pair[1], 0o644)
+					res, err := safefile.WriteFileAtomic(target, pair[1], 0o644)
 					if err != nil {
 						t.Fatalf("next run: %v", err)
 					}

@@ -1,4 +1,4 @@
-package fsutil_test
+package safefile_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/fsutil"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 )
 
 // TestWriteModeIgnoresUmaskAndOldMode: files come out 0644 and ours
@@ -17,7 +17,7 @@ func TestWriteModeIgnoresUmaskAndOldMode(t *testing.T) {
 	defer syscall.Umask(old)
 	dir := t.TempDir()
 	fresh := filepath.Join(dir, "cellguard-garden.service")
-	if _, err := fsutil.WriteFileAtomic(fresh, []byte("new\n"), 0o644); err != nil {
+	if _, err := safefile.WriteFileAtomic(fresh, []byte("new\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	assertFile(t, fresh, []byte("new\n"), 0o644)
@@ -29,7 +29,7 @@ func TestWriteModeIgnoresUmaskAndOldMode(t *testing.T) {
 	if err := os.Chmod(loose, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	res, err := fsutil.WriteFileAtomic(loose, []byte("new\n"), 0o644)
+	res, err := safefile.WriteFileAtomic(loose, []byte("new\n"), 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestWriteReplacesPlantedFileOfAnotherOwner(t *testing.T) {
 	if err := os.Chown(target, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	res, err := fsutil.WriteFileAtomic(target, []byte("same\n"), 0o644)
+	res, err := safefile.WriteFileAtomic(target, []byte("same\n"), 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestWriteReplacesPlantedFileOfAnotherOwner(t *testing.T) {
 	}
 	assertFile(t, target, []byte("same\n"), 0o644)
 	// Now ours: a second run changes nothing (no needless Reload).
-	if res, err := fsutil.WriteFileAtomic(target, []byte("same\n"), 0o644); err != nil || res.Changed {
+	if res, err := safefile.WriteFileAtomic(target, []byte("same\n"), 0o644); err != nil || res.Changed {
 		t.Errorf("second run: %+v, %v", res, err)
 	}
 }
@@ -81,8 +81,8 @@ func TestWriteRefusesSymlinkAtTarget(t *testing.T) {
 			if err := os.Symlink(target, link); err != nil {
 				t.Fatal(err)
 			}
-			_, err := fsutil.WriteFileAtomic(link, []byte("[Service]\n"), 0o644)
-			if !errors.Is(err, fsutil.ErrSymlink) {
+			_, err := safefile.WriteFileAtomic(link, []byte("[Service]\n"), 0o644)
+			if !errors.Is(err, safefile.ErrSymlink) {
 				t.Fatalf("write through a symlink: %v, want ErrSymlink", err)
 			}
 			if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -118,7 +118,7 @@ func TestWriteFollowsSymlinkedParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	via := filepath.Join(root, "lib/systemd/system/cellguard-garden.service")
-	if _, err := fsutil.WriteFileAtomic(via, []byte("[Service]\n"), 0o644); err != nil {
+	if _, err := safefile.WriteFileAtomic(via, []byte("[Service]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	assertFile(t, filepath.Join(real, "cellguard-garden.service"), []byte("[Service]\n"), 0o644)
@@ -131,11 +131,11 @@ func TestWriteFollowsSymlinkedParent(t *testing.T) {
 // callers skip the systemd Reload.
 func TestWriteUnchangedIsNoop(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "cellguard-garden.service")
-	if res, err := fsutil.WriteFileAtomic(target, []byte("a\n"), 0o644); err != nil || !res.Changed {
+	if res, err := safefile.WriteFileAtomic(target, []byte("a\n"), 0o644); err != nil || !res.Changed {
 		t.Fatalf("first write: %+v %v", res, err)
 	}
 	fi1, _ := os.Stat(target)
-	if res, err := fsutil.WriteFileAtomic(target, []byte("a\n"), 0o644); err != nil || res.Changed {
+	if res, err := safefile.WriteFileAtomic(target, []byte("a\n"), 0o644); err != nil || res.Changed {
 		t.Fatalf("second write: %+v %v", res, err)
 	}
 	fi2, _ := os.Stat(target)

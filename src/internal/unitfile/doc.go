@@ -1,4 +1,4 @@
-// Package unit turns a daemon's description into the text of a delegated
+// Package unitfile turns a daemon's description into the text of a delegated
 // systemd unit (or a drop-in for a supervisor unit) and refuses any input
 // that could inject a directive. It is pure: no I/O, no D-Bus.
-package unit
+package unitfile

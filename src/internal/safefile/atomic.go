@@ -1,7 +1,4 @@
-// Package fsutil writes files so a crash leaves the old or the new content,
-// never a torn one, and never follows a symlink planted in the target
-// directory.
-package fsutil
+package safefile
 
 import (
 	"bytes"
@@ -15,13 +12,13 @@ import (
 )
 
 // ErrSymlink is returned when the target path is a symlink.
-var ErrSymlink = errors.New("fsutil: refusing to replace a symlink")
+var ErrSymlink = errors.New("safefile: refusing to replace a symlink")
 
 // CrashEnv is a test hook, read only by WriteFileAtomic: set to a step name
 // ("create", "write", "chmod", "fsync", "close", "rename", "fsync-dir"),
 // optionally followed by ":" and a substring of the target path, it makes
 // the process SIGKILL itself right after that step. Crash-consistency tests
-// (fsutil, cli) run cellguard in a child process with it set, to prove a
+// (safefile, cli) run cellguard in a child process with it set, to prove a
 // crash at any step leaves the old or the new file and the next run
 // converges. Nothing sets it outside tests.
 const CrashEnv = "CELLGUARD_TEST_CRASH_AFTER"
