@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -187,7 +188,7 @@ func TestRuntimeVersionsRealDebianHost(t *testing.T) {
 			t.Skipf("SKIP: %s not installed", p)
 		}
 	}
-	out, _ := runtimever.Output(context.Background(), 0, "/usr/sbin/runc", "--version")
+	out, _ := boundedexec.Output(context.Background(), 0, "/usr/sbin/runc", "--version")
 	if !strings.Contains(string(out), "commit: 1.1.5+ds1-1+deb12u1") {
 		t.Skipf("SKIP: expectations are for Debian's runc 1.1.5+ds1-1+deb12u1, host has %q", out)
 	}

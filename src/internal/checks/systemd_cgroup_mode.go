@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -280,7 +280,7 @@ func (s SystemctlVersion) SystemdVersion(ctx context.Context) (int, error) {
 		if _, err := os.Stat(host); err != nil {
 			continue
 		}
-		out, err := runtimever.Output(ctx, s.Timeout, host, "--version")
+		out, err := boundedexec.Output(ctx, s.Timeout, host, "--version")
 		if err != nil {
 			return 0, fmt.Errorf("read systemd version: %w", err)
 		}

@@ -18,8 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
@@ -314,7 +314,7 @@ func TestFaultSystemdUnreachable(t *testing.T) {
 }
 
 // TestFaultRuntimeBinaryHangsOrIsMissing: through Main, a containerd that
-// never answers --version is killed after runtimever.DefaultTimeout and
+// never answers --version is killed after boundedexec.DefaultTimeout and
 // reported with that cause: it blocks pre-start (exit 1) and only warns at
 // drain (exit 0, stdout is just the integer); a configured runc that does not
 // exist does not make validate fail to run. The hang itself and the process
@@ -344,7 +344,7 @@ func TestFaultRuntimeBinaryHangsOrIsMissing(t *testing.T) {
 	if !strings.Contains(errOut, "killed its process group") {
 		t.Errorf("drain stderr does not explain the warning:\n%s", errOut)
 	}
-	if d := time.Since(start); d > 4*runtimever.DefaultTimeout {
+	if d := time.Since(start); d > 4*boundedexec.DefaultTimeout {
 		t.Errorf("two validate runs took %v with a hung binary", d)
 	}
 }

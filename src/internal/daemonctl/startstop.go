@@ -14,6 +14,7 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
+	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
@@ -254,7 +255,7 @@ func (m *Manager) startDirect(ctx context.Context, d Daemon, timeout time.Durati
 	cmd := exec.Command(d.Start[0], d.Start[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if d.Type == "forking" {
-		if out, err := runBounded(ctx, cmd); err != nil {
+		if out, err := boundedexec.Run(ctx, cmd); err != nil {
 			return 0, fmt.Errorf("start %s directly: %s: %w: %s", d.Name, strings.Join(d.Start, " "), err, out)
 		}
 	} else {
@@ -279,7 +280,7 @@ func (m *Manager) stopDirect(ctx context.Context, d Daemon, pid int) error {
 	m.Logger.Info("stopping-directly-without-systemd", lager.Data{"daemon": d.Name, "command": d.Stop, "pid": pid})
 	if len(d.Stop) > 0 {
 		cmd := exec.Command(d.Stop[0], d.Stop[1:]...)
-		if out, err := runBounded(ctx, cmd); err != nil {
+		if out, err := boundedexec.Run(ctx, cmd); err != nil {
 			return fmt.Errorf("stop %s directly: %s: %w: %s", d.Name, strings.Join(d.Stop, " "), err, out)
 		}
 		return nil
@@ -291,25 +292,6 @@ func (m *Manager) stopDirect(ctx context.Context, d Daemon, pid int) error {
 		return fmt.Errorf("stop %s directly: signal %d: %w", d.Name, pid, err)
 	}
 	return nil
-}
-
-// runBounded runs cmd, killing it when ctx ends.
-func runBounded(ctx context.Context, cmd *exec.Cmd) (string, error) {
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return out.String(), err
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-done
-		return out.String(), ctx.Err()
-	}
 }
 
 func (m *Manager) readPID(pidfile string) (int, error) {

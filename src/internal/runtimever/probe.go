@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 )
 
 // Components cellguard knows how to probe.
@@ -115,16 +117,16 @@ type Info struct {
 
 // Prober runs binaries to learn their versions.
 type Prober struct {
-	// Timeout per exec; 0 means DefaultTimeout.
+	// Timeout per exec; 0 means boundedexec.DefaultTimeout.
 	Timeout time.Duration
 }
 
 // Probe learns b's version. It returns an error only when the binary
-// could not be run at all (including ErrTimeout); a binary that runs but
+// could not be run at all (including boundedexec.ErrTimeout); a binary that runs but
 // does not say its version yields Info.VersionErr.
 func (p Prober) Probe(ctx context.Context, b Binary) (Info, error) {
 	info := Info{Binary: b}
-	out, err := Output(ctx, p.Timeout, b.HostPath, "--version")
+	out, err := boundedexec.Output(ctx, p.Timeout, b.HostPath, "--version")
 	if err != nil {
 		return info, fmt.Errorf("probe %s version: %w", b.Component, err)
 	}
@@ -150,9 +152,9 @@ func (p Prober) Probe(ctx context.Context, b Binary) (Info, error) {
 	}
 
 	if b.Component == Runc {
-		if fout, ferr := Output(ctx, p.Timeout, b.HostPath, "features"); ferr == nil {
+		if fout, ferr := boundedexec.Output(ctx, p.Timeout, b.HostPath, "features"); ferr == nil {
 			p.useFeatures(&info, fout)
-		} else if errors.Is(ferr, ErrTimeout) {
+		} else if errors.Is(ferr, boundedexec.ErrTimeout) {
 			return info, fmt.Errorf("probe %s features: %w", b.Component, ferr)
 		}
 	}

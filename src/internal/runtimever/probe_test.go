@@ -10,8 +10,11 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 )
 
 func readFixture(t *testing.T, name string) string {
@@ -131,8 +134,8 @@ func TestProbeHangingBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Prober{Timeout: 300 * time.Millisecond}.Probe(context.Background(), Binary{Component: Runc, Path: "/usr/bin/runc", HostPath: host})
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("Probe of a hanging binary: err = %v, want ErrTimeout", err)
+	if !errors.Is(err, boundedexec.ErrTimeout) {
+		t.Fatalf("Probe of a hanging binary: err = %v, want boundedexec.ErrTimeout", err)
 	}
 	if !strings.Contains(err.Error(), "killed its process group") || !strings.Contains(err.Error(), "--version") {
 		t.Errorf("error does not say what happened: %v", err)
@@ -151,7 +154,7 @@ func TestProbeHangingBinary(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			_ = syscallKill(pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("child %d of the hung binary survived the timeout", pid)
 		}
 		time.Sleep(20 * time.Millisecond)

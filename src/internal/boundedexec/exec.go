@@ -1,4 +1,4 @@
-package runtimever
+package boundedexec
 
 import (
 	"bytes"
@@ -6,17 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"time"
 )
 
-// DefaultTimeout bounds every exec of a runtime binary. A healthy
-// `runc --version` returns in milliseconds; a hung one must not hang a
-// BOSH pre-start or drain.
+// DefaultTimeout bounds an Output that names none. A healthy `runc
+// --version` or `systemctl --version` returns in milliseconds; a hung one
+// must not hang a BOSH pre-start or drain.
 const DefaultTimeout = 5 * time.Second
 
-// ErrTimeout means a probed binary did not exit in time and its process
-// group was killed.
-var ErrTimeout = errors.New("runtimever: timed out")
+// ErrTimeout means a command did not exit in time and its process group
+// was killed.
+var ErrTimeout = errors.New("boundedexec: timed out")
 
 // Output runs path with args, bounded by timeout (DefaultTimeout when 0)
 // and by ctx, and returns stdout. On timeout the whole process group is
@@ -53,4 +54,27 @@ func Output(ctx context.Context, timeout time.Duration, path string, args ...str
 		return stdout.Bytes(), fmt.Errorf("run %s %v: %w (stderr: %q)", path, args, err, msg)
 	}
 	return stdout.Bytes(), nil
+}
+
+// Run starts cmd (made with exec.Command, its SysProcAttr the caller's)
+// and waits for it, killing its process when ctx ends; it returns stdout
+// and stderr together. Only the process itself is killed: a ctl script
+// that backgrounded a daemon must not take the daemon with it. After a
+// kill the error is ctx's.
+func Run(ctx context.Context, cmd *exec.Cmd) (string, error) {
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return out.String(), ctx.Err()
+	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package runtimever
+package boundedexec
 
 import "os/exec"
 

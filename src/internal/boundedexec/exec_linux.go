@@ -1,4 +1,4 @@
-package runtimever
+package boundedexec
 
 import (
 	"os/exec"
