@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 )
 
 // Hierarchy is one mounted cgroup hierarchy.
@@ -40,9 +42,7 @@ type Layout struct {
 
 // Discover reads the layout under root.
 func Discover(root string) (*Layout, error) {
-	if root == "" {
-		root = "/"
-	}
+	root = hostroot.Dir(root)
 	mode, err := DetectMode(root)
 	if err != nil {
 		return nil, err

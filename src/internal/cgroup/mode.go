@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	cgroups "github.com/containerd/cgroups/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 )
 
 // Mode is how the host mounts cgroups.
@@ -40,7 +42,7 @@ const MountDir = "/sys/fs/cgroup"
 // under any other root it reads the layout: cgroup.controllers at the top
 // means v2, under unified/ means hybrid, a directory of hierarchies means v1.
 func DetectMode(root string) (Mode, error) {
-	if root == "" || root == "/" {
+	if hostroot.IsLive(root) {
 		switch cgroups.Mode() {
 		case cgroups.Legacy:
 			return Legacy, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 )
@@ -88,7 +89,7 @@ const scanWorkers = 2
 // inits). Listed processes are the bulk on a cell; their namespace is not
 // needed, since being listed already ties them to their container.
 func scan(d Deps) (*view, error) {
-	root := d.root()
+	root := hostroot.Dir(d.Root)
 	v := &view{root: root, proc: procfs.New(root)}
 	var err error
 	if v.layout, err = cgroup.Discover(root); err != nil {
@@ -199,7 +200,7 @@ func scan(d Deps) (*view, error) {
 	defer r.Close()
 	if ns, err := r.PidNS(1); err == nil {
 		v.hostNS = ns
-	} else if root == "/" {
+	} else if hostroot.IsLive(root) {
 		// pid 1 may hide its namespaces (a sandbox's init does); ours is
 		// the host's when we run on the host.
 		if ns, err := r.PidNS(os.Getpid()); err == nil {
@@ -360,11 +361,4 @@ func (v *view) expectations(c *runcstate.Container) (exps []expectation, unmappe
 		exps = append(exps, expectation{h: h, key: h.Key(), rel: rel})
 	}
 	return exps, unmapped
-}
-
-func (d Deps) root() string {
-	if d.Root == "" {
-		return "/"
-	}
-	return d.Root
 }

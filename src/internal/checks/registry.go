@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -58,7 +59,7 @@ type Deps struct {
 // All is the one list of the validator's checks, in report order.
 func All(d Deps) []validator.Check {
 	h := newHost(d) // one scan of /proc and the runtime roots, shared
-	if d.Sleep == nil && d.Root != "" && d.Root != "/" {
+	if d.Sleep == nil && !hostroot.IsLive(d.Root) {
 		d.Sleep = func(time.Duration) {}
 	}
 	return []validator.Check{

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -65,9 +66,9 @@ func (c *SysctlProfile) Run(ctx context.Context) ([]validator.Finding, error) {
 	}
 	// A fixture tree without /proc/sys models a host part this check does
 	// not read; every live host has one.
-	if _, err := os.Stat(filepath.Join(rootOr(c.Root), "proc/sys")); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(hostroot.Dir(c.Root), "proc/sys")); errors.Is(err, os.ErrNotExist) {
 		return []validator.Finding{{Subject: "sysctl", Status: validator.Skip,
-			Detail: fmt.Sprintf("no proc/sys under %s: kernel parameters cannot be read", rootOr(c.Root))}}, nil
+			Detail: fmt.Sprintf("no proc/sys under %s: kernel parameters cannot be read", hostroot.Dir(c.Root))}}, nil
 	}
 	rep, err := sysctl.Check(c.Root, p)
 	if err != nil {
@@ -119,11 +120,4 @@ func (c *SysctlProfile) Run(ctx context.Context) ([]validator.Finding, error) {
 			"drifted": strconv.Itoa(len(fs))},
 	})
 	return fs, nil
-}
-
-func rootOr(root string) string {
-	if root == "" {
-		return "/"
-	}
-	return root
 }

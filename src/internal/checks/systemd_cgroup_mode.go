@@ -16,6 +16,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -27,9 +28,7 @@ const (
 	systemdRefusesV1 = 256
 	// systemdDropsV1 has no cgroup v1 support at all (systemd v258).
 	systemdDropsV1 = 258
-	// systemdKillModeNoneDeprecated warns about KillMode=none (v246).
-	systemdKillModeNoneDeprecated = 246
-	legacyForceArg                = "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1"
+	legacyForceArg = "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1"
 )
 
 // SystemdVersioner tells a systemd version number (252 for
@@ -100,7 +99,7 @@ func (c *SystemdCgroupMode) Run(ctx context.Context) ([]validator.Finding, error
 	}
 	var sources []source
 	var fs []validator.Finding
-	if c.Running != nil && sdBooted(c.Root) {
+	if c.Running != nil && systemd.Booted(c.Root) {
 		n, err := c.Running.SystemdVersion(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("read running systemd version: %w", err)
@@ -152,7 +151,7 @@ func (c *SystemdCgroupMode) Run(ctx context.Context) ([]validator.Finding, error
 		}
 		fs = append(fs, f)
 	}
-	if maxV >= systemdKillModeNoneDeprecated {
+	if maxV >= systemd.KillModeNoneDeprecatedSince {
 		units, err := killModeNoneUnits(c.Root)
 		if err != nil {
 			return nil, err
@@ -160,18 +159,11 @@ func (c *SystemdCgroupMode) Run(ctx context.Context) ([]validator.Finding, error
 		for _, u := range units {
 			// Information, not a failure: systemd still honours it.
 			fs = append(fs, validator.Finding{Subject: u.name, Status: validator.Pass,
-				Detail: fmt.Sprintf("%s sets KillMode=none (%s), deprecated since systemd %d and logged as unsafe by systemd %d", u.name, u.path, systemdKillModeNoneDeprecated, maxV),
+				Detail: fmt.Sprintf("%s sets KillMode=none (%s), deprecated since systemd %d and logged as unsafe by systemd %d", u.name, u.path, systemd.KillModeNoneDeprecatedSince, maxV),
 				Data:   map[string]string{"level": "info", "path": u.path, "kill_mode": "none"}})
 		}
 	}
 	return fs, nil
-}
-
-// sdBooted is sd_booted(3): systemd is the init system when
-// /run/systemd/system exists.
-func sdBooted(root string) bool {
-	st, err := os.Stat(filepath.Join(root, "/run/systemd/system"))
-	return err == nil && st.IsDir()
 }
 
 func cmdlineHas(root, arg string) bool {
@@ -284,25 +276,7 @@ func (s SystemctlVersion) SystemdVersion(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("read systemd version: %w", err)
 		}
-		return ParseSystemdVersion(string(out))
+		return systemd.ParseVersion(string(out))
 	}
 	return 0, fmt.Errorf("read systemd version under %s: %w", s.Root, ErrNoSystemctl)
-}
-
-var systemdVersionRe = regexp.MustCompile(`^(?:systemd\s+)?v?(\d+)`)
-
-// ParseSystemdVersion reads the major version from `systemctl --version`
-// output or from the Manager's D-Bus Version property: "systemd 252
-// (252.39-1~deb12u2)", "252.39-1~deb12u2", "v256.5", "256~rc3".
-func ParseSystemdVersion(s string) (int, error) {
-	line := strings.TrimSpace(firstLineOf(strings.TrimSpace(s)))
-	m := systemdVersionRe.FindStringSubmatch(line)
-	if m == nil {
-		return 0, fmt.Errorf("parse systemd version %q: no version number", line)
-	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil {
-		return 0, fmt.Errorf("parse systemd version %q: %w", line, err)
-	}
-	return n, nil
 }

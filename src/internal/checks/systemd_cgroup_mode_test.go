@@ -178,33 +178,6 @@ func TestSystemdKillModeNone(t *testing.T) {
 	}
 }
 
-func TestParseSystemdVersion(t *testing.T) {
-	testCases := []struct {
-		in   string
-		want int
-	}{
-		{"systemd 252 (252.39-1~deb12u2)\n+PAM +AUDIT", 252},
-		{"252.39-1~deb12u2", 252},
-		{"v256.5", 256},
-		{"256~rc3", 256},
-		{"systemd 258 (258.1-2)", 258},
-		{"", 0},
-		{"not a version", 0},
-	}
-	for _, tc := range testCases {
-		got, err := ParseSystemdVersion(tc.in)
-		if tc.want == 0 {
-			if err == nil {
-				t.Errorf("ParseSystemdVersion(%q) = %d, want an error", tc.in, got)
-			}
-			continue
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("ParseSystemdVersion(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-		}
-	}
-}
-
 // TestSystemctlVersionReal reads this host's installed systemd through
 // the real systemctl and checks it against dpkg's idea of the package.
 func TestSystemctlVersionReal(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
@@ -118,7 +119,7 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		Daemons:          auditedDaemons(cfg),
 		Sysctl:           cfg.Sysctl,
 	}
-	if f.root == "/" || f.root == "" {
+	if hostroot.IsLive(f.root) {
 		// The host's manager, over D-Bus; a fixture root has none.
 		d.Systemd = dbusSystemdVersion{}
 		d.SystemdUnits = checks.DialSystemd(systemd.Options{})

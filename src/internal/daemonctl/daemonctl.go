@@ -19,6 +19,7 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
@@ -29,9 +30,6 @@ const (
 	PersistentUnitDir = "/etc/systemd/system"
 	RuntimeUnitDir    = "/run/systemd/system"
 )
-
-// killModeNoneDeprecatedSince is the systemd version that started warning.
-const killModeNoneDeprecatedSince = 246
 
 // Daemon is one monit-managed daemon.
 type Daemon struct {
@@ -63,12 +61,7 @@ type Manager struct {
 
 func (m *Manager) path(p string) string { return filepath.Join(m.rootDir(), p) }
 
-func (m *Manager) rootDir() string {
-	if m.Root == "" {
-		return "/"
-	}
-	return m.Root
-}
+func (m *Manager) rootDir() string { return hostroot.Dir(m.Root) }
 
 // HasSystemd reports whether systemd manages this system. An explicit D-Bus
 // address means the caller knows it does.
@@ -299,7 +292,7 @@ func (m *Manager) noteKillModeDeprecation(ctx context.Context, conn *systemd.Con
 		return
 	}
 	m.deprecationLogged = true
-	if major >= killModeNoneDeprecatedSince {
+	if major >= systemd.KillModeNoneDeprecatedSince {
 		m.Logger.Info("kill-mode-none-deprecated", lager.Data{"systemd_version": v,
 			"reason": "systemd logs that KillMode=none is deprecated; cellguard keeps it because any other mode lets stopping or restarting the unit kill the container processes in its delegated subtree, which the daemon's own stop command must decide"})
 	}

@@ -15,6 +15,7 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
@@ -245,7 +246,7 @@ func (m *Manager) waitGone(ctx context.Context, pid int) error {
 // script stays in the foreground as the daemon, so it is detached into its
 // own session; a forking one is waited for.
 func (m *Manager) startDirect(ctx context.Context, d Daemon, timeout time.Duration) (int, error) {
-	if m.rootDir() != "/" {
+	if !hostroot.IsLive(m.Root) {
 		return 0, fmt.Errorf("start %s without systemd: only possible on the live root", d.Name)
 	}
 	m.Logger.Info("starting-directly-without-systemd", lager.Data{"daemon": d.Name, "command": d.Start,

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 )
 
 // ErrGone means the process exited while we looked at it: normal on a live
@@ -27,12 +29,7 @@ type FS struct {
 }
 
 // New returns the proc filesystem under root ("" or "/" is the host).
-func New(root string) FS {
-	if root == "" {
-		root = "/"
-	}
-	return FS{Root: root}
-}
+func New(root string) FS { return FS{Root: hostroot.Dir(root)} }
 
 // Dir is the directory holding the pid directories.
 func (fs FS) Dir() string { return filepath.Join(fs.Root, "proc") }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -247,7 +248,7 @@ func Load(root, path string) ([]Advisory, error) {
 		return shipped, nil
 	}
 	host := filepath.Join(root, path)
-	if root == "" || root == "/" {
+	if hostroot.IsLive(root) {
 		if err := safefile.CheckTrusted(host); errors.Is(err, safefile.ErrUntrusted) {
 			return nil, fmt.Errorf("advisories: %w", err)
 		} else if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 )
 
@@ -195,7 +196,7 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 	// 4. Persist. Every value is valid here, so the file is right for boot
 	// even if some key could not be written live (EPERM in a container).
 	over := h.persistFloors(p, rep.Keys)
-	target := hostJoin(h.Root, p.File)
+	target := hostroot.Join(h.Root, p.File)
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		failures = append(failures, fmt.Errorf("create %s: %w", filepath.Dir(p.File), err))
 	} else if res, err := safefile.WriteFileAtomic(target, render(p, over), 0o644); err != nil {

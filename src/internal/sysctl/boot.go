@@ -8,9 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 )
 
 // SysctlConf is read after every sysctl.d file, as procps's
@@ -87,7 +88,7 @@ func LoadBoot(root string) (*BootConfig, error) {
 	var files []ConfFile
 	var masked []ConfFile
 	for _, dir := range sysctlDirs {
-		ents, err := os.ReadDir(hostJoin(root, dir))
+		ents, err := os.ReadDir(hostroot.Join(root, dir))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -125,7 +126,7 @@ func LoadBoot(root string) (*BootConfig, error) {
 	}
 	if !haveConf {
 		f := ConfFile{Path: SysctlConf, Name: path.Base(SysctlConf), Last: true}
-		if _, err := os.Lstat(hostJoin(root, SysctlConf)); err == nil {
+		if _, err := os.Lstat(hostroot.Join(root, SysctlConf)); err == nil {
 			data, err := readConf(root, &f)
 			b.Files = append(b.Files, f)
 			if err == nil {
@@ -137,21 +138,13 @@ func LoadBoot(root string) (*BootConfig, error) {
 	return b, nil
 }
 
-// hostJoin puts a host path below root.
-func hostJoin(root, p string) string {
-	if root == "" || root == "/" {
-		return filepath.FromSlash(p)
-	}
-	return filepath.Join(root, filepath.FromSlash(p))
-}
-
 // readConf reads f below root, following symlinks inside root (an absolute
 // target is taken relative to root, as it would be on the host) and
 // recording the final target and whether it is /dev/null or empty.
 func readConf(root string, f *ConfFile) ([]byte, error) {
 	p := f.Path
 	for hops := 0; ; hops++ {
-		fi, err := os.Lstat(hostJoin(root, p))
+		fi, err := os.Lstat(hostroot.Join(root, p))
 		if err != nil {
 			f.Err = err.Error()
 			return nil, err
@@ -163,7 +156,7 @@ func readConf(root string, f *ConfFile) ([]byte, error) {
 			f.Err = "too many levels of symbolic links"
 			return nil, errors.New(f.Err)
 		}
-		t, err := os.Readlink(hostJoin(root, p))
+		t, err := os.Readlink(hostroot.Join(root, p))
 		if err != nil {
 			f.Err = err.Error()
 			return nil, err
@@ -178,7 +171,7 @@ func readConf(root string, f *ConfFile) ([]byte, error) {
 			return nil, nil
 		}
 	}
-	data, err := os.ReadFile(hostJoin(root, p))
+	data, err := os.ReadFile(hostroot.Join(root, p))
 	if err != nil {
 		f.Err = err.Error()
 		return nil, err

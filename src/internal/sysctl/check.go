@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 )
 
 // Key states in a check.
@@ -74,7 +76,7 @@ func (h Host) live() Live {
 	if h.Live != nil {
 		return h.Live
 	}
-	return Proc{Dir: hostJoin(h.Root, "/proc/sys")}
+	return Proc{Dir: hostroot.Join(h.Root, "/proc/sys")}
 }
 
 // Check is Host{Root: root}.Check(p): the API the validator's check uses.

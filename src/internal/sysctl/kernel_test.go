@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 )
 
 // requireKernel skips loudly when the test cannot write the real /proc/sys,
@@ -93,7 +95,7 @@ func TestApplyOnRealKernel(t *testing.T) {
 	if v, _ := live.Read(bytes); NormalizeValue(v) != orig[bytes] {
 		t.Fatalf("maxbytes %q, want untouched %s", v, orig[bytes])
 	}
-	if f, err := os.ReadFile(hostJoin(h.Root, DefaultFile)); err != nil || string(f) != string(Render(p)) {
+	if f, err := os.ReadFile(hostroot.Join(h.Root, DefaultFile)); err != nil || string(f) != string(Render(p)) {
 		t.Fatalf("persisted file changed by the rejected apply: %q %v", f, err)
 	}
 }

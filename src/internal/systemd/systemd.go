@@ -181,18 +181,34 @@ func (c *Conn) Version(ctx context.Context) (string, error) {
 	return s, nil
 }
 
-// ParseVersion returns the major version of a systemd version string
-// ("252.38-1~deb12u1" -> 252, "v256" -> 256, "245 (245.4-4ubuntu3)" -> 245).
+// KillModeNoneDeprecatedSince is the systemd release that started logging
+// KillMode=none as deprecated and unsafe (systemd v246 NEWS); it still
+// honours it.
+const KillModeNoneDeprecatedSince = 246
+
+// ParseVersion returns the major version of systemd from the Manager's
+// Version property or from `systemctl --version`: "252.38-1~deb12u1" ->
+// 252, "v256.5" -> 256, "256~rc3" -> 256, "245 (245.4-4ubuntu3)" -> 245,
+// "systemd 252 (252.39-1~deb12u2)\n+PAM ..." -> 252.
 func ParseVersion(s string) (int, error) {
-	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	line = strings.TrimSpace(line)
+	if rest, ok := strings.CutPrefix(line, "systemd"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
+		line = strings.TrimSpace(rest)
+	}
+	v := strings.TrimPrefix(line, "v")
 	end := 0
-	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+	for end < len(v) && v[end] >= '0' && v[end] <= '9' {
 		end++
 	}
 	if end == 0 {
-		return 0, fmt.Errorf("parse systemd version %q: no leading number", s)
+		return 0, fmt.Errorf("parse systemd version %q: no version number", line)
 	}
-	return strconv.Atoi(s[:end])
+	n, err := strconv.Atoi(v[:end])
+	if err != nil {
+		return 0, fmt.Errorf("parse systemd version %q: %w", line, err)
+	}
+	return n, nil
 }
 
 // Reload is `daemon-reload`: systemd rereads unit files.
