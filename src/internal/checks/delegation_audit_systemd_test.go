@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -46,9 +45,9 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 			t.Fatal(err)
 		}
 	}
-	boxExec(ctx, t, box, "systemctl", "daemon-reload")
+	box.Run(t, "systemctl", "daemon-reload")
 	for name := range units {
-		boxExec(ctx, t, box, "systemctl", "start", name)
+		box.Run(t, "systemctl", "start", name)
 	}
 
 	// A container cgroup below each unit, and Garden's /garden at the root,
@@ -59,7 +58,7 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 	}
 	containers := map[string]string{"c-plain": "", "c-yes": "", "c-rt": "", "c-root": "/garden/c-root"}
 	for id, unitName := range map[string]string{"c-plain": "plain-rt.service", "c-yes": "yes-rt.service", "c-rt": unitfile.UnitName("rt")} {
-		cg := strings.TrimSpace(boxExec(ctx, t, box, "systemctl", "show", "-P", "ControlGroup", unitName))
+		cg := strings.TrimSpace(box.Run(t, "systemctl", "show", "-P", "ControlGroup", unitName))
 		if cg == "" {
 			t.Fatalf("%s has no ControlGroup", unitName)
 		}
@@ -67,7 +66,7 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 	}
 	for id, cg := range containers {
 		dir := path.Join("/sys/fs/cgroup", tracked, cg)
-		boxExec(ctx, t, box, "mkdir", "-p", dir)
+		box.Run(t, "mkdir", "-p", dir)
 		key := "name=systemd"
 		if tracked == "" {
 			key = ""
@@ -147,12 +146,6 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 // pure tests free of a systemd container.
 func startBox(t *testing.T, name string, mode sdbox.CgroupMode) *sdbox.Box {
 	t.Helper()
-	if os.Getenv(sdbox.SkipEnv) == "1" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s=1 with CI=true: integration tests must run in CI", sdbox.SkipEnv)
-		}
-		t.Skipf("!!! NOT RUN: %s=1 !!!", sdbox.SkipEnv)
-	}
 	sdbox.RequireRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -166,15 +159,6 @@ func startBox(t *testing.T, name string, mode sdbox.CgroupMode) *sdbox.Box {
 		}
 	})
 	return box
-}
-
-func boxExec(ctx context.Context, t *testing.T, box *sdbox.Box, args ...string) string {
-	t.Helper()
-	out, err := box.Exec(ctx, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out)
 }
 
 // writeState writes a minimal runc state.json for id with cgroup_paths.
@@ -199,7 +183,7 @@ func writeState(t *testing.T, box *sdbox.Box, id string, paths map[string]string
 // script would.
 func writePIDFile(ctx context.Context, t *testing.T, box *sdbox.Box, file, unitName string) {
 	t.Helper()
-	pid := strings.TrimSpace(boxExec(ctx, t, box, "systemctl", "show", "-P", "MainPID", unitName))
+	pid := strings.TrimSpace(box.Run(t, "systemctl", "show", "-P", "MainPID", unitName))
 	if n, err := strconv.Atoi(pid); err != nil || n <= 0 {
 		t.Fatalf("%s: MainPID %q", unitName, pid)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -181,12 +182,7 @@ func TestRuntimeVersionsOperatorFile(t *testing.T) {
 // backport is recognised, November 2025's CVEs block pre-start.
 func TestRuntimeVersionsRealDebianHost(t *testing.T) {
 	for _, p := range []string{"/usr/sbin/runc", "/usr/bin/containerd"} {
-		if _, err := os.Stat(p); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required in CI: %v", p, err)
-			}
-			t.Skipf("SKIP: %s not installed", p)
-		}
+		testkit.RequireFile(t, p, "apt-get install runc containerd")
 	}
 	out, _ := boundedexec.Output(context.Background(), 0, "/usr/sbin/runc", "--version")
 	if !strings.Contains(string(out), "commit: 1.1.5+ds1-1+deb12u1") {

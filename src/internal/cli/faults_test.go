@@ -23,6 +23,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/hungsock"
 )
 
@@ -96,18 +97,6 @@ func runHelper(t *testing.T, job faultJob, env ...string) (code int, killed bool
 	return code, false, out.String(), errb.String()
 }
 
-// requireRoot skips without root, and fails in CI, where root is given.
-func requireRoot(t *testing.T, why string) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("needs root: %s", why)
-	}
-	t.Skipf("SKIPPED, needs root: %s", why)
-}
-
 // liveValues reads every value below root/proc/sys.
 func liveValues(t *testing.T, root string) map[string]string {
 	t.Helper()
@@ -166,7 +155,7 @@ const oldSysctlFile = "# an older cellguard's file\nvm.panic_on_oom = 0\n"
 // root, an image mounted so). apply exits 1 naming the file and the cause;
 // the old file is intact and nothing else appears beside it.
 func TestFaultSysctlDirReadOnly(t *testing.T) {
-	requireRoot(t, "a read-only bind mount in a private mount namespace")
+	testkit.RequireRoot(t, "a read-only bind mount in a private mount namespace")
 	root := sysctlRoot(t)
 	dir := filepath.Join(root, "etc/sysctl.d")
 	writeFile(t, filepath.Join(dir, "60-cellguard.conf"), oldSysctlFile)
@@ -192,7 +181,7 @@ func TestFaultSysctlDirReadOnly(t *testing.T) {
 // a hardened host). apply exits 1 and says so; no live value changes; the
 // persisted file is written whole, since every value is valid for boot.
 func TestFaultProcSysReadOnly(t *testing.T) {
-	requireRoot(t, "a read-only bind mount in a private mount namespace")
+	testkit.RequireRoot(t, "a read-only bind mount in a private mount namespace")
 	root := sysctlRoot(t)
 	writeFile(t, filepath.Join(root, "etc/sysctl.d/60-cellguard.conf"), oldSysctlFile)
 	before := liveValues(t, root)

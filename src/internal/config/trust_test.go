@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
 const minimal = `{"daemons":[{"name":"garden","start":"/bin/true"}]}`
@@ -64,9 +66,7 @@ func TestLoadRefusesConfigOthersCanWrite(t *testing.T) {
 }
 
 func TestLoadRefusesConfigOfAnotherOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown the file to another user")
-	}
+	testkit.RequireRoot(t, "chown the file to another user")
 	p := writeConfig(t, t.TempDir(), 0o644)
 	if err := os.Chown(p, 65534, 65534); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
 func readFixture(t *testing.T, name string) string {
@@ -213,12 +214,7 @@ func TestProbeRealDebianBinaries(t *testing.T) {
 
 func requireFile(t *testing.T, path string) {
 	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required in CI: %v", path, err)
-		}
-		t.Skipf("SKIP: %s not installed (%v); apt-get install runc containerd", path, err)
-	}
+	testkit.RequireFile(t, path, "apt-get install runc containerd")
 }
 
 // TestVersionFromBuildInfoBinary builds a Go program that, like runc

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
 // TestWriteModeIgnoresUmaskAndOldMode: files come out 0644 and ours
@@ -42,9 +43,7 @@ func TestWriteModeIgnoresUmaskAndOldMode(t *testing.T) {
 // TestWriteReplacesPlantedFileOfAnotherOwner: a file with exactly our
 // content and mode but another owner is replaced, not trusted.
 func TestWriteReplacesPlantedFileOfAnotherOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown a file to another user")
-	}
+	testkit.RequireRoot(t, "chown a file to another user")
 	target := filepath.Join(t.TempDir(), "cellguard-garden.service")
 	if err := os.WriteFile(target, []byte("same\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -174,8 +174,8 @@ func TestValidateUnderChurn(t *testing.T) {
 
 	// ns_last_pid of the box's pid namespace is writable only through a
 	// proc mounted in the box (nspawn's /proc/sys is read-only).
-	in(t, box, "mkdir", "-p", "/run/churn/proc")
-	in(t, box, "mount", "-t", "proc", "proc", "/run/churn/proc")
+	box.Run(t, "mkdir", "-p", "/run/churn/proc")
+	box.Run(t, "mount", "-t", "proc", "proc", "/run/churn/proc")
 	writeFile(t, box, "/usr/local/bin/churn-host", churnHost, 0o755)
 	writeFile(t, box, "/usr/local/bin/churn-exec", churnExec, 0o755)
 	writeFile(t, box, "/usr/local/bin/scan-loop", scanLoop, 0o755)
@@ -195,7 +195,7 @@ func TestValidateUnderChurn(t *testing.T) {
 
 	// The quiet box passes, or the churn's findings would prove nothing.
 	var quiet scanTally
-	out, _ := inMayFail(box, append([]string{"scan-loop", "1", "30"}, validateArgv...)...)
+	out, _ := box.Output(append([]string{"scan-loop", "1", "30"}, validateArgv...)...)
 	readScans(t, box, &quiet, strings.TrimSpace(out))
 	if quiet.scans != 1 || quiet.errors+quiet.falsePositives != 0 {
 		t.Fatalf("quiet box: %d scans, %d errors, %d findings: %v", quiet.scans, quiet.errors, quiet.falsePositives, quiet.examples)
@@ -244,7 +244,7 @@ func TestValidateUnderChurn(t *testing.T) {
 	time.Sleep(time.Second) // let all three loops get going
 
 	start := time.Now()
-	out, err = inMayFail(box, append([]string{"scan-loop", strconv.Itoa(maxScans), strconv.Itoa(maxSeconds)}, validateArgv...)...)
+	out, err = box.Output(append([]string{"scan-loop", strconv.Itoa(maxScans), strconv.Itoa(maxSeconds)}, validateArgv...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,9 +305,9 @@ func TestValidateUnderChurn(t *testing.T) {
 		}
 	}
 	cpu := "/sys/fs/cgroup/memory" + unitCgroup
-	in(t, box, "sh", "-c", fmt.Sprintf("mkdir -p %s && echo %d > %s/cgroup.procs", cpu, initPID, cpu))
+	box.Run(t, "sh", "-c", fmt.Sprintf("mkdir -p %s && echo %d > %s/cgroup.procs", cpu, initPID, cpu))
 	var escaped scanTally
-	out, _ = inMayFail(box, append([]string{"scan-loop", "1", "30"}, validateArgv...)...)
+	out, _ = box.Output(append([]string{"scan-loop", "1", "30"}, validateArgv...)...)
 	readScans(t, box, &escaped, strings.TrimSpace(out))
 	if escaped.falsePositives == 0 {
 		t.Fatalf("a real escape was not counted: %v", escaped.examples)
@@ -337,5 +337,5 @@ func readScans(t *testing.T, box *sdbox.Box, tally *scanTally, n string) {
 		}
 		tally.add(i, code, rd("out"), rd("err"))
 	}
-	in(t, box, "rm", "-rf", "/run/churn/v")
+	box.Run(t, "rm", "-rf", "/run/churn/v")
 }

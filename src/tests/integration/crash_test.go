@@ -151,8 +151,8 @@ func TestCrashBeforeReloadConverges(t *testing.T) {
 			}
 			if u.NeedDaemonReload != renamed {
 				t.Fatalf("crash after %s: NeedDaemonReload=%v\n%s\n%s", step, u.NeedDaemonReload,
-					in(t, box, "systemctl", "show", "-p", "NeedDaemonReload,FragmentPath,ExecStop", "cellguard-garden.service"),
-					in(t, box, "stat", "/etc/systemd/system/cellguard-garden.service"))
+					box.Run(t, "systemctl", "show", "-p", "NeedDaemonReload,FragmentPath,ExecStop", "cellguard-garden.service"),
+					box.Run(t, "stat", "/etc/systemd/system/cellguard-garden.service"))
 			}
 
 			code, _, out, errOut = cellguard(t, nil, installArgs(t, ref, ctl, stop)...)
@@ -167,7 +167,7 @@ func TestCrashBeforeReloadConverges(t *testing.T) {
 				t.Fatalf("after convergence: %+v %v", u, err)
 			}
 			// systemd now runs what the file says.
-			if out := in(t, box, "systemctl", "show", "-p", "ExecStop", "cellguard-garden.service"); !strings.Contains(out, "--try="+strconv.Itoa(i)) {
+			if out := box.Run(t, "systemctl", "show", "-p", "ExecStop", "cellguard-garden.service"); !strings.Contains(out, "--try="+strconv.Itoa(i)) {
 				t.Fatalf("systemd's ExecStop is not the new one: %s", out)
 			}
 		})
@@ -190,8 +190,8 @@ func TestFaultUnitDirReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in(t, box, "mount", "--bind", "/etc/systemd/system", "/etc/systemd/system")
-	in(t, box, "mount", "-o", "remount,bind,ro", "/etc/systemd/system")
+	box.Run(t, "mount", "--bind", "/etc/systemd/system", "/etc/systemd/system")
+	box.Run(t, "mount", "-o", "remount,bind,ro", "/etc/systemd/system")
 	code, _, out, errOut := cellguard(t, nil, installArgs(t, ref, ctl, ctl+" stop --now")...)
 	if code != cli.ExitFailed {
 		t.Fatalf("install into a read-only unit directory: exit %d, want %d\n%s\n%s", code, cli.ExitFailed, out, errOut)
@@ -212,7 +212,7 @@ func TestFaultUnitDirReadOnly(t *testing.T) {
 	if u, err := m.Status(ctx, "cellguard-garden.service"); err != nil || u.LoadState != "loaded" || u.NeedDaemonReload {
 		t.Fatalf("after the failed install the old unit is not loaded as it was: %+v %v", u, err)
 	}
-	in(t, box, "umount", "/etc/systemd/system")
+	box.Run(t, "umount", "/etc/systemd/system")
 	code, _, out, errOut = cellguard(t, nil, installArgs(t, ref, ctl, ctl+" stop --now")...)
 	if code != cli.ExitOK {
 		t.Fatalf("install once writable: exit %d\n%s\n%s", code, out, errOut)
@@ -230,9 +230,9 @@ func TestFaultUnitDirReadOnly(t *testing.T) {
 func TestCrashDropInConverges(t *testing.T) {
 	box := bootBox(t, "cdropin")
 	writeFile(t, box, "/etc/systemd/system/supervisor.service", "[Service]\nExecStart=/bin/sleep infinity\n", 0o644)
-	in(t, box, "systemctl", "daemon-reload")
-	in(t, box, "systemctl", "start", "supervisor.service")
-	pid := strings.TrimSpace(in(t, box, "systemctl", "show", "-p", "MainPID", "--value", "supervisor.service"))
+	box.Run(t, "systemctl", "daemon-reload")
+	box.Run(t, "systemctl", "start", "supervisor.service")
+	pid := strings.TrimSpace(box.Run(t, "systemctl", "show", "-p", "MainPID", "--value", "supervisor.service"))
 	ref := boxRef{box.Root, box.SystemBusAddress}
 	args := []string{"unit", "protect-supervisor", "--pid", pid, "--json",
 		"--root", ref.root(), "--dbus-address", ref.bus(), "--config", emptyConfig(t)}
@@ -244,7 +244,7 @@ func TestCrashDropInConverges(t *testing.T) {
 	for _, step := range []string{"create", "write", "chmod", "fsync", "close", "rename", "fsync-dir"} {
 		t.Run(step, func(t *testing.T) {
 			writeFile(t, box, dropIn, oldText, 0o644)
-			in(t, box, "systemctl", "daemon-reload")
+			box.Run(t, "systemctl", "daemon-reload")
 			_, killed, out, errOut := cellguard(t, []string{safefile.CrashEnv + "=" + step + ":50-cellguard-delegate.conf"}, args...)
 			if !killed {
 				t.Fatalf("protect-supervisor was not killed after %s\n%s\n%s", step, out, errOut)

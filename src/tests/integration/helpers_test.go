@@ -33,26 +33,6 @@ func bootBox(t *testing.T, name string) *sdbox.Box {
 	return box
 }
 
-// in runs a command inside the box and fails the test on error.
-func in(t *testing.T, box *sdbox.Box, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := box.Exec(ctx, args...)
-	if err != nil {
-		t.Fatalf("in container: %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// inMayFail runs a command inside the box and returns output and error.
-func inMayFail(box *sdbox.Box, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := box.Exec(ctx, args...)
-	return string(out), err
-}
-
 func writeFile(t *testing.T, box *sdbox.Box, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := box.WriteFile(path, []byte(content), mode); err != nil {

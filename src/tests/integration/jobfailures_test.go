@@ -61,7 +61,7 @@ func wantFailure(t *testing.T, r cellguardRun, want ...string) {
 // the box names (a daemon this test started and systemd left running).
 func killAtEnd(t *testing.T, box *sdbox.Box, pidfile string) {
 	t.Cleanup(func() {
-		_, _ = inMayFail(box, "sh", "-c", "p=$(cat "+pidfile+" 2>/dev/null) && kill -KILL $p")
+		_, _ = box.Output("sh", "-c", "p=$(cat "+pidfile+" 2>/dev/null) && kill -KILL $p")
 	})
 }
 
@@ -81,7 +81,7 @@ func TestJobFailures(t *testing.T) {
 		return append(append([]string{cellguard, "stop", name}, common...), args...)
 	}
 	activeState := func(unit string) string {
-		return strings.TrimSpace(in(t, box, "systemctl", "show", "-p", "ActiveState", "--value", unit))
+		return strings.TrimSpace(box.Run(t, "systemctl", "show", "-p", "ActiveState", "--value", unit))
 	}
 
 	t.Run("start command fails", func(t *testing.T) {
@@ -95,7 +95,7 @@ func TestJobFailures(t *testing.T) {
 		if st := activeState("cellguard-jf-fail.service"); st != "failed" {
 			t.Errorf("unit is %s, want failed", st)
 		}
-		if j := in(t, box, "journalctl", "-u", "cellguard-jf-fail.service", "--no-pager"); !strings.Contains(j, "jf-fail: refusing to start") {
+		if j := box.Run(t, "journalctl", "-u", "cellguard-jf-fail.service", "--no-pager"); !strings.Contains(j, "jf-fail: refusing to start") {
 			t.Errorf("the journal the error points at lacks the command's output:\n%s", j)
 		}
 	})
@@ -116,11 +116,11 @@ func TestJobFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, 30*time.Second, "the start job to run", func() (bool, string) {
-			st, _ := inMayFail(box, "systemctl", "show", "-p", "ActiveState", "--value", "cellguard-jf-slow.service")
+			st, _ := box.Output("systemctl", "show", "-p", "ActiveState", "--value", "cellguard-jf-slow.service")
 			_, err := box.ReadFile("/run/jf-slow.script")
 			return strings.TrimSpace(st) == "activating" && err == nil, st
 		})
-		in(t, box, "systemctl", "stop", "--no-block", "cellguard-jf-slow.service")
+		box.Run(t, "systemctl", "stop", "--no-block", "cellguard-jf-slow.service")
 		err := cmd.Wait()
 		r := cellguardRun{stdout: out.String(), stderr: errb.String(), took: time.Since(began)}
 		var ee *exec.ExitError
@@ -140,7 +140,7 @@ func TestJobFailures(t *testing.T) {
 		// The daemon runs but never writes the pidfile monit watches.
 		r := runCellguard(t, box, start("jf-nopid", "--start", "/bin/sleep 1000",
 			"--pidfile", "/run/jf-nopid.pid", "--start-timeout", "3s")...)
-		t.Cleanup(func() { _, _ = inMayFail(box, "systemctl", "stop", "cellguard-jf-nopid.service") })
+		t.Cleanup(func() { _, _ = box.Output("systemctl", "stop", "cellguard-jf-nopid.service") })
 		wantFailure(t, r, "start cellguard-jf-nopid.service: pidfile /run/jf-nopid.pid names no running process",
 			"journalctl -u cellguard-jf-nopid.service")
 		if r.took < 3*time.Second || r.took > 15*time.Second {
@@ -168,7 +168,7 @@ func TestJobFailures(t *testing.T) {
 		if r.took < 3*time.Second || r.took > 15*time.Second {
 			t.Errorf("gave up after %s, want the 3s stop timeout", r.took)
 		}
-		if _, err := inMayFail(box, "kill", "-0", pid); err != nil {
+		if _, err := box.Output("kill", "-0", pid); err != nil {
 			t.Fatalf("daemon pid %s is gone, so the failure above was not about it: %v", pid, err)
 		}
 	})

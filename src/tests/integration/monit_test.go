@@ -35,23 +35,23 @@ include /var/vcap/monit/job/*.monitrc
 	}
 	writeFile(t, box, "/etc/systemd/system/runit.service",
 		"[Service]\nExecStart=/usr/bin/monit -I -c "+monitrc+"\n", 0o644)
-	in(t, box, "systemctl", "daemon-reload")
-	in(t, box, "systemctl", "start", "runit.service")
+	box.Run(t, "systemctl", "daemon-reload")
+	box.Run(t, "systemctl", "start", "runit.service")
 	waitFor(t, 20*time.Second, "monit's httpd to answer", func() (bool, string) {
-		out, err := inMayFail(box, "monit", "-c", monitrc, "summary")
+		out, err := box.Output("monit", "-c", monitrc, "summary")
 		return err == nil, out
 	})
 }
 
 func monit(t *testing.T, box *sdbox.Box, args ...string) string {
 	t.Helper()
-	return in(t, box, append([]string{"monit", "-c", monitrc}, args...)...)
+	return box.Run(t, append([]string{"monit", "-c", monitrc}, args...)...)
 }
 
 // jobStatus returns monit's status word(s) for a job from `monit summary`.
 func jobStatus(t *testing.T, box *sdbox.Box, job string) string {
 	t.Helper()
-	out, _ := inMayFail(box, "monit", "-c", monitrc, "summary")
+	out, _ := box.Output("monit", "-c", monitrc, "summary")
 	re := regexp.MustCompile(`(?m)^\s*(?:Process\s+)?'?` + regexp.QuoteMeta(job) + `'?\s+(.+?)\s*(?:Process)?\s*$`)
 	if m := re.FindStringSubmatch(out); m != nil {
 		return strings.TrimSpace(m[1])
@@ -85,7 +85,7 @@ func TestMonitDrivesCellguard(t *testing.T) {
   "log": {"file": "/var/vcap/sys/log/cellguard/cellguard.log", "time_format": "rfc3339"},
   "daemons": [{"name": "garden", "start": "%[1]s start", "stop": "%[1]s stop", "pidfile": "%[2]s", "start_timeout": "20s", "stop_timeout": "20s"}]
 }`, ctl, pidfile), 0o644)
-	in(t, box, "mkdir", "-p", "/var/vcap/sys/log/cellguard")
+	box.Run(t, "mkdir", "-p", "/var/vcap/sys/log/cellguard")
 	cfg := "--config=/var/vcap/jobs/cellguard/config/cellguard.json"
 	setUpBOSHMonit(t, box, map[string]string{"garden": fmt.Sprintf(`check process garden
   with pidfile %s
@@ -112,13 +112,13 @@ func TestMonitDrivesCellguard(t *testing.T) {
 		s := jobStatus(t, box, "garden")
 		return strings.Contains(s, "Not monitored") || strings.Contains(s, "not monitored"), s
 	})
-	if _, err := inMayFail(box, "kill", "-0", fmt.Sprint(pid)); err == nil {
+	if _, err := box.Output("kill", "-0", fmt.Sprint(pid)); err == nil {
 		t.Fatalf("garden pid %d survived monit stop", pid)
 	}
-	if out := in(t, box, "systemctl", "show", "-p", "ActiveState", "cellguard-garden.service"); !strings.Contains(out, "ActiveState=inactive") {
+	if out := box.Run(t, "systemctl", "show", "-p", "ActiveState", "cellguard-garden.service"); !strings.Contains(out, "ActiveState=inactive") {
 		t.Fatalf("unit after monit stop: %s", out)
 	}
-	log := in(t, box, "cat", "/var/vcap/sys/log/cellguard/cellguard.log")
+	log := box.Run(t, "cat", "/var/vcap/sys/log/cellguard/cellguard.log")
 	if !strings.Contains(log, `"message":"cellguard.start.started"`) || !strings.Contains(log, `"message":"cellguard.stop.stopped"`) {
 		t.Errorf("cellguard's log lacks the start/stop records:\n%s", log)
 	}
@@ -133,15 +133,15 @@ func TestProtectSupervisor(t *testing.T) {
 	cellguard := box.InstallCellguard(t)
 	ctl, pidfile := installFakeGarden(t, box, "legacy")
 	setUpBOSHMonit(t, box, nil)
-	monitPID := strings.TrimSpace(in(t, box, "systemctl", "show", "-p", "MainPID", "--value", "runit.service"))
+	monitPID := strings.TrimSpace(box.Run(t, "systemctl", "show", "-p", "MainPID", "--value", "runit.service"))
 
-	out := in(t, box, cellguard, "unit", "protect-supervisor", "--json")
+	out := box.Run(t, cellguard, "unit", "protect-supervisor", "--json")
 	t.Logf("protect-supervisor: %s", out)
 	if !strings.Contains(out, `"unit": "runit.service"`) || !strings.Contains(out, `"written": true`) {
 		t.Fatalf("protect-supervisor: %s", out)
 	}
 	// Idempotent: a second run writes nothing and does not reload.
-	if out := in(t, box, cellguard, "unit", "protect-supervisor", "--json"); !strings.Contains(out, `"reloaded": false`) || !strings.Contains(out, `"realized": false`) {
+	if out := box.Run(t, cellguard, "unit", "protect-supervisor", "--json"); !strings.Contains(out, `"reloaded": false`) || !strings.Contains(out, `"realized": false`) {
 		t.Fatalf("second protect-supervisor reloaded: %s", out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -166,7 +166,7 @@ func TestProtectSupervisor(t *testing.T) {
 `, pidfile, ctl), 0o644)
 	monit(t, box, "reload")
 	waitFor(t, 20*time.Second, "monit to load the legacy job", func() (bool, string) {
-		out, err := inMayFail(box, "monit", "-c", monitrc, "start", "legacy")
+		out, err := box.Output("monit", "-c", monitrc, "start", "legacy")
 		return err == nil, out
 	})
 	child := readPID(t, box, "/var/vcap/sys/run/legacy/child.pid")
@@ -187,8 +187,8 @@ func TestProtectSupervisor(t *testing.T) {
 
 	writeFile(t, box, "/etc/systemd/system/trigger.service",
 		"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
-	in(t, box, "systemctl", "daemon-reload")
-	in(t, box, "systemctl", "start", "trigger.service")
+	box.Run(t, "systemctl", "daemon-reload")
+	box.Run(t, "systemctl", "start", "trigger.service")
 	if d := moved(before, cgroups(t, box, child)); len(d) != 0 {
 		t.Fatalf("below the protected supervisor the child moved: %s", describe(d))
 	}

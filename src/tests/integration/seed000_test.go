@@ -51,8 +51,8 @@ func seed000Scenario(t *testing.T, box *sdbox.Box, start func(ctl, pidfile strin
 	}
 	writeFile(t, box, "/etc/systemd/system/trigger.service",
 		"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
-	in(t, box, "systemctl", "daemon-reload")
-	in(t, box, "systemctl", "start", "trigger.service")
+	box.Run(t, "systemctl", "daemon-reload")
+	box.Run(t, "systemctl", "start", "trigger.service")
 	d := moved(before, cgroups(t, box, child))
 	t.Logf("child %d: %s", child, describe(d))
 	return d
@@ -63,8 +63,8 @@ func plainUnit(t *testing.T, box *sdbox.Box, extra string) func(ctl, pidfile str
 	return func(ctl, _ string) {
 		writeFile(t, box, "/etc/systemd/system/garden.service",
 			"[Service]\nExecStart="+ctl+" start\nExecStop="+ctl+" stop\n"+extra, 0o644)
-		in(t, box, "systemctl", "daemon-reload")
-		in(t, box, "systemctl", "start", "garden.service")
+		box.Run(t, "systemctl", "daemon-reload")
+		box.Run(t, "systemctl", "start", "garden.service")
 	}
 }
 
@@ -93,7 +93,7 @@ func TestSeed000(t *testing.T) {
 		box := bootBox(t, "seed-cg")
 		cellguard := box.InstallCellguard(t)
 		d := seed000Scenario(t, box, func(ctl, pidfile string) {
-			out := in(t, box, cellguard, "start", "garden", "--start", ctl+" start", "--stop", ctl+" stop", "--pidfile", pidfile)
+			out := box.Run(t, cellguard, "start", "garden", "--start", ctl+" start", "--stop", ctl+" stop", "--pidfile", pidfile)
 			t.Logf("cellguard start: %s", strings.TrimSpace(out))
 		})
 		if len(d) != 0 {

@@ -32,12 +32,12 @@ func TestStartShortcutStillVerifies(t *testing.T) {
 	// start runs `cellguard start` and says whether it took the shortcut.
 	start := func(t *testing.T, wantCode int) (cellguardRun, bool) {
 		t.Helper()
-		_, _ = inMayFail(box, "truncate", "-s", "0", logFile)
+		_, _ = box.Output("truncate", "-s", "0", logFile)
 		r := runCellguard(t, box, args("start")...)
 		if r.code != wantCode {
 			t.Fatalf("start: exit %d, want %d\nstdout: %s\nstderr: %s", r.code, wantCode, r.stdout, r.stderr)
 		}
-		log, _ := inMayFail(box, "cat", logFile)
+		log, _ := box.Output("cat", logFile)
 		return r, strings.Contains(log, "unit-verified-earlier-this-boot")
 	}
 	stop := func(t *testing.T) {
@@ -46,7 +46,7 @@ func TestStartShortcutStillVerifies(t *testing.T) {
 			t.Fatalf("stop: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 	}
-	t.Cleanup(func() { _, _ = inMayFail(box, "sh", "-c", ctl+" stop") })
+	t.Cleanup(func() { _, _ = box.Output("sh", "-c", ctl+" stop") })
 
 	if _, short := start(t, 0); short {
 		t.Fatal("the first start took the shortcut: nothing had verified the unit yet")
@@ -63,7 +63,7 @@ func TestStartShortcutStillVerifies(t *testing.T) {
 	// An operator's drop-in turns delegation off, and systemd is reloaded:
 	// NeedDaemonReload is false and the unit file is unchanged.
 	writeFile(t, box, "/etc/systemd/system/"+unitName+".d/90-operator.conf", "[Service]\nDelegate=no\n", 0o644)
-	in(t, box, "systemctl", "daemon-reload")
+	box.Run(t, "systemctl", "daemon-reload")
 	r, short := start(t, 1)
 	if !short {
 		t.Fatal("expected the shortcut (the unit file is unchanged), so that its read-back is what is tested")
@@ -78,23 +78,23 @@ func TestStartShortcutStillVerifies(t *testing.T) {
 		t.Fatal("took the shortcut again after its read-back failed")
 	}
 	wantFailure(t, r, "the unit is not protected")
-	if out, _ := inMayFail(box, "systemctl", "show", "-p", "ActiveState", "--value", unitName); strings.TrimSpace(out) == "active" {
+	if out, _ := box.Output("systemctl", "show", "-p", "ActiveState", "--value", unitName); strings.TrimSpace(out) == "active" {
 		t.Fatal("the verify-first start started the unit anyway")
 	}
 
 	// Back to a verified unit, then change its file behind cellguard's back
 	// without a Reload.
-	in(t, box, "rm", "-r", "/etc/systemd/system/"+unitName+".d")
-	in(t, box, "systemctl", "daemon-reload")
+	box.Run(t, "rm", "-r", "/etc/systemd/system/"+unitName+".d")
+	box.Run(t, "systemctl", "daemon-reload")
 	if _, short := start(t, 0); short {
 		t.Fatal("took the shortcut without a stamp")
 	}
 	stop(t)
-	in(t, box, "sh", "-c", "echo '# edited' >> /etc/systemd/system/"+unitName)
+	box.Run(t, "sh", "-c", "echo '# edited' >> /etc/systemd/system/"+unitName)
 	if _, short := start(t, 0); short {
 		t.Fatal("took the shortcut for a unit file that differs from what cellguard writes")
 	}
-	if out := in(t, box, "cat", "/etc/systemd/system/"+unitName); strings.Contains(out, "# edited") {
+	if out := box.Run(t, "cat", "/etc/systemd/system/"+unitName); strings.Contains(out, "# edited") {
 		t.Fatal("the start did not rewrite the edited unit file")
 	}
 	stop(t)

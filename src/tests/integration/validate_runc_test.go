@@ -48,9 +48,9 @@ func installBundle(t *testing.T, box *sdbox.Box, dir, cg string) {
 	if err := box.CopyIn("/bin/busybox", dir+"/rootfs/bin/busybox", 0o755); err != nil {
 		t.Fatalf("busybox-static: %v", err)
 	}
-	in(t, box, "ln", "-s", "busybox", dir+"/rootfs/bin/sh")
-	in(t, box, "ln", "-s", "busybox", dir+"/rootfs/bin/sleep")
-	in(t, box, "runc", "spec", "--bundle", dir)
+	box.Run(t, "ln", "-s", "busybox", dir+"/rootfs/bin/sh")
+	box.Run(t, "ln", "-s", "busybox", dir+"/rootfs/bin/sleep")
+	box.Run(t, "runc", "spec", "--bundle", dir)
 	b, err := box.ReadFile(dir + "/config.json")
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +77,8 @@ func startGarden(t *testing.T, box *sdbox.Box) int {
 	writeFile(t, box, "/etc/systemd/system/garden.service", fmt.Sprintf(
 		"[Service]\nExecStart=/bin/sh -c 'runc --root %s run -d --no-new-keyring --bundle %s c1 </dev/null >/run/c1.log 2>&1; exec sleep infinity'\n",
 		runcRoot, bundle), 0o644)
-	in(t, box, "systemctl", "daemon-reload")
-	in(t, box, "systemctl", "start", "garden.service")
+	box.Run(t, "systemctl", "daemon-reload")
+	box.Run(t, "systemctl", "start", "garden.service")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b, err := box.ReadFile(runcRoot + "/c1/state.json")
@@ -235,12 +235,12 @@ func TestValidateRealRunc(t *testing.T) {
 			}
 
 			if mode == sdbox.Unified {
-				in(t, box, "sh", "-c", fmt.Sprintf("echo %d > /sys/fs/cgroup%s/cgroup.procs", pid, unitCgroup))
+				box.Run(t, "sh", "-c", fmt.Sprintf("echo %d > /sys/fs/cgroup%s/cgroup.procs", pid, unitCgroup))
 			} else {
 				writeFile(t, box, "/etc/systemd/system/trigger.service",
 					"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
-				in(t, box, "systemctl", "daemon-reload")
-				in(t, box, "systemctl", "start", "trigger.service")
+				box.Run(t, "systemctl", "daemon-reload")
+				box.Run(t, "systemctl", "start", "trigger.service")
 			}
 			after, err := cgroupsOf(pid)
 			if err != nil {
@@ -342,7 +342,7 @@ func bootBoxMode(t *testing.T, name string, mode sdbox.CgroupMode, opts ...sdbox
 func removeContainersAtEnd(t *testing.T, box *sdbox.Box, ids ...string) {
 	t.Cleanup(func() {
 		for _, id := range ids {
-			if out, err := inMayFail(box, "runc", "--root", runcRoot, "delete", "--force", id); err != nil {
+			if out, err := box.Output("runc", "--root", runcRoot, "delete", "--force", id); err != nil {
 				t.Logf("runc delete %s: %v\n%s", id, err, out)
 			}
 		}
@@ -355,7 +355,7 @@ func runcStatus(t *testing.T, box *sdbox.Box, id string) string {
 	var st struct {
 		Status string `json:"status"`
 	}
-	out := in(t, box, "runc", "--root", runcRoot, "state", id)
+	out := box.Run(t, "runc", "--root", runcRoot, "state", id)
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("runc state %s: %v\n%s", id, err, out)
 	}
@@ -375,10 +375,10 @@ func TestValidateRealRuncLifecycleLeftovers(t *testing.T) {
 	installBundle(t, box, "/var/lib/waiting", unitCgroup+"/garden/waiting")
 	installBundle(t, box, "/var/lib/ghost", unitCgroup+"/garden/ghost")
 	removeContainersAtEnd(t, box, "waiting", "ghost")
-	t.Cleanup(func() { inMayFail(box, "sh", "-c", "kill -KILL $(cat /run/leaked.pid)") })
+	t.Cleanup(func() { box.Output("sh", "-c", "kill -KILL $(cat /run/leaked.pid)") })
 
-	in(t, box, "sh", "-c", "runc --root "+runcRoot+" create --no-new-keyring --bundle /var/lib/waiting waiting </dev/null >/dev/null 2>&1")
-	in(t, box, "sh", "-c", "runc --root "+runcRoot+" run -d --no-new-keyring --bundle /var/lib/ghost ghost </dev/null >/dev/null 2>&1")
+	box.Run(t, "sh", "-c", "runc --root "+runcRoot+" create --no-new-keyring --bundle /var/lib/waiting waiting </dev/null >/dev/null 2>&1")
+	box.Run(t, "sh", "-c", "runc --root "+runcRoot+" run -d --no-new-keyring --bundle /var/lib/ghost ghost </dev/null >/dev/null 2>&1")
 	b, err := box.ReadFile(runcRoot + "/ghost/state.json")
 	if err != nil {
 		t.Fatal(err)
@@ -390,9 +390,9 @@ func TestValidateRealRuncLifecycleLeftovers(t *testing.T) {
 		t.Fatalf("ghost state: %v %s", err, b)
 	}
 	// Kill the container's init behind runc's back (a pid this test started).
-	in(t, box, "kill", "-KILL", fmt.Sprint(ghost.Pid))
+	box.Run(t, "kill", "-KILL", fmt.Sprint(ghost.Pid))
 	// A leaked process in the runtime's cgroup subtree, no state for it.
-	in(t, box, "sh", "-c", "mkdir -p /sys/fs/cgroup/memory"+unitCgroup+"/garden/leaked && "+
+	box.Run(t, "sh", "-c", "mkdir -p /sys/fs/cgroup/memory"+unitCgroup+"/garden/leaked && "+
 		"(sleep 100000 </dev/null >/dev/null 2>&1 & echo $! > /run/leaked.pid; echo $! > /sys/fs/cgroup/memory"+unitCgroup+"/garden/leaked/cgroup.procs)")
 	time.Sleep(1500 * time.Millisecond) // past the 1s runc init limit
 

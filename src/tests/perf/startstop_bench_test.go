@@ -78,7 +78,7 @@ func BenchmarkStartStop(b *testing.B) {
 		}
 	}
 	cfg := "--config=" + cfgPath
-	in(b, box, cellguard, "unit", "install", "bench", cfg)
+	box.Run(b, cellguard, "unit", "install", "bench", cfg)
 	reloads := sdbox.WatchReloads(b, box.SystemBusAddress)
 
 	for b.Loop() {
@@ -117,7 +117,7 @@ func BenchmarkStartStop(b *testing.B) {
 		if err := box.WriteFile(cfgPath, []byte(config(" --changed")), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		in(b, box, cellguard, "unit", "install", "bench", cfg)
+		box.Run(b, cellguard, "unit", "install", "bench", cfg)
 		changed := reloads.Settle(b) - before
 		if changed < 1 {
 			b.Fatalf("changed unit installed but no Reloading signal seen: the counter is blind")
@@ -125,7 +125,7 @@ func BenchmarkStartStop(b *testing.B) {
 		if err := box.WriteFile(cfgPath, []byte(config("")), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		in(b, box, cellguard, "unit", "install", "bench", cfg)
+		box.Run(b, cellguard, "unit", "install", "bench", cfg)
 		b.Logf("unchanged `cellguard unit install`: %s ms (median / p95 / max of %d); Reloading signals: %d (a changed unit: %d)",
 			stats(res["install"].Start), cycleRuns, n, changed)
 		metric(b, res["install"].Start, "unchanged-install")
@@ -158,17 +158,6 @@ func runCycle(b *testing.B, box *sdbox.Box, spec CycleSpec) cycleResult {
 		b.Fatalf("cellbench cycle output: %v\n%s", err, out)
 	}
 	return res
-}
-
-func in(b *testing.B, box *sdbox.Box, args ...string) string {
-	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := box.Exec(ctx, args...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return string(out)
 }
 
 // buildCellbench builds the static cellbench that runs the cycles inside

@@ -14,29 +14,40 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
-// SkipEnv, when "1", makes Main boot nothing and Require skip: pure tests only.
-const SkipEnv = "CELLGUARD_SKIP_INTEGRATION"
+// SkipEnv, when "1", makes Main boot nothing and Require skip: pure tests
+// only (testkit.SkipEnv).
+const SkipEnv = testkit.SkipEnv
 
-func inCI() bool { return os.Getenv("CI") == "true" }
-
-// RequireRoot skips the test, loudly, when not running as root; in CI
-// (CI=true) it fails instead, so a misconfigured CI cannot pass by skipping.
-// CELLGUARD_SKIP_INTEGRATION=1 is an explicit choice and always skips.
+// RequireRoot is testkit.RequireRoot for a test that boots or uses a box.
 func RequireRoot(t testing.TB) {
 	t.Helper()
-	if os.Getenv(SkipEnv) == "1" {
-		t.Skipf("!!! NOT RUN: %s=1 (pure tests only) !!!", SkipEnv)
+	testkit.RequireRoot(t, "this integration test uses systemd-nspawn, cgroups and mounts")
+}
+
+// Run runs args inside the box (see Command), bounded by a minute, fails
+// the test when they fail, and returns their combined output.
+func (b *Box) Run(t testing.TB, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := b.Exec(ctx, args...)
+	if err != nil {
+		t.Fatalf("in box %s: %v", b.Name, err)
 	}
-	if os.Geteuid() == 0 {
-		return
-	}
-	msg := "NOT RUN: this integration test needs root (systemd-nspawn, cgroups, mounts); run `sudo make test`"
-	if inCI() {
-		t.Fatal(msg + " [CI=true: failing instead of skipping]")
-	}
-	t.Skip("!!! " + msg + " !!!")
+	return string(out)
+}
+
+// Output runs args inside the box (see Command), bounded by a minute, and
+// returns their combined output and error, for commands expected to fail.
+func (b *Box) Output(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := b.Exec(ctx, args...)
+	return string(out), err
 }
 
 // Require skips a test that needs the package's box when there is none:

@@ -1,0 +1,60 @@
+// Package testkit holds what tests share, and nothing the product ships
+// (packages/cellguard/spec excludes testkit/**; spec/release proves it on
+// the built tarball). This package: the rules for tests that need more
+// than a temporary directory. Its subpackages: sdbox boots a real systemd
+// in systemd-nspawn, fakehost builds fake host trees (/proc, cgroups, runc
+// state, /proc/sys) from a few processes up to cell scale, hungsock is a
+// socket that never answers, fuzzseed and benchcycle serve fuzz and
+// benchmark code.
+package testkit
+
+import (
+	"os"
+	"testing"
+)
+
+// SkipEnv, when "1", skips every test that needs root, a box or the real
+// kernel: pure tests only (`make unittest`). It is an explicit choice and
+// skips even in CI.
+const SkipEnv = "CELLGUARD_SKIP_INTEGRATION"
+
+// InCI reports whether the tests run in CI (CI=true), where a test that
+// cannot run must fail: a misconfigured CI must not pass by skipping.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Unavailable ends a test that cannot run here for why: loudly skipped on
+// a developer's machine, failed in CI.
+func Unavailable(t testing.TB, why string) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("NOT RUN: %s [CI=true: failing instead of skipping]", why)
+	}
+	t.Skipf("!!! NOT RUN: %s !!!", why)
+}
+
+// SkipIntegration skips the test when SkipEnv is set.
+func SkipIntegration(t testing.TB) {
+	t.Helper()
+	if os.Getenv(SkipEnv) == "1" {
+		t.Skipf("!!! NOT RUN: %s=1 (pure tests only) !!!", SkipEnv)
+	}
+}
+
+// RequireRoot is SkipIntegration, then Unavailable unless the test runs as
+// root; why says what needs root.
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	SkipIntegration(t)
+	if os.Geteuid() != 0 {
+		Unavailable(t, "needs root: "+why+"; run `sudo make test`")
+	}
+}
+
+// RequireFile is Unavailable unless path exists (a Debian package the
+// test runs against, e.g. /usr/sbin/runc).
+func RequireFile(t testing.TB, path, install string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		Unavailable(t, path+" not installed ("+err.Error()+"); "+install)
+	}
+}
