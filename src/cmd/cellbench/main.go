@@ -36,7 +36,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/synthcell"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 )
 
 //go:embed baseline.sh
@@ -81,14 +81,14 @@ func gen(args []string) error {
 	if *dir == "" {
 		return errors.New("--dir is required")
 	}
-	s := synthcell.Cell(*scale)
+	s := fakehost.Cell(*scale)
 	for _, o := range []struct{ flag, field *int }{{containers, &s.Containers}, {procs, &s.ProcsPerContainer}, {host, &s.HostProcs}} {
 		if *o.flag > 0 {
 			*o.field = *o.flag
 		}
 	}
 	s.EscapedShare, s.Seed = *escaped, *seed
-	w, err := synthcell.Generate(*dir, s)
+	w, err := fakehost.Generate(*dir, s)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ type runFlags struct {
 
 // result is one size's measurements.
 type result struct {
-	spec          synthcell.Spec
+	spec          fakehost.Spec
 	escapedPIDs   int
 	genTime       time.Duration
 	genBytes      int64
@@ -224,7 +224,7 @@ func sharedMount(dir string) (bool, error) {
 }
 
 func (f *runFlags) measure(k int) (*result, error) {
-	s := synthcell.Cell(k)
+	s := fakehost.Cell(k)
 	s.EscapedShare, s.Seed = f.escaped, f.seed
 	r := &result{spec: s}
 	dir, err := os.MkdirTemp(f.dir, "cellbench-")
@@ -263,7 +263,7 @@ func (f *runFlags) measure(k int) (*result, error) {
 	}()
 	root := filepath.Join(dir, "cell")
 	fmt.Printf("\n== %dx: %d containers x %d + %d host = %d processes\n", k, s.Containers, s.ProcsPerContainer, s.HostProcs, s.Processes())
-	w, err := synthcell.Generate(root, s)
+	w, err := fakehost.Generate(root, s)
 	if err != nil {
 		return nil, err
 	}

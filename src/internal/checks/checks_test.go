@@ -9,17 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/hostfixture"
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
-var allModes = []hostfixture.Mode{hostfixture.Legacy, hostfixture.Hybrid, hostfixture.Unified}
+var allModes = []cgroup.Mode{cgroup.Legacy, cgroup.Hybrid, cgroup.Unified}
 
 // fixtureNow is 1h after the fixture's boot.
-var fixtureNow = hostfixture.BootTime.Add(time.Hour)
+var fixtureNow = fakehost.BootTime.Add(time.Hour)
 
-func deps(h *hostfixture.Host) Deps {
+func deps(h *fakehost.Host) Deps {
 	return Deps{Root: h.Root, Now: func() time.Time { return fixtureNow }, Sleep: func(time.Duration) {}}
 }
 
@@ -49,8 +50,8 @@ func failures(fs []validator.Finding) []validator.Finding {
 	return out
 }
 
-func garden(id string) hostfixture.Container {
-	return hostfixture.Container{RuntimeRoot: "/run/runc", ID: id, Cgroup: "/garden/" + id}
+func garden(id string) fakehost.Container {
+	return fakehost.Container{RuntimeRoot: "/run/runc", ID: id, Cgroup: "/garden/" + id}
 }
 
 func TestRegistryIsValid(t *testing.T) {
@@ -61,17 +62,17 @@ func TestRegistryIsValid(t *testing.T) {
 
 func TestCgroupIntegrityCleanHostPasses(t *testing.T) {
 	for _, mode := range allModes {
-		t.Run(string(mode), func(t *testing.T) {
-			h := hostfixture.New(t, mode)
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
 			h.RunContainer(garden("c1"), 100, 3, 500)
-			h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "garden", ID: "c2", Cgroup: "/garden/c2"}, 200, 2, 600)
-			h.Add(hostfixture.Proc{PID: 50, Comm: "gdn", Cgroup: "/system.slice/garden.service"})
+			h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "garden", ID: "c2", Cgroup: "/garden/c2"}, 200, 2, 600)
+			h.Add(fakehost.Proc{PID: 50, Comm: "gdn", Cgroup: "/system.slice/garden.service"})
 			fs := run(t, deps(h), "cgroup-integrity")
 			if bad := failures(fs); len(bad) != 0 {
 				t.Fatalf("clean host: %+v", bad)
 			}
 			last := fs[len(fs)-1]
-			if last.Data["containers"] != "2" || last.Data["processes"] != "5" || last.Data["cgroup_mode"] != string(mode) {
+			if last.Data["containers"] != "2" || last.Data["processes"] != "5" || last.Data["cgroup_mode"] != mode.String() {
 				t.Fatalf("summary %+v", last)
 			}
 		})
@@ -81,9 +82,9 @@ func TestCgroupIntegrityCleanHostPasses(t *testing.T) {
 // seed-000: systemd moves a container process's cpu and blkio (v1) back to
 // the daemon's unit when another unit with CPUAccounting/IOWeight starts.
 func TestCgroupIntegritySeed000EscapeV1(t *testing.T) {
-	for _, mode := range []hostfixture.Mode{hostfixture.Legacy, hostfixture.Hybrid} {
-		t.Run(string(mode), func(t *testing.T) {
-			h := hostfixture.New(t, mode)
+	for _, mode := range []cgroup.Mode{cgroup.Legacy, cgroup.Hybrid} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
 			h.RunContainer(garden("c1"), 100, 3, 500)
 			h.Move(101, "cpu,cpuacct", "/system.slice/garden.service")
 			h.Move(101, "blkio", "/system.slice/garden.service")
@@ -110,8 +111,8 @@ func TestCgroupIntegritySeed000EscapeV1(t *testing.T) {
 }
 
 func TestCgroupIntegrityEscapeV2(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Unified)
-	h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "concourse", ID: "w1",
+	h := fakehost.New(t, cgroup.Unified)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "concourse", ID: "w1",
 		Cgroup: "/system.slice/concourse.service/garden/w1"}, 300, 2, 700)
 	h.Move(300, "", "/system.slice/concourse.service")
 	bad := failures(run(t, deps(h), "cgroup-integrity"))
@@ -125,8 +126,8 @@ func TestCgroupIntegrityEscapeV2(t *testing.T) {
 // container's cgroup.procs: only its pid namespace ties it to the container.
 func TestCgroupIntegrityFindsFullEscapeByPidNamespace(t *testing.T) {
 	for _, mode := range allModes {
-		t.Run(string(mode), func(t *testing.T) {
-			h := hostfixture.New(t, mode)
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
 			h.RunContainer(garden("c1"), 100, 3, 500)
 			p := h.Get(102)
 			p.Cgroup = "/"
@@ -147,7 +148,7 @@ func TestCgroupIntegrityFindsFullEscapeByPidNamespace(t *testing.T) {
 // Without a pid namespace of its own, the container's processes are those
 // in its cgroups.
 func TestCgroupIntegritySharedPidNamespaceUsesCgroups(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Hybrid)
+	h := fakehost.New(t, cgroup.Hybrid)
 	c := garden("bpm-x")
 	c.SharedPidNS = true
 	c.RuntimeRoot = "/var/vcap/sys/run/bpm-runc"
@@ -170,11 +171,11 @@ func TestCgroupIntegritySharedPidNamespaceUsesCgroups(t *testing.T) {
 // the pea is still the pea's.
 func TestCgroupIntegrityPeaSharingPidNamespace(t *testing.T) {
 	for _, mode := range allModes {
-		t.Run(string(mode), func(t *testing.T) {
-			h := hostfixture.New(t, mode)
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
 			h.RunContainer(garden("sandbox"), 100, 3, 500)
 			pea := garden("pea")
-			pea.JoinPidNS = hostfixture.NSOf(100)
+			pea.JoinPidNS = fakehost.NSOf(100)
 			h.RunContainer(pea, 200, 2, 600)
 			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 0 {
 				t.Fatalf("pea processes taken for escapees: %+v", bad)
@@ -193,11 +194,11 @@ func TestCgroupIntegrityPeaSharingPidNamespace(t *testing.T) {
 // it escapes every hierarchy, its namespace still names its container.
 func TestCgroupIntegrityExecProcessEscapedEverywhere(t *testing.T) {
 	for _, mode := range allModes {
-		t.Run(string(mode), func(t *testing.T) {
-			h := hostfixture.New(t, mode)
-			h.Add(hostfixture.Proc{PID: 90, Comm: "containerd-shim", Cgroup: "/system.slice/containerd.service"})
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
+			h.Add(fakehost.Proc{PID: 90, Comm: "containerd-shim", Cgroup: "/system.slice/containerd.service"})
 			h.RunContainer(garden("c1"), 100, 2, 500)
-			h.Add(hostfixture.Proc{PID: 150, PPID: 90, Comm: "sh", NS: hostfixture.NSOf(100), Cgroup: "/system.slice/containerd.service", Start: 700})
+			h.Add(fakehost.Proc{PID: 150, PPID: 90, Comm: "sh", NS: fakehost.NSOf(100), Cgroup: "/system.slice/containerd.service", Start: 700})
 			bad := failures(run(t, deps(h), "cgroup-integrity"))
 			if len(bad) != len(h.Hierarchies()) || bad[0].Subject != "c1" || bad[0].Data["pid"] != "150" {
 				t.Fatalf("got %+v", bad)
@@ -207,7 +208,7 @@ func TestCgroupIntegrityExecProcessEscapedEverywhere(t *testing.T) {
 }
 
 func TestCgroupIntegrityNestedCgroupIsInside(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Unified)
+	h := fakehost.New(t, cgroup.Unified)
 	h.RunContainer(garden("c1"), 100, 2, 500)
 	h.Move(101, "", "/garden/c1/init.scope")
 	if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 0 {
@@ -216,7 +217,7 @@ func TestCgroupIntegrityNestedCgroupIsInside(t *testing.T) {
 }
 
 func TestCgroupIntegrityProcessVanishingMidScan(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Hybrid)
+	h := fakehost.New(t, cgroup.Hybrid)
 	h.RunContainer(garden("c1"), 100, 3, 500)
 	h.Move(102, "memory", "/elsewhere")
 	// 102 exits after cgroup.procs was listed: /proc/102 is gone.
@@ -235,11 +236,11 @@ func TestCgroupIntegrityProcessVanishingMidScan(t *testing.T) {
 // not the container's and must not be reported as escaped.
 func TestCgroupIntegrityIgnoresReusedInitPid(t *testing.T) {
 	for _, mode := range allModes {
-		t.Run(string(mode), func(t *testing.T) {
-			h := hostfixture.New(t, mode)
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
 			h.RunContainer(garden("c1"), 100, 1, 500)
 			h.Kill(100)
-			h.Add(hostfixture.Proc{PID: 100, Comm: "bash", Start: 9000, Cgroup: "/user.slice/user-0.slice"})
+			h.Add(fakehost.Proc{PID: 100, Comm: "bash", Start: 9000, Cgroup: "/user.slice/user-0.slice"})
 			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 0 {
 				t.Fatalf("reused pid reported: %+v", bad)
 			}
@@ -253,12 +254,12 @@ func TestCgroupIntegrityIgnoresReusedInitPid(t *testing.T) {
 // process, outside the container everywhere. It never was the container's.
 // Found by TestValidateUnderChurn.
 func TestCgroupIntegrityPidReusedBetweenListings(t *testing.T) {
-	for _, mode := range []hostfixture.Mode{hostfixture.Legacy, hostfixture.Hybrid} {
-		t.Run(string(mode), func(t *testing.T) {
-			h := hostfixture.New(t, mode)
+	for _, mode := range []cgroup.Mode{cgroup.Legacy, cgroup.Hybrid} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
 			h.RunContainer(garden("c1"), 100, 3, 500)
 			h.Kill(102)
-			h.Add(hostfixture.Proc{PID: 102, Comm: "sh", Start: 9000, Cgroup: "/user.slice"})
+			h.Add(fakehost.Proc{PID: 102, Comm: "sh", Start: 9000, Cgroup: "/user.slice"})
 			h.Write("sys/fs/cgroup/memory/garden/c1/cgroup.procs", "100\n101\n102\n")
 			fs := run(t, deps(h), "cgroup-integrity")
 			if bad := failures(fs); len(bad) != 0 {
@@ -268,7 +269,7 @@ func TestCgroupIntegrityPidReusedBetweenListings(t *testing.T) {
 				t.Fatalf("summary %+v", last)
 			}
 			// Still inside where it is listed: a real partial escape.
-			h.Add(hostfixture.Proc{PID: 102, Comm: "sh", Start: 9000, Cgroup: "/garden/c1",
+			h.Add(fakehost.Proc{PID: 102, Comm: "sh", Start: 9000, Cgroup: "/garden/c1",
 				In: map[string]string{"cpu,cpuacct": "/system.slice/garden.service"}})
 			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 1 || bad[0].Data["pid"] != "102" {
 				t.Fatalf("partial escape: %+v", bad)
@@ -283,21 +284,21 @@ func TestCgroupIntegrityPidReusedBetweenListings(t *testing.T) {
 // the host's pid namespace). Found by TestValidateUnderChurn.
 func TestCgroupIntegrityPidReusedWithinATickWhileConfirming(t *testing.T) {
 	for _, mode := range allModes {
-		t.Run(string(mode), func(t *testing.T) {
-			h := hostfixture.New(t, mode)
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
 			h.RunContainer(garden("c1"), 100, 2, 500)
-			h.Add(hostfixture.Proc{PID: 150, PPID: 100, Comm: "sh", NS: hostfixture.NSOf(100), Cgroup: "/", Start: 700})
+			h.Add(fakehost.Proc{PID: 150, PPID: 100, Comm: "sh", NS: fakehost.NSOf(100), Cgroup: "/", Start: 700})
 			d := deps(h)
 			d.Sleep = func(time.Duration) {
 				h.Kill(150)
-				h.Add(hostfixture.Proc{PID: 150, PPID: 1, Comm: "sh", Cgroup: "/", Start: 700})
+				h.Add(fakehost.Proc{PID: 150, PPID: 1, Comm: "sh", Cgroup: "/", Start: 700})
 			}
 			if bad := failures(run(t, d, "cgroup-integrity")); len(bad) != 0 {
 				t.Fatalf("a host process that reused the pid reported: %+v", bad)
 			}
 			// Without the reuse the same suspect is confirmed.
 			h.Kill(150)
-			h.Add(hostfixture.Proc{PID: 150, PPID: 100, Comm: "sh", NS: hostfixture.NSOf(100), Cgroup: "/", Start: 700})
+			h.Add(fakehost.Proc{PID: 150, PPID: 100, Comm: "sh", NS: fakehost.NSOf(100), Cgroup: "/", Start: 700})
 			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != len(h.Hierarchies()) {
 				t.Fatalf("escape not confirmed: %+v", bad)
 			}
@@ -313,12 +314,12 @@ func TestCgroupIntegrityPidReusedWithinATickWhileConfirming(t *testing.T) {
 // escape. Found by TestValidateUnderChurn.
 func TestCgroupIntegrityRuncExecJoiningIsNotAnEscape(t *testing.T) {
 	for _, mode := range allModes {
-		t.Run(string(mode), func(t *testing.T) {
-			h := hostfixture.New(t, mode)
-			h.Add(hostfixture.Proc{PID: 90, Comm: "runc", Args: []string{"runc", "exec", "c1", "sh"}, Cgroup: "/system.slice/garden.service"})
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
+			h.Add(fakehost.Proc{PID: 90, Comm: "runc", Args: []string{"runc", "exec", "c1", "sh"}, Cgroup: "/system.slice/garden.service"})
 			h.RunContainer(garden("c1"), 100, 2, 500)
-			h.Add(hostfixture.Proc{PID: 150, PPID: 90, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"},
-				NS: hostfixture.NSOf(100), Cgroup: "/system.slice/garden.service", Start: 700})
+			h.Add(fakehost.Proc{PID: 150, PPID: 90, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"},
+				NS: fakehost.NSOf(100), Cgroup: "/system.slice/garden.service", Start: 700})
 			h.Move(150, h.Hierarchies()[0], "/garden/c1") // half-way through joining
 			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 0 {
 				t.Fatalf("a joining runc exec reported: %+v", bad)
@@ -337,7 +338,7 @@ func TestCgroupIntegrityRuncExecJoiningIsNotAnEscape(t *testing.T) {
 // runc exec joins one hierarchy after another; a process caught half-way
 // must not count as escaped once it has finished.
 func TestCgroupIntegrityTransientMoveIsNotReported(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Legacy)
+	h := fakehost.New(t, cgroup.Legacy)
 	h.RunContainer(garden("c1"), 100, 2, 500)
 	h.Move(101, "pids", "/")
 	d := deps(h)
@@ -358,7 +359,7 @@ func TestCgroupIntegrityTransientMoveIsNotReported(t *testing.T) {
 // re-read after longer waits and dropped once inside; one that stays outside
 // is confirmed after every wait, about 1.5s in all.
 func TestCgroupIntegritySlowJoinIsNotReported(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Hybrid)
+	h := fakehost.New(t, cgroup.Hybrid)
 	h.RunContainer(garden("c1"), 100, 2, 500)
 	h.Move(101, "pids", "/")
 	d := deps(h)
@@ -393,7 +394,7 @@ func TestCgroupIntegritySlowJoinIsNotReported(t *testing.T) {
 // /proc/<pid>/cgroup. So --fix must write the pid into the recorded cgroup,
 // and then, re-reading, refuse to call it fixed.
 func TestCgroupIntegrityFixWritesAndVerifies(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Legacy)
+	h := fakehost.New(t, cgroup.Legacy)
 	h.RunContainer(garden("c1"), 100, 2, 500)
 	h.Move(101, "blkio", "/system.slice")
 	if err := os.WriteFile(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs"), nil, 0o644); err != nil {
@@ -414,7 +415,7 @@ func TestCgroupIntegrityFixWritesAndVerifies(t *testing.T) {
 // A v1 path on a v2 host cannot be checked: say so. No cgroups at all (a
 // rootless container) is nothing to check.
 func TestCgroupIntegrityContainerWithoutMountedCgroups(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Unified)
+	h := fakehost.New(t, cgroup.Unified)
 	h.Write("run/runc/x/state.json", `{"id":"x","init_process_pid":7,"init_process_start":1,
 		"cgroup_paths":{"memory":"/sys/fs/cgroup/memory/garden/x"}}`)
 	h.Write("run/runc/y/state.json", `{"id":"y","init_process_pid":8,"init_process_start":1}`)
@@ -428,67 +429,67 @@ func TestCgroupIntegrityContainerWithoutMountedCgroups(t *testing.T) {
 func TestRuntimeGhosts(t *testing.T) {
 	testCases := []struct {
 		name  string
-		setup func(h *hostfixture.Host, d *Deps)
+		setup func(h *fakehost.Host, d *Deps)
 		kinds []string // expected finding kinds
 	}{
-		{name: "clean", setup: func(h *hostfixture.Host, d *Deps) {
+		{name: "clean", setup: func(h *fakehost.Host, d *Deps) {
 			h.RunContainer(garden("c1"), 100, 2, 500)
 			h.RunContainer(garden("c2"), 200, 2, 500)
 		}},
-		{name: "init gone", setup: func(h *hostfixture.Host, d *Deps) {
+		{name: "init gone", setup: func(h *fakehost.Host, d *Deps) {
 			h.RunContainer(garden("c1"), 100, 1, 500)
 			h.Kill(100)
 		}, kinds: []string{"init-gone"}},
-		{name: "pid reused", setup: func(h *hostfixture.Host, d *Deps) {
+		{name: "pid reused", setup: func(h *fakehost.Host, d *Deps) {
 			h.RunContainer(garden("c1"), 100, 1, 500)
 			h.Kill(100)
-			h.Add(hostfixture.Proc{PID: 100, Comm: "bash", Start: 9000, Cgroup: "/user.slice"})
+			h.Add(fakehost.Proc{PID: 100, Comm: "bash", Start: 9000, Cgroup: "/user.slice"})
 		}, kinds: []string{"pid-reused"}},
-		{name: "old runc string start time still matches", setup: func(h *hostfixture.Host, d *Deps) {
-			h.Add(hostfixture.Proc{PID: 100, Comm: "init", Start: 500, NS: 77, Cgroup: "/garden/old"})
-			h.State(hostfixture.Container{RuntimeRoot: "/run/runc", ID: "old", Cgroup: "/garden/old", Init: 100, InitStart: 500, StartAsString: true})
+		{name: "old runc string start time still matches", setup: func(h *fakehost.Host, d *Deps) {
+			h.Add(fakehost.Proc{PID: 100, Comm: "init", Start: 500, NS: 77, Cgroup: "/garden/old"})
+			h.State(fakehost.Container{RuntimeRoot: "/run/runc", ID: "old", Cgroup: "/garden/old", Init: 100, InitStart: 500, StartAsString: true})
 		}},
-		{name: "zombie init", setup: func(h *hostfixture.Host, d *Deps) {
+		{name: "zombie init", setup: func(h *fakehost.Host, d *Deps) {
 			h.RunContainer(garden("c1"), 100, 1, 500)
 			p := h.Get(100)
 			p.State = 'Z'
 			h.Update(p)
 		}, kinds: []string{"init-zombie"}},
-		{name: "orphan beside a live container", setup: func(h *hostfixture.Host, d *Deps) {
+		{name: "orphan beside a live container", setup: func(h *fakehost.Host, d *Deps) {
 			h.RunContainer(garden("c1"), 100, 2, 500)
-			h.Add(hostfixture.Proc{PID: 150, Comm: "leaked", Cgroup: "/garden/destroyed-x"})
+			h.Add(fakehost.Proc{PID: 150, Comm: "leaked", Cgroup: "/garden/destroyed-x"})
 		}, kinds: []string{"orphan"}},
-		{name: "orphan under an extra root with no containers", setup: func(h *hostfixture.Host, d *Deps) {
-			h.Add(hostfixture.Proc{PID: 150, Comm: "leaked", Cgroup: "/garden/destroyed-x"})
+		{name: "orphan under an extra root with no containers", setup: func(h *fakehost.Host, d *Deps) {
+			h.Add(fakehost.Proc{PID: 150, Comm: "leaked", Cgroup: "/garden/destroyed-x"})
 			d.ExtraCgroupRoots = []string{"garden"}
 		}, kinds: []string{"orphan"}},
-		{name: "escaped container process is not an orphan", setup: func(h *hostfixture.Host, d *Deps) {
+		{name: "escaped container process is not an orphan", setup: func(h *fakehost.Host, d *Deps) {
 			h.RunContainer(garden("c1"), 100, 2, 500)
 			p := h.Get(101)
 			p.Cgroup = "/garden"
 			h.Update(p)
 		}},
-		{name: "process escaped in the searched hierarchy only is not an orphan", setup: func(h *hostfixture.Host, d *Deps) {
+		{name: "process escaped in the searched hierarchy only is not an orphan", setup: func(h *fakehost.Host, d *Deps) {
 			h.RunContainer(garden("c1"), 100, 2, 500)
 			ref := "memory"
-			if h.Mode == hostfixture.Unified {
+			if h.Mode == cgroup.Unified {
 				ref = ""
 			}
 			h.Move(101, ref, "/garden")
 		}},
-		{name: "systemd slices are not searched", setup: func(h *hostfixture.Host, d *Deps) {
-			h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "k8s.io", ID: "k",
+		{name: "systemd slices are not searched", setup: func(h *fakehost.Host, d *Deps) {
+			h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "k8s.io", ID: "k",
 				Cgroup: "/system.slice/cri-containerd-k.scope"}, 100, 1, 500)
-			h.Add(hostfixture.Proc{PID: 60, Comm: "sshd", Cgroup: "/system.slice/ssh.service"})
+			h.Add(fakehost.Proc{PID: 60, Comm: "sshd", Cgroup: "/system.slice/ssh.service"})
 		}},
-		{name: "unreadable state", setup: func(h *hostfixture.Host, d *Deps) {
+		{name: "unreadable state", setup: func(h *fakehost.Host, d *Deps) {
 			h.Write("run/runc/bad/state.json", `{"id":`)
 		}, kinds: []string{"bad-state"}},
 	}
 	for _, mode := range allModes {
 		for _, tc := range testCases {
-			t.Run(string(mode)+"/"+tc.name, func(t *testing.T) {
-				h := hostfixture.New(t, mode)
+			t.Run(mode.String()+"/"+tc.name, func(t *testing.T) {
+				h := fakehost.New(t, mode)
 				d := deps(h)
 				tc.setup(h, &d)
 				bad := failures(run(t, d, "runtime-ghosts"))
@@ -505,19 +506,19 @@ func TestRuntimeGhosts(t *testing.T) {
 }
 
 func TestStuckRuncInit(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Hybrid)
+	h := fakehost.New(t, cgroup.Hybrid)
 	// 1h after boot: started at tick 1000 (10s after boot) is ~59m old.
-	h.Add(hostfixture.Proc{PID: 70, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: 1000, Cgroup: "/garden/stuck"})
-	h.State(hostfixture.Container{RuntimeRoot: "/run/runc", ID: "stuck", Cgroup: "/garden/stuck", Init: 70, InitStart: 1000, Created: true})
+	h.Add(fakehost.Proc{PID: 70, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: 1000, Cgroup: "/garden/stuck"})
+	h.State(fakehost.Container{RuntimeRoot: "/run/runc", ID: "stuck", Cgroup: "/garden/stuck", Init: 70, InitStart: 1000, Created: true})
 	// Started 1 minute ago: a healthy create->start gap.
-	young := uint64(fixtureNow.Sub(hostfixture.BootTime)/(10*time.Millisecond)) - 6000
-	h.Add(hostfixture.Proc{PID: 71, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: young})
+	young := uint64(fixtureNow.Sub(fakehost.BootTime)/(10*time.Millisecond)) - 6000
+	h.Add(fakehost.Proc{PID: 71, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: young})
 	// runc init before nsexec renamed it.
-	h.Add(hostfixture.Proc{PID: 72, Comm: "runc", Args: []string{"/var/vcap/packages/runc/bin/runc", "init"}, Start: 2000})
+	h.Add(fakehost.Proc{PID: 72, Comm: "runc", Args: []string{"/var/vcap/packages/runc/bin/runc", "init"}, Start: 2000})
 	// Not init: runc create, with a one-page pipe, a full pipe and exec.fifo.
-	h.Add(hostfixture.Proc{PID: 73, Comm: "runc", Args: []string{"runc", "--root", "/run/runc", "create", "x"}, Start: 2000,
+	h.Add(fakehost.Proc{PID: 73, Comm: "runc", Args: []string{"runc", "--root", "/run/runc", "create", "x"}, Start: 2000,
 		FDs: map[int]string{3: "pipe:[111]", 4: "pipe:[222]", 5: "/run/runc/x/exec.fifo", 6: "socket:[9]"}})
-	h.Add(hostfixture.Proc{PID: 74, Comm: "sleep", Args: []string{"sleep", "init"}, Start: 1000, FDs: map[int]string{3: "pipe:[333]"}})
+	h.Add(fakehost.Proc{PID: 74, Comm: "sleep", Args: []string{"sleep", "init"}, Start: 1000, FDs: map[int]string{3: "pipe:[333]"}})
 
 	var asked []string
 	s := &StuckRuncInit{host: newHost(deps(h)), Now: func() time.Time { return fixtureNow },
@@ -549,8 +550,8 @@ func TestStuckRuncInit(t *testing.T) {
 }
 
 func TestStuckRuncInitMaxAgeFromDeps(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Unified)
-	h.Add(hostfixture.Proc{PID: 70, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: 1000})
+	h := fakehost.New(t, cgroup.Unified)
+	h.Add(fakehost.Proc{PID: 70, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: 1000})
 	d := deps(h)
 	d.RuncInitMaxAge = 2 * time.Hour
 	if bad := failures(run(t, d, "stuck-runc-init")); len(bad) != 0 {
@@ -560,7 +561,7 @@ func TestStuckRuncInitMaxAgeFromDeps(t *testing.T) {
 
 // The verdict: an escape blocks drain; ghosts only warn.
 func TestVerdictThroughFramework(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Hybrid)
+	h := fakehost.New(t, cgroup.Hybrid)
 	h.RunContainer(garden("c1"), 100, 2, 500)
 	h.RunContainer(garden("c2"), 200, 1, 500)
 	h.Kill(200)

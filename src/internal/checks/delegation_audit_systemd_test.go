@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
@@ -23,13 +24,13 @@ import (
 // pid as systemd resolves it, and runc-style state files whose cgroups sit
 // below those units.
 func TestDelegationAuditRealSystemd(t *testing.T) {
-	for _, mode := range []sdbox.CgroupMode{sdbox.Hybrid, sdbox.Unified} {
-		t.Run(string(mode), func(t *testing.T) { testDelegationAuditRealSystemd(t, mode) })
+	for _, mode := range []cgroup.Mode{cgroup.Hybrid, cgroup.Unified} {
+		t.Run(mode.String(), func(t *testing.T) { testDelegationAuditRealSystemd(t, mode) })
 	}
 }
 
-func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
-	box := startBox(t, "audit-"+string(mode), mode)
+func testDelegationAuditRealSystemd(t *testing.T, mode cgroup.Mode) {
+	box := startBox(t, "audit-"+mode.String(), mode)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -53,7 +54,7 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 	// A container cgroup below each unit, and Garden's /garden at the root,
 	// with a state.json the way runc writes it for the cgroupfs driver.
 	tracked := "systemd" // name=systemd: where systemd tracks units on v1/hybrid
-	if mode == sdbox.Unified {
+	if mode == cgroup.Unified {
 		tracked = ""
 	}
 	containers := map[string]string{"c-plain": "", "c-yes": "", "c-rt": "", "c-root": "/garden/c-root"}
@@ -105,7 +106,7 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 	}
 
 	yes := validator.Pass // Delegate=yes covers every v2 controller
-	if mode != sdbox.Unified {
+	if mode != cgroup.Unified {
 		yes = validator.Fail // ... but not v1 blkio
 	}
 	want := []struct {
@@ -135,7 +136,7 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 		}
 	}
 	for _, f := range fs {
-		if f.Subject == "yes-rt.service" && mode != sdbox.Unified && !strings.Contains(f.Data["missing_controllers"], "blkio") {
+		if f.Subject == "yes-rt.service" && mode != cgroup.Unified && !strings.Contains(f.Data["missing_controllers"], "blkio") {
 			t.Errorf("yes-rt.service: missing_controllers %q lacks blkio (DelegateControllers read back %q)",
 				f.Data["missing_controllers"], f.Data["delegate_controllers"])
 		}
@@ -144,7 +145,7 @@ func testDelegationAuditRealSystemd(t *testing.T, mode sdbox.CgroupMode) {
 
 // startBox boots a box for one test: booting per test keeps the package's
 // pure tests free of a systemd container.
-func startBox(t *testing.T, name string, mode sdbox.CgroupMode) *sdbox.Box {
+func startBox(t *testing.T, name string, mode cgroup.Mode) *sdbox.Box {
 	t.Helper()
 	sdbox.RequireRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/hostfixture"
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -78,20 +79,20 @@ func sliceUnit(name string) *systemd.Unit {
 }
 
 // bootedHost is a fixture whose init is systemd (sd_booted).
-func bootedHost(t *testing.T, mode hostfixture.Mode) *hostfixture.Host {
+func bootedHost(t *testing.T, mode cgroup.Mode) *fakehost.Host {
 	t.Helper()
-	h := hostfixture.New(t, mode)
+	h := fakehost.New(t, mode)
 	if err := os.MkdirAll(filepath.Join(h.Root, "run/systemd/system"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
 
-func containerAt(id, cg string) hostfixture.Container {
-	return hostfixture.Container{RuntimeRoot: "/run/runc", ID: id, Cgroup: cg}
+func containerAt(id, cg string) fakehost.Container {
+	return fakehost.Container{RuntimeRoot: "/run/runc", ID: id, Cgroup: cg}
 }
 
-func auditDeps(h *hostfixture.Host, f *fakeManager, daemons ...AuditedDaemon) Deps {
+func auditDeps(h *fakehost.Host, f *fakeManager, daemons ...AuditedDaemon) Deps {
 	d := deps(h)
 	d.SystemdUnits = f.dialer()
 	d.Daemons = daemons
@@ -146,7 +147,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 	const runit = "/system.slice/runit.service/garden/"
 	testCases := []struct {
 		name    string
-		modes   []hostfixture.Mode
+		modes   []cgroup.Mode
 		cgroup  string // container cgroup prefix; c1 and c2 are made under it
 		units   []*systemd.Unit
 		subject string
@@ -164,7 +165,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 		},
 		{
 			name:    "Delegate=yes on v1 leaves blkio",
-			modes:   []hostfixture.Mode{hostfixture.Legacy, hostfixture.Hybrid},
+			modes:   []cgroup.Mode{cgroup.Legacy, cgroup.Hybrid},
 			cgroup:  runit,
 			units:   []*systemd.Unit{delegated("runit.service", delegateYesV1...)},
 			subject: "runit.service", status: validator.Fail,
@@ -173,7 +174,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 		},
 		{
 			name:    "Delegate=yes is enough on v2",
-			modes:   []hostfixture.Mode{hostfixture.Unified},
+			modes:   []cgroup.Mode{cgroup.Unified},
 			cgroup:  runit,
 			units:   []*systemd.Unit{delegated("runit.service", delegateYesV1...)},
 			subject: "runit.service", status: validator.Pass,
@@ -211,7 +212,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		for _, mode := range tc.modes {
-			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
+			t.Run(tc.name+"/"+mode.String(), func(t *testing.T) {
 				h := bootedHost(t, mode)
 				h.RunContainer(containerAt("c1", tc.cgroup+"c1"), 100, 2, 500)
 				h.RunContainer(containerAt("c2", tc.cgroup+"c2"), 200, 2, 500)
@@ -251,7 +252,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 }
 
 func TestDelegationAuditSystemdDriverScope(t *testing.T) {
-	h := bootedHost(t, hostfixture.Hybrid)
+	h := bootedHost(t, cgroup.Hybrid)
 	h.RunContainer(containerAt("c1", "/system.slice/garden-c1.scope"), 100, 2, 500)
 	h.RunContainer(containerAt("c2", "/system.slice/garden-c2.scope"), 200, 2, 500)
 	scope := delegated("garden-c1.scope", delegateYesV1...)
@@ -313,8 +314,8 @@ func TestDelegationAuditDaemons(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := bootedHost(t, hostfixture.Hybrid)
-			h.Add(hostfixture.Proc{PID: 50, Comm: "gdn", Cgroup: "/system.slice/" + tc.holder})
+			h := bootedHost(t, cgroup.Hybrid)
+			h.Add(fakehost.Proc{PID: 50, Comm: "gdn", Cgroup: "/system.slice/" + tc.holder})
 			const pidfile = "/var/vcap/sys/run/garden/garden.pid"
 			if tc.pidfile != "" {
 				h.Write(pidfile, tc.pidfile)
@@ -357,7 +358,7 @@ func worst(fs []validator.Finding) validator.Status {
 
 func TestDelegationAuditSkipsAndErrors(t *testing.T) {
 	t.Run("systemd not init", func(t *testing.T) {
-		h := hostfixture.New(t, hostfixture.Hybrid) // no /run/systemd/system
+		h := fakehost.New(t, cgroup.Hybrid) // no /run/systemd/system
 		f := newFakeManager()
 		dialed := false
 		d := deps(h)
@@ -371,13 +372,13 @@ func TestDelegationAuditSkipsAndErrors(t *testing.T) {
 		}
 	})
 	t.Run("no dialer", func(t *testing.T) {
-		fs := run(t, deps(bootedHost(t, hostfixture.Unified)), "delegation-audit")
+		fs := run(t, deps(bootedHost(t, cgroup.Unified)), "delegation-audit")
 		if len(fs) != 1 || fs[0].Status != validator.Skip {
 			t.Fatalf("%+v", fs)
 		}
 	})
 	t.Run("dial fails", func(t *testing.T) {
-		d := deps(bootedHost(t, hostfixture.Unified))
+		d := deps(bootedHost(t, cgroup.Unified))
 		d.SystemdUnits = func(context.Context) (SystemdUnits, error) { return nil, errors.New("connection refused") }
 		c := byID(t, All(d), "delegation-audit")
 		if _, err := c.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "connection refused") {
@@ -385,7 +386,7 @@ func TestDelegationAuditSkipsAndErrors(t *testing.T) {
 		}
 	})
 	t.Run("one unit unreadable", func(t *testing.T) {
-		h := bootedHost(t, hostfixture.Legacy)
+		h := bootedHost(t, cgroup.Legacy)
 		h.RunContainer(containerAt("c1", "/system.slice/a.service/garden/c1"), 100, 1, 500)
 		h.RunContainer(containerAt("c2", "/system.slice/b.service/garden/c2"), 200, 1, 500)
 		f := newFakeManager(plainUnit("b.service"))
@@ -403,7 +404,7 @@ func TestDelegationAuditSkipsAndErrors(t *testing.T) {
 // TestDelegationAuditSeverity: the same unsafe host blocks pre-start and
 // only warns at drain.
 func TestDelegationAuditSeverity(t *testing.T) {
-	h := bootedHost(t, hostfixture.Hybrid)
+	h := bootedHost(t, cgroup.Hybrid)
 	h.RunContainer(containerAt("c1", "/system.slice/runit.service/garden/c1"), 100, 1, 500)
 	d := auditDeps(h, newFakeManager(plainUnit("runit.service")))
 	c := byID(t, All(d), "delegation-audit")

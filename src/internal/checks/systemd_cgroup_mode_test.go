@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -21,37 +22,16 @@ type fakeSystemd struct {
 
 func (f fakeSystemd) SystemdVersion(context.Context) (int, error) { return f.v, f.err }
 
-// sdTree builds a fixture root: a cgroup layout of the given mode (as
-// cgroup.DetectMode reads it), optionally /run/systemd/system and a
-// kernel command line.
+// sdTree builds a fixture root: a fake host of the given cgroup mode,
+// optionally with /run/systemd/system, and a kernel command line.
 func sdTree(t *testing.T, mode cgroup.Mode, booted bool, cmdline string) string {
 	t.Helper()
-	root := t.TempDir()
-	mk := func(rel, content string) {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if content != "" {
-			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	switch mode {
-	case cgroup.Unified:
-		mk("sys/fs/cgroup/cgroup.controllers", "cpu memory pids\n")
-	case cgroup.Hybrid:
-		mk("sys/fs/cgroup/unified/cgroup.controllers", "\n")
-		mk("sys/fs/cgroup/memory/tasks", "1\n")
-	case cgroup.Legacy:
-		mk("sys/fs/cgroup/memory/tasks", "1\n")
-	}
+	h := fakehost.New(t, mode)
 	if booted {
-		mk("run/systemd/system/.keep", "x")
+		h.Mkdir("/run/systemd/system")
 	}
-	mk("proc/cmdline", cmdline+"\n")
-	return root
+	h.Write("proc/cmdline", cmdline+"\n")
+	return h.Root
 }
 
 func TestSystemdCgroupMode(t *testing.T) {

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/hostfixture"
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 )
 
 // runValidateCLI runs cellguard validate on a fixture root with config
@@ -28,15 +29,15 @@ func runValidateCLI(t *testing.T, root, cfg string, args ...string) (int, string
 }
 
 // cell is a hybrid fixture host with two Garden containers.
-func cell(t *testing.T) *hostfixture.Host {
-	h := hostfixture.New(t, hostfixture.Hybrid)
-	h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 3, 500)
-	h.RunContainer(hostfixture.Container{RuntimeRoot: "/run/runc", ID: "c2", Cgroup: "/garden/c2"}, 200, 2, 600)
+func cell(t *testing.T) *fakehost.Host {
+	h := fakehost.New(t, cgroup.Hybrid)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 3, 500)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c2", Cgroup: "/garden/c2"}, 200, 2, 600)
 	return h
 }
 
 // escape is seed-000: systemd moved a container process's cpu and blkio.
-func escape(h *hostfixture.Host) {
+func escape(h *fakehost.Host) {
 	h.Move(101, "cpu,cpuacct", "/system.slice/garden.service")
 	h.Move(101, "blkio", "/system.slice/garden.service")
 }
@@ -240,8 +241,8 @@ func TestValidatePrometheusWriteFailureKeepsVerdict(t *testing.T) {
 // --runtime-root replaces the config's roots; containers elsewhere are not
 // looked at.
 func TestValidateRuntimeRootFlag(t *testing.T) {
-	h := hostfixture.New(t, hostfixture.Unified)
-	h.RunContainer(hostfixture.Container{RuntimeRoot: "/var/vcap/data/garden/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 2, 500)
+	h := fakehost.New(t, cgroup.Unified)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/var/vcap/data/garden/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 2, 500)
 	h.Move(101, "", "/system.slice/garden.service")
 	code, _, _ := runValidateCLI(t, h.Root, `{}`, "--phase", "pre-start")
 	if code != ExitOK {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/synthcell"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 )
 
 // reference is what Decode did before decodeFast: encoding/json alone.
@@ -54,8 +54,8 @@ func sameDecode(t *testing.T, b []byte) {
 
 func synthState(t testing.TB) []byte {
 	t.Helper()
-	s := synthcell.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}
-	w, err := synthcell.Generate(filepath.Join(t.TempDir(), "cell"), s)
+	s := fakehost.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}
+	w, err := fakehost.Generate(filepath.Join(t.TempDir(), "cell"), s)
 	if err != nil {
 		t.Fatal(err)
 	}

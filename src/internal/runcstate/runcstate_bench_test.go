@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/synthcell"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 )
 
 // BenchmarkDecode decodes a synthcell state.json, shaped like runc's for a
@@ -13,8 +13,8 @@ import (
 // decodes one per container; encoding-json is Decode before decodeFast, for
 // comparison. It reports; it never asserts a time.
 func BenchmarkDecode(b *testing.B) {
-	s := synthcell.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}
-	w, err := synthcell.Generate(filepath.Join(b.TempDir(), "cell"), s)
+	s := fakehost.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}
+	w, err := fakehost.Generate(filepath.Join(b.TempDir(), "cell"), s)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func BenchmarkDecode(b *testing.B) {
 // BenchmarkDiscover finds and decodes the 250 state files of the
 // reference cell.
 func BenchmarkDiscover(b *testing.B) {
-	w, err := synthcell.Generate(filepath.Join(b.TempDir(), "cell"), synthcell.Cell(1))
+	w, err := fakehost.Generate(filepath.Join(b.TempDir(), "cell"), fakehost.Cell(1))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestApplyWritesPersistsAndIsIdempotent(t *testing.T) {
 	tr := baseTree(t)
 	p := profileOf("fs.pipe-user-pages-soft=0", "fs.inotify.max_user_watches=524288",
 		"net.ipv4.ip_local_port_range=1024 65000", "kernel.core_pattern=|/bin/false %p")
-	h := Host{Root: tr.root}
+	h := Host{Root: tr.Root}
 
 	rep, err := h.Apply(p)
 	if err != nil {
@@ -50,11 +50,11 @@ func TestApplyWritesPersistsAndIsIdempotent(t *testing.T) {
 			t.Errorf("%s live = %q, want %q", kr.Key, got, w[2])
 		}
 	}
-	file, ok := tr.read(DefaultFile)
+	file, ok := tr.Read(DefaultFile)
 	if !ok || string(Render(p)) != file {
 		t.Fatalf("persisted file:\n%s\nwant:\n%s", file, Render(p))
 	}
-	info, err := os.Stat(tr.path(DefaultFile))
+	info, err := os.Stat(tr.Path(DefaultFile))
 	if err != nil || info.Mode().Perm() != 0o644 {
 		t.Fatalf("persisted file mode: %v %v", info, err)
 	}
@@ -62,8 +62,8 @@ func TestApplyWritesPersistsAndIsIdempotent(t *testing.T) {
 	// The kernel prints the range with a tab; the second run must still see
 	// it as set, and touch neither the keys nor the file.
 	tr.key("net.ipv4.ip_local_port_range", "1024\t65000", 0o644)
-	fk := &fakeKernel{Proc: Proc{Dir: tr.path("/proc/sys")}}
-	rep, err = Host{Root: tr.root, Live: fk}.Apply(p)
+	fk := &fakeKernel{Proc: Proc{Dir: tr.Path("/proc/sys")}}
+	rep, err = Host{Root: tr.Root, Live: fk}.Apply(p)
 	if err != nil {
 		t.Fatalf("second Apply: %v", err)
 	}
@@ -109,10 +109,10 @@ func TestApplyBadInputWritesNothing(t *testing.T) {
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := baseTree(t)
-			tr.write(DefaultFile, "# previous profile\nkernel.keys.maxkeys = 300\n")
+			tr.Write(DefaultFile, "# previous profile\nkernel.keys.maxkeys = 300\n")
 			p := profileOf("fs.pipe-user-pages-soft=0", tc.entry)
-			fk := &fakeKernel{Proc: Proc{Dir: tr.path("/proc/sys")}}
-			rep, err := Host{Root: tr.root, Live: fk}.Apply(p)
+			fk := &fakeKernel{Proc: Proc{Dir: tr.Path("/proc/sys")}}
+			rep, err := Host{Root: tr.Root, Live: fk}.Apply(p)
 			if !errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotApplied) {
 				t.Fatalf("Apply: %v, want ErrInvalid only", err)
 			}
@@ -125,7 +125,7 @@ func TestApplyBadInputWritesNothing(t *testing.T) {
 			if got := tr.live("fs.pipe-user-pages-soft"); got != "16384\n" {
 				t.Fatalf("valid key written anyway: %q", got)
 			}
-			if f, _ := tr.read(DefaultFile); f != "# previous profile\nkernel.keys.maxkeys = 300\n" {
+			if f, _ := tr.Read(DefaultFile); f != "# previous profile\nkernel.keys.maxkeys = 300\n" {
 				t.Fatalf("persisted file replaced: %q", f)
 			}
 			if rep.Persisted || rep.Keys[0].Result != ResultSkipped || rep.Keys[1].Result != ResultInvalid || rep.Keys[1].Error == "" {
@@ -141,13 +141,13 @@ func TestApplyKernelRejectionRollsBack(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EINVAL, syscall.ERANGE} {
 		t.Run(errno.Error(), func(t *testing.T) {
 			tr := baseTree(t)
-			tr.write(DefaultFile, "old\n")
+			tr.Write(DefaultFile, "old\n")
 			fk := &fakeKernel{
-				Proc:   Proc{Dir: tr.path("/proc/sys")},
+				Proc:   Proc{Dir: tr.Path("/proc/sys")},
 				reject: map[string]syscall.Errno{"kernel.keys.maxkeys=0": errno},
 			}
 			p := profileOf("fs.pipe-user-pages-soft=0", "kernel.keys.maxkeys=0", "fs.inotify.max_user_watches=524288")
-			rep, err := Host{Root: tr.root, Live: fk}.Apply(p)
+			rep, err := Host{Root: tr.Root, Live: fk}.Apply(p)
 			if !errors.Is(err, ErrInvalid) || !errors.Is(err, errno) {
 				t.Fatalf("Apply: %v, want ErrInvalid wrapping %v", err, errno)
 			}
@@ -159,7 +159,7 @@ func TestApplyKernelRejectionRollsBack(t *testing.T) {
 					t.Errorf("%s = %q after rollback, want %q", key, got, want)
 				}
 			}
-			if f, _ := tr.read(DefaultFile); f != "old\n" {
+			if f, _ := tr.Read(DefaultFile); f != "old\n" {
 				t.Fatalf("file replaced after a rejection: %q", f)
 			}
 			results := map[string]string{}
@@ -186,12 +186,12 @@ func TestApplyKernelRejectionRollsBack(t *testing.T) {
 func TestApplyFailuresAreNotBadInput(t *testing.T) {
 	tr := baseTree(t)
 	fk := &fakeKernel{
-		Proc:   Proc{Dir: tr.path("/proc/sys")},
+		Proc:   Proc{Dir: tr.Path("/proc/sys")},
 		reject: map[string]syscall.Errno{"kernel.keys.maxkeys=1000000": syscall.EPERM},
 		round:  map[string]string{"fs.inotify.max_user_watches=1000000": "1048576"},
 	}
 	p := profileOf("fs.pipe-user-pages-soft=0", "kernel.keys.maxkeys=1000000", "fs.inotify.max_user_watches=1000000")
-	rep, err := Host{Root: tr.root, Live: fk}.Apply(p)
+	rep, err := Host{Root: tr.Root, Live: fk}.Apply(p)
 	if !errors.Is(err, ErrNotApplied) || errors.Is(err, ErrInvalid) {
 		t.Fatalf("Apply: %v, want ErrNotApplied only", err)
 	}
@@ -208,15 +208,15 @@ func TestApplyFailuresAreNotBadInput(t *testing.T) {
 	if r := got["fs.pipe-user-pages-soft"]; r.Result != ResultChanged || tr.live(r.Key) != "0\n" {
 		t.Errorf("good key: %+v", r)
 	}
-	if f, ok := tr.read(DefaultFile); !ok || f != string(Render(p)) || !rep.Persisted {
+	if f, ok := tr.Read(DefaultFile); !ok || f != string(Render(p)) || !rep.Persisted {
 		t.Errorf("file not persisted: %v %q", rep.Persisted, f)
 	}
 }
 
 func TestApplyRefusesSymlinkedFile(t *testing.T) {
 	tr := baseTree(t)
-	tr.symlink(DefaultFile, "/dev/null") // an administrator masked it
-	rep, err := Host{Root: tr.root}.Apply(profileOf("fs.pipe-user-pages-soft=0"))
+	tr.Symlink(DefaultFile, "/dev/null") // an administrator masked it
+	rep, err := Host{Root: tr.Root}.Apply(profileOf("fs.pipe-user-pages-soft=0"))
 	if !errors.Is(err, ErrNotApplied) || !strings.Contains(err.Error(), "symlink") {
 		t.Fatalf("Apply: %v, want ErrNotApplied about the symlink", err)
 	}
@@ -231,8 +231,8 @@ func TestApplyRefusesSymlinkedFile(t *testing.T) {
 // apply warns when a file later in the order will undo a value at boot.
 func TestApplyBootNote(t *testing.T) {
 	tr := baseTree(t)
-	tr.write("/etc/sysctl.d/70-other.conf", "fs.inotify.max_user_watches = 16384\n")
-	rep, err := Host{Root: tr.root}.Apply(profileOf("fs.inotify.max_user_watches=524288", "fs.pipe-user-pages-soft=0"))
+	tr.Write("/etc/sysctl.d/70-other.conf", "fs.inotify.max_user_watches = 16384\n")
+	rep, err := Host{Root: tr.Root}.Apply(profileOf("fs.inotify.max_user_watches=524288", "fs.pipe-user-pages-soft=0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -251,12 +251,12 @@ func TestCheckExplainsDrift(t *testing.T) {
 			tr.key("fs.inotify.max_user_watches", tc.live, 0o644)
 			for _, f := range tc.files {
 				if f.link != "" {
-					tr.symlink(f.path, f.link)
+					tr.Symlink(f.path, f.link)
 				} else {
-					tr.write(f.path, f.content)
+					tr.Write(f.path, f.content)
 				}
 			}
-			rep, err := Check(tr.root, profileOf("fs.inotify.max_user_watches=524288"))
+			rep, err := Check(tr.Root, profileOf("fs.inotify.max_user_watches=524288"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,9 +285,9 @@ func TestCheckExplainsDrift(t *testing.T) {
 func TestCheckMissingKeyAndFiles(t *testing.T) {
 	tr := newTree(t)
 	tr.key("kernel.pid_max", "4194304", 0o644)
-	tr.write(DefaultFile, "kernel.pid_max = 4194304\n")
-	tr.write("/usr/lib/sysctl.d/60-cellguard.conf", "kernel.pid_max = 1\n")
-	rep, err := Check(tr.root, profileOf("kernel.pid_max=4194304", "user.max_user_namespaces=63359"))
+	tr.Write(DefaultFile, "kernel.pid_max = 4194304\n")
+	tr.Write("/usr/lib/sysctl.d/60-cellguard.conf", "kernel.pid_max = 1\n")
+	rep, err := Check(tr.Root, profileOf("kernel.pid_max=4194304", "user.max_user_namespaces=63359"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,15 +312,15 @@ func TestCheckMissingKeyAndFiles(t *testing.T) {
 func TestCheckWritesNothing(t *testing.T) {
 	tr := newTree(t)
 	tr.key("fs.inotify.max_user_watches", "8192", 0o644)
-	fk := &fakeKernel{Proc: Proc{Dir: tr.path("/proc/sys")}}
-	rep, err := Host{Root: tr.root, Live: fk}.Check(profileOf("fs.inotify.max_user_watches=524288"))
+	fk := &fakeKernel{Proc: Proc{Dir: tr.Path("/proc/sys")}}
+	rep, err := Host{Root: tr.Root, Live: fk}.Check(profileOf("fs.inotify.max_user_watches=524288"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.InForce || len(fk.writes) != 0 {
 		t.Fatalf("in force %v, writes %v", rep.InForce, fk.writes)
 	}
-	if _, ok := tr.read(DefaultFile); ok {
+	if _, ok := tr.Read(DefaultFile); ok {
 		t.Fatal("check created the persisted file")
 	}
 }

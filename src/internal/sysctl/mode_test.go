@@ -12,7 +12,7 @@ import (
 // the boot model.
 func persistedValue(t *testing.T, tr *tree, key string) string {
 	t.Helper()
-	boot, err := LoadBoot(tr.root)
+	boot, err := LoadBoot(tr.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +126,11 @@ func TestApplyModes(t *testing.T) {
 			tr := newTree(t)
 			tr.key(tc.entry.Key, tc.live, 0o644)
 			for p, c := range tc.files {
-				tr.write(p, c)
+				tr.Write(p, c)
 			}
 			p := Profile{Name: "test", File: DefaultFile, Entries: []Entry{tc.entry}}
-			fk := &fakeKernel{Proc: Proc{Dir: tr.path("/proc/sys")}, round: tc.round}
-			rep, err := Host{Root: tr.root, Live: fk}.Apply(p)
+			fk := &fakeKernel{Proc: Proc{Dir: tr.Path("/proc/sys")}, round: tc.round}
+			rep, err := Host{Root: tr.Root, Live: fk}.Apply(p)
 			if err != nil {
 				t.Fatalf("Apply: %v", err)
 			}
@@ -164,23 +164,23 @@ func TestApplyModes(t *testing.T) {
 			if tc.bootNot == "" && kr.BootNote != "" || !strings.Contains(kr.BootNote, tc.bootNot) {
 				t.Errorf("boot note %q, want %q", kr.BootNote, tc.bootNot)
 			}
-			file, _ := tr.read(DefaultFile)
+			file, _ := tr.Read(DefaultFile)
 
 			// Second run: nothing written, live or on disk.
-			fk2 := &fakeKernel{Proc: Proc{Dir: tr.path("/proc/sys")}, round: tc.round}
-			rep2, err := Host{Root: tr.root, Live: fk2}.Apply(p)
+			fk2 := &fakeKernel{Proc: Proc{Dir: tr.Path("/proc/sys")}, round: tc.round}
+			rep2, err := Host{Root: tr.Root, Live: fk2}.Apply(p)
 			if err != nil {
 				t.Fatalf("second Apply: %v", err)
 			}
 			if len(fk2.writes) != 0 || rep2.Changed != 0 || rep2.FileChanged || rep2.Keys[0].Result != ResultUnchanged {
 				t.Fatalf("second apply not idempotent: writes %v, %+v", fk2.writes, rep2)
 			}
-			if again, _ := tr.read(DefaultFile); again != file {
+			if again, _ := tr.Read(DefaultFile); again != file {
 				t.Fatalf("file changed on the second run:\n%s\nwas:\n%s", again, file)
 			}
 			// What apply leaves is what check calls in force, unless a later
 			// file wins at boot.
-			chk, err := Check(tr.root, p)
+			chk, err := Check(tr.Root, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,9 +198,9 @@ func TestApplyFloorFollowsOtherFiles(t *testing.T) {
 	const W = "fs.inotify.max_user_watches"
 	tr := newTree(t)
 	tr.key(W, "2097152", 0o644)
-	tr.write("/etc/sysctl.d/50-ops.conf", W+" = 2097152\n")
+	tr.Write("/etc/sysctl.d/50-ops.conf", W+" = 2097152\n")
 	p := Profile{Name: "test", File: DefaultFile, Entries: []Entry{{Key: W, Value: "524288", Mode: ModeAtLeast}}}
-	h := Host{Root: tr.root}
+	h := Host{Root: tr.Root}
 	if _, err := h.Apply(p); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestApplyFloorFollowsOtherFiles(t *testing.T) {
 		t.Fatalf("persisted %q, want the earlier file's 2097152", got)
 	}
 	for _, step := range []struct{ ops, persist string }{{"1048576", "1048576"}, {"4096", "524288"}} {
-		tr.write("/etc/sysctl.d/50-ops.conf", W+" = "+step.ops+"\n")
+		tr.Write("/etc/sysctl.d/50-ops.conf", W+" = "+step.ops+"\n")
 		rep, err := h.Apply(p)
 		if err != nil {
 			t.Fatal(err)
@@ -239,16 +239,16 @@ func TestApplyFloorBadInput(t *testing.T) {
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := baseTree(t)
-			fk := &fakeKernel{Proc: Proc{Dir: tr.path("/proc/sys")}}
+			fk := &fakeKernel{Proc: Proc{Dir: tr.Path("/proc/sys")}}
 			p := Profile{Name: "test", File: DefaultFile, Entries: []Entry{{Key: "fs.pipe-user-pages-soft", Value: "0"}, tc.entry}}
-			_, err := Host{Root: tr.root, Live: fk}.Apply(p)
+			_, err := Host{Root: tr.Root, Live: fk}.Apply(p)
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Apply: %v, want ErrInvalid saying %q", err, tc.want)
 			}
 			if len(fk.writes) != 0 {
 				t.Fatalf("wrote %v", fk.writes)
 			}
-			if _, ok := tr.read(DefaultFile); ok {
+			if _, ok := tr.Read(DefaultFile); ok {
 				t.Fatal("file persisted despite invalid input")
 			}
 		})
@@ -367,10 +367,10 @@ func TestCheckModes(t *testing.T) {
 			tr := newTree(t)
 			tr.key(tc.entry.Key, tc.live, 0o644)
 			for p, c := range tc.files {
-				tr.write(p, c)
+				tr.Write(p, c)
 			}
-			fk := &fakeKernel{Proc: Proc{Dir: tr.path("/proc/sys")}}
-			rep, err := Host{Root: tr.root, Live: fk}.Check(Profile{Name: "test", File: DefaultFile, Entries: []Entry{tc.entry}})
+			fk := &fakeKernel{Proc: Proc{Dir: tr.Path("/proc/sys")}}
+			rep, err := Host{Root: tr.Root, Live: fk}.Check(Profile{Name: "test", File: DefaultFile, Entries: []Entry{tc.entry}})
 			if err != nil {
 				t.Fatal(err)
 			}

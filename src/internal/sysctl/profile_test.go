@@ -165,11 +165,11 @@ func TestRenderRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := newTree(t)
-	tr.write(DefaultFile, string(Render(p)))
+	tr.Write(DefaultFile, string(Render(p)))
 	if a, b := Render(p), Render(p); string(a) != string(b) {
 		t.Fatal("Render is not deterministic")
 	}
-	boot, err := LoadBoot(tr.root)
+	boot, err := LoadBoot(tr.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

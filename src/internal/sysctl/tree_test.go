@@ -2,81 +2,31 @@ package sysctl
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 )
 
 // tree is a fixture host: a fake /proc/sys and sysctl.d directories below
-// one temporary root.
-type tree struct {
-	t    *testing.T
-	root string
-}
+// one temporary root (fakehost.Tree), keys named as sysctl names them.
+type tree struct{ *fakehost.Tree }
 
 func newTree(t *testing.T) *tree {
 	t.Helper()
-	tr := &tree{t: t, root: t.TempDir()}
-	tr.mkdir("/proc/sys")
+	tr := &tree{Tree: fakehost.NewTree(t)}
+	tr.Mkdir(fakehost.SysctlDir)
 	return tr
 }
 
-func (tr *tree) path(p string) string { return filepath.Join(tr.root, filepath.FromSlash(p)) }
-
-func (tr *tree) mkdir(p string) {
-	tr.t.Helper()
-	if err := os.MkdirAll(tr.path(p), 0o755); err != nil {
-		tr.t.Fatal(err)
-	}
-}
-
-// key creates /proc/sys/<path of name> holding value plus a newline, the
-// way the kernel prints it.
+// key creates /proc/sys/<path of name> holding value plus a newline.
 func (tr *tree) key(name, value string, mode os.FileMode) {
-	tr.t.Helper()
-	p := "/proc/sys/" + MustKey(name).Path()
-	tr.mkdir(filepath.Dir(p))
-	if err := os.WriteFile(tr.path(p), []byte(value+"\n"), mode); err != nil {
-		tr.t.Fatal(err)
-	}
-	if err := os.Chmod(tr.path(p), mode); err != nil {
-		tr.t.Fatal(err)
-	}
+	tr.SetSysctl(MustKey(name).Path(), value, mode)
 }
 
-func (tr *tree) live(name string) string {
-	tr.t.Helper()
-	b, err := os.ReadFile(tr.path("/proc/sys/" + MustKey(name).Path()))
-	if err != nil {
-		tr.t.Fatal(err)
-	}
-	return string(b)
-}
-
-func (tr *tree) write(p, content string) {
-	tr.t.Helper()
-	tr.mkdir(filepath.Dir(p))
-	if err := os.WriteFile(tr.path(p), []byte(content), 0o644); err != nil {
-		tr.t.Fatal(err)
-	}
-}
-
-func (tr *tree) symlink(p, target string) {
-	tr.t.Helper()
-	tr.mkdir(filepath.Dir(p))
-	if err := os.Symlink(target, tr.path(p)); err != nil {
-		tr.t.Fatal(err)
-	}
-}
-
-func (tr *tree) read(p string) (string, bool) {
-	b, err := os.ReadFile(tr.path(p))
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
-}
+// live is what the key holds now, newline included.
+func (tr *tree) live(name string) string { return tr.Sysctl(MustKey(name).Path()) }
 
 // profileOf builds a profile with "key=value" entries.
 func profileOf(kvs ...string) Profile {

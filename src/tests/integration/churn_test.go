@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
@@ -152,7 +153,7 @@ func TestValidateUnderChurn(t *testing.T) {
 		maxScans   = 150
 		maxSeconds = 40
 	)
-	box := bootBoxMode(t, "churn", sdbox.Hybrid)
+	box := bootBoxMode(t, "churn", cgroup.Hybrid)
 	cellguard := box.InstallCellguard(t)
 	installRunc(t, box)
 	// The in-container loop leaves its count in the rootfs.

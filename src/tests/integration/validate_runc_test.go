@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
@@ -197,13 +198,13 @@ func validateWith(t *testing.T, box *sdbox.Box, cellguard, config string, args .
 // operator's echo would; runc needs bpf(2) there for its device filter,
 // which nspawn's default seccomp filter refuses.
 func TestValidateRealRunc(t *testing.T) {
-	for _, mode := range []sdbox.CgroupMode{sdbox.Hybrid, sdbox.Legacy, sdbox.Unified} {
-		t.Run(string(mode), func(t *testing.T) {
+	for _, mode := range []cgroup.Mode{cgroup.Hybrid, cgroup.Legacy, cgroup.Unified} {
+		t.Run(mode.String(), func(t *testing.T) {
 			var opts []sdbox.Option
-			if mode == sdbox.Unified {
+			if mode == cgroup.Unified {
 				opts = append(opts, sdbox.WithNspawnArgs("--system-call-filter=bpf", "--capability=CAP_BPF"))
 			}
-			box := bootBoxMode(t, "validate-runc-"+string(mode), mode, opts...)
+			box := bootBoxMode(t, "validate-runc-"+mode.String(), mode, opts...)
 			cellguard := box.InstallCellguard(t)
 			installRunc(t, box)
 			pid := startGarden(t, box)
@@ -213,7 +214,7 @@ func TestValidateRealRunc(t *testing.T) {
 			cgroupsOf := func(pid int) (map[string]string, error) {
 				m, err := box.ReadCgroup(pid)
 				for k := range m {
-					if (mode == sdbox.Legacy && k == "") || (mode == sdbox.Unified && k != "") {
+					if (mode == cgroup.Legacy && k == "") || (mode == cgroup.Unified && k != "") {
 						delete(m, k)
 					}
 				}
@@ -234,7 +235,7 @@ func TestValidateRealRunc(t *testing.T) {
 				t.Fatalf("clean host: exit %d, stdout %q, problems %v", v.code, v.stdout, v.problems(t, "cgroup-integrity"))
 			}
 
-			if mode == sdbox.Unified {
+			if mode == cgroup.Unified {
 				box.Run(t, "sh", "-c", fmt.Sprintf("echo %d > /sys/fs/cgroup%s/cgroup.procs", pid, unitCgroup))
 			} else {
 				writeFile(t, box, "/etc/systemd/system/trigger.service",
@@ -256,9 +257,9 @@ func TestValidateRealRunc(t *testing.T) {
 				}
 			}
 			switch {
-			case mode == sdbox.Unified && !moved["unified"]:
+			case mode == cgroup.Unified && !moved["unified"]:
 				t.Fatalf("the move did not take (cgroups now %v)", after)
-			case mode != sdbox.Unified && (!moved["cpu"] && !moved["cpu,cpuacct"] || !moved["blkio"]):
+			case mode != cgroup.Unified && (!moved["cpu"] && !moved["cpu,cpuacct"] || !moved["blkio"]):
 				t.Fatalf("the trigger did not reproduce seed-000 (cgroups now %v)", after)
 			}
 
@@ -316,7 +317,7 @@ func TestValidateRealRunc(t *testing.T) {
 }
 
 // bootBoxMode is bootBox with a cgroup layout and options.
-func bootBoxMode(t *testing.T, name string, mode sdbox.CgroupMode, opts ...sdbox.Option) *sdbox.Box {
+func bootBoxMode(t *testing.T, name string, mode cgroup.Mode, opts ...sdbox.Option) *sdbox.Box {
 	t.Helper()
 	if os.Getenv(sdbox.SkipEnv) == "1" {
 		t.Skipf("!!! NOT RUN: %s=1 (pure tests only) !!!", sdbox.SkipEnv)
@@ -370,7 +371,7 @@ func runcStatus(t *testing.T, box *sdbox.Box, id string) string {
 // ghost state; a process in the runtime's garden/ cgroup that no state
 // claims is an orphan. None of them block.
 func TestValidateRealRuncLifecycleLeftovers(t *testing.T) {
-	box := bootBoxMode(t, "validate-leftovers", sdbox.Hybrid)
+	box := bootBoxMode(t, "validate-leftovers", cgroup.Hybrid)
 	cellguard := box.InstallCellguard(t)
 	installBundle(t, box, "/var/lib/waiting", unitCgroup+"/garden/waiting")
 	installBundle(t, box, "/var/lib/ghost", unitCgroup+"/garden/ghost")

@@ -19,19 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
-)
 
-// CgroupMode is the cgroup layout inside the box.
-type CgroupMode string
-
-const (
-	// Hybrid is this host's layout: v1 controllers (writable inside),
-	// name=systemd, and cgroup2 on /sys/fs/cgroup/unified. The default.
-	Hybrid CgroupMode = "hybrid"
-	// Legacy is pure cgroup v1 inside; v1 controllers writable.
-	Legacy CgroupMode = "legacy"
-	// Unified is cgroup v2 only inside.
-	Unified CgroupMode = "unified"
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 )
 
 // ExecPath is PATH for commands run by Exec.
@@ -42,7 +31,10 @@ type Box struct {
 	// Name is the unique box name: the name given to Start plus "-<pid>"
 	// (and "-2", "-3", ... while a box of that name runs in this process).
 	Name string
-	Mode CgroupMode
+	// Mode is the cgroup layout inside the box: cgroup.Hybrid (this
+	// host's: v1 controllers writable inside, name=systemd, cgroup2 on
+	// /sys/fs/cgroup/unified; the default), cgroup.Legacy or cgroup.Unified.
+	Mode cgroup.Mode
 	// InitPID is the host PID of the box's systemd (PID 1 inside).
 	InitPID int
 	// NspawnPID is the host PID of the systemd-nspawn supervising the box.
@@ -100,7 +92,7 @@ func releaseName(n string) {
 }
 
 type config struct {
-	mode        CgroupMode
+	mode        cgroup.Mode
 	bootTimeout time.Duration
 	nspawnArgs  []string
 	packages    []string
@@ -112,7 +104,7 @@ type config struct {
 type Option func(*config)
 
 // WithCgroupMode selects the cgroup layout inside the box (default Hybrid).
-func WithCgroupMode(m CgroupMode) Option { return func(c *config) { c.mode = m } }
+func WithCgroupMode(m cgroup.Mode) Option { return func(c *config) { c.mode = m } }
 
 // WithBootTimeout bounds the wait for systemd to reach running/degraded, in
 // whole seconds (default 120s).
@@ -180,7 +172,7 @@ func ModuleRoot() (string, error) {
 // and waits until its systemd is running. name is [a-z0-9-], at most 30
 // characters. Stop it (t.Cleanup(func() { box.Stop() })) or use Main.
 func Start(ctx context.Context, name string, opts ...Option) (*Box, error) {
-	cfg := config{mode: Hybrid, bootTimeout: 120 * time.Second}
+	cfg := config{mode: cgroup.Hybrid, bootTimeout: 120 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -197,7 +189,7 @@ func Start(ctx context.Context, name string, opts ...Option) (*Box, error) {
 	b := &Box{Name: name, Mode: cfg.mode, script: script, reserved: !cfg.exactName}
 	b.env = append(os.Environ(),
 		"SDBOX_NAME="+name,
-		"SDBOX_CGROUP_MODE="+string(cfg.mode),
+		"SDBOX_CGROUP_MODE="+cfg.mode.String(),
 		"SDBOX_BOOT_TIMEOUT="+strconv.Itoa(int(cfg.bootTimeout.Seconds())),
 		"SDBOX_NSPAWN_ARGS="+strings.Join(cfg.nspawnArgs, " "),
 		"SDBOX_EXTRA_PACKAGES="+strings.Join(cfg.packages, " "),

@@ -17,6 +17,7 @@ import (
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
 
@@ -251,9 +252,9 @@ func leftovers(t *testing.T, b *sdbox.Box) []string {
 func TestStartStopLeavesNothing(t *testing.T) {
 	sdbox.RequireRoot(t)
 	sdbox.Require(t, box)
-	for _, mode := range []sdbox.CgroupMode{sdbox.Hybrid, sdbox.Legacy, sdbox.Unified} {
-		t.Run(string(mode), func(t *testing.T) {
-			b, err := sdbox.Start(t.Context(), "sdbox-"+string(mode), sdbox.WithCgroupMode(mode))
+	for _, mode := range []cgroup.Mode{cgroup.Hybrid, cgroup.Legacy, cgroup.Unified} {
+		t.Run(mode.String(), func(t *testing.T) {
+			b, err := sdbox.Start(t.Context(), "sdbox-"+mode.String(), sdbox.WithCgroupMode(mode))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,8 +265,8 @@ func TestStartStopLeavesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			fields := strings.Fields(string(out))
-			wantFS, wantUnified := "tmpfs", mode == sdbox.Hybrid
-			if mode == sdbox.Unified {
+			wantFS, wantUnified := "tmpfs", mode == cgroup.Hybrid
+			if mode == cgroup.Unified {
 				wantFS = "cgroup2fs"
 			}
 			if fields[0] != wantFS || strings.Contains(string(out), "unified") != wantUnified ||

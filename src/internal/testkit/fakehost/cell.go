@@ -1,17 +1,19 @@
-// Package synthcell writes a synthetic container host at cell scale: /proc
-// pid directories, a hybrid cgroup v1 + v2 tree and runc state files under
-// one root, for benchmarks of the validator against what an operator would
-// otherwise run by hand. It writes only what the validator and the operator's
-// shell loop read, and shares identical files by hard link, so 25,000
-// containers fit a few GB of tmpfs and are written in seconds.
+package fakehost
+
+// This file writes a cell at scale: /proc pid directories, a hybrid cgroup
+// v1 + v2 tree and runc state files under one root, for benchmarks of the
+// validator against what an operator would otherwise run by hand. It
+// writes only what the validator and the operator's shell loop read, and
+// shares identical files by hard link, so 25,000 containers fit a few GB
+// of tmpfs and are written in seconds.
 //
-// Per process it writes proc/<pid>/stat (all 52 fields, as the kernel does),
-// proc/<pid>/cgroup (one line per hierarchy; a hard link to the file its
-// cgroup peers share) and the proc/<pid>/ns/pid link. cmdline and fd/ are
-// left out: the validator reads them only for processes named runc*, and the
-// cell has none. Every container has a pid namespace of its own, as Garden's
-// do, so a process that escaped its cgroups is still known by its namespace.
-package synthcell
+// Per process it writes proc/<pid>/stat (all 52 fields, as the kernel
+// does), proc/<pid>/cgroup (one line per hierarchy; a hard link to the
+// file its cgroup peers share) and the proc/<pid>/ns/pid link. cmdline and
+// fd/ are left out: the validator reads them only for processes named
+// runc*, and the cell has none. Every container has a pid namespace of its
+// own, as Garden's do, so a process that escaped its cgroups is still
+// known by its namespace.
 
 import (
 	"errors"
@@ -24,6 +26,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 )
 
 // Spec says what cell to write.
@@ -52,53 +56,18 @@ func (s Spec) Processes() int { return s.Containers*s.ProcsPerContainer + s.Host
 func (s Spec) validate() error {
 	switch {
 	case s.Containers < 0 || s.ProcsPerContainer < 1 || s.HostProcs < 1:
-		return fmt.Errorf("synthcell: need ProcsPerContainer >= 1 and HostProcs >= 1, got %+v", s)
+		return fmt.Errorf("fakehost: need ProcsPerContainer >= 1 and HostProcs >= 1, got %+v", s)
 	case s.EscapedShare < 0 || s.EscapedShare > 1:
-		return fmt.Errorf("synthcell: EscapedShare %v outside 0..1", s.EscapedShare)
+		return fmt.Errorf("fakehost: EscapedShare %v outside 0..1", s.EscapedShare)
 	case !strings.HasPrefix(s.RuntimeRoot, "/"):
-		return fmt.Errorf("synthcell: RuntimeRoot %q is not absolute", s.RuntimeRoot)
+		return fmt.Errorf("fakehost: RuntimeRoot %q is not absolute", s.RuntimeRoot)
 	}
 	return nil
-}
-
-// Hierarchy is one mounted hierarchy of the hybrid layout.
-type Hierarchy struct {
-	Dir  string // under sys/fs/cgroup
-	Name string // as /proc/<pid>/cgroup names it and the validator reports it
-	ID   int    // hierarchy id in /proc/<pid>/cgroup
-	// Keys are the state.json cgroup_paths keys runc writes for it.
-	Keys []string
-	// Moved is true when systemd moves a unit's processes in it: the
-	// hierarchies an escaped process leaves.
-	Moved bool
-}
-
-// Hierarchies is the layout of an Ubuntu stemcell: v1 controllers with cpu
-// and cpuacct co-mounted, systemd's named hierarchy, and v2 at unified/.
-// Escapes happen where systemd realizes a unit's cgroup (name=systemd, v2
-// and the controllers it enables for accounting); devices, freezer and
-// cpuset keep the container's path.
-var Hierarchies = []Hierarchy{
-	{Dir: "systemd", Name: "name=systemd", ID: 9, Keys: []string{"name=systemd"}, Moved: true},
-	{Dir: "pids", Name: "pids", ID: 8, Keys: []string{"pids"}, Moved: true},
-	{Dir: "blkio", Name: "blkio", ID: 7, Keys: []string{"blkio"}, Moved: true},
-	{Dir: "freezer", Name: "freezer", ID: 6, Keys: []string{"freezer"}},
-	{Dir: "devices", Name: "devices", ID: 5, Keys: []string{"devices"}},
-	{Dir: "memory", Name: "memory", ID: 4, Keys: []string{"memory"}, Moved: true},
-	{Dir: "cpuset", Name: "cpuset", ID: 3, Keys: []string{"cpuset"}},
-	{Dir: "cpu,cpuacct", Name: "cpu,cpuacct", ID: 2, Keys: []string{"cpu", "cpuacct"}, Moved: true},
-	{Dir: "unified", Name: "unified", ID: 0, Keys: []string{""}, Moved: true},
 }
 
 // EscapeCgroup is where escaped processes end up: the unit of the daemon
 // that created the containers.
 const EscapeCgroup = "/system.slice/garden.service"
-
-// BootTime is the cell's btime; start ticks count from it.
-var BootTime = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
-
-// HostNS is the pid namespace inode of host processes.
-const HostNS = 4026531836
 
 // Escape is one process outside its container's cgroup in one hierarchy:
 // what a correct validator must report, and nothing else.
@@ -157,10 +126,10 @@ func Generate(root string, s Spec) (*Written, error) {
 	}
 	start := time.Now()
 	if ents, err := os.ReadDir(root); err == nil && len(ents) > 0 {
-		return nil, fmt.Errorf("synthcell: %s is not empty", root)
+		return nil, fmt.Errorf("fakehost: %s is not empty", root)
 	}
 	w := &Written{Root: root, Spec: s, containerOf: map[int]int{}}
-	g := &gen{w: w, s: s, shared: filepath.Join(root, "synthcell")}
+	g := &gen{w: w, s: s, shared: filepath.Join(root, sharedDir)}
 	if err := g.layout(); err != nil {
 		return nil, err
 	}
@@ -194,7 +163,7 @@ func (g *gen) path(rel string) string { return filepath.Join(g.w.Root, rel) }
 
 func (g *gen) write(path string, b []byte) error {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("synthcell: write %s: %w", path, err)
+		return fmt.Errorf("fakehost: write %s: %w", path, err)
 	}
 	g.mu.Lock()
 	g.files++
@@ -206,41 +175,29 @@ func (g *gen) write(path string, b []byte) error {
 
 func mkdir(d string) error {
 	if err := os.MkdirAll(d, 0o755); err != nil {
-		return fmt.Errorf("synthcell: mkdir %s: %w", d, err)
+		return fmt.Errorf("fakehost: mkdir %s: %w", d, err)
 	}
 	return nil
 }
 
 func link(old, new string) error {
 	if err := os.Link(old, new); err != nil {
-		return fmt.Errorf("synthcell: link %s: %w", new, err)
+		return fmt.Errorf("fakehost: link %s: %w", new, err)
 	}
 	return nil
 }
 
 func (g *gen) layout() error {
-	base := g.path("sys/fs/cgroup")
-	for _, h := range Hierarchies {
-		if err := mkdir(filepath.Join(base, h.Dir)); err != nil {
-			return err
-		}
-	}
-	for _, l := range []string{"cpu", "cpuacct"} {
-		if err := os.Symlink("cpu,cpuacct", filepath.Join(base, l)); err != nil {
-			return fmt.Errorf("synthcell: %w", err)
-		}
-	}
-	if err := g.write(filepath.Join(base, "unified/cgroup.controllers"), nil); err != nil {
+	if err := writeLayout(g.w.Root, cgroup.Hybrid); err != nil {
 		return err
 	}
+	g.files++ // unified/cgroup.controllers
 	for _, d := range []string{g.shared, g.path("proc"), g.path(g.s.RuntimeRoot)} {
 		if err := mkdir(d); err != nil {
 			return err
 		}
 	}
-	return g.write(g.path("proc/stat"), fmt.Appendf(nil,
-		"cpu  4705 150 1120 1632338 1018 0 17 0 0 0\nintr 0\nctxt 0\nbtime %d\nprocesses %d\nprocs_running 1\nprocs_blocked 0\n",
-		BootTime.Unix(), g.s.Processes()))
+	return g.write(g.path("proc/stat"), procStat(g.s.Processes()))
 }
 
 // pickEscapes chooses round(share · container processes) distinct ones.
@@ -255,36 +212,25 @@ func (g *gen) pickEscapes() map[int]bool {
 	return out
 }
 
-// cgroupFile renders /proc/<pid>/cgroup: path in every hierarchy, or
-// escaped to EscapeCgroup in the moved ones.
-func cgroupFile(path string, escaped bool) []byte {
-	var b []byte
-	for _, h := range Hierarchies {
-		p := path
-		if escaped && h.Moved {
-			p = EscapeCgroup
-		}
-		name := h.Name
-		if h.Dir == "unified" {
-			name = ""
-		}
-		b = fmt.Appendf(b, "%d:%s:%s\n", h.ID, name, p)
-	}
-	return b
-}
+// sharedDir holds, under the root, the files hard-linked into proc/ and sys/.
+const sharedDir = "fakehost-shared"
 
-// statLine renders /proc/<pid>/stat with the kernel's 52 fields.
-func statLine(b []byte, pid int, comm string, state byte, ppid int, start uint64) []byte {
-	b = fmt.Appendf(b[:0], "%d (%s) %c %d %d %d 0 -1 4194560 1523 0 2 0 12 7 0 0 20 0 1 0 %d 12451840 2211 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
-		pid, comm, state, ppid, pid, pid, start)
-	return b
+// cgroupFileOf is /proc/<pid>/cgroup of a cell process in cgroup path, or
+// escaped to EscapeCgroup in the hierarchies systemd moves.
+func cgroupFileOf(path string, escaped bool) []byte {
+	return cgroupFile(Hierarchies, func(h Hierarchy) string {
+		if escaped && h.Moved {
+			return EscapeCgroup
+		}
+		return path
+	})
 }
 
 // proc writes /proc/<pid> with its cgroup file hard-linked from cg.
 func (g *gen) proc(buf []byte, pid int, comm string, ppid int, start uint64, ns uint64, cg string) ([]byte, error) {
 	dir := g.path("proc/" + strconv.Itoa(pid))
 	if err := os.MkdirAll(dir+"/ns", 0o755); err != nil {
-		return buf, fmt.Errorf("synthcell: mkdir %s: %w", dir, err)
+		return buf, fmt.Errorf("fakehost: mkdir %s: %w", dir, err)
 	}
 	buf = statLine(buf, pid, comm, 'S', ppid, start)
 	if err := g.write(dir+"/stat", buf); err != nil {
@@ -294,7 +240,7 @@ func (g *gen) proc(buf []byte, pid int, comm string, ppid int, start uint64, ns 
 		return buf, err
 	}
 	if err := os.Symlink("pid:["+strconv.FormatUint(ns, 10)+"]", dir+"/ns/pid"); err != nil {
-		return buf, fmt.Errorf("synthcell: %w", err)
+		return buf, fmt.Errorf("fakehost: %w", err)
 	}
 	return buf, nil
 }
@@ -304,7 +250,7 @@ func (g *gen) host() error {
 	procs := map[string][]int{} // cgroup -> pids
 	// pid 1 in the root cgroup, as systemd is on a stemcell.
 	rootCg := filepath.Join(g.shared, "cg-root")
-	if err := g.write(rootCg, cgroupFile("/init.scope", false)); err != nil {
+	if err := g.write(rootCg, cgroupFileOf("/init.scope", false)); err != nil {
 		return err
 	}
 	buf, err := g.proc(nil, 1, "systemd", 0, 1, HostNS, rootCg)
@@ -316,7 +262,7 @@ func (g *gen) host() error {
 		procs[svc] = nil // every unit's cgroup exists, populated or not
 	}
 	for i, svc := range hostServices {
-		if err := g.write(filepath.Join(g.shared, "cg-host-"+strconv.Itoa(i)), cgroupFile(svc, false)); err != nil {
+		if err := g.write(filepath.Join(g.shared, "cg-host-"+strconv.Itoa(i)), cgroupFileOf(svc, false)); err != nil {
 			return err
 		}
 	}
@@ -444,7 +390,7 @@ func (g *gen) container(c int, escaped map[int]bool, tmpl *template, buf, state 
 	start := uint64(50000 + c) // ticks after boot
 	ns := containerNS(c)
 	cg := filepath.Join(g.shared, "cg-"+id)
-	if err := g.write(cg, cgroupFile(rel, false)); err != nil {
+	if err := g.write(cg, cgroupFileOf(rel, false)); err != nil {
 		return buf, state, nil, err
 	}
 	var pids, moved []int
@@ -458,7 +404,7 @@ func (g *gen) container(c int, escaped map[int]bool, tmpl *template, buf, state 
 		file := cg
 		if escaped[pid] {
 			file = filepath.Join(g.shared, "cg-esc-"+strconv.Itoa(pid))
-			if err := g.write(file, cgroupFile(rel, true)); err != nil {
+			if err := g.write(file, cgroupFileOf(rel, true)); err != nil {
 				return buf, state, nil, err
 			}
 			moved = append(moved, pid)
@@ -491,7 +437,7 @@ func (g *gen) container(c int, escaped map[int]bool, tmpl *template, buf, state 
 // Heal puts every escaped process back into its container's cgroups,
 // rewriting only the files the escapes touched: the same cell, clean.
 func (w *Written) Heal() error {
-	g := &gen{w: w, s: w.Spec, shared: filepath.Join(w.Root, "synthcell")}
+	g := &gen{w: w, s: w.Spec, shared: filepath.Join(w.Root, sharedDir)}
 	byContainer := map[int][]int{}
 	for _, pid := range w.EscapedPIDs {
 		c := w.containerOf[pid] - 1
@@ -502,7 +448,7 @@ func (w *Written) Heal() error {
 		for _, pid := range moved {
 			p := g.path("proc/" + strconv.Itoa(pid) + "/cgroup")
 			if err := os.Remove(p); err != nil {
-				return fmt.Errorf("synthcell: heal: %w", err)
+				return fmt.Errorf("fakehost: heal: %w", err)
 			}
 			if err := link(filepath.Join(g.shared, "cg-"+id), p); err != nil {
 				return err
@@ -517,7 +463,7 @@ func (w *Written) Heal() error {
 			if h.Moved {
 				p := g.path("sys/fs/cgroup/" + h.Dir + "/garden/" + id + "/cgroup.procs")
 				if err := os.WriteFile(p, procsFile(pids, nil), 0o644); err != nil {
-					return fmt.Errorf("synthcell: heal: %w", err)
+					return fmt.Errorf("fakehost: heal: %w", err)
 				}
 				break
 			}
@@ -549,10 +495,10 @@ func (g *gen) escapeTarget(escaped []int) error {
 		// Replace, not rewrite: host() hard-linked these files.
 		tmp := p + ".new"
 		if err := os.WriteFile(tmp, procsFile(pids, nil), 0o644); err != nil {
-			return fmt.Errorf("synthcell: write %s: %w", p, err)
+			return fmt.Errorf("fakehost: write %s: %w", p, err)
 		}
 		if err := os.Rename(tmp, p); err != nil {
-			return fmt.Errorf("synthcell: %w", err)
+			return fmt.Errorf("fakehost: %w", err)
 		}
 	}
 	return nil

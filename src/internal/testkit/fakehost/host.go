@@ -1,9 +1,4 @@
-// Package hostfixture builds fake host trees for tests: /proc entries,
-// cgroup hierarchies in the v1, hybrid or v2 layout, and runc state files,
-// all under one temporary root that the validator reads with Deps.Root.
-// It models what the kernel and runc write, not how they behave: moving a
-// process through cgroup.procs does not update /proc/<pid>/cgroup here.
-package hostfixture
+package fakehost
 
 import (
 	"encoding/json"
@@ -15,32 +10,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 )
 
-// Mode is the cgroup layout of the fixture.
-type Mode string
-
-const (
-	Legacy  Mode = "legacy"
-	Hybrid  Mode = "hybrid"
-	Unified Mode = "unified"
-)
-
-// BootTime is the fixture's btime; process start ticks count from it.
-var BootTime = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
-
-// HostNS is the pid namespace inode of host processes.
-const HostNS = 4026531836
-
-// v1Hierarchies as mounted under /sys/fs/cgroup, in /proc/<pid>/cgroup
-// order; "systemd" is name=systemd.
-var v1Hierarchies = []string{"blkio", "cpu,cpuacct", "cpuset", "devices", "freezer", "memory", "pids", "systemd"}
-
-// Host is a fake host under Root.
+// Host is a small fake host under Root, for unit tests: processes added
+// one by one, in any cgroup mode. Every error fails the test.
 type Host struct {
-	t     testing.TB
-	Root  string
-	Mode  Mode
+	*Tree
+	Mode  cgroup.Mode
+	hs    []Hierarchy
 	procs map[int]*Proc
 	batch bool
 }
@@ -73,44 +52,30 @@ type Proc struct {
 }
 
 // New makes an empty host with pid 1 in /.
-func New(t testing.TB, mode Mode) *Host {
+func New(t testing.TB, mode cgroup.Mode) *Host {
 	t.Helper()
-	h := &Host{t: t, Root: t.TempDir(), Mode: mode, procs: map[int]*Proc{}}
-	base := filepath.Join(h.Root, "sys/fs/cgroup")
 	switch mode {
-	case Unified:
-		h.write("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n")
-	case Legacy, Hybrid:
-		for _, d := range v1Hierarchies {
-			h.mkdir(filepath.Join(base, d))
-		}
-		// cpu and cpuacct are symlinks to the co-mounted hierarchy.
-		for _, l := range []string{"cpu", "cpuacct"} {
-			if err := os.Symlink("cpu,cpuacct", filepath.Join(base, l)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if mode == Hybrid {
-			h.write("sys/fs/cgroup/unified/cgroup.controllers", "")
-		}
+	case cgroup.Legacy, cgroup.Hybrid, cgroup.Unified:
 	default:
-		t.Fatalf("hostfixture: unknown mode %q", mode)
+		t.Fatalf("fakehost: no layout for cgroup mode %v", mode)
 	}
-	h.write("proc/stat", fmt.Sprintf("cpu  1 2 3 4\nbtime %d\nprocesses 100\n", BootTime.Unix()))
+	h := &Host{Tree: NewTree(t), Mode: mode, hs: HierarchiesOf(mode), procs: map[int]*Proc{}}
+	if err := writeLayout(h.Root, mode); err != nil {
+		t.Fatal(err)
+	}
+	h.Write("proc/stat", string(procStat(100)))
 	h.Add(Proc{PID: 1, Comm: "systemd", Args: []string{"/sbin/init"}, Cgroup: "/", Start: 1})
 	return h
 }
 
-// Hierarchies returns the hierarchy directories of the fixture ("" is the
+// Hierarchies returns the hierarchy directories of the host ("" is the
 // v2 root in unified mode).
 func (h *Host) Hierarchies() []string {
-	switch h.Mode {
-	case Unified:
-		return []string{""}
-	case Hybrid:
-		return append(append([]string{}, v1Hierarchies...), "unified")
+	dirs := make([]string, len(h.hs))
+	for i, hier := range h.hs {
+		dirs[i] = hier.Dir
 	}
-	return v1Hierarchies
+	return dirs
 }
 
 // Add adds (or replaces) a process and rewrites the tree.
@@ -193,39 +158,14 @@ func (h *Host) writeProc(p *Proc) {
 	}
 	h.mkdir(filepath.Join(dir, "ns"))
 	h.mkdir(filepath.Join(dir, "fd"))
-	// Fields 3..52 as the kernel writes them; 22 is starttime.
-	fields := make([]string, 50)
-	for i := range fields {
-		fields[i] = "0"
-	}
-	fields[0] = string(p.State)
-	fields[1] = strconv.Itoa(p.PPID)
-	fields[22-3] = strconv.FormatUint(p.Start, 10)
-	h.writeAbs(filepath.Join(dir, "stat"), fmt.Sprintf("%d (%s) %s\n", p.PID, p.Comm, strings.Join(fields, " ")))
+	h.writeAbs(filepath.Join(dir, "stat"), string(statLine(nil, p.PID, p.Comm, p.State, p.PPID, p.Start)))
 	h.writeAbs(filepath.Join(dir, "comm"), p.Comm+"\n")
 	args := p.Args
 	if args == nil {
 		args = []string{p.Comm}
 	}
 	h.writeAbs(filepath.Join(dir, "cmdline"), strings.Join(args, "\x00")+"\x00")
-	var cg strings.Builder
-	switch h.Mode {
-	case Unified:
-		fmt.Fprintf(&cg, "0::%s\n", p.CgroupOf(""))
-	default:
-		for i := len(v1Hierarchies) - 1; i >= 0; i-- {
-			d := v1Hierarchies[i]
-			name := d
-			if d == "systemd" {
-				name = "name=systemd"
-			}
-			fmt.Fprintf(&cg, "%d:%s:%s\n", i+1, name, p.CgroupOf(d))
-		}
-		if h.Mode == Hybrid {
-			fmt.Fprintf(&cg, "0::%s\n", p.CgroupOf("unified"))
-		}
-	}
-	h.writeAbs(filepath.Join(dir, "cgroup"), cg.String())
+	h.writeAbs(filepath.Join(dir, "cgroup"), string(cgroupFile(h.hs, func(hier Hierarchy) string { return p.CgroupOf(hier.Dir) })))
 	if err := os.Symlink(fmt.Sprintf("pid:[%d]", p.NS), filepath.Join(dir, "ns/pid")); err != nil {
 		h.t.Fatal(err)
 	}
@@ -313,17 +253,9 @@ type Container struct {
 func (h *Host) State(c Container) string {
 	h.t.Helper()
 	paths := map[string]string{}
-	for _, hier := range h.Hierarchies() {
-		abs := filepath.Join("/sys/fs/cgroup", hier, c.Cgroup)
-		switch hier {
-		case "", "unified":
-			paths[""] = abs
-		case "systemd":
-			paths["name=systemd"] = abs
-		default:
-			for _, ctl := range strings.Split(hier, ",") {
-				paths[ctl] = abs
-			}
+	for _, hier := range h.hs {
+		for _, k := range hier.Keys {
+			paths[k] = filepath.Join(cgroup.MountDir, hier.Dir, c.Cgroup)
 		}
 	}
 	h.Cgroup(c.Cgroup)
@@ -396,25 +328,3 @@ func (h *Host) RunContainer(c Container, firstPID, n int, start uint64) {
 // NSOf is the pid namespace inode RunContainer gives a container whose
 // first pid is firstPID.
 func NSOf(firstPID int) uint64 { return uint64(5000000000 + firstPID) }
-
-// Write writes a file relative to the root.
-func (h *Host) Write(rel, content string) { h.write(rel, content) }
-
-func (h *Host) write(rel, content string) {
-	h.writeAbs(filepath.Join(h.Root, rel), content)
-}
-
-func (h *Host) writeAbs(path, content string) {
-	h.t.Helper()
-	h.mkdir(filepath.Dir(path))
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-func (h *Host) mkdir(d string) {
-	h.t.Helper()
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		h.t.Fatal(err)
-	}
-}

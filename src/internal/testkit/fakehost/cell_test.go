@@ -1,4 +1,4 @@
-package synthcell_test
+package fakehost_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/synthcell"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -47,16 +47,16 @@ func escapesFound(t *testing.T, root string) (escapes, others []string) {
 func TestGenerateIsWhatTheValidatorReads(t *testing.T) {
 	testCases := []struct {
 		name    string
-		spec    synthcell.Spec
+		spec    fakehost.Spec
 		escaped int // processes
 	}{
-		{"clean", synthcell.Spec{Containers: 6, ProcsPerContainer: 5, HostProcs: 40, RuntimeRoot: "/run/runc"}, 0},
-		{"quarter escaped", synthcell.Spec{Containers: 6, ProcsPerContainer: 5, HostProcs: 40, EscapedShare: 0.25, Seed: 7, RuntimeRoot: "/run/runc"}, 8},
-		{"all escaped", synthcell.Spec{Containers: 3, ProcsPerContainer: 2, HostProcs: 3, EscapedShare: 1, RuntimeRoot: "/run/containerd/runc"}, 6},
+		{"clean", fakehost.Spec{Containers: 6, ProcsPerContainer: 5, HostProcs: 40, RuntimeRoot: "/run/runc"}, 0},
+		{"quarter escaped", fakehost.Spec{Containers: 6, ProcsPerContainer: 5, HostProcs: 40, EscapedShare: 0.25, Seed: 7, RuntimeRoot: "/run/runc"}, 8},
+		{"all escaped", fakehost.Spec{Containers: 3, ProcsPerContainer: 2, HostProcs: 3, EscapedShare: 1, RuntimeRoot: "/run/containerd/runc"}, 6},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := synthcell.Generate(filepath.Join(t.TempDir(), "cell"), tc.spec)
+			w, err := fakehost.Generate(filepath.Join(t.TempDir(), "cell"), tc.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,12 +96,12 @@ func TestGenerateIsWhatTheValidatorReads(t *testing.T) {
 }
 
 func TestGenerateIsDeterministic(t *testing.T) {
-	s := synthcell.Spec{Containers: 10, ProcsPerContainer: 10, HostProcs: 10, EscapedShare: 0.1, Seed: 42, RuntimeRoot: "/run/runc"}
-	a, err := synthcell.Generate(filepath.Join(t.TempDir(), "a"), s)
+	s := fakehost.Spec{Containers: 10, ProcsPerContainer: 10, HostProcs: 10, EscapedShare: 0.1, Seed: 42, RuntimeRoot: "/run/runc"}
+	a, err := fakehost.Generate(filepath.Join(t.TempDir(), "a"), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := synthcell.Generate(filepath.Join(t.TempDir(), "b"), s)
+	b, err := fakehost.Generate(filepath.Join(t.TempDir(), "b"), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 		t.Fatalf("same seed, different escapes: %v vs %v", a.EscapedPIDs, b.EscapedPIDs)
 	}
 	s.Seed = 43
-	c, err := synthcell.Generate(filepath.Join(t.TempDir(), "c"), s)
+	c, err := fakehost.Generate(filepath.Join(t.TempDir(), "c"), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,19 +120,19 @@ func TestGenerateIsDeterministic(t *testing.T) {
 
 func TestGenerateRefusesBadSpecs(t *testing.T) {
 	dir := t.TempDir()
-	for _, s := range []synthcell.Spec{
+	for _, s := range []fakehost.Spec{
 		{Containers: 1, ProcsPerContainer: 0, HostProcs: 1, RuntimeRoot: "/run/runc"},
 		{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, EscapedShare: 1.5, RuntimeRoot: "/run/runc"},
 		{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "run/runc"},
 	} {
-		if _, err := synthcell.Generate(filepath.Join(dir, "x"), s); err == nil {
+		if _, err := fakehost.Generate(filepath.Join(dir, "x"), s); err == nil {
 			t.Errorf("spec %+v: no error", s)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "full"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := synthcell.Generate(dir, synthcell.Cell(1)); err == nil {
+	if _, err := fakehost.Generate(dir, fakehost.Cell(1)); err == nil {
 		t.Error("generated into a non-empty directory")
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/synthcell"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -22,9 +22,9 @@ func BenchmarkSynthCell(b *testing.B) {
 		name  string
 		share float64
 	}{{"clean", 0}, {"escaped", 0.01}} {
-		s := synthcell.Cell(1)
+		s := fakehost.Cell(1)
 		s.EscapedShare, s.Seed = tc.share, 1
-		w, err := synthcell.Generate(filepath.Join(b.TempDir(), "cell"), s)
+		w, err := fakehost.Generate(filepath.Join(b.TempDir(), "cell"), s)
 		if err != nil {
 			b.Fatal(err)
 		}

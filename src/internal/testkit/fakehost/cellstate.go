@@ -1,4 +1,4 @@
-package synthcell
+package fakehost
 
 import (
 	"bytes"
