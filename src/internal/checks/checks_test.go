@@ -154,7 +154,9 @@ func TestCgroupIntegritySharedPidNamespaceUsesCgroups(t *testing.T) {
 	c.RuntimeRoot = "/var/vcap/sys/run/bpm-runc"
 	h.RunContainer(c, 400, 2, 800)
 	h.Move(401, "cpu,cpuacct", "/")
-	bad := failures(run(t, deps(h), "cgroup-integrity"))
+	d := deps(h)
+	d.RuntimeRoots = []string{c.RuntimeRoot} // the CLI adds bpm's root to the runtimes' own
+	bad := failures(run(t, d, "cgroup-integrity"))
 	if len(bad) != 1 || bad[0].Data["pid"] != "401" || bad[0].Data["runtime"] != "bpm" {
 		t.Fatalf("got %+v", bad)
 	}

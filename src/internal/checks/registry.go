@@ -3,8 +3,8 @@ package checks
 import (
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -14,7 +14,7 @@ type Deps struct {
 	// Root prefixes every host path (/proc, /sys/fs/cgroup, runtime roots),
 	// so checks run on fixture trees; "/" or "" is the live host.
 	Root string
-	// RuntimeRoots are runc state roots; empty means runcstate.DefaultRoots.
+	// RuntimeRoots are runc state roots; empty means runcstate.StandardRoots.
 	RuntimeRoots []string
 	// Namespaces filters containerd namespaces; empty means all.
 	Namespaces []string
@@ -38,10 +38,10 @@ type Deps struct {
 	// severity by it. "" means pre-start.
 	Phase validator.Phase
 	// RuntimeBinaries are configured runc/containerd paths
-	// (config.Validator.RuntimeBinaries); PATH is searched too.
+	// (the job's validator.runtime_binaries); PATH is searched too.
 	RuntimeBinaries map[string]string
 	// AdvisoriesFile is the operator's advisory list, merged by id over the
-	// one shipped in runtimever (config.Validator.AdvisoriesFile).
+	// one shipped in runtimever (validator.advisories_file).
 	AdvisoriesFile string
 	// Systemd reads the running manager's version (D-Bus Version
 	// property); nil checks only the installed systemd.
@@ -50,10 +50,10 @@ type Deps struct {
 	// fixture root) skips it.
 	SystemdUnits SystemdDialer
 	// Daemons are the configured daemons whose units delegation-audit reads
-	// (config.Validator.Daemons, with each daemon's pidfile).
+	// (validator.daemons, with each daemon's pidfile).
 	Daemons []AuditedDaemon
-	// Sysctl is the job's sysctl section, for sysctl-profile.
-	Sysctl config.Sysctl
+	// Sysctl is the operator's sysctl settings, for sysctl-profile.
+	Sysctl sysctl.Settings
 }
 
 // All is the one list of the validator's checks, in report order.
@@ -69,6 +69,6 @@ func All(d Deps) []validator.Check {
 		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase},
 		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},
 		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons},
-		&SysctlProfile{Root: d.Root, Config: d.Sysctl},
+		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},
 	}
 }

@@ -16,7 +16,7 @@ import (
 type RuntimeVersions struct {
 	Root string
 	// Binaries are the configured paths per component
-	// (config.Validator.RuntimeBinaries).
+	// (validator.runtime_binaries).
 	Binaries map[string]string
 	// AdvisoriesFile is the operator's list merged over the shipped one.
 	AdvisoriesFile string
@@ -158,7 +158,7 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase valida
 			continue
 		}
 		matched++
-		sev := a.SeverityIn(phase)
+		sev := validator.Severity(a.SeverityIn(runtimever.Phase(phase)))
 		detail := fmt.Sprintf("%s: %s at %s is affected; fixed in %s. %s", a.ID, name, info.Path, advisoryFixedText(a), a.Summary)
 		if a.Condition != "" {
 			holds, evidence := conds.eval(a.Condition)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -18,9 +17,9 @@ import (
 // configured it, is in force now and will be after a reboot.
 type SysctlProfile struct {
 	Root string
-	// Config is the job's sysctl section: profile, overrides, removals,
+	// Settings are the operator's: profile, overrides, removals,
 	// persisted file.
-	Config config.Sysctl
+	Settings sysctl.Settings
 }
 
 var _ validator.Check = (*SysctlProfile)(nil)
@@ -56,7 +55,7 @@ func (*SysctlProfile) Meta() validator.Meta {
 }
 
 func (c *SysctlProfile) Run(ctx context.Context) ([]validator.Finding, error) {
-	p, err := sysctl.Resolve(c.Config)
+	p, err := sysctl.Resolve(c.Settings)
 	if err != nil {
 		return nil, fmt.Errorf("resolve sysctl profile: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -15,7 +14,7 @@ import (
 // sysctlHost is a fixture root with a fake /proc/sys holding every key of
 // the container-host profile at a kernel default, then the resolved
 // profile applied to it the way pre-start does.
-func sysctlHost(t *testing.T, cfg config.Sysctl) string {
+func sysctlHost(t *testing.T, cfg sysctl.Settings) string {
 	t.Helper()
 	root := t.TempDir()
 	all, err := sysctl.Builtin(sysctl.ContainerHost)
@@ -57,14 +56,14 @@ func writeFile(t *testing.T, root, rel, content string) {
 	}
 }
 
-func runSysctl(t *testing.T, root string, cfg config.Sysctl) []validator.Finding {
+func runSysctl(t *testing.T, root string, cfg sysctl.Settings) []validator.Finding {
 	t.Helper()
 	return run(t, Deps{Root: root, Sysctl: cfg}, "sysctl-profile")
 }
 
 func TestSysctlProfileInForceAfterApply(t *testing.T) {
-	root := sysctlHost(t, config.Sysctl{})
-	fs := runSysctl(t, root, config.Sysctl{})
+	root := sysctlHost(t, sysctl.Settings{})
+	fs := runSysctl(t, root, sysctl.Settings{})
 	if bad := failures(fs); len(bad) != 0 {
 		t.Fatalf("applied profile: %+v", bad)
 	}
@@ -77,7 +76,7 @@ func TestSysctlProfileInForceAfterApply(t *testing.T) {
 func TestSysctlProfileDrift(t *testing.T) {
 	testCases := []struct {
 		name    string
-		cfg     config.Sysctl
+		cfg     sysctl.Settings
 		change  func(t *testing.T, root string)
 		subject string
 		status  validator.Status
@@ -120,7 +119,7 @@ func TestSysctlProfileDrift(t *testing.T) {
 		},
 		{
 			name:    "operator override is what is wanted",
-			cfg:     config.Sysctl{Set: map[string]string{"kernel.pid_max": "1048576"}},
+			cfg:     sysctl.Settings{Set: map[string]string{"kernel.pid_max": "1048576"}},
 			change:  func(t *testing.T, root string) { writeKey(t, root, "kernel.pid_max", "4194304") },
 			subject: "kernel.pid_max", status: validator.Fail,
 			data:   map[string]string{"live": "4194304", "wanted": "1048576", "from": "override"},
@@ -170,7 +169,7 @@ func TestSysctlProfileDrift(t *testing.T) {
 
 func TestSysctlProfileConfig(t *testing.T) {
 	t.Run("removed keys are not checked", func(t *testing.T) {
-		cfg := config.Sysctl{Remove: []string{"kernel.dmesg_restrict"}}
+		cfg := sysctl.Settings{Remove: []string{"kernel.dmesg_restrict"}}
 		root := sysctlHost(t, cfg)
 		writeKey(t, root, "kernel.dmesg_restrict", "0")
 		if bad := failures(runSysctl(t, root, cfg)); len(bad) != 0 {
@@ -178,24 +177,24 @@ func TestSysctlProfileConfig(t *testing.T) {
 		}
 	})
 	t.Run("a host above a floor is in force", func(t *testing.T) {
-		root := sysctlHost(t, config.Sysctl{})
+		root := sysctlHost(t, sysctl.Settings{})
 		writeKey(t, root, "user.max_user_namespaces", "96365")
 		writeKey(t, root, "kernel.keys.maxkeys", "2000000")
-		if bad := failures(runSysctl(t, root, config.Sysctl{})); len(bad) != 0 {
+		if bad := failures(runSysctl(t, root, sysctl.Settings{})); len(bad) != 0 {
 			t.Fatalf("%+v", bad)
 		}
 	})
 	t.Run("an exact key above its value drifts", func(t *testing.T) {
-		root := sysctlHost(t, config.Sysctl{})
+		root := sysctlHost(t, sysctl.Settings{})
 		writeKey(t, root, "fs.pipe-user-pages-soft", "1")
-		bad := failures(runSysctl(t, root, config.Sysctl{}))
+		bad := failures(runSysctl(t, root, sysctl.Settings{}))
 		if len(bad) != 1 || bad[0].Subject != "fs.pipe-user-pages-soft" || bad[0].Data["mode"] != sysctl.ModeExact {
 			t.Fatalf("%+v", bad)
 		}
 	})
 	t.Run("keys the operator adds are checked", func(t *testing.T) {
-		cfg := config.Sysctl{Profile: sysctl.NoProfile, Set: map[string]string{"net.core.somaxconn": "4096"}}
-		root := sysctlHost(t, config.Sysctl{})
+		cfg := sysctl.Settings{Profile: sysctl.NoProfile, Set: map[string]string{"net.core.somaxconn": "4096"}}
+		root := sysctlHost(t, sysctl.Settings{})
 		writeKey(t, root, "net.core.somaxconn", "128")
 		bad := failures(runSysctl(t, root, cfg))
 		if len(bad) != 1 || bad[0].Subject != "net.core.somaxconn" || bad[0].Data["from"] != "config" {
@@ -203,20 +202,20 @@ func TestSysctlProfileConfig(t *testing.T) {
 		}
 	})
 	t.Run("invalid config cannot be checked", func(t *testing.T) {
-		root := sysctlHost(t, config.Sysctl{})
-		c := byID(t, All(Deps{Root: root, Sysctl: config.Sysctl{Set: map[string]string{"../etc/passwd": "1"}}}), "sysctl-profile")
+		root := sysctlHost(t, sysctl.Settings{})
+		c := byID(t, All(Deps{Root: root, Sysctl: sysctl.Settings{Set: map[string]string{"../etc/passwd": "1"}}}), "sysctl-profile")
 		if _, err := c.Run(context.Background()); err == nil {
 			t.Fatal("want an error for a path-traversing key")
 		}
 	})
 	t.Run("no profile", func(t *testing.T) {
-		fs := runSysctl(t, t.TempDir(), config.Sysctl{Profile: sysctl.NoProfile})
+		fs := runSysctl(t, t.TempDir(), sysctl.Settings{Profile: sysctl.NoProfile})
 		if len(fs) != 1 || fs[0].Status != validator.Skip {
 			t.Fatalf("%+v", fs)
 		}
 	})
 	t.Run("fixture without proc/sys", func(t *testing.T) {
-		fs := runSysctl(t, t.TempDir(), config.Sysctl{})
+		fs := runSysctl(t, t.TempDir(), sysctl.Settings{})
 		if len(fs) != 1 || fs[0].Status != validator.Skip || !strings.Contains(fs[0].Detail, "no proc/sys") {
 			t.Fatalf("%+v", fs)
 		}
@@ -224,7 +223,7 @@ func TestSysctlProfileConfig(t *testing.T) {
 }
 
 func TestSysctlProfileSeverity(t *testing.T) {
-	root := sysctlHost(t, config.Sysctl{})
+	root := sysctlHost(t, sysctl.Settings{})
 	writeKey(t, root, "fs.pipe-user-pages-soft", "16384")
 	c := byID(t, All(Deps{Root: root}), "sysctl-profile")
 	for phase, blocked := range map[validator.Phase]bool{validator.PreStart: true, validator.Drain: false} {

@@ -8,9 +8,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -20,6 +22,10 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/logging"
 )
+
+// defaultConfigPath is where the BOSH job renders the config
+// (jobs/cellguard/templates/config/cellguard.json.erb).
+const defaultConfigPath = "/var/vcap/jobs/cellguard/config/cellguard.json"
 
 // Exit codes, documented in README.md ("Exit codes").
 const (
@@ -112,7 +118,7 @@ func newFlagSet(env *Env, name, synopsis string, c *common) *flag.FlagSet {
 	fs.StringVar(&c.logFile, "log-file", "", "append logs to this file instead of stderr")
 	fs.StringVar(&c.timeFormat, "log-time-format", "unix-epoch", "log timestamps: unix-epoch or rfc3339 (as Garden's --time-format)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, error or fatal")
-	fs.StringVar(&c.configPath, "config", "", "cellguard config file (JSON rendered by the BOSH job); default "+config.DefaultPath+" when it exists")
+	fs.StringVar(&c.configPath, "config", "", "cellguard config file (JSON rendered by the BOSH job); default "+defaultConfigPath+" when it exists")
 	fs.Usage = func() {
 		fmt.Fprintf(env.Stderr, "usage: cellguard %s\n\nflags:\n", synopsis)
 		fs.PrintDefaults()
@@ -135,7 +141,7 @@ func parse(fs *flag.FlagSet, args []string) (bool, int) {
 // logger builds the lager logger and loads the config for a command. The
 // config is optional unless --config names a file.
 func (c *common) setup(env *Env, source string) (lager.Logger, *config.Config, func(), error) {
-	cfg, err := config.LoadDefault(c.configPath)
+	cfg, err := loadConfig(c.configPath)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -177,4 +183,19 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // DefaultEnv is the process environment.
 func DefaultEnv() *Env {
 	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+}
+
+// loadConfig loads path, or defaultConfigPath when path is empty and that
+// file exists, or an empty config: every subcommand also runs from flags
+// alone.
+func loadConfig(path string) (*config.Config, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	if _, err := os.Stat(defaultConfigPath); err == nil {
+		return config.Load(defaultConfigPath)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("stat config %s: %w", defaultConfigPath, err)
+	}
+	return &config.Config{}, nil
 }

@@ -30,7 +30,7 @@ func runConfigCheck(_ context.Context, env *Env, args []string) int {
 	}
 	path := c.configPath
 	if path == "" {
-		path = config.DefaultPath
+		path = defaultConfigPath
 	}
 	cfg, err := config.Load(path)
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
-	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
@@ -199,7 +198,7 @@ func TestFaultProcSysReadOnly(t *testing.T) {
 			t.Errorf("%s changed from %q to %q", k, v, after[k])
 		}
 	}
-	p, err := sysctl.Resolve(config.Sysctl{})
+	p, err := sysctl.Resolve(sysctl.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +224,7 @@ func TestCrashSysctlApplyConverges(t *testing.T) {
 			if !killed {
 				t.Fatalf("apply was not killed after %s\n%s\n%s", step, stdout, stderr)
 			}
-			p, err := sysctl.Resolve(config.Sysctl{})
+			p, err := sysctl.Resolve(sysctl.Settings{})
 			if err != nil {
 				t.Fatal(err)
 			}

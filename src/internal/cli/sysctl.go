@@ -101,7 +101,7 @@ func newSysctlFlags(env *Env, name, help string) (*flag.FlagSet, *sysctlFlags) {
 
 // resolve merges the config's sysctl section with the flags.
 func (f *sysctlFlags) resolve(cfg *config.Config) (sysctl.Profile, error) {
-	s := cfg.Sysctl
+	s := sysctlSettings(cfg.Sysctl)
 	if f.profile != "" {
 		s.Profile = f.profile
 	}
@@ -128,6 +128,11 @@ func (f *sysctlFlags) resolve(cfg *config.Config) (sysctl.Profile, error) {
 	}
 	s.Remove = append(append([]string(nil), s.Remove...), f.remove...)
 	return sysctl.Resolve(s)
+}
+
+// sysctlSettings hands the job's sysctl section to package sysctl.
+func sysctlSettings(c config.Sysctl) sysctl.Settings {
+	return sysctl.Settings{Profile: c.Profile, Set: c.Set, Remove: c.Remove, File: c.File}
 }
 
 // start parses flags, sets up logging and resolves the profile. ok=false

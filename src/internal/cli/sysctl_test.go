@@ -42,7 +42,7 @@ func sysctlRoot(t *testing.T) string {
 }
 
 // sysctlEmptyConfig keeps a config rendered on the test machine at
-// config.DefaultPath out of these tests.
+// defaultConfigPath out of these tests.
 func sysctlEmptyConfig(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "empty.json")

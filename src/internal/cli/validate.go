@@ -71,7 +71,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&f.format, "format", "human", "report format: human or json")
 	fs.StringVar(&f.promFile, "prometheus-textfile", "", "also write Prometheus gauges to this file, atomically")
 	fs.Var(&f.ignore, "ignore", "check ids to report but never block on, comma separated or repeated; \"all\" ignores every check")
-	fs.Var(&f.runtimeRoots, "runtime-root", "runc state root to scan (repeatable); default the config's, else "+strings.Join(runcstate.DefaultRoots(), ", "))
+	fs.Var(&f.runtimeRoots, "runtime-root", "runc state root to scan (repeatable); default the config's, else "+strings.Join(defaultRuntimeRoots(), ", "))
 	fs.BoolVar(&f.fix, "fix", false, "move escaped container processes back into their recorded cgroups (never kills)")
 	base := fs.Usage
 	fs.Usage = func() {
@@ -116,8 +116,8 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		Phase:            phase,
 		RuntimeBinaries:  vc.RuntimeBinaries,
 		AdvisoriesFile:   vc.AdvisoriesFile,
-		Daemons:          auditedDaemons(cfg),
-		Sysctl:           cfg.Sysctl,
+		Daemons:          auditedDaemons(cfg.AuditedDaemons()),
+		Sysctl:           sysctlSettings(cfg.Sysctl),
 	}
 	if hostroot.IsLive(f.root) {
 		// The host's manager, over D-Bus; a fixture root has none.
@@ -126,6 +126,9 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 	}
 	if len(f.runtimeRoots) > 0 {
 		d.RuntimeRoots = splitList(f.runtimeRoots)
+	}
+	if len(d.RuntimeRoots) == 0 {
+		d.RuntimeRoots = defaultRuntimeRoots()
 	}
 	registry := checks.All(d)
 	if err := validator.Validate(registry); err != nil {
@@ -239,22 +242,23 @@ func (dbusSystemdVersion) SystemdVersion(ctx context.Context) (int, error) {
 	return systemd.ParseVersion(v)
 }
 
-// auditedDaemons names the daemons delegation-audit reads, with their
-// pidfiles: validator.daemons, or every configured daemon when it is unset.
-func auditedDaemons(cfg *config.Config) []checks.AuditedDaemon {
-	names := cfg.Validator.Daemons
-	if len(names) == 0 {
-		for _, d := range cfg.Daemons {
-			names = append(names, d.Name)
-		}
-	}
-	var out []checks.AuditedDaemon
-	for _, n := range names {
-		d, _ := cfg.Daemon(n)
-		out = append(out, checks.AuditedDaemon{Name: n, PIDFile: d.PIDFile})
+// auditedDaemons hands the config's audited daemons to delegation-audit.
+func auditedDaemons(ds []config.Daemon) []checks.AuditedDaemon {
+	out := make([]checks.AuditedDaemon, len(ds))
+	for i, d := range ds {
+		out[i] = checks.AuditedDaemon{Name: d.Name, PIDFile: d.PIDFile}
 	}
 	return out
 }
+
+// bpmRuntimeRoot is where BOSH's bpm keeps the runc state of the jobs it
+// runs in containers.
+const bpmRuntimeRoot = "/var/vcap/sys/run/bpm-runc"
+
+// defaultRuntimeRoots are scanned when neither --runtime-root nor the
+// config names any: runc's and containerd's own, and bpm's (the job's
+// spec lists the same three as validator.runtime_roots' default).
+func defaultRuntimeRoots() []string { return append(runcstate.StandardRoots(), bpmRuntimeRoot) }
 
 func logResults(logger lager.Logger, rep validator.Report) {
 	for _, r := range rep.Results {

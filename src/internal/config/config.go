@@ -8,16 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 )
-
-// DefaultPath is where the BOSH job renders the config.
-const DefaultPath = "/var/vcap/jobs/cellguard/config/cellguard.json"
 
 // Config is the whole file.
 type Config struct {
@@ -157,20 +153,6 @@ func Parse(b []byte, name string) (*Config, error) {
 	return &c, nil
 }
 
-// LoadDefault loads path, or DefaultPath when path is empty and that file
-// exists, or an empty config.
-func LoadDefault(path string) (*Config, error) {
-	if path != "" {
-		return Load(path)
-	}
-	if _, err := os.Stat(DefaultPath); err == nil {
-		return Load(DefaultPath)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("stat config %s: %w", DefaultPath, err)
-	}
-	return &Config{}, nil
-}
-
 // Validate checks what can be checked without touching the host.
 func (c *Config) Validate() error {
 	seen := map[string]bool{}
@@ -205,4 +187,22 @@ func (c *Config) Daemon(name string) (Daemon, bool) {
 		}
 	}
 	return Daemon{}, false
+}
+
+// AuditedDaemons are the daemons delegation-audit reads: those
+// validator.daemons names, or every configured daemon when it is unset. A
+// name no daemon has is audited by its unit alone (no pidfile).
+func (c *Config) AuditedDaemons() []Daemon {
+	if len(c.Validator.Daemons) == 0 {
+		return c.Daemons
+	}
+	out := make([]Daemon, 0, len(c.Validator.Daemons))
+	for _, n := range c.Validator.Daemons {
+		d, ok := c.Daemon(n)
+		if !ok {
+			d = Daemon{Name: n}
+		}
+		out = append(out, d)
+	}
+	return out
 }

@@ -17,11 +17,12 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 )
 
-// DefaultRoots are the runtime roots of a CF cell or Concourse worker:
-// containerd's runc shim root (Garden in containerd mode, Concourse),
-// plain runc (Garden's runc root), bpm.
-func DefaultRoots() []string {
-	return []string{"/run/containerd/runc", "/run/runc", "/var/vcap/sys/run/bpm-runc"}
+// StandardRoots are the runtime roots runc and containerd use by default:
+// containerd's runc shim root (Garden in containerd mode, Concourse) and
+// plain runc's (Garden's runc root). Roots of a particular platform (BOSH's
+// bpm) are the caller's to add.
+func StandardRoots() []string {
+	return []string{"/run/containerd/runc", "/run/runc"}
 }
 
 // Container is one state file found under a runtime root.
@@ -66,7 +67,7 @@ type Discovery struct {
 // (empty: all). Missing roots and containers deleted mid-scan are normal.
 func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error) {
 	if len(runtimeRoots) == 0 {
-		runtimeRoots = DefaultRoots()
+		runtimeRoots = StandardRoots()
 	}
 	want := map[string]bool{}
 	for _, n := range namespaces {

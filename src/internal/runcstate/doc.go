@@ -1,7 +1,7 @@
 // Package runcstate decodes the fields of runc's state.json that the
 // validator reads, and finds state files under runtime roots: containerd's
 // /run/containerd/runc/<namespace>/<id>, plain runc and Garden's /run/runc/<id>,
-// bpm's /var/vcap/sys/run/bpm-runc/<id>.
+// and any root the caller names (the CLI adds bpm's).
 //
 // runc writes state.json from libcontainer's State: BaseState (id,
 // init_process_pid, init_process_start, created, config) plus cgroup_paths

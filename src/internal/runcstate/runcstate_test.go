@@ -105,7 +105,7 @@ func TestDiscover(t *testing.T) {
 	write(t, root+"/run/containerd/runc/k8s.io/k1/state.json", state("k1"))
 	write(t, root+"/var/vcap/sys/run/bpm-runc/bpm-garden/state.json", state("bpm-garden"))
 
-	d, err := Discover(root, nil, nil)
+	d, err := Discover(root, append(StandardRoots(), "/var/vcap/sys/run/bpm-runc"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

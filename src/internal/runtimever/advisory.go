@@ -13,7 +13,6 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 //go:embed advisories.json
@@ -29,6 +28,27 @@ const (
 )
 
 var knownConditions = map[string]bool{ConditionPipeSoftLimit: true}
+
+// Phase is when an advisory is judged: the validator's phases, spelled as
+// advisories.json spells them.
+type Phase string
+
+// Phases an advisory's severity may name.
+const (
+	PreStart Phase = "pre-start"
+	Drain    Phase = "drain"
+)
+
+// Severity is what a matching advisory asks of the rollout; the
+// runtime-versions check maps it onto the validator's severities.
+type Severity string
+
+// Severities an advisory may name.
+const (
+	SeverityBlocking Severity = "blocking"
+	SeverityWarning  Severity = "warning"
+	SeverityInfo     Severity = "info"
+)
 
 // Range is one affected interval: Introduced <= v < Fixed. Introduced "0"
 // means every earlier version; an empty Fixed means no fix is released.
@@ -52,7 +72,7 @@ type Advisory struct {
 	Backports []string `json:"backports,omitempty"`
 	// Severity per phase when the advisory matches; a missing phase means
 	// warning.
-	Severity map[validator.Phase]validator.Severity `json:"severity"`
+	Severity map[Phase]Severity `json:"severity"`
 	// Condition, when set, names a host condition under which the
 	// advisory bites; when it does not hold, the entry is at most a
 	// warning.
@@ -72,11 +92,11 @@ type File struct {
 }
 
 // SeverityIn returns the entry's severity in phase p.
-func (a Advisory) SeverityIn(p validator.Phase) validator.Severity {
+func (a Advisory) SeverityIn(p Phase) Severity {
 	if s, ok := a.Severity[p]; ok {
 		return s
 	}
-	return validator.Warning
+	return SeverityWarning
 }
 
 // FixedIn lists the releases that fix the entry, for the operator.
@@ -129,10 +149,10 @@ func (a Advisory) Validate() error {
 		}
 	}
 	for p, s := range a.Severity {
-		if p != validator.PreStart && p != validator.Drain {
+		if p != PreStart && p != Drain {
 			return fmt.Errorf("advisory %s: severity phase %q: want pre-start or drain", a.ID, p)
 		}
-		if s != validator.Blocking && s != validator.Warning && s != validator.Info {
+		if s != SeverityBlocking && s != SeverityWarning && s != SeverityInfo {
 			return fmt.Errorf("advisory %s: severity %q: want blocking, warning or info", a.ID, s)
 		}
 	}

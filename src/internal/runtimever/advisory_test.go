@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 func TestShippedAdvisories(t *testing.T) {
@@ -211,7 +210,7 @@ func TestLoadMergesOperatorFile(t *testing.T) {
 	if _, ok := byID["CVE-2020-15257"]; ok {
 		t.Error("disabled entry still present")
 	}
-	if a := byID["CVE-2024-21626"]; a.Summary != "override" || a.SeverityIn(validator.PreStart) != validator.Warning {
+	if a := byID["CVE-2024-21626"]; a.Summary != "override" || a.SeverityIn(PreStart) != SeverityWarning {
 		t.Errorf("override not applied: %+v", a)
 	}
 	if _, ok := byID["SITE-1"]; !ok {

@@ -39,7 +39,7 @@ type Binary struct {
 // Locator finds runtime binaries under Root.
 type Locator struct {
 	Root string
-	// Configured maps component to path (config.Validator.RuntimeBinaries).
+	// Configured maps component to path (the job's validator.runtime_binaries).
 	Configured map[string]string
 	// Path is the search path; nil means DefaultPath.
 	Path []string

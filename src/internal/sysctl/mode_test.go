@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/cloudfoundry/cellguard/src/internal/config"
 )
 
 // persistedValue is the value our file gives key at boot, read back with
@@ -410,7 +408,7 @@ func TestResolveFloors(t *testing.T) {
 		t.Fatalf("no %s in %+v", key, p.Entries)
 		return Entry{}
 	}
-	p, err := Resolve(config.Sysctl{Set: map[string]string{
+	p, err := Resolve(Settings{Set: map[string]string{
 		"kernel.pid_max":               ">=4194304", // the profile's own floor: no override
 		"fs.inotify.max_user_watches":  "524288",    // the profile's number, now exact
 		"kernel.keys.maxkeys":          ">= 2000000",
@@ -456,7 +454,7 @@ func TestResolveFloors(t *testing.T) {
 		{"kernel.pid_max", ">=", "needs a number"},
 		{"kernel.core_pattern", ">=1", "holds text"},
 	} {
-		_, err := Resolve(config.Sysctl{Set: map[string]string{bad.key: bad.value}})
+		_, err := Resolve(Settings{Set: map[string]string{bad.key: bad.value}})
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("set %s=%q: %v, want ErrInvalid saying %q", bad.key, bad.value, err, bad.want)
 		}

@@ -5,8 +5,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-
-	"github.com/cloudfoundry/cellguard/src/internal/config"
 )
 
 // Profile names.
@@ -162,11 +160,21 @@ func Builtin(name string) ([]Entry, error) {
 // (a file name in an earlier directory masks the same name in later ones).
 var sysctlDirs = []string{"/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d"}
 
-// Resolve builds the wanted profile from the job config: the named profile
-// (empty means container-host), minus Remove, plus Set (which overrides
-// profile values; a value written ">=N" is a floor, any other is exact). Every key and value is checked for syntax here; whether
+// Settings are what an operator chooses about the profile (the job's
+// sysctl section and the CLI's flags, merged by the caller).
+type Settings struct {
+	Profile string            // "container-host" (also when empty) or "none"
+	Set     map[string]string // overrides and additions; ">=N" is a floor, else exact
+	Remove  []string          // keys dropped from the profile
+	File    string            // the persisted file; empty means DefaultFile
+}
+
+// Resolve builds the wanted profile from the operator's settings: the
+// named profile (empty means container-host), minus Remove, plus Set
+// (which overrides profile values; a value written ">=N" is a floor, any
+// other is exact). Every key and value is checked for syntax here; whether
 // the key exists on this kernel is checked by Apply and Check.
-func Resolve(c config.Sysctl) (Profile, error) {
+func Resolve(c Settings) (Profile, error) {
 	base, err := Builtin(c.Profile)
 	if err != nil {
 		return Profile{}, err

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/cloudfoundry/cellguard/src/internal/config"
 )
 
 func TestBuiltinProfileIsDocumented(t *testing.T) {
@@ -79,7 +77,7 @@ func valueOf(es []Entry, key string) string {
 
 func TestResolve(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
-		p, err := Resolve(config.Sysctl{})
+		p, err := Resolve(Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +86,7 @@ func TestResolve(t *testing.T) {
 		}
 	})
 	t.Run("override, addition and removal", func(t *testing.T) {
-		p, err := Resolve(config.Sysctl{
+		p, err := Resolve(Settings{
 			Set: map[string]string{
 				"fs/inotify/max_user_watches":  "1048576", // slash form of a profile key
 				"net.ipv4.ip_local_port_range": "32768\t60999",
@@ -118,7 +116,7 @@ func TestResolve(t *testing.T) {
 		}
 	})
 	t.Run("profile none", func(t *testing.T) {
-		p, err := Resolve(config.Sysctl{Profile: NoProfile, Set: map[string]string{"kernel.pid_max": "4194304"}})
+		p, err := Resolve(Settings{Profile: NoProfile, Set: map[string]string{"kernel.pid_max": "4194304"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,23 +127,23 @@ func TestResolve(t *testing.T) {
 
 	bad := []struct {
 		name string
-		cfg  config.Sysctl
+		cfg  Settings
 		want string
 	}{
-		{"unknown profile", config.Sysctl{Profile: "gpu-host"}, "unknown sysctl profile"},
-		{"traversal in set", config.Sysctl{Set: map[string]string{"../../etc/shadow": "x"}}, "path traversal"},
-		{"glob in set", config.Sysctl{Set: map[string]string{"net.ipv4.conf.*.rp_filter": "1"}}, "not allowed"},
-		{"empty value", config.Sysctl{Set: map[string]string{"kernel.pid_max": " "}}, "value is empty"},
-		{"newline in value", config.Sysctl{Set: map[string]string{"kernel.pid_max": "1\nkernel.panic = 1"}}, "line break"},
-		{"remove unknown", config.Sysctl{Remove: []string{"kernel.panic"}}, "not in profile"},
-		{"remove traversal", config.Sysctl{Remove: []string{"fs/../x"}}, "path traversal"},
-		{"set and remove", config.Sysctl{Set: map[string]string{"kernel.pid_max": "1"}, Remove: []string{"kernel.pid_max"}}, "also listed in remove"},
-		{"same key twice", config.Sysctl{Set: map[string]string{"kernel.pid_max": "1", "kernel/pid_max": "2"}}, "twice"},
-		{"file outside sysctl.d", config.Sysctl{File: "/etc/cellguard.conf"}, "not in a directory systemd-sysctl reads"},
-		{"file without .conf", config.Sysctl{File: "/etc/sysctl.d/60-cellguard"}, "*.conf"},
-		{"hidden file", config.Sysctl{File: "/etc/sysctl.d/.60-cellguard.conf"}, "*.conf"},
-		{"relative file", config.Sysctl{File: "etc/sysctl.d/60-cellguard.conf"}, "clean absolute"},
-		{"unclean file", config.Sysctl{File: "/etc/sysctl.d/../60-cellguard.conf"}, "clean absolute"},
+		{"unknown profile", Settings{Profile: "gpu-host"}, "unknown sysctl profile"},
+		{"traversal in set", Settings{Set: map[string]string{"../../etc/shadow": "x"}}, "path traversal"},
+		{"glob in set", Settings{Set: map[string]string{"net.ipv4.conf.*.rp_filter": "1"}}, "not allowed"},
+		{"empty value", Settings{Set: map[string]string{"kernel.pid_max": " "}}, "value is empty"},
+		{"newline in value", Settings{Set: map[string]string{"kernel.pid_max": "1\nkernel.panic = 1"}}, "line break"},
+		{"remove unknown", Settings{Remove: []string{"kernel.panic"}}, "not in profile"},
+		{"remove traversal", Settings{Remove: []string{"fs/../x"}}, "path traversal"},
+		{"set and remove", Settings{Set: map[string]string{"kernel.pid_max": "1"}, Remove: []string{"kernel.pid_max"}}, "also listed in remove"},
+		{"same key twice", Settings{Set: map[string]string{"kernel.pid_max": "1", "kernel/pid_max": "2"}}, "twice"},
+		{"file outside sysctl.d", Settings{File: "/etc/cellguard.conf"}, "not in a directory systemd-sysctl reads"},
+		{"file without .conf", Settings{File: "/etc/sysctl.d/60-cellguard"}, "*.conf"},
+		{"hidden file", Settings{File: "/etc/sysctl.d/.60-cellguard.conf"}, "*.conf"},
+		{"relative file", Settings{File: "etc/sysctl.d/60-cellguard.conf"}, "clean absolute"},
+		{"unclean file", Settings{File: "/etc/sysctl.d/../60-cellguard.conf"}, "clean absolute"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,7 +158,7 @@ func TestResolve(t *testing.T) {
 // The persisted file must mean to systemd-sysctl exactly what the profile
 // says: parse it with the boot model and compare.
 func TestRenderRoundTrip(t *testing.T) {
-	p, err := Resolve(config.Sysctl{Set: map[string]string{"kernel.sem": "250\t32000 32 128"}})
+	p, err := Resolve(Settings{Set: map[string]string{"kernel.sem": "250\t32000 32 128"}})
 	if err != nil {
 		t.Fatal(err)
 	}

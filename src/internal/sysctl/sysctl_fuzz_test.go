@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fuzzseed"
 )
 
@@ -16,7 +15,7 @@ func FuzzBootParse(f *testing.F) {
 	for _, b := range fuzzseed.Files(f, "testdata/seeds/sysctld/*") {
 		f.Add(b, "kernel.pid_max")
 	}
-	p, err := Resolve(config.Sysctl{})
+	p, err := Resolve(Settings{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -88,7 +87,7 @@ func FuzzRenderRoundTrip(f *testing.F) {
 	f.Add("vm.x", ">= 5")
 	f.Add("vm.x", ">=5 # at least")
 	f.Fuzz(func(t *testing.T, key, value string) {
-		p, err := Resolve(config.Sysctl{Profile: NoProfile, Set: map[string]string{key: value}})
+		p, err := Resolve(Settings{Profile: NoProfile, Set: map[string]string{key: value}})
 		if err != nil {
 			return
 		}
