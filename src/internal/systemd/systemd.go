@@ -1,6 +1,3 @@
-// Package systemd is cellguard's only door to systemd: a thin, context-first
-// wrapper over go-systemd's D-Bus client. Nothing here shells out to
-// systemctl.
 package systemd
 
 import (
@@ -12,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/dbus"
@@ -42,12 +40,15 @@ type Options struct {
 	Address string
 }
 
-// Conn is a connection to systemd's manager.
+// Conn is one connection to systemd's manager, for calls and for the
+// signals that end the jobs it starts (see doc.go for why one).
 type Conn struct {
-	sd      *sd.Conn
-	bus     *godbus.Conn // the method-call connection sd uses, for calls sd has no ctx form of
+	bus     *godbus.Conn
 	Address string
-	cancel  context.CancelFunc // ends the connections' context (godbus closes them)
+	cancel  context.CancelFunc // ends the connection's context (godbus closes it)
+
+	jobsMu sync.Mutex
+	jobs   map[godbus.ObjectPath]chan<- JobResult // waiting for JobRemoved
 }
 
 // DialTimeout bounds each address's connect and authentication handshake
@@ -95,39 +96,13 @@ func dialOne(ctx context.Context, address string) (*Conn, error) {
 	// contexts): only our cancel, on abandon or Close, ends it.
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
-		var first *godbus.Conn
-		conn, err := sd.NewConnection(func() (*godbus.Conn, error) {
-			// go-systemd asks for a connection for calls and another for
-			// signals. One does both, as systemctl's: a second costs
-			// another handshake and, on the private socket, a second copy
-			// of every signal systemd emits while our job runs
-			// (docs/performance.md). Close is idempotent.
-			if first != nil {
-				return first, nil
-			}
-			bc, err := godbus.Dial(address, godbus.WithContext(dctx))
-			if err != nil {
-				return nil, err
-			}
-			if err := bc.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-				bc.Close()
-				return nil, fmt.Errorf("auth: %w", err)
-			}
-			// systemd's private socket is peer-to-peer: no bus daemon, no Hello.
-			if !strings.HasSuffix(address, PrivateSocket) {
-				if err := bc.Hello(); err != nil {
-					bc.Close()
-					return nil, fmt.Errorf("hello: %w", err)
-				}
-			}
-			first = bc
-			return bc, nil
-		})
+		c, err := connect(dctx, address)
 		if err != nil {
 			done <- result{err: err}
 			return
 		}
-		done <- result{c: &Conn{sd: conn, bus: first, Address: address, cancel: cancel}}
+		c.cancel = cancel
+		done <- result{c: c}
 	}()
 	abandon := func() {
 		cancel()
@@ -154,13 +129,71 @@ func dialOne(ctx context.Context, address string) (*Conn, error) {
 	}
 }
 
+// connect dials address, authenticates, says Hello to a bus (systemd's
+// private socket is peer-to-peer: no bus daemon, no Hello) and starts
+// following JobRemoved signals, as go-systemd's connection does on its
+// second connection.
+func connect(ctx context.Context, address string) (*Conn, error) {
+	bus, err := godbus.Dial(address, godbus.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	if err := bus.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		bus.Close()
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	if !strings.HasSuffix(address, PrivateSocket) {
+		if err := bus.Hello(); err != nil {
+			bus.Close()
+			return nil, fmt.Errorf("hello: %w", err)
+		}
+		// The bus forwards only the signals a client asks for; systemd's
+		// private socket sends every client all of them.
+		if err := bus.AddMatchSignal(godbus.WithMatchInterface(managerIface), godbus.WithMatchMember("JobRemoved")); err != nil {
+			bus.Close()
+			return nil, fmt.Errorf("subscribe to JobRemoved: %w", err)
+		}
+	}
+	c := &Conn{bus: bus, Address: address, jobs: map[godbus.ObjectPath]chan<- JobResult{}}
+	signals := make(chan *godbus.Signal, 64)
+	bus.Signal(signals)
+	go c.dispatch(signals)
+	return c, nil
+}
+
+// dispatch hands each JobRemoved to the job's waiter; godbus closes
+// signals when the connection closes.
+func (c *Conn) dispatch(signals <-chan *godbus.Signal) {
+	for sig := range signals {
+		if sig.Name != managerIface+".JobRemoved" {
+			continue
+		}
+		var (
+			id           uint32
+			job          godbus.ObjectPath
+			unit, result string
+		)
+		if err := godbus.Store(sig.Body, &id, &job, &unit, &result); err != nil {
+			continue
+		}
+		c.jobsMu.Lock()
+		if ch, ok := c.jobs[job]; ok {
+			ch <- JobResult(result)
+			delete(c.jobs, job)
+		}
+		c.jobsMu.Unlock()
+	}
+}
+
 // Close closes the connection.
 func (c *Conn) Close() {
-	c.sd.Close()
+	c.bus.Close()
 	if c.cancel != nil {
 		c.cancel()
 	}
 }
+
+const managerIface = "org.freedesktop.systemd1.Manager"
 
 func (c *Conn) manager() godbus.BusObject {
 	return c.bus.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1")
@@ -170,7 +203,7 @@ func (c *Conn) manager() godbus.BusObject {
 func (c *Conn) Version(ctx context.Context) (string, error) {
 	var v godbus.Variant
 	err := c.manager().CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0,
-		"org.freedesktop.systemd1.Manager", "Version").Store(&v)
+		managerIface, "Version").Store(&v)
 	if err != nil {
 		return "", fmt.Errorf("read systemd Version: %w", err)
 	}
@@ -213,7 +246,7 @@ func ParseVersion(s string) (int, error) {
 
 // Reload is `daemon-reload`: systemd rereads unit files.
 func (c *Conn) Reload(ctx context.Context) error {
-	if err := c.sd.ReloadContext(ctx); err != nil {
+	if err := c.manager().CallWithContext(ctx, managerIface+".Reload", 0).Store(); err != nil {
 		return fmt.Errorf("reload systemd: %w", err)
 	}
 	return nil
@@ -243,31 +276,53 @@ func (r JobResult) Explain() string {
 
 // Start starts unit (mode "replace") and waits for the job to finish.
 func (c *Conn) Start(ctx context.Context, unit string) (JobResult, error) {
-	return c.job(ctx, "start", unit, c.sd.StartUnitContext)
+	return c.job(ctx, "start", "StartUnit", unit)
 }
 
 // Stop stops unit (mode "replace") and waits for the job to finish.
 func (c *Conn) Stop(ctx context.Context, unit string) (JobResult, error) {
-	return c.job(ctx, "stop", unit, c.sd.StopUnitContext)
+	return c.job(ctx, "stop", "StopUnit", unit)
 }
 
-func (c *Conn) job(ctx context.Context, verb, unit string,
-	call func(context.Context, string, string, chan<- string) (int, error)) (JobResult, error) {
-	ch := make(chan string, 1)
-	if _, err := call(ctx, unit, "replace", ch); err != nil {
+// job enqueues a job with method and waits for its JobRemoved. The waiter
+// is registered before dispatch can see the signal: dispatch takes jobsMu
+// to deliver, and the call holds it until the job's path is known.
+func (c *Conn) job(ctx context.Context, verb, method, unit string) (JobResult, error) {
+	ch := make(chan JobResult, 1)
+	var job godbus.ObjectPath
+	c.jobsMu.Lock()
+	err := c.manager().CallWithContext(ctx, managerIface+"."+method, 0, unit, "replace").Store(&job)
+	if err == nil {
+		c.jobs[job] = ch
+	}
+	c.jobsMu.Unlock()
+	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", verb, unit, err)
 	}
 	select {
 	case r := <-ch:
-		return JobResult(r), nil
+		return r, nil
 	case <-ctx.Done():
+		c.jobsMu.Lock()
+		delete(c.jobs, job)
+		c.jobsMu.Unlock()
 		return "", fmt.Errorf("%s %s: waiting for the job: %w", verb, unit, ctx.Err())
 	}
 }
 
 // UnitByPID returns the name of the unit whose cgroup holds pid.
 func (c *Conn) UnitByPID(ctx context.Context, pid int) (string, error) {
-	name, err := c.sd.GetUnitNameByPID(ctx, uint32(pid))
+	var path godbus.ObjectPath
+	err := c.manager().CallWithContext(ctx, managerIface+".GetUnitByPID", 0, uint32(pid)).Store(&path)
+	var id godbus.Variant
+	if err == nil {
+		err = c.bus.Object("org.freedesktop.systemd1", path).CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0,
+			"org.freedesktop.systemd1.Unit", "Id").Store(&id)
+	}
+	name, ok := id.Value().(string)
+	if err == nil && !ok {
+		err = fmt.Errorf("unit Id of type %T", id.Value())
+	}
 	if err != nil {
 		return "", fmt.Errorf("find unit of pid %d: %w", pid, err)
 	}
@@ -277,18 +332,10 @@ func (c *Conn) UnitByPID(ctx context.Context, pid int) (string, error) {
 // SetUnitProperties sets properties at runtime (not persisted), like
 // `systemctl set-property --runtime`.
 func (c *Conn) SetUnitProperties(ctx context.Context, unit string, props ...sd.Property) error {
-	if err := c.sd.SetUnitPropertiesContext(ctx, unit, true, props...); err != nil {
+	if err := c.manager().CallWithContext(ctx, managerIface+".SetUnitProperties", 0, unit, true, props).Store(); err != nil {
 		return fmt.Errorf("set properties of %s: %w", unit, err)
 	}
 	return nil
-}
-
-// StartTransient starts a transient service running argv with props.
-func (c *Conn) StartTransient(ctx context.Context, unit string, argv []string, props ...sd.Property) (JobResult, error) {
-	all := append([]sd.Property{sd.PropExecStart(argv, false)}, props...)
-	return c.job(ctx, "start transient", unit, func(ctx context.Context, name, mode string, ch chan<- string) (int, error) {
-		return c.sd.StartTransientUnitContext(ctx, name, mode, all, ch)
-	})
 }
 
 // RealizeCgroups makes systemd realize a running unit's cgroups now, in every
