@@ -96,7 +96,10 @@ got="$("${cg}" version)" || fail "cellguard version exited non-zero"
 "${cg}" --help >/dev/null 2>"${work}/help.txt" || fail "cellguard --help exited non-zero"
 grep -q "validate" "${work}/help.txt" || fail "cellguard --help lists no validate command"
 if ldd "${cg}" >/dev/null 2>&1; then fail "${cg} is dynamically linked: CGO_ENABLED=0 did not hold"; fi
-say "cellguard version: ${got}; --help ok; statically linked"
+# The crash hook (safefile, -tags cellguard_crashtest) is for tests only: no
+# environment variable may make the shipped binary kill itself.
+if grep -q CELLGUARD_TEST_CRASH_AFTER "${cg}"; then fail "${cg} carries the test crash hook"; fi
+say "cellguard version: ${got}; --help ok; statically linked; no crash hook"
 
 # The job from the tarball renders with bosh-cli's renderer, and the compiled
 # binary accepts the config it renders.
@@ -117,6 +120,7 @@ mkdir -p "${pkg}" && tar -xzf "${unpacked}/packages/cellguard.tgz" -C "${pkg}"
 cmp -s "${pkg}/_module/go.mod" "${rel}/go.mod" || fail "package go.mod differs from the root go.mod"
 cmp -s "${pkg}/_module/go.sum" "${rel}/go.sum" || fail "package go.sum differs from the root go.sum"
 if find "${pkg}" -name '*_test.go' | grep -q .; then fail "package ships _test.go files"; fi
+if [ -e "${pkg}/internal/testkit" ]; then fail "package ships internal/testkit"; fi
 say "package cellguard carries the root go.mod/go.sum and $(grep -c '^# ' "${pkg}/_module/vendor/modules.txt") vendored modules, no tests"
 
 # 5b. a go.mod change must change the package version.

@@ -212,6 +212,7 @@ func TestFaultProcSysReadOnly(t *testing.T) {
 // is the old or the new one, never torn, and the next apply and check
 // succeed with the new profile in force.
 func TestCrashSysctlApplyConverges(t *testing.T) {
+	testkit.RequireCrashHooks(t)
 	steps := []string{"create", "write", "chmod", "fsync", "close", "rename", "fsync-dir"}
 	for _, step := range steps {
 		t.Run(step, func(t *testing.T) {

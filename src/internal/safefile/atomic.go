@@ -7,36 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 )
 
 // ErrSymlink is returned when the target path is a symlink.
 var ErrSymlink = errors.New("safefile: refusing to replace a symlink")
-
-// CrashEnv is a test hook, read only by WriteFileAtomic: set to a step name
-// ("create", "write", "chmod", "fsync", "close", "rename", "fsync-dir"),
-// optionally followed by ":" and a substring of the target path, it makes
-// the process SIGKILL itself right after that step. Crash-consistency tests
-// (safefile, cli) run cellguard in a child process with it set, to prove a
-// crash at any step leaves the old or the new file and the next run
-// converges. Nothing sets it outside tests.
-const CrashEnv = "CELLGUARD_TEST_CRASH_AFTER"
-
-// crashPoint kills the process when CrashEnv names step (and path).
-func crashPoint(step, path string) {
-	v := os.Getenv(CrashEnv)
-	if v == "" {
-		return
-	}
-	want, sub, _ := strings.Cut(v, ":")
-	if want == step && strings.Contains(path, sub) {
-		if p, err := os.FindProcess(os.Getpid()); err == nil {
-			_ = p.Kill()
-			select {} // SIGKILL is not deliverable late; never return into the next step
-		}
-	}
-}
 
 // WriteResult says whether WriteFileAtomic changed anything.
 type WriteResult struct {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
@@ -153,6 +154,7 @@ func contentPairs(t *testing.T) map[string][2][]byte {
 // rename), never a mix; what is left beside it is a hidden temp file no
 // loader reads; and the next run writes the new content.
 func TestCrashAtEveryStep(t *testing.T) {
+	testkit.RequireCrashHooks(t)
 	for rel, pair := range contentPairs(t) {
 		for _, hadOld := range []bool{true, false} {
 			for _, step := range steps {

@@ -11,7 +11,22 @@ package testkit
 import (
 	"os"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 )
+
+// CrashTag is the build tag that compiles safefile's crash hook in; make
+// test sets it, a release build never does.
+const CrashTag = "cellguard_crashtest"
+
+// RequireCrashHooks is Unavailable unless this test binary was built with
+// CrashTag: the crash tests kill a copy of it at each step of a write.
+func RequireCrashHooks(t testing.TB) {
+	t.Helper()
+	if !safefile.CrashHooks {
+		Unavailable(t, "built without -tags "+CrashTag+" (make test sets it), so no crash hook")
+	}
+}
 
 // SkipEnv, when "1", skips every test that needs root, a box or the real
 // kernel: pure tests only (`make unittest`). It is an explicit choice and

@@ -31,7 +31,7 @@ func cellguard(t *testing.T, extraEnv []string, args ...string) (code int, kille
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, sdbox.BuildCellguard(t), args...)
+	cmd := exec.CommandContext(ctx, sdbox.BuildCellguardWithCrashHooks(t), args...)
 	cmd.Env = append(os.Environ(), extraEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -108,8 +108,13 @@ func Main(m *testing.M, name string, box **Box, opts ...Option) int {
 
 var build struct {
 	sync.Mutex
-	dir, bin string
-	err      error
+	dir  string
+	bins map[string]built // by build tags
+}
+
+type built struct {
+	bin string
+	err error
 }
 
 // BuildCellguard builds ./src/cmd/cellguard (CGO_ENABLED=0, static, so it
@@ -117,28 +122,48 @@ var build struct {
 // Main removes it at the end; without Main, a later test process does.
 func BuildCellguard(t testing.TB) string {
 	t.Helper()
+	return buildOnce(t, "")
+}
+
+// BuildCellguardWithCrashHooks is BuildCellguard with testkit.CrashTag:
+// its safefile.CrashEnv makes it SIGKILL itself at a chosen step of a
+// write. Release builds never have it.
+func BuildCellguardWithCrashHooks(t testing.TB) string {
+	t.Helper()
+	return buildOnce(t, testkit.CrashTag)
+}
+
+func buildOnce(t testing.TB, tags string) string {
+	t.Helper()
 	build.Lock()
 	defer build.Unlock()
-	if build.bin == "" && build.err == nil {
-		build.bin, build.err = buildCellguard()
+	b, ok := build.bins[tags]
+	if !ok {
+		b.bin, b.err = buildCellguard(tags)
+		if build.bins == nil {
+			build.bins = map[string]built{}
+		}
+		build.bins[tags] = b
 	}
-	if build.err != nil {
-		t.Fatal(build.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return build.bin
+	return b.bin
 }
 
 // binPrefix names the build dirs; the pid lets later runs remove the dirs of
 // test processes that ended without Main's cleanup.
 const binPrefix = "cellguard-test-bin-"
 
-func buildCellguard() (string, error) {
-	removeStaleBuilds()
-	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", binPrefix, os.Getpid()))
-	if err != nil {
-		return "", fmt.Errorf("build cellguard: %w", err)
+func buildCellguard(tags string) (string, error) {
+	if build.dir == "" {
+		removeStaleBuilds()
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", binPrefix, os.Getpid()))
+		if err != nil {
+			return "", fmt.Errorf("build cellguard: %w", err)
+		}
+		build.dir = dir
 	}
-	build.dir = dir
 	gobin := GoBinary()
 	if _, err := os.Stat(gobin); err != nil {
 		gobin = "go"
@@ -147,8 +172,13 @@ func buildCellguard() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("build cellguard: %w", err)
 	}
-	bin := filepath.Join(dir, "cellguard")
-	cmd := exec.Command(gobin, "build", "-trimpath", "-o", bin, "./src/cmd/cellguard")
+	bin := filepath.Join(build.dir, "cellguard")
+	args := []string{"build", "-trimpath", "-o", bin}
+	if tags != "" {
+		bin = filepath.Join(build.dir, "cellguard-"+tags)
+		args = []string{"build", "-trimpath", "-tags", tags, "-o", bin}
+	}
+	cmd := exec.Command(gobin, append(args, "./src/cmd/cellguard")...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -176,7 +206,7 @@ func cleanupBuild() {
 	defer build.Unlock()
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
-		build.dir, build.bin, build.err = "", "", nil
+		build.dir, build.bins = "", nil
 	}
 }
 
