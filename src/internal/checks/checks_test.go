@@ -33,11 +33,24 @@ func run(t *testing.T, d Deps, id string) []validator.Finding {
 			if err != nil {
 				t.Fatalf("%s: %v", id, err)
 			}
+			subjectOnce(t, id, fs)
 			return fs
 		}
 	}
 	t.Fatalf("no check %q", id)
 	return nil
+}
+
+// subjectOnce fails when a finding's detail repeats its subject: reports
+// print "subject: detail", and "fs.pipe-user-pages-soft:
+// fs.pipe-user-pages-soft: live 16384" says the key twice.
+func subjectOnce(t *testing.T, id string, fs []validator.Finding) {
+	t.Helper()
+	for _, f := range fs {
+		if f.Subject != "" && strings.HasPrefix(f.Detail, f.Subject+":") {
+			t.Errorf("%s: finding %q repeats its subject in the detail %q", id, f.Subject, f.Detail)
+		}
+	}
 }
 
 func failures(fs []validator.Finding) []validator.Finding {

@@ -101,14 +101,14 @@ func (c *SysctlProfile) Run(ctx context.Context) ([]validator.Finding, error) {
 		switch k.Status {
 		case sysctl.Unreadable:
 			f.Status = validator.Error
-			f.Detail = fmt.Sprintf("%s: cannot read it (wanted %s): %s", k.Key, wanted, k.Error)
+			f.Detail = fmt.Sprintf("cannot read it (wanted %s): %s", wanted, k.Error)
 			d["error"] = k.Error
 		case sysctl.Missing:
-			f.Detail = fmt.Sprintf("%s: wanted %s: %s", k.Key, wanted, k.Explanation)
+			f.Detail = fmt.Sprintf("wanted %s: %s", wanted, k.Explanation)
 		case sysctl.BootDrift:
-			f.Detail = fmt.Sprintf("%s: live %s is as wanted, but not after a reboot: %s", k.Key, k.Live, k.Explanation)
+			f.Detail = fmt.Sprintf("live %s is as wanted, but not after a reboot: %s", k.Live, k.Explanation)
 		default:
-			f.Detail = fmt.Sprintf("%s: live %s, wanted %s (%s): %s", k.Key, k.Live, wanted, k.Status, k.Explanation)
+			f.Detail = fmt.Sprintf("live %s, wanted %s (%s): %s", k.Live, wanted, k.Status, k.Explanation)
 		}
 		fs = append(fs, f)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -59,6 +60,30 @@ func writeFile(t *testing.T, root, rel, content string) {
 func runSysctl(t *testing.T, root string, cfg sysctl.Settings) []validator.Finding {
 	t.Helper()
 	return run(t, Deps{Root: root, Sysctl: cfg}, "sysctl-profile")
+}
+
+// TestSysctlProfileReportNamesTheKeyOnce: the human report of a drifted
+// key says the key once, then the live and wanted values.
+func TestSysctlProfileReportNamesTheKeyOnce(t *testing.T) {
+	root := sysctlHost(t, sysctl.Settings{})
+	key := filepath.Join(root, "proc/sys/fs/pipe-user-pages-soft")
+	if err := os.WriteFile(key, []byte("16384\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var c validator.Check
+	for _, ch := range All(Deps{Root: root}) {
+		if ch.Meta().ID == "sysctl-profile" {
+			c = ch
+		}
+	}
+	var b strings.Builder
+	if err := report.Human(&b, validator.Run(context.Background(), []validator.Check{c}, validator.Options{Phase: validator.PreStart})); err != nil {
+		t.Fatal(err)
+	}
+	want := "  fs.pipe-user-pages-soft: live 16384, wanted 0 (live-drift): "
+	if !strings.Contains(b.String(), want) || strings.Count(b.String(), "fs.pipe-user-pages-soft:") != 1 {
+		t.Fatalf("report does not name the key once as %q:\n%s", want, b.String())
+	}
 }
 
 func TestSysctlProfileInForceAfterApply(t *testing.T) {

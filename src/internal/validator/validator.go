@@ -59,7 +59,8 @@ func (m Meta) SeverityIn(p Phase) Severity {
 	return Warning
 }
 
-// Finding is one piece of evidence a check produced.
+// Finding is one piece of evidence a check produced. Reports print it as
+// "subject: detail", so Detail does not repeat the subject.
 type Finding struct {
 	Subject string            `json:"subject,omitempty"` // container id, pid, unit, sysctl key
 	Status  Status            `json:"status"`
