@@ -85,7 +85,7 @@ func (c *SysctlProfile) Run(ctx context.Context) ([]validator.Finding, error) {
 		e := why[k.Key]
 		wanted := sysctl.WantedLabel(k.Mode, k.Wanted) // ">=N" for a floor
 		d := map[string]string{
-			"key": k.Key, "wanted": k.Wanted, "mode": k.Mode, "live": k.Live, "status": k.Status,
+			"key": k.Key, "wanted": k.Wanted, "mode": string(k.Mode), "live": k.Live, "status": k.Status,
 			"boot_set": strconv.FormatBool(k.BootSet), "from": e.From,
 		}
 		if k.BootSet {

@@ -119,7 +119,7 @@ func TestSysctlProfileDrift(t *testing.T) {
 			name:    "live value below a floor",
 			change:  func(t *testing.T, root string) { writeKey(t, root, "fs.inotify.max_user_watches", "8192") },
 			subject: "fs.inotify.max_user_watches", status: validator.Fail,
-			data:   map[string]string{"live": "8192", "wanted": "524288", "mode": sysctl.ModeAtLeast, "status": sysctl.LiveDrift},
+			data:   map[string]string{"live": "8192", "wanted": "524288", "mode": string(sysctl.ModeAtLeast), "status": sysctl.LiveDrift},
 			detail: []string{"live 8192, wanted >=524288 (live-drift)", "the live value is 8192, below the floor 524288, although"},
 		},
 		{
@@ -213,7 +213,7 @@ func TestSysctlProfileConfig(t *testing.T) {
 		root := sysctlHost(t, sysctl.Settings{})
 		writeKey(t, root, "fs.pipe-user-pages-soft", "1")
 		bad := failures(runSysctl(t, root, sysctl.Settings{}))
-		if len(bad) != 1 || bad[0].Subject != "fs.pipe-user-pages-soft" || bad[0].Data["mode"] != sysctl.ModeExact {
+		if len(bad) != 1 || bad[0].Subject != "fs.pipe-user-pages-soft" || bad[0].Data["mode"] != string(sysctl.ModeExact) {
 			t.Fatalf("%+v", bad)
 		}
 	})

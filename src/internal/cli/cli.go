@@ -8,6 +8,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -172,6 +173,13 @@ func errorf(env *Env, format string, args ...any) {
 // hintf prints "cellguard: hint: ..." after an error.
 func hintf(env *Env, format string, args ...any) {
 	fmt.Fprintf(env.Stderr, "cellguard: hint: "+format+"\n", args...)
+}
+
+// printJSON writes v to stdout as one indented JSON document (--json).
+func printJSON(env *Env, v any) {
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
 
 // stringList is a repeatable string flag.

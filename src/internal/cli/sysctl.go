@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -192,7 +191,7 @@ func runSysctlApply(_ context.Context, env *Env, args []string) int {
 	}
 
 	if f.jsonOut {
-		sysctlJSON(env.Stdout, rep)
+		printJSON(env, rep)
 	} else {
 		printApply(env.Stdout, rep)
 	}
@@ -233,7 +232,7 @@ func runSysctlCheck(_ context.Context, env *Env, args []string) int {
 			"live": k.Live, "boot": k.Boot, "boot_from": k.BootFrom, "explanation": k.Explanation, "error": k.Error})
 	}
 	if f.jsonOut {
-		sysctlJSON(env.Stdout, rep)
+		printJSON(env, rep)
 	} else {
 		printCheck(env.Stdout, rep)
 	}
@@ -252,7 +251,7 @@ func runSysctlProfile(_ context.Context, env *Env, args []string) int {
 	}
 	defer closer()
 	if f.jsonOut {
-		sysctlJSON(env.Stdout, p)
+		printJSON(env, p)
 		return ExitOK
 	}
 	fmt.Fprintf(env.Stdout, "profile %s, persisted to %s\n", p.Name, p.File)
@@ -261,18 +260,12 @@ func runSysctlProfile(_ context.Context, env *Env, args []string) int {
 		if e.IsAtLeast() {
 			op = sysctl.AtLeastPrefix
 		}
-		fmt.Fprintf(env.Stdout, "\n%s %s %s  (%s, %s)\n  why: %s\n", e.Key, op, e.Value, e.From, sysctlModeOf(e.Mode), e.Why)
+		fmt.Fprintf(env.Stdout, "\n%s %s %s  (%s, %s)\n  why: %s\n", e.Key, op, e.Value, e.From, e.Mode.OrExact(), e.Why)
 		if e.Source != "" {
 			fmt.Fprintf(env.Stdout, "  source: %s\n", e.Source)
 		}
 	}
 	return ExitOK
-}
-
-func sysctlJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }
 
 func printApply(w io.Writer, rep sysctl.ApplyReport) {
@@ -325,13 +318,6 @@ func printCheck(w io.Writer, rep sysctl.CheckReport) {
 	} else {
 		fmt.Fprintf(w, "%d of %d keys not in force (profile %s, %s)\n", len(drifted), len(rep.Keys), rep.Profile, rep.File)
 	}
-}
-
-func sysctlModeOf(m string) string {
-	if m == "" {
-		return sysctl.ModeExact
-	}
-	return m
 }
 
 func sysctlDash(s string) string {

@@ -269,7 +269,7 @@ func TestSysctlFloors(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK || rep.Changed != 0 || rep.FileChanged {
 		t.Fatalf("second apply: code %d err %v\n%s", code, err, out)
 	}
-	modes := map[string]string{}
+	modes := map[string]sysctl.Mode{}
 	for _, k := range rep.Keys {
 		modes[k.Key] = k.Mode
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -147,12 +146,6 @@ func parseInterspersed(fs *flag.FlagSet, args []string) (bool, int) {
 	}
 	_ = fs.Parse(pos) // re-seat positionals; they hold no flags
 	return true, ExitOK
-}
-
-func printJSON(env *Env, v any) {
-	enc := json.NewEncoder(env.Stdout)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }
 
 // failure prints an error with a hint derived from its kind and returns the

@@ -29,7 +29,7 @@ type KeyResult struct {
 	Before string `json:"before"`
 	Wanted string `json:"wanted"`
 	// Mode is ModeExact or ModeAtLeast (Wanted is a floor).
-	Mode    string `json:"mode"`
+	Mode    Mode   `json:"mode"`
 	After   string `json:"after"`
 	Changed bool   `json:"changed"`
 	Result  string `json:"result"`
@@ -70,7 +70,11 @@ func Apply(root string, p Profile) (ApplyReport, error) { return Host{Root: root
 //     persisted file is only replaced when every entry is valid;
 //  3. read every written key back;
 //  4. persist the file atomically (its content is deterministic, so an
-//     unchanged profile leaves it untouched).
+//     unchanged profile leaves it untouched);
+//  5. note, per key, another sysctl.d file that will undo it at boot.
+//
+// Each step is a function below; entries carry their parsed Key and Mode
+// through all of them.
 //
 // A floor is persisted as max(floor, B), where B is what the other
 // sysctl.d files leave the key at boot, or, when none sets it, the live
@@ -95,29 +99,68 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 		return rep, err
 	}
 	live := h.live()
+	keys, err := validate(live, p, &rep)
+	if err != nil {
+		return rep, err
+	}
+	written, failures, err := writeLive(live, keys)
+	if err != nil {
+		return rep, err
+	}
+	failures = append(failures, readBack(live, keys, written, &rep)...)
+	if err := h.persist(p, keys, &rep); err != nil {
+		failures = append(failures, err)
+	}
+	h.noteBoot(p, keys)
+	if len(failures) > 0 {
+		return rep, fmt.Errorf("apply sysctls: %w: %w", errors.Join(failures...), ErrNotApplied)
+	}
+	return rep, nil
+}
 
-	// 1. Validate everything before touching anything.
+// applyKey is one entry on its way through Apply: its key parsed once,
+// and the result reported for it.
+type applyKey struct {
+	key Key
+	res *KeyResult
+}
+
+// validate is step 1: every entry against the running kernel, nothing
+// written. Any failure stops Apply with ErrInvalid.
+func validate(live Live, p Profile, rep *ApplyReport) ([]applyKey, error) {
+	rep.Keys = make([]KeyResult, len(p.Entries))
+	keys := make([]applyKey, len(p.Entries))
 	var invalid []error
-	for _, e := range p.Entries {
-		kr := KeyResult{Key: e.Key, Wanted: e.Value, Mode: modeOf(e.Mode), Result: ResultSkipped}
-		before, err := checkLive(live, e)
+	for i, e := range p.Entries {
+		kr := &rep.Keys[i]
+		*kr = KeyResult{Key: e.Key, Wanted: e.Value, Mode: e.Mode.OrExact(), Result: ResultSkipped}
+		keys[i].res = kr
+		k, err := ParseKey(e.Key)
+		var before string
+		if err == nil {
+			keys[i].key = k
+			before, err = checkLive(live, k, e)
+		}
 		kr.Before = NormalizeValue(before)
 		if err != nil {
 			kr.Result, kr.Error = ResultInvalid, err.Error()
 			invalid = append(invalid, err)
 		}
-		rep.Keys = append(rep.Keys, kr)
 	}
 	if len(invalid) > 0 {
-		return rep, fmt.Errorf("apply sysctls: nothing written: %w", errors.Join(invalid...))
+		return nil, fmt.Errorf("apply sysctls: nothing written: %w", errors.Join(invalid...))
 	}
+	return keys, nil
+}
 
-	// 2. Write what differs.
-	var rejections, failures []error
-	var written []int
-	for i := range rep.Keys {
-		kr := &rep.Keys[i]
-		k := MustKey(kr.Key)
+// writeLive is step 2: write each value that differs (for a floor: each
+// value below it). When the kernel rejects one, every key written so far
+// is restored and the error (ErrInvalid) stops Apply; other write
+// failures are returned to report.
+func writeLive(live Live, keys []applyKey) (written []applyKey, failures []error, err error) {
+	var rejections []error
+	for _, ak := range keys {
+		kr := ak.res
 		if satisfies(kr.Mode, kr.Before, kr.Wanted) {
 			kr.Result, kr.After = ResultUnchanged, kr.Before
 			if kr.Before != kr.Wanted {
@@ -125,48 +168,64 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 			}
 			continue
 		}
-		err := live.Write(k, kr.Wanted)
+		err := live.Write(ak.key, kr.Wanted)
 		switch {
 		case err == nil:
-			written = append(written, i)
+			written = append(written, ak)
 			kr.Result = ResultChanged
 		case rejected(err):
 			kr.Result = ResultRejected
-			kr.Error = fmt.Sprintf("%s: the kernel rejected %q: %v", k, kr.Wanted, err)
+			kr.Error = fmt.Sprintf("%s: the kernel rejected %q: %v", ak.key, kr.Wanted, err)
 			rejections = append(rejections, &inputError{msg: kr.Error, err: err})
 		default:
 			kr.Result, kr.Error = ResultFailed, err.Error()
 			failures = append(failures, err)
 		}
 	}
-	if len(rejections) > 0 {
-		// Put back what this run changed, newest first.
-		for j := len(written) - 1; j >= 0; j-- {
-			kr := &rep.Keys[written[j]]
-			k := MustKey(kr.Key)
-			if err := live.Write(k, kr.Before); err != nil {
-				kr.Result = ResultFailed
-				kr.Error = fmt.Sprintf("rollback to %q failed: %v", kr.Before, err)
-				rejections = append(rejections, fmt.Errorf("%s: rollback to %q: %w", k, kr.Before, err))
-				continue
-			}
-			kr.Result = ResultRolledBack
-		}
-		for i := range rep.Keys {
-			if kr := &rep.Keys[i]; kr.Result != ResultRejected && kr.Result != ResultFailed {
-				if v, err := live.Read(MustKey(kr.Key)); err == nil {
-					kr.After = NormalizeValue(v)
-				}
-			}
-		}
-		return rep, fmt.Errorf("apply sysctls: file not written, live changes rolled back: %w", errors.Join(rejections...))
+	if len(rejections) == 0 {
+		return written, failures, nil
 	}
+	rejections = append(rejections, rollback(live, written)...)
+	for _, ak := range keys {
+		if kr := ak.res; kr.Result != ResultRejected && kr.Result != ResultFailed {
+			readAfter(live, ak)
+		}
+	}
+	return nil, nil, fmt.Errorf("apply sysctls: file not written, live changes rolled back: %w", errors.Join(rejections...))
+}
 
-	// 3. Read back.
-	for _, i := range written {
-		kr := &rep.Keys[i]
-		k := MustKey(kr.Key)
-		v, err := live.Read(k)
+// rollback puts back what this run changed, newest first.
+func rollback(live Live, written []applyKey) []error {
+	var errs []error
+	for j := len(written) - 1; j >= 0; j-- {
+		ak := written[j]
+		kr := ak.res
+		if err := live.Write(ak.key, kr.Before); err != nil {
+			kr.Result = ResultFailed
+			kr.Error = fmt.Sprintf("rollback to %q failed: %v", kr.Before, err)
+			errs = append(errs, fmt.Errorf("%s: rollback to %q: %w", ak.key, kr.Before, err))
+			continue
+		}
+		kr.Result = ResultRolledBack
+	}
+	return errs
+}
+
+// readAfter records what the kernel holds for a key now, when it can say.
+func readAfter(live Live, ak applyKey) {
+	if v, err := live.Read(ak.key); err == nil {
+		ak.res.After = NormalizeValue(v)
+	}
+}
+
+// readBack is step 3: read every written key back; a floor is met by a
+// kernel that rounds up (pipe sizes), an exact value must come back as
+// written.
+func readBack(live Live, keys, written []applyKey, rep *ApplyReport) []error {
+	var failures []error
+	for _, ak := range written {
+		kr := ak.res
+		v, err := live.Read(ak.key)
 		if err != nil {
 			kr.Result, kr.Error = ResultUnverified, err.Error()
 			failures = append(failures, err)
@@ -177,85 +236,81 @@ func (h Host) Apply(p Profile) (ApplyReport, error) {
 		if kr.Changed {
 			rep.Changed++
 		}
-		// A floor is met by a kernel that rounds up (pipe sizes).
 		if !satisfies(kr.Mode, kr.After, kr.Wanted) {
 			kr.Result = ResultUnverified
 			kr.Error = fmt.Sprintf("%s: wrote %q, the kernel holds %q%s (it clamps or rounds this key; use the value it holds)",
-				k, kr.Wanted, kr.After, floorText(kr.Mode, kr.Wanted))
+				ak.key, kr.Wanted, kr.After, floorText(kr.Mode, kr.Wanted))
 			failures = append(failures, errors.New(kr.Error))
 		}
 	}
-	for i := range rep.Keys {
-		if kr := &rep.Keys[i]; kr.Result == ResultFailed {
-			if v, err := live.Read(MustKey(kr.Key)); err == nil {
-				kr.After = NormalizeValue(v)
-			}
+	for _, ak := range keys {
+		if ak.res.Result == ResultFailed {
+			readAfter(live, ak)
 		}
 	}
+	return failures
+}
 
-	// 4. Persist. Every value is valid here, so the file is right for boot
-	// even if some key could not be written live (EPERM in a container).
-	over := h.persistFloors(p, rep.Keys)
+// persist is step 4: write the file atomically. Every value is valid
+// here, so the file is right for boot even if some key could not be
+// written live (EPERM in a container).
+func (h Host) persist(p Profile, keys []applyKey, rep *ApplyReport) error {
+	over := h.persistFloors(p, keys)
 	target := hostroot.Join(h.Root, p.File)
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		failures = append(failures, fmt.Errorf("create %s: %w", filepath.Dir(p.File), err))
-	} else if res, err := safefile.WriteFileAtomic(target, render(p, over), 0o644); err != nil {
-		failures = append(failures, fmt.Errorf("persist %s: %w", p.File, err))
-	} else {
-		rep.Persisted, rep.FileChanged = true, res.Changed
-		for i := range rep.Keys {
-			kr := &rep.Keys[i]
-			kr.Persisted = kr.Wanted
-			if o, ok := over[kr.Key]; ok && o.Value != kr.Wanted {
-				kr.Persisted = o.Value
-				kr.Note = joinNote(kr.Note, fmt.Sprintf("%s keeps %s so a reboot does not lower it: %s",
-					filepath.Base(p.File), o.Value, o.Why))
-			}
+		return fmt.Errorf("create %s: %w", filepath.Dir(p.File), err)
+	}
+	res, err := safefile.WriteFileAtomic(target, render(p, over), 0o644)
+	if err != nil {
+		return fmt.Errorf("persist %s: %w", p.File, err)
+	}
+	rep.Persisted, rep.FileChanged = true, res.Changed
+	for _, ak := range keys {
+		kr := ak.res
+		kr.Persisted = kr.Wanted
+		if o, ok := over[kr.Key]; ok && o.Value != kr.Wanted {
+			kr.Persisted = o.Value
+			kr.Note = joinNote(kr.Note, fmt.Sprintf("%s keeps %s so a reboot does not lower it: %s",
+				filepath.Base(p.File), o.Value, o.Why))
 		}
 	}
+	return nil
+}
 
-	// Warn now about files that will undo us at boot; check reports it too.
-	if boot, err := LoadBoot(h.Root); err == nil {
-		for i := range rep.Keys {
-			kr := &rep.Keys[i]
-			k := MustKey(kr.Key)
-			win := boot.Winner(k)
-			if win != nil && satisfies(kr.Mode, win.Value, kr.Wanted) {
-				continue
-			}
-			var oursAt *Assignment
-			for _, a := range boot.History(k) {
-				if boot.File(a).Path == p.File && a.Key == k.Path() {
-					a := a
-					oursAt = &a
-				}
-			}
-			kr.BootNote = explainBoot(boot, p.File, filepath.Base(p.File), k, kr.Mode, kr.Wanted, win, oursAt)
+// noteBoot is step 5: warn now about files that will undo us at boot;
+// check reports the same as boot drift.
+func (h Host) noteBoot(p Profile, keys []applyKey) {
+	boot, err := LoadBoot(h.Root)
+	if err != nil {
+		return
+	}
+	for _, ak := range keys {
+		kr := ak.res
+		win := boot.Winner(ak.key)
+		if win != nil && satisfies(kr.Mode, win.Value, kr.Wanted) {
+			continue
 		}
+		kr.BootNote = explainBoot(boot, p.File, filepath.Base(p.File), ak.key, kr.Mode, kr.Wanted, win, boot.lastIn(p.File, ak.key))
 	}
-
-	if len(failures) > 0 {
-		return rep, fmt.Errorf("apply sysctls: %w: %w", errors.Join(failures...), ErrNotApplied)
-	}
-	return rep, nil
 }
 
 // persistFloors decides the persisted value of each at-least key (see
 // Apply): max(floor, what the other files set at boot), or max(floor, the
 // live value) when no other file sets it.
-func (h Host) persistFloors(p Profile, keys []KeyResult) map[string]persisted {
+func (h Host) persistFloors(p Profile, keys []applyKey) map[string]persisted {
 	boot, err := LoadBoot(h.Root)
 	var others *BootConfig
 	if err == nil {
 		others = boot.without(p.File)
 	}
 	over := map[string]persisted{}
-	for _, kr := range keys {
+	for _, ak := range keys {
+		kr := ak.res
 		if kr.Mode != ModeAtLeast {
 			continue
 		}
 		if others != nil {
-			if w := others.Winner(MustKey(kr.Key)); w != nil && decimal(w.Value) == nil {
+			if w := others.Winner(ak.key); w != nil && decimal(w.Value) == nil {
 				over[kr.Key] = persisted{
 					Value: maxDecimal(kr.Wanted, w.Value),
 					Why:   fmt.Sprintf("what %s sets", where(others, *w)),

@@ -295,6 +295,19 @@ func (b *BootConfig) History(k Key) []Assignment {
 	return out
 }
 
+// lastIn is the last explicit assignment of k in the file at host path p,
+// or nil when that file does not set k.
+func (b *BootConfig) lastIn(p string, k Key) *Assignment {
+	var last *Assignment
+	for _, a := range b.History(k) {
+		if b.File(a).Path == p && a.Key == k.Path() {
+			a := a
+			last = &a
+		}
+	}
+	return last
+}
+
 // File returns the file an assignment came from.
 func (b *BootConfig) File(a Assignment) ConfFile { return b.Files[a.File] }
 

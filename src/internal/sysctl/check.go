@@ -25,7 +25,7 @@ type KeyCheck struct {
 	Key    string `json:"key"`
 	Wanted string `json:"wanted"`
 	// Mode is ModeExact or ModeAtLeast (Wanted is a floor).
-	Mode   string `json:"mode"`
+	Mode   Mode   `json:"mode"`
 	Live   string `json:"live"`
 	LiveOK bool   `json:"live_ok"`
 	// Boot is the value systemd-sysctl would write at boot; BootSet is false
@@ -103,7 +103,7 @@ func (h Host) Check(p Profile) (CheckReport, error) {
 }
 
 func checkKey(live Live, boot *BootConfig, ours string, e Entry) KeyCheck {
-	kc := KeyCheck{Key: e.Key, Wanted: e.Value, Mode: modeOf(e.Mode)}
+	kc := KeyCheck{Key: e.Key, Wanted: e.Value, Mode: e.Mode.OrExact()}
 	k, err := ParseKey(e.Key)
 	if err != nil {
 		kc.Status, kc.Error = Unreadable, err.Error()
@@ -152,13 +152,7 @@ func checkKey(live Live, boot *BootConfig, ours string, e Entry) KeyCheck {
 // file wins, relative to ours), then what the live value says.
 func explain(boot *BootConfig, ours string, k Key, kc KeyCheck, win *Assignment) string {
 	oursName := path.Base(ours)
-	var oursAt *Assignment // our last assignment of k, if our file sets it
-	for _, a := range boot.History(k) {
-		if f := boot.File(a); f.Path == ours && a.Key == k.Path() {
-			a := a
-			oursAt = &a
-		}
-	}
+	oursAt := boot.lastIn(ours, k)
 	var parts []string
 	below := floorClause(kc.Mode, kc.Wanted)
 	if !kc.BootOK {
@@ -178,7 +172,7 @@ func explain(boot *BootConfig, ours string, k Key, kc KeyCheck, win *Assignment)
 	return strings.Join(parts, "; ")
 }
 
-func explainBoot(boot *BootConfig, ours, oursName string, k Key, mode, wanted string, win *Assignment, oursAt *Assignment) string {
+func explainBoot(boot *BootConfig, ours, oursName string, k Key, mode Mode, wanted string, win *Assignment, oursAt *Assignment) string {
 	if win == nil {
 		// Nothing sets it at boot. Say why ours does not.
 		for _, a := range boot.final {

@@ -6,25 +6,29 @@ import (
 	"strings"
 )
 
+// Mode is how an entry's value is compared: exact or a floor. The zero
+// value (an Entry built by hand) means exact.
+type Mode string
+
 // Comparison modes of an entry.
 const (
 	// ModeExact: the key must hold exactly Value. Switches and modes
 	// (ip_forward, panic_on_oom), vectors, text, and limits where 0 means
 	// "no limit" (pipe-user-pages-*), where a higher number is stricter.
-	ModeExact = "exact"
+	ModeExact Mode = "exact"
 	// ModeAtLeast: Value is a floor. Capacity limits (quotas, pid_max,
 	// inotify, user namespaces): a host already tuned higher, by its
 	// kernel's default, the stemcell or another job, keeps its value.
-	ModeAtLeast = "at-least"
+	ModeAtLeast Mode = "at-least"
 )
 
 // AtLeastPrefix marks a floor in the job config's sysctl.set and --set:
 // "kernel.pid_max": ">=4194304". Without it an override is exact.
 const AtLeastPrefix = ">="
 
-// modeOf treats an unset mode as exact, so a Profile built by hand (tests,
+// OrExact treats an unset mode as exact, so a Profile built by hand (tests,
 // older callers) keeps the strict comparison.
-func modeOf(m string) string {
+func (m Mode) OrExact() Mode {
 	if m == "" {
 		return ModeExact
 	}
@@ -32,14 +36,14 @@ func modeOf(m string) string {
 }
 
 // IsAtLeast reports whether the entry is a floor.
-func (e Entry) IsAtLeast() bool { return modeOf(e.Mode) == ModeAtLeast }
+func (e Entry) IsAtLeast() bool { return e.Mode.OrExact() == ModeAtLeast }
 
 // Wanted is the entry as an operator reads it: "0" or ">=4194304".
 func (e Entry) Wanted() string { return WantedLabel(e.Mode, e.Value) }
 
 // WantedLabel renders a value with its mode: "0" or ">=4194304".
-func WantedLabel(mode, value string) string {
-	if modeOf(mode) == ModeAtLeast {
+func WantedLabel(mode Mode, value string) string {
+	if mode.OrExact() == ModeAtLeast {
 		return AtLeastPrefix + value
 	}
 	return value
@@ -48,7 +52,7 @@ func WantedLabel(mode, value string) string {
 // parseSetValue splits an operator's value into mode and normalized
 // value: ">=N" is a floor and must be one decimal number (a floor on a
 // vector or on text has no meaning); anything else is exact.
-func parseSetValue(k Key, raw string) (mode, value string, err error) {
+func parseSetValue(k Key, raw string) (mode Mode, value string, err error) {
 	v := strings.TrimSpace(raw)
 	if !strings.HasPrefix(v, AtLeastPrefix) {
 		return ModeExact, NormalizeValue(raw), nil
@@ -71,8 +75,8 @@ func parseSetValue(k Key, raw string) (mode, value string, err error) {
 // satisfies reports whether have meets the entry: equal for exact, a
 // number no smaller than Value for at-least. Anything that is not a
 // single decimal number never meets a floor.
-func satisfies(mode, have, wanted string) bool {
-	if modeOf(mode) != ModeAtLeast {
+func satisfies(mode Mode, have, wanted string) bool {
+	if mode.OrExact() != ModeAtLeast {
 		return have == wanted
 	}
 	c, ok := compareDecimal(have, wanted)
@@ -102,7 +106,7 @@ func maxDecimal(floor, other string) string {
 // checkMode refuses an unknown mode and a floor on a key that does not
 // hold one number (what the kernel prints now decides).
 func checkMode(k Key, e Entry, current string) error {
-	switch modeOf(e.Mode) {
+	switch e.Mode.OrExact() {
 	case ModeExact:
 		return nil
 	case ModeAtLeast:
@@ -122,8 +126,8 @@ func checkMode(k Key, e Entry, current string) error {
 
 // floorText is the clause check and apply add to a sentence about a
 // floor: ", below the floor 524288"; empty for an exact key.
-func floorText(mode, wanted string) string {
-	if modeOf(mode) == ModeAtLeast {
+func floorText(mode Mode, wanted string) string {
+	if mode.OrExact() == ModeAtLeast {
 		return fmt.Sprintf(", below the floor %s", wanted)
 	}
 	return ""
@@ -131,7 +135,7 @@ func floorText(mode, wanted string) string {
 
 // floorClause is floorText in the middle of a sentence: ", below the floor
 // 524288,".
-func floorClause(mode, wanted string) string {
+func floorClause(mode Mode, wanted string) string {
 	if t := floorText(mode, wanted); t != "" {
 		return t + ","
 	}

@@ -145,7 +145,7 @@ func TestApplyModes(t *testing.T) {
 			if got := persistedValue(t, tr, tc.entry.Key); got != tc.persist || kr.Persisted != tc.persist {
 				t.Fatalf("persisted %q (report %q), want %q", got, kr.Persisted, tc.persist)
 			}
-			if kr.Mode != modeOf(tc.entry.Mode) {
+			if kr.Mode != tc.entry.Mode.OrExact() {
 				t.Errorf("mode %q", kr.Mode)
 			}
 			rest := kr.Note
@@ -419,7 +419,11 @@ func TestResolveFloors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []struct{ key, value, mode, from string }{
+	for _, w := range []struct {
+		key, value string
+		mode       Mode
+		from       string
+	}{
 		{"kernel.pid_max", "4194304", ModeAtLeast, "profile " + ContainerHost},
 		{"fs.inotify.max_user_watches", "524288", ModeExact, "override"},
 		{"kernel.keys.maxkeys", "2000000", ModeAtLeast, "override"},

@@ -26,7 +26,7 @@ type Entry struct {
 	Value string `json:"value"`
 	// Mode is ModeExact or ModeAtLeast (Value is then a floor); empty
 	// means exact.
-	Mode   string `json:"mode"`
+	Mode   Mode   `json:"mode"`
 	Why    string `json:"why,omitempty"`
 	Source string `json:"source,omitempty"`
 	// From says where the entry came from: "profile container-host",
@@ -248,7 +248,7 @@ func Resolve(c Settings) (Profile, error) {
 		// the number equals a profile floor: writing the plain number is
 		// how an operator pins a key.
 		if o, ok := set[e.Key]; ok {
-			if o.Value != e.Value || o.Mode != modeOf(e.Mode) {
+			if o.Value != e.Value || o.Mode != e.Mode.OrExact() {
 				e.Why = fmt.Sprintf("operator override of %s (profile value %s: %s)", e.Key, e.Wanted(), e.Why)
 				e.Value, e.Mode, e.From = o.Value, o.Mode, "override"
 			}

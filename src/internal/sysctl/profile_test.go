@@ -41,7 +41,7 @@ func TestBuiltinProfileIsDocumented(t *testing.T) {
 	// Every entry states its mode, and its why says it. Capacity limits are
 	// floors; 0-means-unlimited limits and switches are exact ("at least 0"
 	// would accept any limit at all).
-	modes := map[string]string{
+	modes := map[string]Mode{
 		"fs.pipe-user-pages-soft": ModeExact, "fs.pipe-user-pages-hard": ModeExact,
 		"vm.panic_on_oom": ModeExact, "net.ipv4.ip_forward": ModeExact, "kernel.dmesg_restrict": ModeExact,
 		"fs.pipe-max-size": ModeAtLeast, "kernel.keys.root_maxkeys": ModeAtLeast, "kernel.keys.root_maxbytes": ModeAtLeast,

@@ -23,11 +23,7 @@ var stringKeys = map[string]bool{
 // key (judged by what the kernel prints now) needs as many decimal integers
 // as it holds, and a floor needs a key holding one number. It returns the
 // current raw value.
-func checkLive(live Live, e Entry) (string, error) {
-	k, err := ParseKey(e.Key)
-	if err != nil {
-		return "", err
-	}
+func checkLive(live Live, k Key, e Entry) (string, error) {
 	info, err := live.Stat(k)
 	switch {
 	case err != nil:
