@@ -1,13 +1,11 @@
 package checks
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -184,8 +183,6 @@ type killModeUnit struct{ name, path string }
 // unitDirs are the systemd system unit directories, in precedence order.
 var unitDirs = []string{"/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
 
-var killModeNoneRe = regexp.MustCompile(`^\s*KillMode\s*=\s*none\s*$`)
-
 // killModeNoneUnits lists unit files and drop-ins that set KillMode=none.
 // /lib is /usr/lib on merged-/usr hosts: the same file is listed once.
 func killModeNoneUnits(root string) ([]killModeUnit, error) {
@@ -214,7 +211,7 @@ func killModeNoneUnits(root string) ([]killModeUnit, error) {
 				}
 				seen[k] = true
 			}
-			has, err := fileHasLine(f, killModeNoneRe)
+			has, err := setsKillModeNone(f)
 			if err != nil {
 				return nil, err
 			}
@@ -234,25 +231,20 @@ func killModeNoneUnits(root string) ([]killModeUnit, error) {
 	return out, nil
 }
 
-func fileHasLine(path string, re *regexp.Regexp) (bool, error) {
-	f, err := os.Open(path)
+// setsKillModeNone reports whether the unit file or drop-in at path
+// assigns KillMode=none in [Service], read as systemd reads it (comments,
+// continued lines); a file that cannot be read or parsed sets nothing
+// this check could tell.
+func setsKillModeNone(path string) (bool, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 			return false, nil
 		}
 		return false, fmt.Errorf("read unit %s: %w", path, err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if re.MatchString(sc.Text()) {
-			return true, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return false, fmt.Errorf("read unit %s: %w", path, err)
-	}
-	return false, nil
+	v, ok, err := unitfile.Setting(b, "Service", "KillMode")
+	return err == nil && ok && v == unitfile.KillModeNone, nil
 }
 
 // ErrNoSystemctl means no systemctl binary was found under the root.

@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -200,7 +198,7 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 	if err != nil {
 		return res, err
 	}
-	if prev.LoadState == "loaded" && prev.KillMode == unitfile.KillModeProcess && m.unitFileMentions(res.Path, "KillMode=process") {
+	if prev.LoadState == "loaded" && prev.KillMode == unitfile.KillModeProcess && m.unitFileSets(res.Path, "KillMode", unitfile.KillModeProcess) {
 		// An earlier install found KillMode=none refused; don't flip back and
 		// forth (and Reload) on every run.
 		killMode = unitfile.KillModeProcess
@@ -260,9 +258,15 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 	return res, fmt.Errorf("install %s: KillMode could not be set to none or process", res.Unit)
 }
 
-func (m *Manager) unitFileMentions(p, line string) bool {
+// unitFileSets reports whether the unit file at p sets name to value in
+// [Service].
+func (m *Manager) unitFileSets(p, name, value string) bool {
 	b, err := os.ReadFile(m.path(p))
-	return err == nil && slices.Contains(strings.Split(string(b), "\n"), line)
+	if err != nil {
+		return false
+	}
+	v, ok, err := unitfile.Setting(b, "Service", name)
+	return err == nil && ok && v == value
 }
 
 // verifyDelegation fails unless systemd reports the delegation we asked for:

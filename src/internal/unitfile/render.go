@@ -1,8 +1,12 @@
 package unitfile
 
 import (
+	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/coreos/go-systemd/v22/unit"
 )
 
 // Prefix keeps our units out of the names daemons' own releases rewrite
@@ -102,46 +106,59 @@ func (s Spec) Validate() error {
 	return nil
 }
 
+// header opens every file cellguard writes. go-systemd's Serialize writes
+// no comments, so the notes stand here, before the first section.
 const header = "# Written by cellguard (`cellguard unit install`); it is rewritten on every\n" +
 	"# BOSH pre-start, so edit the cellguard job's properties instead.\n"
 
+// unitNote says why the unit reads as it does.
+const unitNote = "# Delegate=: the daemon makes its own cgroups (garden/<id>): systemd must\n" +
+	"# not move processes out of them when it realizes cgroups for other units.\n" +
+	"# No install section and no dependencies: monit, not boot, decides when it\n" +
+	"# runs.\n"
+
 // Render returns the unit file text. It validates first, so no text is
-// produced from input that could inject a directive.
+// produced from input that could inject a directive; go-systemd's unit
+// package writes the sections (it escapes nothing, so validation is what
+// keeps each value one line of plain words).
+//
+// The text changed once, when rendering moved to go-systemd: the
+// delegation comment moved from inside [Service] to the header. Options,
+// order and values are the same (TestRenderMatchesEarlierOptions), so the
+// first install after the upgrade rewrites the file and reloads systemd
+// once; the running unit is not restarted, and later installs find it
+// unchanged.
 func Render(s Spec) ([]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	var b strings.Builder
-	b.WriteString(header)
-	b.WriteString("[Unit]\n")
-	fmt.Fprintf(&b, "Description=%s, started by monit through cellguard (delegated cgroups)\n", s.Name)
-	// No [Install] and no dependencies: monit, not boot, decides when it runs.
-	b.WriteString("\n[Service]\n")
-	fmt.Fprintf(&b, "Type=%s\n", s.Type)
+	opts := []*unit.UnitOption{
+		unit.NewUnitOption("Unit", "Description", s.Name+", started by monit through cellguard (delegated cgroups)"),
+		unit.NewUnitOption("Service", "Type", s.Type),
+	}
 	if s.PIDFile != "" && s.Type == TypeForking {
-		fmt.Fprintf(&b, "PIDFile=%s\n", s.PIDFile)
+		opts = append(opts, unit.NewUnitOption("Service", "PIDFile", s.PIDFile))
 	}
-	fmt.Fprintf(&b, "ExecStart=%s\n", strings.Join(s.Start, " "))
+	opts = append(opts, unit.NewUnitOption("Service", "ExecStart", strings.Join(s.Start, " ")))
+	stop := "/bin/kill -TERM $MAINPID" // with KillMode=none systemd sends no signal of its own on stop
 	if len(s.Stop) > 0 {
-		fmt.Fprintf(&b, "ExecStop=%s\n", strings.Join(s.Stop, " "))
-	} else {
-		// With KillMode=none systemd sends no signal of its own on stop.
-		b.WriteString("ExecStop=/bin/kill -TERM $MAINPID\n")
+		stop = strings.Join(s.Stop, " ")
 	}
-	// monit restarts the daemon; systemd restarting it too would race monit.
-	b.WriteString("Restart=no\n")
-	b.WriteString("# The daemon makes its own cgroups (garden/<id>): systemd must not move\n" +
-		"# processes out of them when it realizes cgroups for other units.\n")
-	fmt.Fprintf(&b, "Delegate=%s\n", s.Delegate)
-	fmt.Fprintf(&b, "KillMode=%s\n", s.KillMode)
-	b.WriteString("TasksMax=infinity\n")
+	opts = append(opts,
+		unit.NewUnitOption("Service", "ExecStop", stop),
+		// monit restarts the daemon; systemd restarting it too would race monit.
+		unit.NewUnitOption("Service", "Restart", "no"),
+		unit.NewUnitOption("Service", "Delegate", s.Delegate),
+		unit.NewUnitOption("Service", "KillMode", s.KillMode),
+		unit.NewUnitOption("Service", "TasksMax", "infinity"),
+	)
 	if s.TimeoutStartSec > 0 {
-		fmt.Fprintf(&b, "TimeoutStartSec=%d\n", s.TimeoutStartSec)
+		opts = append(opts, unit.NewUnitOption("Service", "TimeoutStartSec", strconv.Itoa(s.TimeoutStartSec)))
 	}
 	if s.TimeoutStopSec > 0 {
-		fmt.Fprintf(&b, "TimeoutStopSec=%d\n", s.TimeoutStopSec)
+		opts = append(opts, unit.NewUnitOption("Service", "TimeoutStopSec", strconv.Itoa(s.TimeoutStopSec)))
 	}
-	return []byte(b.String()), nil
+	return serialize(header+unitNote, opts)
 }
 
 // DropInName is the drop-in file cellguard writes for a supervisor unit.
@@ -150,7 +167,8 @@ const DropInName = "50-cellguard-delegate.conf"
 // RenderSupervisorDropIn returns a drop-in that delegates a running
 // supervisor unit (e.g. runit.service holding monit) in place: systemd
 // applies Delegate= on Reload without a restart. TasksMax=infinity because
-// every container process of every monit job counts against the unit.
+// every container process of every monit job counts against the unit. The
+// text is byte for byte what cellguard wrote before go-systemd rendered it.
 func RenderSupervisorDropIn(unitName, delegate string) ([]byte, error) {
 	if err := ValidateUnitName(unitName); err != nil {
 		return nil, err
@@ -158,13 +176,37 @@ func RenderSupervisorDropIn(unitName, delegate string) ([]byte, error) {
 	if delegate != DelegateV1 && delegate != DelegateV2 {
 		return nil, fmt.Errorf("unit: delegate %q: want %q or %q", delegate, DelegateV1, DelegateV2)
 	}
-	var b strings.Builder
-	b.WriteString(header)
-	fmt.Fprintf(&b, "# Protects every monit job's cgroup subtree below %s.\n", unitName)
-	b.WriteString("[Service]\n")
-	fmt.Fprintf(&b, "Delegate=%s\n", delegate)
-	b.WriteString("TasksMax=infinity\n")
-	return []byte(b.String()), nil
+	return serialize(header+"# Protects every monit job's cgroup subtree below "+unitName+".\n", []*unit.UnitOption{
+		unit.NewUnitOption("Service", "Delegate", delegate),
+		unit.NewUnitOption("Service", "TasksMax", "infinity"),
+	})
+}
+
+func serialize(comments string, opts []*unit.UnitOption) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(comments)
+	if _, err := b.ReadFrom(unit.Serialize(opts)); err != nil {
+		return nil, fmt.Errorf("render unit: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// Setting returns the value of the last assignment of name in section of
+// a unit file or drop-in (text as systemd reads it: comments, line
+// continuations), and whether there is one. An empty assignment resets
+// the setting, so it counts as none.
+func Setting(text []byte, section, name string) (string, bool, error) {
+	opts, err := unit.DeserializeOptions(bytes.NewReader(text))
+	if err != nil {
+		return "", false, fmt.Errorf("parse unit file: %w", err)
+	}
+	value, ok := "", false
+	for _, o := range opts {
+		if o.Section == section && o.Name == name {
+			value, ok = strings.TrimSpace(o.Value), strings.TrimSpace(o.Value) != ""
+		}
+	}
+	return value, ok, nil
 }
 
 // Controllers returns the controller names a Delegate= value asks for, as
