@@ -8,24 +8,21 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 )
 
-// BenchmarkDecode decodes a synthcell state.json, shaped like runc's for a
+// decoders are what BenchmarkDecode compares: Decode, and the maintained
+// alternatives to its hand-written scanner (docs/performance.md). Built
+// with GOEXPERIMENT=jsonv2, jsonv2_bench_test.go adds encoding/json/v2.
+var decoders = []struct {
+	name   string
+	decode func([]byte) (*State, error)
+}{{"Decode", Decode}, {"encoding-json", reference}}
+
+// BenchmarkDecode decodes a fakehost state.json, shaped like runc's for a
 // Garden container (26 KB, most of it the seccomp allowlist): every scan
 // decodes one per container; encoding-json is Decode before decodeFast, for
 // comparison. It reports; it never asserts a time.
 func BenchmarkDecode(b *testing.B) {
-	s := fakehost.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}
-	w, err := fakehost.Generate(filepath.Join(b.TempDir(), "cell"), s)
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(w.Root, "run/runc/c000000/state.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name   string
-		decode func([]byte) (*State, error)
-	}{{"Decode", Decode}, {"encoding-json", reference}} {
+	raw := benchState(b)
+	for _, tc := range decoders {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			b.ReportAllocs()
@@ -53,4 +50,19 @@ func BenchmarkDiscover(b *testing.B) {
 			b.Fatal(err, len(d.Containers))
 		}
 	}
+}
+
+// benchState is one container's state.json of a fakehost cell.
+func benchState(tb testing.TB) []byte {
+	tb.Helper()
+	s := fakehost.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}
+	w, err := fakehost.Generate(filepath.Join(tb.TempDir(), "cell"), s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(w.Root, "run/runc/c000000/state.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return raw
 }
