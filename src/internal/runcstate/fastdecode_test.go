@@ -52,6 +52,7 @@ func sameDecode(t *testing.T, b []byte) {
 	}
 }
 
+// synthState is one container's state.json of a fakehost cell.
 func synthState(t testing.TB) []byte {
 	t.Helper()
 	s := fakehost.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}

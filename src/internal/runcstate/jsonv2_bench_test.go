@@ -91,7 +91,7 @@ func members(dec *jsontext.Decoder, fn func(name string) error) error {
 
 // The jsontext decoder agrees with Decode on the benchmark's file.
 func TestJSONTextDecoderAgrees(t *testing.T) {
-	raw := benchState(t)
+	raw := synthState(t)
 	want, err := Decode(raw)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package runcstate
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -21,7 +20,7 @@ var decoders = []struct {
 // decodes one per container; encoding-json is Decode before decodeFast, for
 // comparison. It reports; it never asserts a time.
 func BenchmarkDecode(b *testing.B) {
-	raw := benchState(b)
+	raw := synthState(b)
 	for _, tc := range decoders {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
@@ -50,19 +49,4 @@ func BenchmarkDiscover(b *testing.B) {
 			b.Fatal(err, len(d.Containers))
 		}
 	}
-}
-
-// benchState is one container's state.json of a fakehost cell.
-func benchState(tb testing.TB) []byte {
-	tb.Helper()
-	s := fakehost.Spec{Containers: 1, ProcsPerContainer: 1, HostProcs: 1, RuntimeRoot: "/run/runc"}
-	w, err := fakehost.Generate(filepath.Join(tb.TempDir(), "cell"), s)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(w.Root, "run/runc/c000000/state.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return raw
 }

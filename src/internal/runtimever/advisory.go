@@ -29,22 +29,18 @@ const (
 
 var knownConditions = map[string]bool{ConditionPipeSoftLimit: true}
 
-// Phase is when an advisory is judged: the validator's phases, spelled as
-// advisories.json spells them.
-type Phase string
-
-// Phases an advisory's severity may name.
-const (
-	PreStart Phase = "pre-start"
-	Drain    Phase = "drain"
+// Phase and Severity spell an advisory's severity in each of the
+// validator's phases as advisories.json does; the runtime-versions check
+// maps them onto the validator's own.
+type (
+	Phase    string
+	Severity string
 )
 
-// Severity is what a matching advisory asks of the rollout; the
-// runtime-versions check maps it onto the validator's severities.
-type Severity string
-
-// Severities an advisory may name.
+// The phases and severities an advisory may name.
 const (
+	PreStart         Phase    = "pre-start"
+	Drain            Phase    = "drain"
 	SeverityBlocking Severity = "blocking"
 	SeverityWarning  Severity = "warning"
 	SeverityInfo     Severity = "info"
