@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkSynthCell measures the shared host scan alone and the three
-// checks that share it, on synthcell's reference cell (250 containers of 20
+// checks that share it, on fakehost's reference cell (250 containers of 20
 // processes, 1,000 host processes; realistic 26 KB state files), clean and
 // with 1% of container processes escaped. The confirmation wait is skipped
 // (Deps.Sleep), so escaped measures the work only. Files live in the

@@ -71,7 +71,7 @@ func plainUnit(t *testing.T, box *sdbox.Box, extra string) func(ctl, pidfile str
 // TestSeed000 is the story cellguard exists for. systemd 252 moves a plain
 // unit's container child back (cpu, blkio), still moves blkio under
 // Delegate=yes, and moves nothing under the unit `cellguard start` installs.
-// Remove the Delegate= line from unit.Render and the cellguard case fails.
+// Remove the Delegate= option from unitfile.Render and the cellguard case fails.
 func TestSeed000(t *testing.T) {
 	t.Run("plain unit: cpu and blkio move", func(t *testing.T) {
 		box := bootBox(t, "seed-plain")
