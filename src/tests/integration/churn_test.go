@@ -149,9 +149,13 @@ func (s *scanTally) add(i int, code int, stdout, stderr string) {
 // cgroups), with the pid counter wound back before every host fork. A real
 // escape afterwards must be counted, so the tally is not blind.
 func TestValidateUnderChurn(t *testing.T) {
+	// Enough scans to prove something, not a time: on a loaded machine 40 s
+	// held 32 scans and the test failed for the machine's sake. The churn
+	// loops run as long as the scans do, so processes and pid reuses grow
+	// with them; maxSeconds only bounds a wedged run.
 	const (
-		maxScans   = 150
-		maxSeconds = 40
+		maxScans   = 60
+		maxSeconds = 240
 	)
 	box := bootBoxMode(t, "churn", cgroup.Hybrid)
 	cellguard := box.InstallCellguard(t)
@@ -215,7 +219,7 @@ func TestValidateUnderChurn(t *testing.T) {
 	}
 	base := lastPID()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), (maxSeconds+60)*time.Second)
 	defer cancel()
 	var churners []*exec.Cmd
 	for _, argv := range [][]string{
@@ -245,10 +249,11 @@ func TestValidateUnderChurn(t *testing.T) {
 	time.Sleep(time.Second) // let all three loops get going
 
 	start := time.Now()
-	out, err = box.Output(append([]string{"scan-loop", strconv.Itoa(maxScans), strconv.Itoa(maxSeconds)}, validateArgv...)...)
+	raw, err := box.Exec(ctx, append([]string{"scan-loop", strconv.Itoa(maxScans), strconv.Itoa(maxSeconds)}, validateArgv...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	out = string(raw)
 	took := time.Since(start)
 	stop()
 
