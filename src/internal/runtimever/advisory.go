@@ -25,9 +25,12 @@ const (
 	// ConditionPipeSoftLimit holds when fs.pipe-user-pages-soft is
 	// non-zero: a user over the limit gets small pipes.
 	ConditionPipeSoftLimit = "pipe_soft_limit_active"
+	// ConditionCrunLibkrun holds when the probed crun was built with
+	// libkrun: its `--version` lists +LIBKRUN among its features.
+	ConditionCrunLibkrun = "crun_built_with_libkrun"
 )
 
-var knownConditions = map[string]bool{ConditionPipeSoftLimit: true}
+var knownConditions = map[string]bool{ConditionPipeSoftLimit: true, ConditionCrunLibkrun: true}
 
 // Phase and Severity spell an advisory's severity in each of the
 // validator's phases as advisories.json does; the runtime-versions check
@@ -49,16 +52,22 @@ const (
 // Range is one affected interval: Introduced <= v < Fixed. Introduced "0"
 // means every earlier version; an empty Fixed means no fix is released.
 type Range struct {
+	// Series is the release series the range's fix belongs to
+	// ("1.7", "20.10"); informative, checked by the shipped data's tests.
+	Series     string `json:"series,omitempty"`
 	Introduced string `json:"introduced"`
 	Fixed      string `json:"fixed,omitempty"`
 }
 
 // Advisory is one entry of advisories.json.
 type Advisory struct {
-	ID        string  `json:"id"`
-	Component string  `json:"component"` // runc | containerd
-	Summary   string  `json:"summary"`
-	Affected  []Range `json:"affected"`
+	ID        string `json:"id"`
+	Component string `json:"component"` // one of Components
+	// Class is what the flaw lets happen (class.go); the shipped data's
+	// severity follows from it (docs/validator.md, "Severity rule").
+	Class    string  `json:"class,omitempty"`
+	Summary  string  `json:"summary"`
+	Affected []Range `json:"affected"`
 	// Backports are distribution builds known to carry the fix although
 	// their upstream version is in an affected range. An entry is an exact
 	// package version ("1.1.5+ds1-1+deb12u1", matched against the version
@@ -114,10 +123,11 @@ func (a Advisory) Validate() error {
 	if a.Disabled {
 		return nil
 	}
-	switch a.Component {
-	case Runc, Containerd:
-	default:
-		return fmt.Errorf("advisory %s: component %q: want runc or containerd", a.ID, a.Component)
+	if !KnownComponent(a.Component) {
+		return fmt.Errorf("advisory %s: component %q: want one of %s", a.ID, a.Component, strings.Join(Components, ", "))
+	}
+	if _, ok := LookupClass(a.Class); a.Class != "" && !ok {
+		return fmt.Errorf("advisory %s: class %q: want one of %s", a.ID, a.Class, strings.Join(ClassNames(), ", "))
 	}
 	if a.Summary == "" || len(a.References) == 0 {
 		return fmt.Errorf("advisory %s: summary and references are required", a.ID)
@@ -126,6 +136,9 @@ func (a Advisory) Validate() error {
 		return fmt.Errorf("advisory %s: no affected range", a.ID)
 	}
 	for i, r := range a.Affected {
+		if err := r.checkSeries(); err != nil {
+			return fmt.Errorf("advisory %s: affected[%d]: %w", a.ID, i, err)
+		}
 		var lo Version
 		if r.Introduced != "0" {
 			v, err := ParseVersion(r.Introduced)
@@ -263,23 +276,29 @@ func Load(root, path string) ([]Advisory, error) {
 	if path == "" {
 		return shipped, nil
 	}
-	host := filepath.Join(root, path)
-	if hostroot.IsLive(root) {
-		if err := safefile.CheckTrusted(host); errors.Is(err, safefile.ErrUntrusted) {
-			return nil, fmt.Errorf("advisories: %w", err)
-		} else if err != nil {
-			return nil, fmt.Errorf("stat advisories %s: %w", host, err)
-		}
-	}
-	b, err := os.ReadFile(host)
-	if err != nil {
-		return nil, fmt.Errorf("read advisories %s: %w", host, err)
-	}
-	f, err := Parse(b, host)
+	f, err := readOperatorFile(root, path)
 	if err != nil {
 		return nil, err
 	}
 	return merge(shipped, f.Advisories), nil
+}
+
+// readOperatorFile reads and parses the operator's advisories file at path
+// under root, refusing an untrusted one on a real root (see Load).
+func readOperatorFile(root, path string) (File, error) {
+	host := filepath.Join(root, path)
+	if hostroot.IsLive(root) {
+		if err := safefile.CheckTrusted(host); errors.Is(err, safefile.ErrUntrusted) {
+			return File{}, fmt.Errorf("advisories: %w", err)
+		} else if err != nil {
+			return File{}, fmt.Errorf("stat advisories %s: %w", host, err)
+		}
+	}
+	b, err := os.ReadFile(host)
+	if err != nil {
+		return File{}, fmt.Errorf("read advisories %s: %w", host, err)
+	}
+	return Parse(b, host)
 }
 
 func merge(base, over []Advisory) []Advisory {

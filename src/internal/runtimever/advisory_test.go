@@ -26,9 +26,13 @@ func TestShippedAdvisories(t *testing.T) {
 			}
 		}
 	}
-	// the entries issue 4 requires
+	// the entries issues 4 and 15 require
 	for _, id := range []string{"runc-rc93-init-hang", "runc-devices-update-deny-all", "CVE-2019-5736", "CVE-2024-21626",
-		"CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881", "runc-systemd-unit-exists", "CVE-2020-15257"} {
+		"CVE-2025-31133", "CVE-2025-52565", "CVE-2025-52881", "runc-systemd-unit-exists", "CVE-2020-15257",
+		"CVE-2019-16884", "CVE-2019-19921", "CVE-2021-30465", "CVE-2022-29162", "CVE-2023-25809", "CVE-2023-27561",
+		"CVE-2023-28642", "CVE-2024-45310", "CVE-2021-32760", "CVE-2021-41103", "CVE-2021-43816", "CVE-2022-23648",
+		"CVE-2022-31030", "CVE-2022-23471", "CVE-2023-25153", "CVE-2023-25173", "CVE-2024-40635", "CVE-2025-47290",
+		"dockerd-v3-file-capabilities"} {
 		if !ids[id] {
 			t.Errorf("shipped advisories lack %s", id)
 		}
@@ -60,49 +64,110 @@ func matchIDs(t *testing.T, component, version, distro, commit string) (affected
 }
 
 func TestMatchShipped(t *testing.T) {
+	// every runc advisory of the November 2025 round and after
+	const nov2025 = "CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579"
+	// what every containerd before 1.6.26 still has, whatever its series
+	const ctdLate = "CVE-2024-25621 CVE-2024-40635 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-53488"
 	testCases := []struct {
 		name, component, version, distro, commit string
 		affected, backported                     string
 	}{
 		{"rc6 is vulnerable to everything old", Runc, "1.0.0-rc6+dev", "", "",
-			"CVE-2019-5736 CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-devices-update-deny-all runc-systemd-unit-exists", ""},
+			"CVE-2019-16884 CVE-2019-19921 CVE-2019-5736 CVE-2021-30465 CVE-2021-43784 CVE-2022-29162 CVE-2023-25809 CVE-2024-45310 " + nov2025 + " runc-devices-update-deny-all runc-systemd-unit-exists", ""},
 		{"rc7 fixes CVE-2019-5736", Runc, "1.0.0-rc7", "", "",
-			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-devices-update-deny-all runc-systemd-unit-exists", ""},
-		{"rc92+dev is before the rc93 hang", Runc, "1.0.0-rc92+dev", "", "",
-			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", ""},
-		{"rc93 hangs", Runc, "1.0.0-rc93", "", "",
-			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-rc93-init-hang runc-systemd-unit-exists", ""},
-		{"rc94 does not", Runc, "1.0.0-rc94", "", "",
-			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", ""},
+			"CVE-2019-16884 CVE-2019-19921 CVE-2021-30465 CVE-2021-43784 CVE-2022-29162 CVE-2023-25809 CVE-2024-45310 " + nov2025 + " runc-devices-update-deny-all runc-systemd-unit-exists", ""},
+		{"rc92+dev is before the rc93 hang and the rc93 fd leak", Runc, "1.0.0-rc92+dev", "", "",
+			"CVE-2021-30465 CVE-2021-43784 CVE-2022-29162 CVE-2023-25809 CVE-2024-45310 " + nov2025 + " runc-systemd-unit-exists", ""},
+		{"rc93 hangs and leaks the cgroup fd", Runc, "1.0.0-rc93", "", "",
+			"CVE-2021-30465 CVE-2021-43784 CVE-2022-29162 CVE-2023-25809 CVE-2024-21626 CVE-2024-45310 " + nov2025 + " runc-rc93-init-hang runc-systemd-unit-exists", ""},
+		{"rc94 does not hang", Runc, "1.0.0-rc94", "", "",
+			"CVE-2021-30465 CVE-2021-43784 CVE-2022-29162 CVE-2023-25809 CVE-2024-21626 CVE-2024-45310 " + nov2025 + " runc-systemd-unit-exists", ""},
+		{"rc95 fixes the mount race and regresses /proc checks", Runc, "1.0.0-rc95", "", "",
+			"CVE-2021-43784 CVE-2022-29162 CVE-2023-25809 CVE-2023-27561 CVE-2023-28642 CVE-2024-21626 CVE-2024-45310 " + nov2025 + " runc-systemd-unit-exists", ""},
 		{"1.0.0 final is after every rc", Runc, "1.0.0", "", "",
-			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", ""},
+			"CVE-2021-43784 CVE-2022-29162 CVE-2023-25809 CVE-2023-27561 CVE-2023-28642 CVE-2024-21626 CVE-2024-45310 " + nov2025 + " runc-systemd-unit-exists", ""},
 		{"Debian bullseye rc93 spelled ~rc93", Runc, "1.0.0~rc93+ds1", "1.0.0~rc93+ds1-5+deb11u2", "1.0.0~rc93+ds1-5+deb11u2",
-			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-rc93-init-hang runc-systemd-unit-exists", ""},
+			"CVE-2021-30465 CVE-2021-43784 CVE-2022-29162 CVE-2023-25809 CVE-2024-21626 CVE-2024-45310 " + nov2025 + " runc-rc93-init-hang runc-systemd-unit-exists", ""},
+		{"1.1.4 predates the 1.1.5 round", Runc, "1.1.4", "", "",
+			"CVE-2023-25809 CVE-2023-27561 CVE-2023-28642 CVE-2024-21626 CVE-2024-45310 " + nov2025 + " runc-systemd-unit-exists", ""},
 		{"upstream 1.1.5", Runc, "1.1.5", "", "",
-			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", ""},
+			"CVE-2024-21626 CVE-2024-45310 " + nov2025 + " runc-systemd-unit-exists", ""},
 		{"Debian bookworm 1.1.5 carries the CVE-2024-21626 fix", Runc, "1.1.5+ds1", "1.1.5+ds1-1+deb12u1", "1.1.5+ds1-1+deb12u1",
-			"CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", "CVE-2024-21626"},
+			"CVE-2024-45310 " + nov2025 + " runc-systemd-unit-exists", "CVE-2024-21626"},
 		{"a later bookworm security upload too", Runc, "1.1.5+ds1", "1.1.5+ds1-1+deb12u2", "",
-			"CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", "CVE-2024-21626"},
+			"CVE-2024-45310 " + nov2025 + " runc-systemd-unit-exists", "CVE-2024-21626"},
 		{"the bookworm upload before the fix does not", Runc, "1.1.5+ds1", "1.1.5+ds1-1", "",
-			"CVE-2024-21626 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists", ""},
-		{"1.1.12", Runc, "1.1.12", "", "v1.1.12-0-g51d5e94",
-			"CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579", ""},
+			"CVE-2024-21626 CVE-2024-45310 " + nov2025 + " runc-systemd-unit-exists", ""},
+		{"1.1.12", Runc, "1.1.12", "", "v1.1.12-0-g51d5e94", "CVE-2024-45310 " + nov2025, ""},
+		{"1.1.14", Runc, "1.1.14", "", "", nov2025, ""},
+		{"1.2.0-rc.2 is in the 1.2 pre-release range of CVE-2024-45310", Runc, "1.2.0-rc.2", "", "", "CVE-2024-45310 " + nov2025, ""},
+		{"1.2.0-rc.3", Runc, "1.2.0-rc.3", "", "", nov2025, ""},
 		{"1.2.8 fixes November 2025", Runc, "1.2.8", "", "", "CVE-2026-41579", ""},
-		{"1.3.2 is in the 1.3 affected range", Runc, "1.3.2", "", "",
-			"CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579", ""},
+		{"1.3.2 is in the 1.3 affected range", Runc, "1.3.2", "", "", nov2025, ""},
 		{"1.3.3", Runc, "1.3.3", "", "", "CVE-2026-41579", ""},
-		{"1.4.0-rc.2", Runc, "1.4.0-rc.2", "", "",
-			"CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579", ""},
+		{"1.4.0-rc.2", Runc, "1.4.0-rc.2", "", "", nov2025, ""},
 		{"1.4.0-rc.3", Runc, "1.4.0-rc.3", "", "", "CVE-2026-41579", ""},
 		{"1.4.3", Runc, "1.4.3", "", "", "", ""},
 		{"1.5.0", Runc, "1.5.0", "", "", "", ""},
-		{"containerd 1.4.2", Containerd, "v1.4.2", "", "", "CVE-2020-15257", ""},
-		{"containerd 1.3.8", Containerd, "1.3.8", "", "", "CVE-2020-15257", ""},
-		{"containerd 1.3.9", Containerd, "1.3.9", "", "", "", ""},
-		{"containerd 1.4.3", Containerd, "1.4.3", "", "", "", ""},
-		{"containerd 1.4.0-beta.2", Containerd, "1.4.0-beta.2", "", "", "CVE-2020-15257", ""},
-		{"Debian containerd 1.6.20", Containerd, "1.6.20~ds1", "1.6.20~ds1-1+deb12u3", "", "", ""},
+
+		{"containerd 1.2.13", Containerd, "1.2.13", "", "",
+			"CVE-2020-15157 CVE-2020-15257 CVE-2021-21334 CVE-2021-32760 CVE-2021-41103 CVE-2022-23471 CVE-2022-23648 CVE-2022-24769 CVE-2022-31030 CVE-2023-25153 CVE-2023-25173 " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
+		{"containerd 1.4.2", Containerd, "v1.4.2", "", "",
+			"CVE-2020-15257 CVE-2021-21334 CVE-2021-32760 CVE-2021-41103 CVE-2022-23471 CVE-2022-23648 CVE-2022-24769 CVE-2022-31030 CVE-2023-25153 CVE-2023-25173 " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
+		{"containerd 1.3.8", Containerd, "1.3.8", "", "",
+			"CVE-2020-15257 CVE-2021-21334 CVE-2021-32760 CVE-2021-41103 CVE-2022-23471 CVE-2022-23648 CVE-2022-24769 CVE-2022-31030 CVE-2023-25153 CVE-2023-25173 " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
+		{"containerd 1.3.9 fixes CVE-2020-15257", Containerd, "1.3.9", "", "",
+			"CVE-2021-21334 CVE-2021-32760 CVE-2021-41103 CVE-2022-23471 CVE-2022-23648 CVE-2022-24769 CVE-2022-31030 CVE-2023-25153 CVE-2023-25173 " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
+		{"containerd 1.4.0-beta.2 predates the 1.4.3 fix", Containerd, "1.4.0-beta.2", "", "",
+			"CVE-2020-15257 CVE-2021-32760 CVE-2021-41103 CVE-2022-23471 CVE-2022-23648 CVE-2022-24769 CVE-2022-31030 CVE-2023-25153 CVE-2023-25173 " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
+		// issue 15: these three reported nothing before
+		{"containerd 1.4.3", Containerd, "1.4.3", "", "",
+			"CVE-2021-21334 CVE-2021-32760 CVE-2021-41103 CVE-2022-23471 CVE-2022-23648 CVE-2022-24769 CVE-2022-31030 CVE-2023-25153 CVE-2023-25173 " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
+		{"containerd 1.5.9", Containerd, "1.5.9", "", "",
+			"CVE-2022-23471 CVE-2022-23648 CVE-2022-24769 CVE-2022-31030 CVE-2023-25153 CVE-2023-25173 " + ctdLate + " GHSA-7ww5-4wqc-m92c", ""},
+		{"containerd 1.6.0", Containerd, "1.6.0", "", "",
+			"CVE-2022-23471 CVE-2022-23648 CVE-2022-24769 CVE-2022-31030 CVE-2023-25153 CVE-2023-25173 " + ctdLate + " GHSA-7ww5-4wqc-m92c", ""},
+		{"containerd 1.5.8 is before the SELinux relabel fix", Containerd, "1.5.8", "", "",
+			"CVE-2021-43816 CVE-2022-23471 CVE-2022-23648 CVE-2022-24769 CVE-2022-31030 CVE-2023-25153 CVE-2023-25173 " + ctdLate + " GHSA-7ww5-4wqc-m92c", ""},
+		{"containerd 1.6.18", Containerd, "1.6.18", "", "", ctdLate + " GHSA-7ww5-4wqc-m92c", ""},
+		{"containerd 1.6.38, the last 1.6", Containerd, "1.6.38", "", "",
+			"CVE-2024-25621 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-53488", ""},
+		{"Debian containerd 1.6.20 carries three backports", Containerd, "1.6.20~ds1", "1.6.20~ds1-1+deb12u3", "1.6.20~ds1-1+deb12u3",
+			"CVE-2026-46680 CVE-2026-47262 CVE-2026-53488 GHSA-7ww5-4wqc-m92c", "CVE-2024-25621 CVE-2024-40635 CVE-2025-64329"},
+		{"Debian's deb12u2 lacks the Attach fix", Containerd, "1.6.20~ds1", "1.6.20~ds1-1+deb12u2", "1.6.20~ds1-1+deb12u2",
+			"CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-53488 GHSA-7ww5-4wqc-m92c", "CVE-2024-25621 CVE-2024-40635"},
+		{"containerd.io 1.7.27", Containerd, "1.7.27", "", "05044ec0a9a75232cad458027ca83437aae3f4da",
+			"CVE-2024-25621 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-53488", ""},
+		{"containerd 2.1.0 has the unpack race", Containerd, "2.1.0", "", "",
+			"CVE-2024-25621 CVE-2025-47290 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-50195 CVE-2026-53488 CVE-2026-53489 CVE-2026-53492", ""},
+		{"containerd 2.1.0-beta.0 too", Containerd, "2.1.0-beta.0", "", "", "CVE-2025-47290", ""},
+		{"containerd 2.1.4", Containerd, "v2.1.4", "", "",
+			"CVE-2024-25621 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-50195 CVE-2026-53488 CVE-2026-53489 CVE-2026-53492", ""},
+		{"containerd 2.0.9 has no checkpoint-restore advisories", Containerd, "2.0.9", "", "", "CVE-2026-47262 CVE-2026-53488", ""},
+		{"containerd 2.2.0 ships the November 2025 fixes", Containerd, "2.2.0", "", "",
+			"CVE-2026-46680 CVE-2026-47262 CVE-2026-50195 CVE-2026-53488 CVE-2026-53489 CVE-2026-53492", ""},
+		{"containerd 2.3.2", Containerd, "2.3.2", "", "", "", ""},
+
+		{"shim 1.4.2", ContainerdShimRuncV2, "v1.4.2", "", "", "CVE-2020-15257@containerd-shim-runc-v2", ""},
+		{"Debian shim 1.6.20", ContainerdShimRuncV2, "1.6.20~ds1", "1.6.20~ds1-1+deb12u3", "1.6.20~ds1-1+deb12u3", "", ""},
+
+		{"Debian crun 1.8.1", Crun, "1.8.1", "", "f8a096be060b22ccd3d5f3ebe44108517fbf6c30", "CVE-2025-24965 CVE-2026-47766", ""},
+		{"crun 1.4.3", Crun, "1.4.3", "", "", "CVE-2022-27650 CVE-2025-24965 CVE-2026-47766", ""},
+		{"crun 1.19", Crun, "1.19", "", "", "CVE-2025-24965 CVE-2026-30892 CVE-2026-47766", ""},
+		{"crun 1.27.1", Crun, "1.27.1", "", "", "CVE-2026-47766", ""},
+		{"crun 1.29.1", Crun, "1.29.1", "", "", "", ""},
+
+		{"seed 003's dockerd 20.10.6", Dockerd, "20.10.6", "", "",
+			"CVE-2021-41089 CVE-2021-41091 CVE-2022-24769@dockerd CVE-2022-36109 CVE-2023-28840 CVE-2023-28841 CVE-2023-28842 CVE-2024-24557 CVE-2024-29018 CVE-2024-41110 CVE-2025-54410 CVE-2026-33997 CVE-2026-34040 CVE-2026-42306 GHSA-jq35-85cj-fj4p GHSA-vp62-88p7-qqf5 GHSA-x86f-5xw2-fm2r GHSA-xmmx-7jpf-fx42 dockerd-v3-file-capabilities", ""},
+		{"Debian docker.io 20.10.24: 20.10 never got the 2024 fixes", Dockerd, "20.10.24+dfsg1", "", "5d6db84",
+			"CVE-2024-24557 CVE-2024-29018 CVE-2024-41110 CVE-2025-54410 CVE-2026-33997 CVE-2026-34040 CVE-2026-42306 GHSA-jq35-85cj-fj4p GHSA-vp62-88p7-qqf5 GHSA-x86f-5xw2-fm2r", ""},
+		{"dockerd 24.0.9 never got the internal-DNS fix", Dockerd, "24.0.9", "", "",
+			"CVE-2024-29018 CVE-2024-41110 CVE-2025-54410 CVE-2026-33997 CVE-2026-34040 CVE-2026-42306 GHSA-vp62-88p7-qqf5 GHSA-x86f-5xw2-fm2r", ""},
+		{"dockerd 28.3.2", Dockerd, "28.3.2", "", "",
+			"CVE-2025-54388 CVE-2026-33997 CVE-2026-34040 CVE-2026-42306 GHSA-vp62-88p7-qqf5 GHSA-x86f-5xw2-fm2r", ""},
+		{"dockerd 29.3.1", Dockerd, "29.3.1", "", "", "CVE-2026-42306 GHSA-vp62-88p7-qqf5 GHSA-x86f-5xw2-fm2r", ""},
+		{"dockerd 29.5.1", Dockerd, "29.5.1", "", "", "", ""},
+		{"dockerd 25.0.17", Dockerd, "25.0.17", "", "", "", ""},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,8 +184,8 @@ func TestMatchShipped(t *testing.T) {
 
 // TestMatchRealDebianRunc: what the runc installed here matches, decided
 // from the data: Debian's 1.1.5+ds1-1+deb12u1 carries the CVE-2024-21626
-// fix (its changelog says so), nothing for November 2025, nor the 1.1.6
-// UnitExists fix.
+// fix (its changelog says so), nothing for 1.1.14's CVE-2024-45310 or
+// November 2025, nor the 1.1.6 UnitExists fix.
 func TestMatchRealDebianRunc(t *testing.T) {
 	requireFile(t, "/usr/sbin/runc")
 	info, err := Prober{}.Probe(context.Background(), Binary{Component: Runc, Path: "/usr/sbin/runc", HostPath: "/usr/sbin/runc"})
@@ -131,7 +196,7 @@ func TestMatchRealDebianRunc(t *testing.T) {
 		t.Skipf("SKIP: this test's expectations are for Debian's runc 1.1.5+ds1-1+deb12u1, host has %q", info.Distro)
 	}
 	aff, back := matchIDs(t, Runc, info.Version.Raw, info.Distro, info.Commit)
-	if got, want := strings.Join(aff, " "), "CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists"; got != want {
+	if got, want := strings.Join(aff, " "), "CVE-2024-45310 CVE-2025-31133 CVE-2025-52565 CVE-2025-52881 CVE-2026-41579 runc-systemd-unit-exists"; got != want {
 		t.Errorf("affected = %q, want %q", got, want)
 	}
 	if got := strings.Join(back, " "); got != "CVE-2024-21626" {
@@ -171,12 +236,15 @@ func TestParseRejectsBadData(t *testing.T) {
 		{"unknown field", `{"schema":1,"advisories":[` + good + `,"fixd":"1"}]}`, "unknown field"},
 		{"bad schema", `{"schema":2,"advisories":[]}`, "schema 2"},
 		{"unknown condition", `{"schema":1,"advisories":[` + good + `,"condition":"pipe_soft_limit"}]}`, "unknown condition"},
-		{"bad component", `{"schema":1,"advisories":[{"id":"X","component":"crun","summary":"s","references":["r"],"affected":[{"introduced":"0"}]}]}`, "component"},
+		{"bad component", `{"schema":1,"advisories":[{"id":"X","component":"kubelet","summary":"s","references":["r"],"affected":[{"introduced":"0"}]}]}`, "component"},
 		{"inverted range", `{"schema":1,"advisories":[{"id":"X","component":"runc","summary":"s","references":["r"],"affected":[{"introduced":"1.2.0","fixed":"1.1.0"}]}]}`, "not below"},
 		{"bad version", `{"schema":1,"advisories":[{"id":"X","component":"runc","summary":"s","references":["r"],"affected":[{"introduced":"0","fixed":"one"}]}]}`, "fixed"},
 		{"bad severity", `{"schema":1,"advisories":[` + good + `,"severity":{"pre-start":"fatal"}}]}`, "severity"},
 		{"bad phase", `{"schema":1,"advisories":[` + good + `,"severity":{"prestart":"blocking"}}]}`, "phase"},
 		{"duplicate", `{"schema":1,"advisories":[` + good + `},` + good + `}]}`, "twice"},
+		{"unknown class", `{"schema":1,"advisories":[` + good + `,"class":"breakout"}]}`, "class"},
+		{"bad series", `{"schema":1,"advisories":[{"id":"X","component":"runc","summary":"s","references":["r"],"affected":[{"series":"1","introduced":"0","fixed":"1.1.12"}]}]}`, "major.minor"},
+		{"fix outside its series", `{"schema":1,"advisories":[{"id":"X","component":"runc","summary":"s","references":["r"],"affected":[{"series":"1.2","introduced":"0","fixed":"1.1.12"}]}]}`, "not in series"},
 		{"no references", `{"schema":1,"advisories":[{"id":"X","component":"runc","summary":"s","affected":[{"introduced":"0"}]}]}`, "references"},
 	}
 	for _, tc := range testCases {

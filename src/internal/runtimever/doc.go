@@ -1,9 +1,11 @@
-// Package runtimever finds the container runtimes on a host (runc and
-// containerd, at configured paths and on PATH under a root prefix), reads
-// their versions without ever hanging (every exec is time-bounded and its
-// process group killed on timeout), compares versions the way runtime
-// releases and distributions spell them, and matches them against the
-// advisory list shipped as data (advisories.json).
+// Package runtimever finds the container runtimes on a host (runc, crun,
+// containerd, containerd-shim-runc-v2 and dockerd, at configured paths and
+// on PATH under a root prefix), reads their versions without ever hanging
+// (every exec is time-bounded and its process group killed on timeout),
+// compares versions the way runtime releases and distributions spell them,
+// and matches them against the advisory list shipped as data
+// (advisories.json), each entry classed by what its flaw lets happen
+// (class.go).
 //
 // What belongs here: probing binaries, version arithmetic, advisory data.
 // What does not: deciding what blocks a rollout; that is the

@@ -18,7 +18,8 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 )
 
-// Components cellguard knows how to probe.
+// The first components cellguard probed; Components (components.go) lists
+// them all.
 const (
 	Runc       = "runc"
 	Containerd = "containerd"
@@ -30,7 +31,7 @@ var DefaultPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/u
 
 // Binary is one runtime binary found on the host.
 type Binary struct {
-	Component string // Runc or Containerd
+	Component string // one of Components
 	Path      string // as the host sees it (without the root prefix)
 	HostPath  string // root prefix + Path: what is executed and read
 	Source    string // "config" or "PATH"
@@ -99,8 +100,8 @@ type Info struct {
 	// could not be determined.
 	Version    Version
 	VersionErr error
-	// VersionSource says where Version came from: "--version", "features",
-	// "buildinfo".
+	// VersionSource says where Version came from: the version flag
+	// ("--version", "-v"), "features", "buildinfo".
 	VersionSource string
 	// Distro is the distribution package version when the binary reports
 	// one ("1.1.5+ds1-1+deb12u1"); backports match against it.
@@ -126,24 +127,25 @@ type Prober struct {
 // does not say its version yields Info.VersionErr.
 func (p Prober) Probe(ctx context.Context, b Binary) (Info, error) {
 	info := Info{Binary: b}
-	out, err := boundedexec.Output(ctx, p.Timeout, b.HostPath, "--version")
-	if err != nil {
+	args := versionArgs(b.Component)
+	out, err := boundedexec.Output(ctx, p.Timeout, b.HostPath, args...)
+	if err != nil && (!versionFlagOptional(b.Component) || errors.Is(err, boundedexec.ErrTimeout) || ctx.Err() != nil) {
 		return info, fmt.Errorf("probe %s version: %w", b.Component, err)
 	}
 	info.RawVersion = strings.TrimSpace(string(out))
-	var ver string
-	switch b.Component {
-	case Runc:
-		ver, info.Commit = ParseRuncVersion(string(out))
-	case Containerd:
-		ver, info.Commit = ParseContainerdVersion(string(out))
-	default:
+	ver, commit, ok := parseVersionOutput(b.Component, string(out))
+	if !ok {
 		return info, fmt.Errorf("probe %s: unknown component", b.Component)
 	}
+	info.Commit = commit
 	info.Distro = DistroVersion(info.Commit)
 	info.Version, info.VersionErr = ParseVersion(ver)
+	if err != nil {
+		// an old shim without the flag: build info may still say
+		info.VersionErr = fmt.Errorf("probe %s version: %w", b.Component, err)
+	}
 	if info.VersionErr == nil {
-		info.VersionSource = "--version"
+		info.VersionSource = strings.Join(args, " ")
 		if strings.HasSuffix(ver, "+unknown") {
 			// containerd built without its version ldflags prints the
 			// source tree's version: a lower bound, matched as if exact.
@@ -241,10 +243,10 @@ func ParseContainerdVersion(out string) (version, revision string) {
 	return "", ""
 }
 
-// ldflagsVersionRe finds the version variables runc and containerd set
-// with -X at build time.
+// ldflagsVersionRe finds the version variables runc, containerd (and its
+// shims) and dockerd set with -X at build time.
 var ldflagsVersionRe = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`-X[= ]'?(?:main\.version|github\.com/containerd/containerd(?:/v2)?/(?:pkg/)?version\.Version)=([^\s']+)`)
+	return regexp.MustCompile(`-X[= ]'?(?:main\.version|github\.com/containerd/containerd(?:/v2)?/(?:pkg/)?version\.Version|github\.com/(?:docker/docker|moby/moby/v2)/dockerversion\.Version)=([^\s']+)`)
 })
 
 var pseudoRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d{14}-[0-9a-f]{12}`) })

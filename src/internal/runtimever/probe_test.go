@@ -173,15 +173,16 @@ func TestProbeParentContextCancelled(t *testing.T) {
 	}
 }
 
-// TestProbeRealDebianBinaries runs the runc and containerd installed on
-// this host (Debian bookworm's packages).
+// TestProbeRealDebianBinaries runs the runc, containerd and runc shim
+// installed on this host (Debian bookworm's packages).
 func TestProbeRealDebianBinaries(t *testing.T) {
 	testCases := []struct {
-		component, path, distroPrefix string
-		features                      bool
+		component, path, distroPrefix, pkg string
+		features                           bool
 	}{
-		{Runc, "/usr/sbin/runc", "1.1.5+ds1-", true},
-		{Containerd, "/usr/bin/containerd", "1.6.20~ds1-", false},
+		{Runc, "/usr/sbin/runc", "1.1.5+ds1-", "runc", true},
+		{Containerd, "/usr/bin/containerd", "1.6.20~ds1-", "containerd", false},
+		{ContainerdShimRuncV2, "/usr/bin/containerd-shim-runc-v2", "1.6.20~ds1-", "containerd", false},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.component, func(t *testing.T) {
@@ -191,7 +192,7 @@ func TestProbeRealDebianBinaries(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s: %q -> version %s (%s), distro %q, notes %q", tc.path, info.RawVersion, info.Version, info.VersionSource, info.Distro, info.Notes)
-			if info.VersionErr != nil || info.VersionSource != "--version" {
+			if info.VersionErr != nil || info.VersionSource != strings.Join(versionArgs(tc.component), " ") {
 				t.Fatalf("version %v from %q", info.VersionErr, info.VersionSource)
 			}
 			if !strings.HasPrefix(info.Distro, tc.distroPrefix) {
@@ -202,8 +203,7 @@ func TestProbeRealDebianBinaries(t *testing.T) {
 			}
 			// The version the binary prints is the one dpkg installed.
 			if dpkgQuery, err := exec.LookPath("dpkg-query"); err == nil {
-				pkg := tc.component
-				out, err := exec.Command(dpkgQuery, "-W", "-f=${Version}", pkg).Output()
+				out, err := exec.Command(dpkgQuery, "-W", "-f=${Version}", tc.pkg).Output()
 				if err == nil && string(out) != info.Distro {
 					t.Errorf("binary reports package %q, dpkg has %q", info.Distro, out)
 				}

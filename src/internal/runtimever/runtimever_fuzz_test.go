@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// addOutputSeeds adds the recorded --version outputs of real runc and
-// containerd builds (testdata/*.txt, testdata/seeds/*.txt).
+// addOutputSeeds adds the recorded version outputs of real runtime builds
+// (testdata/*.txt, testdata/seeds/*.txt).
 func addOutputSeeds(f *testing.F) {
 	f.Helper()
 	var paths []string
@@ -32,12 +32,7 @@ func addOutputSeeds(f *testing.F) {
 // probeOutput runs what Probe does with a binary's --version output, minus
 // the exec, and matches every shipped advisory: none of it may panic.
 func probeOutput(t *testing.T, component, out string) {
-	var ver, commit string
-	if component == Runc {
-		ver, commit = ParseRuncVersion(out)
-	} else {
-		ver, commit = ParseContainerdVersion(out)
-	}
+	ver, commit, _ := parseVersionOutput(component, out)
 	if strings.ContainsAny(ver, " \t\r\n") || strings.ContainsAny(commit, " \t\r\n") {
 		t.Fatalf("%s output %q: version %q, commit %q hold whitespace", component, out, ver, commit)
 	}
@@ -68,6 +63,19 @@ func FuzzParseContainerdVersion(f *testing.F) {
 	addOutputSeeds(f)
 	f.Add("containerd\ncontainerd x\ncontainerd x 1.7.0\n")
 	f.Fuzz(func(t *testing.T, out string) { probeOutput(t, Containerd, out) })
+}
+
+// FuzzParseOtherComponents: `crun --version`, `dockerd --version` and
+// `containerd-shim-runc-v2 -v` of any build.
+func FuzzParseOtherComponents(f *testing.F) {
+	addOutputSeeds(f)
+	f.Add("Docker version , build \n")
+	f.Add("x:\n  Version:  \n  Revision:\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		for _, c := range []string{Crun, Dockerd, ContainerdShimRuncV2} {
+			probeOutput(t, c, out)
+		}
+	})
 }
 
 // FuzzParseVersion: versions ordered by advisories must form a total order
