@@ -3,6 +3,7 @@ package checks
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -10,9 +11,9 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
-// RuntimeVersions probes every runc and containerd binary (configured
-// paths and PATH) and reports each advisory of advisories.json that
-// matches its version.
+// RuntimeVersions probes every runtime binary (runc, crun, containerd,
+// containerd-shim-runc-v2, dockerd; configured paths and PATH) and reports
+// each advisory of advisories.json that matches its version.
 type RuntimeVersions struct {
 	Root string
 	// Binaries are the configured paths per component
@@ -32,7 +33,7 @@ var _ validator.Check = (*RuntimeVersions)(nil)
 func (*RuntimeVersions) Meta() validator.Meta {
 	return validator.Meta{
 		ID:    "runtime-versions",
-		Title: "runc and containerd are not affected by a known advisory",
+		Title: "runc, crun, containerd, its runc shim and dockerd are not affected by a known advisory",
 		Severity: map[validator.Phase]validator.Severity{
 			// At drain the old runtime is on its way out and blocking
 			// would stop the very update that replaces it.
@@ -42,11 +43,14 @@ func (*RuntimeVersions) Meta() validator.Meta {
 		Story: "seed-001: runc 1.0.0-rc93 hung in `runc init` on cells whose pipe soft limit was " +
 			"exhausted; container breakouts (CVE-2019-5736, CVE-2024-21626, the November 2025 runc " +
 			"CVEs) are fixed only by the runtime version. Each finding names an advisory of the " +
-			"release's advisories.json, its fixed versions and references.",
+			"release's advisories.json, its class, fixed versions and references; the class decides " +
+			"the severity (docs/validator.md, Severity rule). `cellguard advisories` lists the set.",
 		References: []string{
 			"https://github.com/opencontainers/runc/pull/2871",
 			"https://github.com/opencontainers/runc/security/advisories",
 			"https://github.com/containerd/containerd/security/advisories",
+			"https://github.com/containers/crun/security/advisories",
+			"https://github.com/moby/moby/security/advisories",
 		},
 		Fix: "Upgrade the runtime (the garden-runc or containerd release, or the OS package) to a " +
 			"version the finding names as fixed. A distribution build that carries the fix is " +
@@ -67,7 +71,15 @@ func (c *RuntimeVersions) Run(ctx context.Context) ([]validator.Finding, error) 
 	conds := &advisoryConditions{root: c.Root}
 	loc := runtimever.Locator{Root: c.Root, Configured: c.Binaries, Path: c.Path}
 	var fs []validator.Finding
-	for _, comp := range []string{runtimever.Runc, runtimever.Containerd} {
+	for _, comp := range unknownRuntimeBinaries(c.Binaries) {
+		fs = append(fs, validator.Finding{
+			Subject: comp, Status: validator.Warn,
+			Detail: fmt.Sprintf("validator.runtime_binaries names %q (%s), which is not a runtime cellguard probes: want one of %s",
+				comp, c.Binaries[comp], strings.Join(runtimever.Components, ", ")),
+			Data: map[string]string{"component": comp, "path": c.Binaries[comp]},
+		})
+	}
+	for _, comp := range runtimever.Components {
 		found, missing := loc.Locate(comp)
 		for _, m := range missing {
 			fs = append(fs, validator.Finding{
@@ -77,6 +89,9 @@ func (c *RuntimeVersions) Run(ctx context.Context) ([]validator.Finding, error) 
 			})
 		}
 		if len(found) == 0 {
+			if !reportAbsent(comp) {
+				continue
+			}
 			fs = append(fs, validator.Finding{
 				Subject: comp, Status: validator.Skip,
 				Detail: fmt.Sprintf("no %s binary configured or on PATH (%s)", comp, strings.Join(runtimeSearchPath(c.Path), ":")),
@@ -144,6 +159,9 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase valida
 		verdict, backport := a.Match(info.Version, info.Distro, info.Commit)
 		d := cloneData(base)
 		d["advisory"] = a.ID
+		if a.Class != "" {
+			d["class"] = a.Class
+		}
 		d["fixed_in"] = strings.Join(a.FixedIn(), ",")
 		d["references"] = strings.Join(a.References, " ")
 		switch verdict {
@@ -161,7 +179,7 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase valida
 		sev := validator.Severity(a.SeverityIn(runtimever.Phase(phase)))
 		detail := fmt.Sprintf("%s: %s at %s is affected; fixed in %s. %s", a.ID, name, info.Path, advisoryFixedText(a), a.Summary)
 		if a.Condition != "" {
-			holds, evidence := conds.eval(a.Condition)
+			holds, evidence := conds.eval(a.Condition, info)
 			d["condition"] = a.Condition
 			d["condition_holds"] = strconv.FormatBool(holds)
 			d["condition_evidence"] = evidence
@@ -205,7 +223,8 @@ func advisoryFixedText(a runtimever.Advisory) string {
 	return "no release yet"
 }
 
-// advisoryConditions evaluates advisory advisoryConditions on the host, once each.
+// advisoryConditions evaluates advisory conditions: host ones once each,
+// binary ones per probed binary.
 type advisoryConditions struct {
 	root string
 	memo map[string]advisoryCondResult
@@ -216,7 +235,14 @@ type advisoryCondResult struct {
 	evidence string
 }
 
-func (c *advisoryConditions) eval(name string) (bool, string) {
+func (c *advisoryConditions) eval(name string, info runtimever.Info) (bool, string) {
+	if name == runtimever.ConditionCrunLibkrun {
+		// a property of this binary, not of the host: not memoised
+		if strings.Contains(info.RawVersion, "+LIBKRUN") {
+			return true, "its --version lists +LIBKRUN"
+		}
+		return false, "its --version does not list +LIBKRUN"
+	}
 	if r, ok := c.memo[name]; ok {
 		return r.holds, r.evidence
 	}
@@ -238,6 +264,26 @@ func (c *advisoryConditions) eval(name string) (bool, string) {
 	}
 	c.memo[name] = r
 	return r.holds, r.evidence
+}
+
+// reportAbsent: runc and containerd are what cells run, so not finding them
+// is worth a line; crun, the runc shim and dockerd are reported only where
+// they are (or are configured and missing).
+func reportAbsent(component string) bool {
+	return component == runtimever.Runc || component == runtimever.Containerd
+}
+
+// unknownRuntimeBinaries lists configured component names runtime-versions
+// does not probe, sorted: a typo would otherwise go unchecked silently.
+func unknownRuntimeBinaries(configured map[string]string) []string {
+	var out []string
+	for comp := range configured {
+		if !runtimever.KnownComponent(comp) {
+			out = append(out, comp)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func runtimeSearchPath(p []string) []string {

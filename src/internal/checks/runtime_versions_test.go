@@ -153,17 +153,18 @@ func TestRuntimeVersionsBinariesMissingOrBroken(t *testing.T) {
 func TestRuntimeVersionsOperatorFile(t *testing.T) {
 	root := t.TempDir()
 	rvFake(t, root, "/usr/bin/containerd", "containerd github.com/containerd/containerd v1.4.2 b321d358e6eef9c82fa3f3bb8826dca3724c58c6")
-	doc := `{"schema":1,"advisories":[{"id":"CVE-2020-15257","component":"containerd","summary":"site says blocking",
+	// shipped: class escape, so blocking at pre-start; the site says warning
+	doc := `{"schema":1,"advisories":[{"id":"CVE-2020-15257","component":"containerd","summary":"site says warning",
 	  "references":["https://github.com/containerd/containerd/security/advisories/GHSA-36xw-fx78-c5r4"],
 	  "affected":[{"introduced":"0","fixed":"1.3.9"},{"introduced":"1.4.0-alpha","fixed":"1.4.3"}],
-	  "severity":{"pre-start":"blocking"}}]}`
+	  "severity":{"pre-start":"warning"}}]}`
 	if err := os.WriteFile(filepath.Join(root, "advisories.json"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		file string
 		want validator.Status
-	}{{"", validator.Warn}, {"/advisories.json", validator.Fail}} {
+	}{{"", validator.Fail}, {"/advisories.json", validator.Warn}} {
 		c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin"}, AdvisoriesFile: tc.file}
 		fs, err := c.Run(context.Background())
 		if err != nil {
@@ -177,9 +178,11 @@ func TestRuntimeVersionsOperatorFile(t *testing.T) {
 }
 
 // TestRuntimeVersionsRealDebianHost runs the check on this host's real
-// runc and containerd (Debian bookworm's packages) and asserts the
-// findings by advisory id, as decided from the data: the CVE-2024-21626
-// backport is recognised, November 2025's CVEs block pre-start.
+// runc, containerd and runc shim (Debian bookworm's packages) and asserts
+// the findings by advisory id, as decided from the data: the Debian
+// backports (runc CVE-2024-21626; containerd CVE-2024-25621, -40635,
+// CVE-2025-64329) are recognised, November 2025's runc CVEs and
+// containerd's CVE-2026-53488 block pre-start.
 func TestRuntimeVersionsRealDebianHost(t *testing.T) {
 	for _, p := range []string{"/usr/sbin/runc", "/usr/bin/containerd"} {
 		testkit.RequireFile(t, p, "apt-get install runc containerd")
@@ -201,7 +204,9 @@ func TestRuntimeVersionsRealDebianHost(t *testing.T) {
 		}
 	}
 	sort.Strings(ids)
-	want := "CVE-2024-21626=pass CVE-2025-31133=fail CVE-2025-52565=fail CVE-2025-52881=fail CVE-2026-41579=warn runc-systemd-unit-exists=warn"
+	want := "CVE-2024-21626=pass CVE-2024-25621=pass CVE-2024-40635=pass CVE-2024-45310=warn CVE-2025-31133=fail CVE-2025-52565=fail " +
+		"CVE-2025-52881=fail CVE-2025-64329=pass CVE-2026-41579=warn CVE-2026-46680=warn CVE-2026-47262=warn CVE-2026-53488=fail " +
+		"GHSA-7ww5-4wqc-m92c=warn runc-systemd-unit-exists=warn"
 	if got := strings.Join(ids, " "); got != want {
 		t.Errorf("advisories:\n got %s\nwant %s", got, want)
 	}
@@ -213,8 +218,13 @@ func TestRuntimeVersionsRealDebianHost(t *testing.T) {
 		summaries = append(summaries, f.Detail)
 	}
 	joined := strings.Join(summaries, "\n")
-	if !strings.Contains(joined, "containerd 1.6.20~ds1 (package 1.6.20~ds1-1+deb12u3) at /usr/bin/containerd") || !strings.Contains(joined, "no known advisory") {
-		t.Errorf("containerd summary missing:\n%s", joined)
+	for _, want := range []string{
+		"containerd 1.6.20~ds1 (package 1.6.20~ds1-1+deb12u3) at /usr/bin/containerd (PATH, version from --version): 4 advisories",
+		"containerd-shim-runc-v2 1.6.20~ds1 (package 1.6.20~ds1-1+deb12u3) at /usr/bin/containerd-shim-runc-v2 (PATH, version from -v): no known advisory",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("summary %q missing:\n%s", want, joined)
+		}
 	}
 	t.Logf("findings:\n%s", rvDescribe(fs))
 
@@ -237,4 +247,82 @@ func rvDescribe(fs []validator.Finding) string {
 		b.WriteString(string(f.Status) + " " + f.Subject + ": " + f.Detail + "\n")
 	}
 	return b.String()
+}
+
+// TestRuntimeVersionsOtherComponents: crun, the runc shim and dockerd are
+// probed where found, silently skipped where absent, and an unknown
+// configured component is a warning, not ignored.
+func TestRuntimeVersionsOtherComponents(t *testing.T) {
+	root := t.TempDir()
+	shim := filepath.Join(root, "usr/bin/containerd-shim-runc-v2")
+	if err := os.MkdirAll(filepath.Dir(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// the shim answers -v only, as containerd's does
+	script := "#!/bin/sh\n[ \"$1\" = -v ] || exit 2\nprintf 'containerd-shim-runc-v2:\\n  Version:  v1.4.2\\n  Revision: b321d358e6eef9c82fa3f3bb8826dca3724c58c6\\n'\n"
+	if err := os.WriteFile(shim, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rvFake(t, root, "/usr/sbin/dockerd", "Docker version 20.10.6, build 370c289")
+	c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin", "/usr/sbin"},
+		Binaries: map[string]string{"runcc": "/usr/bin/runc"}}
+	fs, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := rvByAdvisory(fs)
+	for id, want := range map[string]validator.Status{
+		"CVE-2020-15257@containerd-shim-runc-v2": validator.Fail,
+		"dockerd-v3-file-capabilities":           validator.Warn,
+		"CVE-2021-41091":                         validator.Fail,
+	} {
+		if f := by[id]; len(f) != 1 || f[0].Status != want {
+			t.Errorf("%s: %+v, want one %s", id, f, want)
+		}
+	}
+	if f := by["dockerd-v3-file-capabilities"]; len(f) == 1 && f[0].Data["class"] != "malfunction" {
+		t.Errorf("class = %q, want malfunction", f[0].Data["class"])
+	}
+	var absent, unknown []string
+	for _, f := range by[""] {
+		if f.Status == validator.Skip {
+			absent = append(absent, f.Subject)
+		}
+		if f.Status == validator.Warn && f.Subject == "runcc" {
+			unknown = append(unknown, f.Detail)
+		}
+	}
+	sort.Strings(absent)
+	if got := strings.Join(absent, " "); got != "containerd runc" {
+		t.Errorf("skips for absent components: %q, want only containerd and runc (crun is optional)", got)
+	}
+	if len(unknown) != 1 || !strings.Contains(unknown[0], "not a runtime cellguard probes") {
+		t.Errorf("unknown component runcc: %q", unknown)
+	}
+}
+
+// TestRuntimeVersionsCrunLibkrun: CVE-2025-24965 is in crun's krun
+// handler; it blocks only a crun built with libkrun (+LIBKRUN in its
+// --version), and is otherwise a warning.
+func TestRuntimeVersionsCrunLibkrun(t *testing.T) {
+	for _, tc := range []struct {
+		features string
+		want     validator.Status
+		holds    string
+	}{
+		{"+SYSTEMD +SELINUX +APPARMOR +CAP +SECCOMP +EBPF +YAJL", validator.Warn, "false"},
+		{"+SYSTEMD +SELINUX +APPARMOR +CAP +SECCOMP +EBPF +CRIU +LIBKRUN +YAJL", validator.Fail, "true"},
+	} {
+		root := t.TempDir()
+		rvFake(t, root, "/usr/bin/crun", "crun version 1.19.1\ncommit: 3e32a70c93f5aa5fea69b50256cca7fd4aa23c80\nrundir: /run/crun\nspec: 1.0.0\n"+tc.features)
+		c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin"}}
+		fs, err := c.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := rvByAdvisory(fs)["CVE-2025-24965"]
+		if len(f) != 1 || f[0].Status != tc.want || f[0].Data["condition_holds"] != tc.holds {
+			t.Errorf("%s: %+v, want %s with condition_holds=%s", tc.features, f, tc.want, tc.holds)
+		}
+	}
 }
