@@ -82,13 +82,7 @@ var (
 //	spec: 1.0.0
 //	+SYSTEMD +SELINUX +APPARMOR +CAP +SECCOMP +EBPF +YAJL
 func ParseCrunVersion(out string) (version, commit string) {
-	if m := crunVersionRe().FindStringSubmatch(out); m != nil {
-		version = m[1]
-	}
-	if m := runcCommitRe().FindStringSubmatch(out); m != nil {
-		commit = m[1]
-	}
-	return version, commit
+	return submatches(out, crunVersionRe(), runcCommitRe())
 }
 
 // ParseShimVersion extracts version and revision from
@@ -100,13 +94,19 @@ func ParseCrunVersion(out string) (version, commit string) {
 //	  Revision: 1.6.20~ds1-1+deb12u3
 //	  Go version: go1.19.8
 func ParseShimVersion(out string) (version, revision string) {
-	if m := shimVersionRe().FindStringSubmatch(out); m != nil {
-		version = m[1]
+	return submatches(out, shimVersionRe(), shimRevRe())
+}
+
+// submatches returns the first group of a's and of b's first match in out
+// ("" where one does not match).
+func submatches(out string, a, b *regexp.Regexp) (string, string) {
+	var got [2]string
+	for i, re := range []*regexp.Regexp{a, b} {
+		if m := re.FindStringSubmatch(out); m != nil {
+			got[i] = m[1]
+		}
 	}
-	if m := shimRevRe().FindStringSubmatch(out); m != nil {
-		revision = m[1]
-	}
-	return version, revision
+	return got[0], got[1]
 }
 
 // ParseDockerdVersion extracts version and build commit from
