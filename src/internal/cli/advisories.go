@@ -195,6 +195,7 @@ func writeAdvisoriesJSON(w io.Writer, path string, disabled []string, entries []
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
 		return ExitFailed
 	}
