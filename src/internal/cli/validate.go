@@ -13,6 +13,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/metrics"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
@@ -204,7 +205,7 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		promFile = vc.PrometheusFile
 	}
 	if promFile != "" {
-		if err := report.WritePrometheusFile(promFile, rep, now); err != nil {
+		if err := metrics.WriteValidateTextfile(promFile, rep, now); err != nil {
 			logger.Error("write-prometheus-textfile", err)
 			errorf(env, "%v", err)
 			hintf(env, "the validation itself ran; check that the textfile collector's directory exists")

@@ -64,10 +64,6 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func TestPrometheusGolden(t *testing.T) {
-	golden(t, "blocked_drain.prom", Prometheus(blockedDrain(), ranAt))
-}
-
 func TestJSONGolden(t *testing.T) {
 	var b bytes.Buffer
 	if err := JSON(&b, blockedDrain(), ranAt); err != nil {
@@ -84,49 +80,6 @@ func TestJSONGolden(t *testing.T) {
 	}
 	if !back.Blocked || len(back.Results) != 4 || back.Results[0].Findings[0].Data["actual"] != "/system.slice/garden.service" {
 		t.Fatalf("round trip lost data: %+v", back.Report)
-	}
-}
-
-func TestPrometheusValues(t *testing.T) {
-	out := string(Prometheus(blockedDrain(), ranAt))
-	for _, want := range []string{
-		`cellguard_check_status{check="cgroup-integrity",phase="drain"} 2`,
-		`cellguard_check_status{check="runtime-ghosts",phase="drain"} 1`,
-		`cellguard_check_status{check="stuck-runc-init",phase="drain"} 3`,
-		`cellguard_check_status{check="sysctl",phase="drain"} 0`,
-		`cellguard_check_blocking{check="cgroup-integrity",phase="drain"} 1`,
-		`cellguard_check_blocking{check="stuck-runc-init",phase="drain"} 0`,
-		`cellguard_check_findings{check="cgroup-integrity",phase="drain"} 1`,
-		`cellguard_validate_blocked{phase="drain"} 1`,
-		`cellguard_validate_timestamp_seconds{phase="drain"} 1796022000`,
-	} {
-		if !strings.Contains(out, want+"\n") {
-			t.Errorf("missing %s", want)
-		}
-	}
-	if strings.Count(out, "# TYPE ") != 6 {
-		t.Errorf("want 6 metric families:\n%s", out)
-	}
-}
-
-func TestWritePrometheusFileIsAtomicReplace(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cellguard.prom")
-	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := WritePrometheusFile(path, blockedDrain(), ranAt); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(b, Prometheus(blockedDrain(), ranAt)) {
-		t.Fatalf("file holds %q (%v)", b, err)
-	}
-	ents, _ := os.ReadDir(filepath.Dir(path))
-	if len(ents) != 1 {
-		t.Fatalf("temp files left behind: %v", ents)
-	}
-	if err := WritePrometheusFile(filepath.Join(t.TempDir(), "no/such/dir/x.prom"), blockedDrain(), ranAt); err == nil {
-		t.Fatal("writing into a missing directory succeeded")
 	}
 }
 
