@@ -23,6 +23,9 @@ type CgroupIntegrity struct {
 	Fix bool
 	// Sleep waits before an escape is confirmed; nil means time.Sleep.
 	Sleep func(time.Duration)
+	// Confirm are the waits before an escape counts; nil means
+	// recheckDelays.
+	Confirm []time.Duration
 }
 
 var _ validator.Check = (*CgroupIntegrity)(nil)
@@ -86,7 +89,11 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 		if sleep == nil {
 			sleep = time.Sleep
 		}
-		for _, d := range recheckDelays {
+		delays := ci.Confirm
+		if delays == nil {
+			delays = recheckDelays
+		}
+		for _, d := range delays {
 			sleep(d)
 			if escapes = ci.confirm(v, escapes); len(escapes) == 0 {
 				break

@@ -26,6 +26,10 @@ type Deps struct {
 	RuncInitMaxAge time.Duration
 	// Fix lets cgroup-integrity move escaped processes back.
 	Fix bool
+	// Confirm are the waits before a suspected escape counts (each one a
+	// re-read); nil means the validator's 1.5s in four rounds. watch passes
+	// a shorter schedule to report within a second (docs/validator.md).
+	Confirm []time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Sleep waits before a suspected escape is confirmed; nil means
@@ -63,7 +67,7 @@ func All(d Deps) []validator.Check {
 		d.Sleep = func(time.Duration) {}
 	}
 	return []validator.Check{
-		&CgroupIntegrity{host: h, Fix: d.Fix, Sleep: d.Sleep},
+		&CgroupIntegrity{host: h, Fix: d.Fix, Sleep: d.Sleep, Confirm: d.Confirm},
 		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots},
 		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},
 		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase},
@@ -72,3 +76,11 @@ func All(d Deps) []validator.Check {
 		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},
 	}
 }
+
+// OnEvent names the checks `cellguard watch` runs after each systemd
+// event (a job finished, a unit appeared, a cgroup setting changed): they
+// read only the shared scan, and what they look at is what systemd changes
+// when it realizes cgroups. The others read binaries, sysctls and unit
+// properties over D-Bus, which change with deploys, so watch runs them on
+// its period only.
+var OnEvent = []string{"cgroup-integrity", "runtime-ghosts", "stuck-runc-init"}
