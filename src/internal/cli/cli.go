@@ -60,6 +60,7 @@ func Commands() []*Command {
 		stopCommand(),
 		sysctlCommand(),
 		validateCommand(),
+		watchCommand(),
 		advisoriesCommand(),
 		versionCommand(),
 		configCommand(),

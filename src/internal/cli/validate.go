@@ -12,7 +12,6 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
@@ -107,30 +106,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 
 func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, cfg *config.Config, phase validator.Phase) int {
 	vc := cfg.Validator
-	d := checks.Deps{
-		Root:             f.root,
-		RuntimeRoots:     vc.RuntimeRoots,
-		Namespaces:       vc.Namespaces,
-		ExtraCgroupRoots: vc.ExtraCgroupRoots,
-		RuncInitMaxAge:   vc.RuncInitMaxAge.Duration,
-		Fix:              f.fix || vc.Fix,
-		Phase:            phase,
-		RuntimeBinaries:  vc.RuntimeBinaries,
-		AdvisoriesFile:   vc.AdvisoriesFile,
-		Daemons:          auditedDaemons(cfg.AuditedDaemons()),
-		Sysctl:           sysctlSettings(cfg.Sysctl),
-	}
-	if hostroot.IsLive(f.root) {
-		// The host's manager, over D-Bus; a fixture root has none.
-		d.Systemd = dbusSystemdVersion{}
-		d.SystemdUnits = checks.DialSystemd(systemd.Options{})
-	}
-	if len(f.runtimeRoots) > 0 {
-		d.RuntimeRoots = splitList(f.runtimeRoots)
-	}
-	if len(d.RuntimeRoots) == 0 {
-		d.RuntimeRoots = defaultRuntimeRoots()
-	}
+	d := validatorDeps(f.root, cfg, phase, f.runtimeRoots, f.fix)
 	registry := checks.All(d)
 	if err := validator.Validate(registry); err != nil {
 		logger.Error("invalid-registry", err)
@@ -138,11 +114,7 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		return ExitCantRun
 	}
 	ids := validator.IDs(registry)
-	policy := validator.Policy{Ignore: append(splitList(vc.Ignore), splitList(f.ignore)...)}
-	if list, ok := vc.Blocking[string(phase)]; ok {
-		policy.Blocking = map[validator.Phase][]string{phase: splitList(list)}
-	}
-	opts, err := policy.Options(registry, phase)
+	opts, err := validatorPolicy(vc, phase, f.ignore).Options(registry, phase)
 	var perr *validator.PolicyError
 	switch {
 	case errors.As(err, &perr) && perr.List == "ignore":

@@ -22,6 +22,7 @@ type Config struct {
 	Supervisor Supervisor `json:"supervisor"`
 	Sysctl     Sysctl     `json:"sysctl"`
 	Validator  Validator  `json:"validator"`
+	Watch      Watch      `json:"watch"`
 }
 
 // Log mirrors the common --log-* flags.
@@ -76,6 +77,23 @@ type Validator struct {
 	Daemons          []string            `json:"daemons"` // daemon names whose units are audited
 	AdvisoriesFile   string              `json:"advisories_file"`
 	ExtraCgroupRoots []string            `json:"extra_cgroup_roots"`
+}
+
+// Watch configures `cellguard watch`; the checks read Validator's settings.
+type Watch struct {
+	Listen        string   `json:"listen"`          // /metrics address, e.g. "127.0.0.1:9323"; empty: none
+	Heal          bool     `json:"heal"`            // move escaped processes back
+	HealPerMinute int      `json:"heal_per_minute"` // heal budget; 0: the default
+	Period        Duration `json:"period"`          // full scan period; 0: the default
+	Textfile      string   `json:"textfile"`        // node_exporter textfile path; empty: none
+	TLS           TLSFiles `json:"tls"`             // all three set: mutual TLS on /metrics
+}
+
+// TLSFiles are PEM file paths.
+type TLSFiles struct {
+	Cert string `json:"cert"`
+	Key  string `json:"key"`
+	CA   string `json:"ca"`
 }
 
 // Duration is a time.Duration written as "30s" in JSON.
@@ -175,6 +193,12 @@ func (c *Config) Validate() error {
 		if d.Type == "forking" && d.PIDFile == "" {
 			return fmt.Errorf("daemon %q: type forking needs a pidfile", d.Name)
 		}
+	}
+	if t := c.Watch.TLS; (t.Cert != "" || t.Key != "" || t.CA != "") && (t.Cert == "" || t.Key == "" || t.CA == "") {
+		return fmt.Errorf("watch.tls: set cert, key and ca together (mutual TLS), or none")
+	}
+	if c.Watch.HealPerMinute < 0 {
+		return fmt.Errorf("watch.heal_per_minute %d: must not be negative", c.Watch.HealPerMinute)
 	}
 	return nil
 }

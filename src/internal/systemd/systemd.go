@@ -49,6 +49,9 @@ type Conn struct {
 
 	jobsMu sync.Mutex
 	jobs   map[godbus.ObjectPath]chan<- JobResult // waiting for JobRemoved
+
+	watchMu sync.Mutex
+	watch   chan *godbus.Signal // every signal, for Watch (signals.go); nil when none
 }
 
 // DialTimeout bounds each address's connect and authentication handshake
@@ -161,10 +164,13 @@ func connect(ctx context.Context, address string) (*Conn, error) {
 	return c, nil
 }
 
-// dispatch hands each JobRemoved to the job's waiter; godbus closes
-// signals when the connection closes.
+// dispatch hands each JobRemoved to the job's waiter, and every signal to
+// Watch's reader when there is one; godbus closes signals when the
+// connection closes.
 func (c *Conn) dispatch(signals <-chan *godbus.Signal) {
+	defer c.endWatch()
 	for sig := range signals {
+		c.toWatch(sig)
 		if sig.Name != managerIface+".JobRemoved" {
 			continue
 		}

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/metrics"
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
+	"github.com/cloudfoundry/cellguard/src/internal/watch"
+)
+
+func watchCommand() *Command {
+	return &Command{Name: "watch", Summary: "live guard: re-check after every systemd event; metrics; optional healing", Run: runWatch}
+}
+
+const watchHelp = `
+Runs until SIGTERM. It scans at start, after systemd events (a job finished,
+a unit appeared, a unit's cgroup settings changed; bursts coalesce into one
+scan) and every --period. Event scans run %s; the period runs every check.
+The checks and their settings are validate's (the config's validator
+section), judged with drain's severities: what the next drain would say.
+
+It logs a finding once when it appears ("finding") and once when it clears
+("finding-cleared"). --heal moves escaped container processes back into
+their recorded cgroups as validate --fix does, verifies from /proc, logs
+"healed", at most --heal-per-minute processes a minute; it never signals or
+kills a process.
+
+Metrics: /metrics on --listen (mutual TLS with --tls-cert, --tls-key and
+--tls-ca, the scraper's CA), and the same families in --textfile for
+node_exporter, written atomically. Faults (systemd or D-Bus gone, the port
+in use, /proc unreadable, a runtime root gone) are logged, counted and
+retried; watch keeps running.
+
+--once runs one full scan, prints the metrics to stdout and exits 0.
+
+Flags override the config's watch section (cellguard.watch.* properties).
+
+Exit codes:
+  0  stopped by SIGTERM/SIGINT, or --once done
+  2  bad flags or config
+`
+
+type watchFlags struct {
+	common
+	root, listen, textfile, systemdAddress string
+	tlsCert, tlsKey, tlsCA                 string
+	runtimeRoots                           stringList
+	heal, once                             bool
+	period                                 time.Duration
+	healPerMinute                          int
+}
+
+func runWatch(ctx context.Context, env *Env, args []string) int {
+	f := &watchFlags{}
+	fs := newFlagSet(env, "watch", "watch [--listen ADDR] [--heal] [--period D] [flags]", &f.common)
+	fs.StringVar(&f.root, "root", "/", "root prefix for /proc, /sys/fs/cgroup and runtime roots (tests: a fixture tree)")
+	fs.StringVar(&f.listen, "listen", "", "serve /metrics on this address, e.g. 127.0.0.1:9323 (default: the config's watch.listen; empty: none)")
+	fs.BoolVar(&f.heal, "heal", false, "move escaped container processes back into their recorded cgroups (never kills)")
+	fs.DurationVar(&f.period, "period", watch.DefaultPeriod, "full scan period")
+	fs.IntVar(&f.healPerMinute, "heal-per-minute", watch.DefaultHealPerMinute, "at most this many processes healed a minute")
+	fs.StringVar(&f.textfile, "textfile", "", "write the metrics to this node_exporter textfile (*.prom), atomically")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve /metrics over TLS with this certificate (PEM)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "and this key (PEM)")
+	fs.StringVar(&f.tlsCA, "tls-ca", "", "and require client certificates signed by this CA (PEM)")
+	fs.StringVar(&f.systemdAddress, "systemd-address", "", "D-Bus address of systemd (default: the system bus, then systemd's private socket, when systemd is init under --root)")
+	fs.Var(&f.runtimeRoots, "runtime-root", "runc state root to scan (repeatable); default the config's, else "+strings.Join(defaultRuntimeRoots(), ", "))
+	fs.BoolVar(&f.once, "once", false, "one full scan, metrics to stdout, then exit")
+	base := fs.Usage
+	fs.Usage = func() {
+		base()
+		fmt.Fprintf(env.Stderr, watchHelp, strings.Join(checks.OnEvent, ", "))
+	}
+	if ok, code := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		errorf(env, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return ExitCantRun
+	}
+	logger, cfg, closer, err := f.setup(env, "watch")
+	if err != nil {
+		errorf(env, "%v", err)
+		hintf(env, "fix the cellguard job's watch or validator properties or --config")
+		return ExitCantRun
+	}
+	defer closer()
+	wcfg, err := f.config(fs, cfg, logger)
+	if err != nil {
+		logger.Error("bad-config", err)
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	w := watch.New(wcfg)
+	w.Run(ctx)
+	if f.once {
+		b, err := metrics.Encode(w.Metrics().All, false)
+		if err != nil {
+			errorf(env, "%v", err)
+			return ExitCantRun
+		}
+		env.Stdout.Write(b) //nolint:errcheck // stdout closed: nothing to tell
+	}
+	return ExitOK
+}
+
+// config merges flags over the config file's watch section and builds
+// the checks as validate does.
+func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.Logger) (watch.Config, error) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	wc := cfg.Watch
+	if set["listen"] {
+		wc.Listen = f.listen
+	}
+	if set["heal"] {
+		wc.Heal = f.heal
+	}
+	if set["period"] || wc.Period.Duration == 0 {
+		wc.Period.Duration = f.period
+	}
+	if set["heal-per-minute"] || wc.HealPerMinute == 0 {
+		wc.HealPerMinute = f.healPerMinute
+	}
+	if set["textfile"] {
+		wc.Textfile = f.textfile
+	}
+	if set["tls-cert"] || set["tls-key"] || set["tls-ca"] {
+		wc.TLS = config.TLSFiles{Cert: f.tlsCert, Key: f.tlsKey, CA: f.tlsCA}
+	}
+	if wc.Period.Duration <= 0 || wc.HealPerMinute <= 0 {
+		return watch.Config{}, fmt.Errorf("--period and --heal-per-minute must be above zero")
+	}
+	if err := (&config.Config{Watch: wc}).Validate(); err != nil {
+		return watch.Config{}, err
+	}
+
+	// The same checks as validate, with drain's severities and policy.
+	base := validatorDeps(f.root, cfg, validator.Drain, f.runtimeRoots, false)
+	base.Confirm = watch.ConfirmSchedule
+	registry := func(heal bool) []validator.Check {
+		d := base
+		d.Fix = heal
+		return checks.All(d)
+	}
+	reg := registry(false)
+	if err := validator.Validate(reg); err != nil {
+		return watch.Config{}, err
+	}
+	opts, err := validatorPolicy(cfg.Validator, validator.Drain, nil).Options(reg, validator.Drain)
+	var perr *validator.PolicyError
+	switch {
+	case errors.As(err, &perr) && perr.List == "blocking":
+		return watch.Config{}, fmt.Errorf("validator.blocking.drain: %w", perr.Err)
+	case err != nil:
+		return watch.Config{}, fmt.Errorf("validator.%w", err)
+	}
+	out := watch.Config{
+		Registry:      registry,
+		OnEvent:       checks.OnEvent,
+		Options:       opts,
+		Period:        wc.Period.Duration,
+		Heal:          wc.Heal,
+		HealPerMinute: wc.HealPerMinute,
+		Listen:        wc.Listen,
+		Textfile:      wc.Textfile,
+		Root:          f.root,
+		RuntimeRoots:  base.RuntimeRoots,
+		Once:          f.once,
+		Logger:        logger,
+	}
+	if wc.TLS.Cert != "" {
+		out.TLS = &watch.TLSFiles{Cert: wc.TLS.Cert, Key: wc.TLS.Key, CA: wc.TLS.CA}
+	}
+	switch {
+	case f.systemdAddress != "":
+		out.Systemd = watch.DBus{Options: systemd.Options{Address: f.systemdAddress}}
+	case hostroot.IsLive(f.root) && systemd.Booted("/"):
+		out.Systemd = watch.DBus{}
+	}
+	return out, nil
+}

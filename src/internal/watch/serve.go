@@ -1,0 +1,114 @@
+package watch
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Backoff bounds for retrying what failed (a bind, a dial).
+var (
+	RetryMin = 500 * time.Millisecond
+	RetryMax = 30 * time.Second
+)
+
+// serve keeps /metrics up: a port in use or unreadable certificates are
+// logged, shown as cellguard_metrics_listener_up 0 (in the textfile) and
+// retried with backoff; the scans go on meanwhile.
+func (w *Watcher) serve(ctx context.Context) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(w.m.All, promhttp.HandlerOpts{}))
+	wait := RetryMin
+	for ctx.Err() == nil {
+		ln, err := w.listen()
+		if err != nil {
+			w.m.ListenerUp.Set(0)
+			w.log.Error("metrics-listen-failed", err, lager.Data{"address": w.cfg.Listen, "retry_in": wait.String(),
+				"hint": "another process holds the port, or the TLS files are missing: pick cellguard.watch.listen or fix the files"})
+			if !sleep(ctx, wait) {
+				return
+			}
+			wait = min(wait*2, RetryMax)
+			continue
+		}
+		wait = RetryMin
+		w.m.ListenerUp.Set(1)
+		w.log.Info("metrics-listening", lager.Data{"address": ln.Addr().String(), "tls": w.cfg.TLS != nil})
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ln) }()
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = srv.Shutdown(sctx)
+			cancel()
+			return
+		case err := <-done:
+			w.m.ListenerUp.Set(0)
+			w.log.Error("metrics-server-stopped", err, lager.Data{"address": w.cfg.Listen})
+		}
+	}
+}
+
+func (w *Watcher) listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", w.cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", w.cfg.Listen, err)
+	}
+	if w.cfg.TLS == nil {
+		return ln, nil
+	}
+	// Read the files on every (re)bind: BOSH renders new ones on deploy.
+	conf, err := ServerTLS(*w.cfg.TLS)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return tls.NewListener(ln, conf), nil
+}
+
+// ServerTLS is mutual TLS as CF jobs serve metrics to the prom scraper
+// (go-metric-registry's WithTLSServer: tlsconfig's internal-service
+// defaults, and a client certificate signed by the metric scraper CA
+// required): TLS 1.2 or later, client certificates verified against CA.
+func ServerTLS(f TLSFiles) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	if err != nil {
+		return nil, fmt.Errorf("load metrics certificate: %w", err)
+	}
+	pem, err := os.ReadFile(f.CA)
+	if err != nil {
+		return nil, fmt.Errorf("read metrics client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New("read metrics client CA: no certificate in " + f.CA)
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+	}, nil
+}
+
+// sleep waits d or until ctx ends; false means ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

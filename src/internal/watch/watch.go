@@ -1,0 +1,314 @@
+// Package watch is `cellguard watch`: a daemon that runs the validator's
+// checks (the same registry, the same shared scan, the same validator.Run)
+// whenever systemd may have moved processes, and on a period, and reports
+// what changed: a log line when a finding appears and when it clears,
+// Prometheus metrics on /metrics and in a node_exporter textfile, and,
+// when asked, heals escaped processes through cgroup-integrity's fix.
+//
+// Policy (which checks, severities, where to listen) comes from the
+// caller (cli/watch.go); this package owns the loop, coalescing,
+// reconnecting and the bookkeeping of what it already reported.
+package watch
+
+import (
+	"context"
+	"crypto/tls"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/metrics"
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
+)
+
+// Triggers label cellguard_scans_total.
+const (
+	TriggerStart     = "start"
+	TriggerPeriod    = "period"
+	TriggerReconnect = "reconnect"
+)
+
+// Triggers are every trigger label value: start, period, reconnect and
+// each systemd event kind.
+var Triggers = []string{TriggerStart, TriggerPeriod, TriggerReconnect,
+	string(systemd.JobFinished), string(systemd.UnitNew), string(systemd.CgroupChanged),
+	string(systemd.Reloaded), string(systemd.ManagerRestarted)}
+
+// Defaults.
+const (
+	DefaultPeriod = 60 * time.Second
+	// DefaultDebounce gathers the signals one unit start sends (UnitNew,
+	// PropertiesChanged, JobRemoved: within a few ms) into one scan.
+	DefaultDebounce = 20 * time.Millisecond
+	// DefaultHealPerMinute bounds heals: a fight with something that keeps
+	// moving processes out must not become a busy loop.
+	DefaultHealPerMinute = 60
+	// eventCPUShare bounds the CPU event-driven scans may take on average:
+	// after a scan that used c of CPU, the next event scan waits until
+	// c/eventCPUShare has passed since this one began. A storm of unit
+	// starts then costs at most about a tenth of a core, however big the
+	// cell (docs/performance.md).
+	eventCPUShare = 0.1
+	// textfileEvery is how often an unchanged state is written to the
+	// textfile again (node_exporter is scraped every 15-60s); a change is
+	// written at once.
+	textfileEvery = 10 * time.Second
+)
+
+// ConfirmSchedule is watch's wait before a suspected escape counts: 600ms
+// in three re-reads, against the validator's 1.5s in four, so a finding
+// is reported within a second of the job that caused it. A `runc exec`
+// still joining is recognised by its comm (runc init) regardless.
+var ConfirmSchedule = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}
+
+// Config is what the caller decides.
+type Config struct {
+	// Registry returns the checks for one scan, each call with a scan of
+	// its own; heal says whether cgroup-integrity may move processes back.
+	Registry func(heal bool) []validator.Check
+	// OnEvent are the check ids run after systemd events; the period runs
+	// them all.
+	OnEvent []string
+	// Options are validator.Run's: phase for severities, ignore, overrides.
+	Options validator.Options
+	Period  time.Duration
+	// Debounce is how long after the first event a scan starts.
+	Debounce time.Duration
+	// Heal moves escaped processes back (cgroup-integrity's --fix).
+	Heal          bool
+	HealPerMinute int
+	// Systemd yields systemd's events; nil means none (periodic scans
+	// only, e.g. systemd is not init here).
+	Systemd Source
+	// Listen is the /metrics address; empty serves nothing.
+	Listen string
+	// TLS, when set, serves /metrics over mutual TLS.
+	TLS *TLSFiles
+	// Textfile is the node_exporter textfile path; empty writes none.
+	Textfile string
+	// Root and RuntimeRoots: which runtime roots to report present.
+	Root         string
+	RuntimeRoots []string
+	// Once runs one full scan and returns.
+	Once   bool
+	Logger lager.Logger
+}
+
+// TLSFiles are PEM files for mutual TLS on /metrics: the server's
+// certificate and key, and the CA that signs scrapers' client
+// certificates (CF's metric_scraper_ca).
+type TLSFiles struct {
+	Cert, Key, CA string
+}
+
+// Watcher is one running daemon.
+type Watcher struct {
+	cfg     Config
+	log     lager.Logger
+	m       *metrics.Watch
+	open    map[string]openFinding
+	roots   map[string]bool
+	bucket  *bucket
+	lastTF  time.Time
+	tfBad   bool
+	changed bool // the open findings changed since the textfile was written
+	tlsConf *tls.Config
+}
+
+// New builds a watcher; Run starts it.
+func New(cfg Config) *Watcher {
+	if cfg.Period <= 0 {
+		cfg.Period = DefaultPeriod
+	}
+	if cfg.Debounce <= 0 {
+		cfg.Debounce = DefaultDebounce
+	}
+	if cfg.HealPerMinute <= 0 {
+		cfg.HealPerMinute = DefaultHealPerMinute
+	}
+	return &Watcher{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		m:      metrics.NewWatch(Triggers),
+		open:   map[string]openFinding{},
+		roots:  map[string]bool{},
+		bucket: newBucket(cfg.HealPerMinute, time.Now()),
+	}
+}
+
+// Metrics are the watcher's families (for --once and tests).
+func (w *Watcher) Metrics() *metrics.Watch { return w.m }
+
+// Run scans at start, after systemd events and on the period until ctx
+// ends. It returns only then: faults (systemd gone, a port in use, an
+// unreadable /proc) are logged, counted and retried, never fatal.
+func (w *Watcher) Run(ctx context.Context) {
+	w.log.Info("watching", lager.Data{"period": w.cfg.Period.String(), "heal": w.cfg.Heal,
+		"on_event": w.cfg.OnEvent, "listen": w.cfg.Listen, "tls": w.cfg.TLS != nil, "textfile": w.cfg.Textfile})
+	if w.cfg.Once {
+		w.scan(ctx, TriggerStart, true)
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if w.cfg.Listen != "" {
+		go w.serve(ctx)
+	}
+	events := make(chan systemd.Event, systemd.EventBuffer)
+	if w.cfg.Systemd != nil {
+		go w.follow(ctx, events)
+	} else {
+		w.log.Info("no-systemd-events", lager.Data{"reason": "systemd is not init here: periodic scans only"})
+	}
+	w.scan(ctx, TriggerStart, true)
+
+	period := time.NewTicker(w.cfg.Period)
+	defer period.Stop()
+	var (
+		pending string      // trigger of the first event not yet scanned
+		timer   *time.Timer // fires the event scan
+		fire    <-chan time.Time
+		next    time.Time // no event scan before this (CPU budget)
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			w.log.Info("stopping")
+			return
+		case <-period.C:
+			w.scan(ctx, TriggerPeriod, true)
+			pending = "" // the full scan covered it
+			if timer != nil {
+				timer.Stop()
+				fire = nil
+			}
+		case e := <-events:
+			if pending != "" {
+				continue // a scan is already due
+			}
+			pending = string(e.Kind)
+			at := time.Now().Add(w.cfg.Debounce)
+			if at.Before(next) {
+				at = next
+			}
+			timer = time.NewTimer(time.Until(at))
+			fire = timer.C
+		case <-fire:
+			trig := pending
+			pending, fire = "", nil
+			start := time.Now()
+			cpu := w.scan(ctx, trig, false)
+			next = start.Add(time.Duration(float64(cpu) / eventCPUShare))
+		}
+	}
+}
+
+// scan runs the checks once and reports; it returns the CPU time it took.
+func (w *Watcher) scan(ctx context.Context, trigger string, full bool) time.Duration {
+	cpu0 := processCPU()
+	start := time.Now()
+	heal := w.cfg.Heal && w.bucket.available(start)
+	registry := w.cfg.Registry(heal)
+	if !full {
+		registry = subset(registry, w.cfg.OnEvent)
+	}
+	rep := validator.Run(ctx, registry, w.cfg.Options)
+	if ctx.Err() != nil {
+		return 0
+	}
+	end := time.Now()
+	w.report(rep, trigger, heal, end)
+	w.checkRoots()
+	cpu := processCPU() - cpu0
+	w.m.Scans.WithLabelValues(trigger).Inc()
+	w.m.ScanDuration.Observe(end.Sub(start).Seconds())
+	w.m.ScanCPU.Add(cpu.Seconds())
+	w.m.LastScan.Set(float64(end.UnixNano()) / 1e9)
+	w.log.Debug("scan", lager.Data{"trigger": trigger, "checks": len(registry), "heal": heal,
+		"duration": end.Sub(start).Seconds(), "cpu": cpu.Seconds()})
+	w.writeTextfile(end)
+	return cpu
+}
+
+func subset(registry []validator.Check, ids []string) []validator.Check {
+	var out []validator.Check
+	for _, c := range registry {
+		if slices.Contains(ids, c.Meta().ID) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// checkRoots reports runtime roots appearing and disappearing.
+func (w *Watcher) checkRoots() {
+	for _, r := range w.cfg.RuntimeRoots {
+		fi, err := os.Stat(filepath.Join(w.root(), r))
+		present := err == nil && fi.IsDir()
+		was, seen := w.roots[r]
+		w.roots[r] = present
+		w.m.RuntimeRootPresent.WithLabelValues(r).Set(boolFloat(present))
+		switch {
+		case seen && was == present:
+		case present:
+			w.log.Info("runtime-root-present", lager.Data{"root": r})
+		case seen:
+			w.log.Info("runtime-root-gone", lager.Data{"root": r})
+		}
+	}
+}
+
+func (w *Watcher) root() string {
+	if w.cfg.Root == "" {
+		return "/"
+	}
+	return w.cfg.Root
+}
+
+// writeTextfile writes the textfile when the reported state changed or
+// textfileEvery passed; a failure is logged when it starts and when it
+// ends, and counted each time.
+func (w *Watcher) writeTextfile(now time.Time) {
+	if w.cfg.Textfile == "" {
+		return
+	}
+	if !w.changed && now.Sub(w.lastTF) < textfileEvery && !w.tfBad {
+		return
+	}
+	w.changed = false
+	if err := metrics.WriteTextfile(w.cfg.Textfile, w.m.Own); err != nil {
+		w.m.TextfileWriteFails.Inc()
+		if !w.tfBad {
+			w.log.Error("textfile-write-failed", err, lager.Data{"path": w.cfg.Textfile,
+				"hint": "the job's pre-start creates the directory; watch retries after every scan"})
+		}
+		w.tfBad = true
+		return
+	}
+	if w.tfBad {
+		w.log.Info("textfile-written-again", lager.Data{"path": w.cfg.Textfile})
+	}
+	w.tfBad = false
+	w.lastTF = now
+}
+
+// processCPU is the user+system time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
