@@ -38,23 +38,23 @@ func StatusValue(s validator.Status) float64 {
 // Checks are the per-check families, labelled {check, phase}. validate
 // sets them for its phase; watch for phase "watch".
 type Checks struct {
-	status, findings, blocking, duration *prometheus.GaugeVec
+	Status, Findings, Blocking, Duration *prometheus.GaugeVec
 }
 
 // NewChecks registers the per-check families on reg.
 func NewChecks(reg prometheus.Registerer) *Checks {
 	labels := []string{"check", "phase"}
 	c := &Checks{
-		status: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellguard_check_status",
+		Status: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellguard_check_status",
 			Help: "Outcome of a cellguard validator check: 0 pass, 1 warn, 2 fail, 3 error."}, labels),
-		findings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellguard_check_findings",
+		Findings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellguard_check_findings",
 			Help: "Problem findings (fail, warn, error) a check reported."}, labels),
-		blocking: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellguard_check_blocking",
+		Blocking: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellguard_check_blocking",
 			Help: "1 when this check's result blocks the rollout (blocking severity, failed or errored, not ignored)."}, labels),
-		duration: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellguard_check_duration_seconds",
+		Duration: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellguard_check_duration_seconds",
 			Help: "How long a check ran."}, labels),
 	}
-	reg.MustRegister(c.status, c.findings, c.blocking, c.duration)
+	reg.MustRegister(c.Status, c.Findings, c.Blocking, c.Duration)
 	return c
 }
 
@@ -63,10 +63,10 @@ func NewChecks(reg prometheus.Registerer) *Checks {
 func (c *Checks) Observe(phase validator.Phase, results []validator.Result) {
 	for _, r := range results {
 		l := prometheus.Labels{"check": r.ID, "phase": string(phase)}
-		c.status.With(l).Set(StatusValue(r.Status))
-		c.findings.With(l).Set(float64(report.Count(r)))
-		c.blocking.With(l).Set(boolValue(r.Blocking))
-		c.duration.With(l).Set(r.Duration)
+		c.Status.With(l).Set(StatusValue(r.Status))
+		c.Findings.With(l).Set(float64(report.Count(r)))
+		c.Blocking.With(l).Set(boolValue(r.Blocking))
+		c.Duration.With(l).Set(r.Duration)
 	}
 }
 

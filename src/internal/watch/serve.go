@@ -6,9 +6,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -43,7 +45,10 @@ func (w *Watcher) serve(ctx context.Context) {
 		wait = RetryMin
 		w.m.ListenerUp.Set(1)
 		w.log.Info("metrics-listening", lager.Data{"address": ln.Addr().String(), "tls": w.cfg.TLS != nil})
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+			// A scraper without a client certificate is the scraper's
+			// problem: a debug line, not a line on stderr per attempt.
+			ErrorLog: log.New(debugWriter{w.log}, "", 0)}
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(ln) }()
 		select {
@@ -99,6 +104,13 @@ func ServerTLS(f TLSFiles) (*tls.Config, error) {
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    pool,
 	}, nil
+}
+
+type debugWriter struct{ l lager.Logger }
+
+func (d debugWriter) Write(p []byte) (int, error) {
+	d.l.Debug("metrics-http-error", lager.Data{"error": strings.TrimSpace(string(p))})
+	return len(p), nil
 }
 
 // sleep waits d or until ctx ends; false means ctx ended.
