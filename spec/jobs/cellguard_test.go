@@ -138,21 +138,40 @@ var configKey = map[string]string{
 	"cellguard.validator.runc_init_max_age":   "validator.runc_init_max_age",
 	"cellguard.validator.extra_cgroup_roots":  "validator.extra_cgroup_roots",
 	"cellguard.validator.advisories_file":     "validator.advisories_file",
+	"cellguard.watch.listen":                  "watch.listen",
+	"cellguard.watch.heal":                    "watch.heal",
+	"cellguard.watch.heal_per_minute":         "watch.heal_per_minute",
+	"cellguard.watch.period":                  "watch.period",
+}
+
+// renderedElsewhere are the properties that do not land in the config key
+// for key, and where they go instead (each tested in watch_test.go).
+var renderedElsewhere = map[string]string{
+	"cellguard.watch.enabled":             "monit",
+	"cellguard.watch.textfile_dir":        "watch.textfile (the directory plus cellguard_watch.prom) and pre-start's mkdir",
+	"cellguard.watch.metrics.tls.cert":    "config/certs/metrics.crt, watch.tls",
+	"cellguard.watch.metrics.tls.key":     "config/certs/metrics.key, watch.tls",
+	"cellguard.watch.metrics.tls.ca_cert": "config/certs/metrics_ca.crt, watch.tls",
+	"cellguard.watch.metrics.server_name": "config/prom_scraper_config.yml",
+	"cellguard.watch.metrics.source_id":   "config/prom_scraper_config.yml, config/metric_targets.yml",
 }
 
 func TestEveryPropertyIsMappedAndDescribed(t *testing.T) {
 	j := loadJob(t)
 	for name, def := range j.Manifest.Properties {
-		if _, ok := configKey[name]; !ok {
+		_, inConfig := configKey[name]
+		if _, elsewhere := renderedElsewhere[name]; !inConfig && !elsewhere {
 			t.Errorf("property %s is not in configKey: say where it lands in config/cellguard.json", name)
 		}
-		if !regexp.MustCompile(`^\((string|boolean|list|hash)[^)]*\) \S`).MatchString(def.Description) {
+		if !regexp.MustCompile(`^\((string|boolean|integer|list|hash)[^)]*\) \S`).MatchString(def.Description) {
 			t.Errorf("property %s: description must start with its type, e.g. \"(string) ...\": %q", name, def.Description)
 		}
 	}
-	for name := range configKey {
-		if _, ok := j.Manifest.Properties[name]; !ok {
-			t.Errorf("configKey names %s, which the job spec does not declare", name)
+	for _, m := range []map[string]string{configKey, renderedElsewhere} {
+		for name := range m {
+			if _, ok := j.Manifest.Properties[name]; !ok {
+				t.Errorf("%s is mapped, but the job spec does not declare it", name)
+			}
 		}
 	}
 }
@@ -170,6 +189,9 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 	configCheck(t, cfg)
 	m := decode(t, cfg)
 	for name, def := range j.Manifest.Properties {
+		if _, elsewhere := renderedElsewhere[name]; elsewhere {
+			continue
+		}
 		got, ok := lookup(m, configKey[name])
 		if def.Default == nil {
 			if ok {
@@ -302,12 +324,10 @@ func TestPropertySets(t *testing.T) {
 			r := mustRender(t, tc.props)
 			configCheck(t, r["config/cellguard.json"])
 			checkIDsKnown(t, r["config/cellguard.json"])
-			for _, script := range []string{"bin/pre-start", "bin/drain"} {
+			for _, script := range []string{"bin/pre-start", "bin/drain", "bin/watch_ctl"} {
 				bashN(t, script, r[script])
 			}
-			if strings.TrimSpace(stripComments(string(r["monit"]))) != "" {
-				t.Errorf("monit must be empty (no long-lived process), got:\n%s", r["monit"])
-			}
+			mustContain(t, string(r["monit"]), "check process cellguard-watch")
 			tc.check(t, decode(t, r["config/cellguard.json"]), r)
 		})
 	}
