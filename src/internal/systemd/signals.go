@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +62,12 @@ var cgroupProperties = map[string]bool{
 	"IPAccounting": true, "Slice": true,
 }
 
+// cgroupInterfaces are the unit types with a cgroup of their own.
+var cgroupInterfaces = []string{
+	"org.freedesktop.systemd1.Service", "org.freedesktop.systemd1.Scope", "org.freedesktop.systemd1.Slice",
+	"org.freedesktop.systemd1.Socket", "org.freedesktop.systemd1.Mount", "org.freedesktop.systemd1.Swap",
+}
+
 const (
 	propertiesIface = "org.freedesktop.DBus.Properties"
 	busIface        = "org.freedesktop.DBus"
@@ -90,10 +97,18 @@ func (c *Conn) Watch(ctx context.Context) (<-chan Event, error) {
 		rules := [][]godbus.MatchOption{
 			{godbus.WithMatchInterface(managerIface), godbus.WithMatchMember("UnitNew")},
 			{godbus.WithMatchInterface(managerIface), godbus.WithMatchMember("Reloading")},
-			{godbus.WithMatchInterface(propertiesIface), godbus.WithMatchMember("PropertiesChanged"),
-				godbus.WithMatchPathNamespace(unitPathPrefix)},
 			{godbus.WithMatchInterface(busIface), godbus.WithMatchMember("NameOwnerChanged"),
 				godbus.WithMatchArg(0, managerName)},
+		}
+		// PropertiesChanged only on the interfaces of units that have
+		// cgroups, where ControlGroup lives: the Unit interface's, which
+		// every state change sends with ~60 properties, were most of the
+		// signals (and of watch's CPU) in a storm of unit starts
+		// (docs/performance.md).
+		for _, iface := range cgroupInterfaces {
+			rules = append(rules, []godbus.MatchOption{godbus.WithMatchInterface(propertiesIface),
+				godbus.WithMatchMember("PropertiesChanged"), godbus.WithMatchPathNamespace(unitPathPrefix),
+				godbus.WithMatchArg(0, iface)})
 		}
 		for _, r := range rules {
 			if err := c.bus.AddMatchSignalContext(ctx, r...); err != nil {
@@ -219,7 +234,7 @@ func toEvent(s *godbus.Signal) (Event, bool) {
 		if !strings.HasPrefix(string(s.Path), unitPathPrefix+"/") || len(s.Body) < 3 {
 			return e, false
 		}
-		if !touchesCgroups(s.Body[1], s.Body[2]) {
+		if iface, _ := s.Body[0].(string); !slices.Contains(cgroupInterfaces, iface) || !touchesCgroups(s.Body[1], s.Body[2]) {
 			return e, false
 		}
 		e.Kind = CgroupChanged

@@ -109,6 +109,9 @@ func New(ctx context.Context, box *sdbox.Box) (*Kit, error) {
 	return k, nil
 }
 
+// Box is the kit's box.
+func (k *Kit) Box() *sdbox.Box { return k.box }
+
 // Close ends the kit's connection.
 func (k *Kit) Close() { k.conn.Close() }
 
