@@ -282,4 +282,5 @@ func TestErrandRunsTheValidator(t *testing.T) {
 	}
 	mustContain(t, string(out), "cellguard-validate: no cellguard job on this VM")
 	mustContain(t, string(out), "cellguard: error:")
+	mustContain(t, string(out), ": exit 2 (0 passed, 1 a blocking check failed, 2 could not run)")
 }
