@@ -224,9 +224,9 @@ func (v vcap) runArgs(t *testing.T, script string, args ...string) (string, int)
 	return string(out), 0
 }
 
-// The errand renders, its script is valid bash, and it runs the real
-// validator with the cellguard job's config when there is one.
-func TestErrandRenders(t *testing.T) {
+// renderErrand renders the cellguard-validate job with no properties.
+func renderErrand(t *testing.T) (*render.Job, render.Rendered) {
+	t.Helper()
 	j, err := render.Load(filepath.Join(repoRoot, "jobs", "cellguard-validate"))
 	if err != nil {
 		t.Fatal(err)
@@ -235,12 +235,19 @@ func TestErrandRenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return j, r
+}
+
+// The errand renders, its script is valid bash, and it runs the real
+// validator with the cellguard job's config when there is one.
+func TestErrandRenders(t *testing.T) {
+	j, r := renderErrand(t)
 	bashN(t, "bin/run", r["bin/run"])
 	mustContain(t, string(r["bin/run"]), "args=(validate --phase pre-start --format human")
 	if strings.TrimSpace(stripComments(string(r["monit"]))) != "" {
 		t.Errorf("an errand has no monit process:\n%s", r["monit"])
 	}
-	r, err = j.Render(`{cellguard_validate: {phase: drain, format: json}}`)
+	r, err := j.Render(`{cellguard_validate: {phase: drain, format: json}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,14 +261,7 @@ func TestErrandRenders(t *testing.T) {
 // Run as BOSH would, with the real binary against an empty root: the
 // report reaches stdout for every VM, and the exit code is validate's.
 func TestErrandRunsTheValidator(t *testing.T) {
-	j, err := render.Load(filepath.Join(repoRoot, "jobs", "cellguard-validate"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := j.Render("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := renderErrand(t)
 	root := t.TempDir()
 	script := strings.ReplaceAll(string(r["bin/run"]), "/var/vcap/", root+"/vcap/")
 	// Point validate at an empty root through a wrapper: no /proc there, so

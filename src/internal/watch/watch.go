@@ -12,7 +12,6 @@ package watch
 
 import (
 	"context"
-	"crypto/tls"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,7 +116,6 @@ type Watcher struct {
 	lastTF  time.Time
 	tfBad   bool
 	changed bool // the open findings changed since the textfile was written
-	tlsConf *tls.Config
 }
 
 // New builds a watcher; Run starts it.

@@ -57,17 +57,7 @@ func config(startArgs string) string {
 //	go test -run '^$' -bench StartStop -benchtime 1x ./src/tests/perf
 func BenchmarkStartStop(b *testing.B) {
 	sdbox.RequireRoot(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	box, err := sdbox.Start(ctx, "perf")
-	cancel()
-	if err != nil {
-		b.Fatalf("boot systemd box: %v", err)
-	}
-	b.Cleanup(func() {
-		if err := box.Stop(); err != nil {
-			b.Errorf("stop box: %v", err)
-		}
-	})
+	box := bootPerfBox(b, "perf")
 	cellguard := box.InstallCellguard(b)
 	if err := box.CopyIn(buildCellbench(b), "/usr/local/bin/cellbench", 0o755); err != nil {
 		b.Fatal(err)

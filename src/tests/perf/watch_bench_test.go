@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/boxwatch"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/escapes"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
@@ -32,8 +33,6 @@ var (
 	// CELLGUARD_BENCH_WATCH_STORM is how long 10 unit starts a second run.
 	watchStorm = envDuration("CELLGUARD_BENCH_WATCH_STORM", time.Minute)
 )
-
-const benchListen = "127.0.0.1:9323"
 
 // BenchmarkWatch measures `cellguard watch` on a real systemd (sdbox) and
 // prints each number next to the validator's one-shot cost from the same
@@ -75,7 +74,7 @@ func BenchmarkWatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer kit.Close()
-	if err := box.WriteFile("/etc/cellguard-bench.json", []byte("{}"), 0o644); err != nil {
+	if err := box.WriteFile(boxwatch.Config, []byte("{}"), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	oneShot := validateInBox(b, box, cellguard, 11)
@@ -83,13 +82,13 @@ func BenchmarkWatch(b *testing.B) {
 	n := 0
 	det := watchRun(b, box, cellguard, "/var/log/watch-detect.log")
 	detection := det.rounds(b, kit, &n, watchRounds, "finding")
-	det.stop()
+	det.Stop()
 	heal := watchRun(b, box, cellguard, "/var/log/watch-heal.log", "--heal")
 	healing := heal.rounds(b, kit, &n, watchRounds, "healed")
-	heal.stop()
+	heal.Stop()
 	st := watchRun(b, box, cellguard, "/var/log/watch-storm.log")
 	storm := st.storm(b, kit, &n)
-	st.stop()
+	st.Stop()
 	wg.Wait()
 
 	b.Logf("load at end: %s", loadavg())
@@ -130,7 +129,7 @@ func validateInBox(b *testing.B, box *sdbox.Box, cellguard string, runs int) one
 	var r oneShotResult
 	for i := 0; i < runs; i++ {
 		cmd := box.Command(context.Background(), cellguard, "validate", "--phase", "drain", "--runtime-root", escapes.RuncRoot,
-			"--config", "/etc/cellguard-bench.json", "--log-file", "/dev/null")
+			"--config", boxwatch.Config, "--log-file", "/dev/null")
 		start := time.Now()
 		cmd.Run() //nolint:errcheck // the verdict does not matter here
 		r.wall = append(r.wall, int64(time.Since(start)))
@@ -146,106 +145,17 @@ func cpuOf(ps *os.ProcessState) time.Duration {
 	return ps.UserTime() + ps.SystemTime()
 }
 
-// boxWatch is a watch running in the box.
-type boxWatch struct {
-	box     *sdbox.Box
-	log     string
-	pidfile string
-	cancel  context.CancelFunc
-	done    chan struct{}
-	offset  int
-}
+// benchWatch is a watch in the box on the kit's runc root.
+type benchWatch struct{ *boxwatch.Watch }
 
-func watchRun(b *testing.B, box *sdbox.Box, cellguard, log string, args ...string) *boxWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &boxWatch{box: box, log: log, pidfile: log + ".pid", cancel: cancel, done: make(chan struct{})}
-	argv := append([]string{"sh", "-c", `echo $$ > "$0"; exec "$@"`, w.pidfile, cellguard, "watch", "--config", "/etc/cellguard-bench.json",
-		"--listen", benchListen, "--runtime-root", escapes.RuncRoot, "--log-file", log, "--log-time-format", "rfc3339", "--log-level", "debug"}, args...)
-	cmd := box.Command(ctx, argv...)
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	go func() { cmd.Wait(); close(w.done) }() //nolint:errcheck
-	b.Cleanup(w.stop)
-	w.waitLog(b, "systemd-connected", nil, 30*time.Second)
-	return w
-}
-
-func (w *boxWatch) stop() {
-	w.box.Exec(context.Background(), "sh", "-c", `kill -TERM "$(cat "$0")"`, w.pidfile) //nolint:errcheck
-	select {
-	case <-w.done:
-	case <-time.After(10 * time.Second):
-	}
-	w.cancel()
-}
-
-// pid is watch's pid in the box.
-func (w *boxWatch) pid(b *testing.B) int {
-	bs, err := w.box.ReadFile(w.pidfile)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := strconv.Atoi(strings.TrimSpace(string(bs)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return p
-}
-
-type logLine struct {
-	Timestamp time.Time      `json:"timestamp"`
-	Message   string         `json:"message"`
-	Data      map[string]any `json:"data"`
-}
-
-func (w *boxWatch) waitLog(b *testing.B, msg string, match func(logLine) bool, within time.Duration) (logLine, bool) {
-	deadline := time.Now().Add(within)
-	for {
-		bs, _ := w.box.ReadFile(w.log)
-		sc := bufio.NewScanner(bytes.NewReader(bs))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		i := 0
-		for sc.Scan() {
-			i++
-			if i <= w.offset {
-				continue
-			}
-			var l logLine
-			if json.Unmarshal(sc.Bytes(), &l) != nil {
-				continue
-			}
-			if strings.TrimPrefix(l.Message, "cellguard.watch.") == msg && (match == nil || match(l)) {
-				w.offset = i
-				return l, true
-			}
-		}
-		if time.Now().After(deadline) {
-			b.Logf("no %q in %s within %s", msg, w.log, within)
-			return logLine{}, false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+func watchRun(b *testing.B, box *sdbox.Box, cellguard, log string, args ...string) benchWatch {
+	w := boxwatch.Start(b, box, cellguard, log, append([]string{"--runtime-root", escapes.RuncRoot}, args...)...)
+	w.MustLog(b, "systemd-connected", nil, 30*time.Second)
+	return benchWatch{w}
 }
 
 // boxMetric reads one unlabelled sample from /metrics in the box.
-func boxMetric(box *sdbox.Box, name string) (float64, error) {
-	resp, err := box.HTTPClient().Get("http://" + benchListen + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(l, name+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in /metrics", name)
-}
+func boxMetric(box *sdbox.Box, name string) (float64, error) { return boxwatch.Metric(box, name, nil) }
 
 type roundsResult struct {
 	log, metric, both []int64 // detection
@@ -253,7 +163,7 @@ type roundsResult struct {
 }
 
 // rounds makes count escapes one after another and times each.
-func (w *boxWatch) rounds(b *testing.B, kit *escapes.Kit, n *int, count int, msg string) roundsResult {
+func (w benchWatch) rounds(b *testing.B, kit *escapes.Kit, n *int, count int, msg string) roundsResult {
 	ctx := context.Background()
 	var res roundsResult
 	metricName := "cellguard_escaped_processes"
@@ -302,7 +212,7 @@ func (w *boxWatch) rounds(b *testing.B, kit *escapes.Kit, n *int, count int, msg
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		l, ok := w.waitLog(b, msg, func(l logLine) bool { return l.Data["subject"] == r.Container }, 10*time.Second)
+		l, ok := w.WaitLog(msg, func(l boxwatch.Line) bool { return l.Data["subject"] == r.Container }, 10*time.Second)
 		if !ok || metricAt.IsZero() {
 			b.Errorf("round %d: escape not seen (log %v, metric %v)", *n, ok, !metricAt.IsZero())
 		} else {
@@ -319,10 +229,8 @@ func (w *boxWatch) rounds(b *testing.B, kit *escapes.Kit, n *int, count int, msg
 			}
 		}
 		if os.Getenv("CELLGUARD_BENCH_DEBUG") != "" {
-			bs, _ := w.box.ReadFile(w.log)
-			for _, line := range strings.Split(string(bs), "\n") {
-				var l logLine
-				if json.Unmarshal([]byte(line), &l) == nil && l.Timestamp.After(t0.Add(-2*time.Second)) {
+			for _, l := range w.Lines() {
+				if l.Timestamp.After(t0.Add(-2 * time.Second)) {
 					b.Logf("%+.3f %s %v", l.Timestamp.Sub(t0).Seconds(), l.Message, l.Data["trigger"])
 				}
 			}
@@ -344,11 +252,11 @@ type stormResult struct {
 // /bin/true in a slice of its own, so none moves a container) while
 // escape rounds run one after another, and reads watch's CPU from
 // /proc/<pid>/stat in the box before and after.
-func (w *boxWatch) storm(b *testing.B, kit *escapes.Kit, n *int) stormResult {
+func (w benchWatch) storm(b *testing.B, kit *escapes.Kit, n *int) stormResult {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pid := w.pid(b)
-	cpu0, scans0 := procCPU(b, kit.Box(), pid), w.scans(b)
+	pid := w.PID(b)
+	cpu0, scans0 := procCPU(b, kit.Box(), pid), w.scans()
 	start := time.Now()
 	var starts int
 	var mu sync.Mutex
@@ -379,14 +287,19 @@ func (w *boxWatch) storm(b *testing.B, kit *escapes.Kit, n *int) stormResult {
 	wg.Wait()
 	res.window = time.Since(start)
 	res.cpuShare = (procCPU(b, kit.Box(), pid) - cpu0).Seconds() / res.window.Seconds()
-	res.scans = w.scans(b) - scans0
+	res.scans = w.scans() - scans0
 	res.starts = starts
 	return res
 }
 
-func (w *boxWatch) scans(b *testing.B) int {
-	bs, _ := w.box.ReadFile(w.log)
-	return bytes.Count(bs, []byte(`"message":"cellguard.watch.scan"`))
+func (w benchWatch) scans() int {
+	n := 0
+	for _, l := range w.Lines() {
+		if l.Message == "scan" {
+			n++
+		}
+	}
+	return n
 }
 
 // procCPU is utime+stime of pid in the box (its /proc, seen from here).
