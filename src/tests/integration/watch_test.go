@@ -130,10 +130,10 @@ func TestWatchDetectsHealsAndReconnects(t *testing.T) {
 	w.MustLog(t, "systemd-connection-lost", nil, 30*time.Second)
 	w.MustLog(t, "systemd-reconnected", nil, 60*time.Second)
 	waitMetric(t, box, "cellguard_systemd_reconnects_total", nil, 1)
-	r4, at := round(4)
-	if moved, err := kit.Moved(r4); err != nil || len(moved) == 0 {
-		t.Fatalf("after the D-Bus restart the trigger did not move c4 (%v, %v)", moved, err)
-	}
+	// No look at c4's cgroups here: on a loaded machine the trigger's job
+	// can end after watch, woken by the trigger's UnitNew, has already
+	// healed it; the healed line below is the proof of the move.
+	_, at = round(4)
 	h = w.MustLog(t, "healed", boxwatch.Subject("c4"), 15*time.Second)
 	t.Logf("after a D-Bus restart: %q %v after the job", h.Message, h.Timestamp.Sub(at).Round(time.Millisecond))
 	waitMetric(t, box, "cellguard_healed_processes_total", nil, 3)
