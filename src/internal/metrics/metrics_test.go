@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -39,29 +40,12 @@ func blockedDrain() validator.Report {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs; got:\n%s", path, got)
-	}
-}
-
 func TestValidateTextfileGolden(t *testing.T) {
 	b, err := Encode(ValidateTextfile(blockedDrain(), ranAt), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "validate_blocked_drain.prom", b)
+	testkit.Golden(t, "validate_blocked_drain.prom", b, *update)
 }
 
 // The names, labels and values validate wrote before client_golang took

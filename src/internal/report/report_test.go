@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -47,29 +46,12 @@ func blockedDrain() validator.Report {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs; got:\n%s", path, got)
-	}
-}
-
 func TestJSONGolden(t *testing.T) {
 	var b bytes.Buffer
 	if err := JSON(&b, blockedDrain(), ranAt); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "blocked_drain.json", b.Bytes())
+	testkit.Golden(t, "blocked_drain.json", b.Bytes(), *update)
 	// And it decodes back into the framework's types.
 	var back struct {
 		validator.Report

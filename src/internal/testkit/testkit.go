@@ -1,11 +1,12 @@
 // Package testkit holds what tests share, and nothing the product ships
 // (packages/cellguard/spec excludes testkit/**; spec/release proves it on
 // the built tarball). This package: the rules for tests that need more
-// than a temporary directory. Its subpackages: sdbox boots a real systemd
-// in systemd-nspawn, fakehost builds fake host trees (/proc, cgroups, runc
-// state, /proc/sys) from a few processes up to cell scale, hungsock is a
-// socket that never answers, fuzzseed and benchcycle serve fuzz and
-// benchmark code.
+// than a temporary directory, and golden files (Golden). Its subpackages:
+// sdbox boots a real systemd in systemd-nspawn, fakehost builds fake host
+// trees (/proc, cgroups, runc state, /proc/sys) from a few processes up to
+// cell scale, escapes makes seed-000 escapes in a box and boxwatch runs
+// `cellguard watch` there, hungsock is a socket that never answers,
+// fuzzseed and benchcycle serve fuzz and benchmark code.
 package testkit
 
 import (
