@@ -21,6 +21,10 @@ type Hierarchy struct {
 	Dir string
 	// Unified is true for the v2 hierarchy.
 	Unified bool
+	// Aliases are other directories naming the same mount: the symlinks
+	// cpu and cpuacct -> cpu,cpuacct that systemd makes beside a
+	// co-mounted hierarchy. A state file may record a path through one.
+	Aliases []string
 }
 
 // Key is the key runc uses for this hierarchy in state.json cgroup_paths
@@ -57,8 +61,13 @@ func Discover(root string) (*Layout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list cgroup hierarchies in %s: %w", base, err)
 	}
+	var links []os.DirEntry
 	for _, e := range ents {
 		// Symlinks such as cpu -> cpu,cpuacct name a hierarchy twice.
+		if e.Type()&os.ModeSymlink != 0 {
+			links = append(links, e)
+			continue
+		}
 		if !e.IsDir() {
 			continue
 		}
@@ -78,6 +87,17 @@ func Discover(root string) (*Layout, error) {
 		l.Hierarchies = append(l.Hierarchies, h)
 	}
 	sort.Slice(l.Hierarchies, func(i, j int) bool { return l.Hierarchies[i].Name < l.Hierarchies[j].Name })
+	for _, e := range links {
+		target, err := os.Readlink(filepath.Join(base, e.Name()))
+		if err != nil || strings.Contains(target, "/") {
+			continue // only a sibling's name is an alias (cpu -> cpu,cpuacct)
+		}
+		for _, h := range l.Hierarchies {
+			if h.Dir == MountDir+"/"+target {
+				h.Aliases = append(h.Aliases, MountDir+"/"+e.Name())
+			}
+		}
+	}
 	return l, nil
 }
 
@@ -106,17 +126,22 @@ func (l *Layout) ForKey(key string) *Hierarchy {
 func (l *Layout) Split(abs string) (*Hierarchy, string, bool) {
 	abs = filepath.Clean(abs)
 	var best *Hierarchy
+	bestDir := ""
 	for _, h := range l.Hierarchies {
-		if abs == h.Dir || strings.HasPrefix(abs, h.Dir+"/") {
-			if best == nil || len(h.Dir) > len(best.Dir) {
-				best = h
+		for i := -1; i < len(h.Aliases); i++ {
+			dir := h.Dir
+			if i >= 0 {
+				dir = h.Aliases[i]
+			}
+			if (abs == dir || strings.HasPrefix(abs, dir+"/")) && len(dir) > len(bestDir) {
+				best, bestDir = h, dir
 			}
 		}
 	}
 	if best == nil {
 		return nil, "", false
 	}
-	rel := strings.TrimPrefix(abs, best.Dir)
+	rel := strings.TrimPrefix(abs, bestDir)
 	if rel == "" {
 		rel = "/"
 	}

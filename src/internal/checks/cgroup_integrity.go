@@ -109,6 +109,7 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 			fs = append(fs, e.finding(validator.Fail, "escaped"))
 		}
 	}
+	fs = append(fs, runtimesFound(v.disc)...)
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d containers, %d container processes checked on a %s cgroup host", nContainers, nProcs, v.layout.Mode),

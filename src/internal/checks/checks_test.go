@@ -435,8 +435,8 @@ func TestCgroupIntegrityContainerWithoutMountedCgroups(t *testing.T) {
 		"cgroup_paths":{"memory":"/sys/fs/cgroup/memory/garden/x"}}`)
 	h.Write("run/runc/y/state.json", `{"id":"y","init_process_pid":8,"init_process_start":1}`)
 	fs := run(t, deps(h), "cgroup-integrity")
-	if len(fs) != 3 || fs[0].Status != validator.Warn || fs[0].Subject != "x" || fs[0].Data["unmapped"] != "memory" ||
-		fs[1].Status != validator.Skip || fs[1].Subject != "y" {
+	if len(fs) != 4 || fs[0].Status != validator.Warn || fs[0].Subject != "x" || fs[0].Data["unmapped"] != "memory" ||
+		fs[1].Status != validator.Skip || fs[1].Subject != "y" || fs[2].Data["kind"] != KindRuntime {
 		t.Fatalf("got %+v", fs)
 	}
 }

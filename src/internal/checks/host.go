@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"sort"
 	"sync"
 	"time"
@@ -340,6 +341,14 @@ type expectation struct {
 // they share one). Paths on hierarchies not mounted here are returned as
 // unmapped.
 func (v *view) expectations(c *runcstate.Container) (exps []expectation, unmapped []string) {
+	if c.CgroupPath != "" {
+		// crun: one path, joined in every hierarchy mounted.
+		rel := path.Clean("/" + c.CgroupPath)
+		for _, h := range v.layout.Hierarchies {
+			exps = append(exps, expectation{h: h, key: h.Key(), rel: rel})
+		}
+		return exps, nil
+	}
 	keys := make([]string, 0, len(c.State.CgroupPaths))
 	for k := range c.State.CgroupPaths {
 		keys = append(keys, k)

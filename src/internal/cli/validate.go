@@ -242,6 +242,12 @@ func logResults(logger lager.Logger, rep validator.Report) {
 		}
 		logger.Info("check", data)
 		for _, fd := range r.Findings {
+			if fd.Data["kind"] == checks.KindRuntime {
+				// What was looked at, by name and root: the log says it
+				// even when every check passed.
+				logger.Info("runtime-found", lager.Data{"runtime": fd.Data["runtime"], "root": fd.Data["root"], "containers": fd.Data["containers"]})
+				continue
+			}
 			if fd.Status == validator.Fail || fd.Status == validator.Warn || fd.Status == validator.Error {
 				logger.Info("finding", lager.Data{"check": r.ID, "subject": fd.Subject, "status": fd.Status, "detail": fd.Detail, "data": fd.Data})
 			}

@@ -201,6 +201,16 @@ func TestValidateCannotRun(t *testing.T) {
 	if code != ExitCantRun {
 		t.Fatalf("bad config: exit %d", code)
 	}
+	// A tree with proc/ but no proc/stat: the missing file is named, not
+	// "process is gone".
+	noStat := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(noStat, "proc", "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runValidateCLI(t, noStat, `{}`, "--phase", "pre-start")
+	if want := filepath.Join(noStat, "proc", "stat") + " does not exist"; code != ExitCantRun || !strings.Contains(errOut, want) || strings.Contains(errOut, "gone") {
+		t.Fatalf("no proc/stat: exit %d, want %q in\n%s", code, want, errOut)
+	}
 }
 
 func TestValidateHelpDocumentsExitCodesAndDrain(t *testing.T) {

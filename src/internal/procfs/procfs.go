@@ -441,7 +441,8 @@ func IsGone(err error) bool { return errors.Is(err, ErrGone) }
 func IsDenied(err error) bool { return errors.Is(err, fs.ErrPermission) }
 
 // Readable reports, with an error naming the problem, whether Root/proc
-// can be listed: one small read of its entries, not a whole listing.
+// can be listed (one small read of its entries, not a whole listing) and
+// holds the boot time (stat) every process's start is measured from.
 func (fs FS) Readable() error {
 	dir := fs.Dir()
 	fd, err := openRetry(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
@@ -458,7 +459,8 @@ func (fs FS) Readable() error {
 		if err != nil {
 			return fmt.Errorf("list %s: %w", dir, err)
 		}
-		return nil
+		_, err = fs.BootTime()
+		return err
 	}
 }
 
@@ -513,7 +515,12 @@ func (fs FS) BootTime() (time.Time, error) {
 	path := filepath.Join(fs.Dir(), "stat")
 	b, err := ReadInto(path, make([]byte, 0, 8192))
 	if err != nil {
-		return time.Time{}, err
+		if IsGone(err) {
+			// Not a process gone: the file every process start time is
+			// measured from is missing (a --root tree without it).
+			return time.Time{}, fmt.Errorf("read boot time: %s does not exist", path)
+		}
+		return time.Time{}, fmt.Errorf("read boot time: %w", err)
 	}
 	for _, line := range bytes.Split(b, []byte{'\n'}) {
 		if v, ok := bytes.CutPrefix(line, []byte("btime ")); ok {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -329,6 +330,15 @@ func TestReadable(t *testing.T) {
 		t.Fatal("Readable without a proc directory")
 	}
 	if err := os.MkdirAll(filepath.Join(root, "proc", "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A tree without proc/stat names the file, not "process is gone".
+	err := New(root).Readable()
+	want := filepath.Join(root, "proc", "stat") + " does not exist"
+	if err == nil || !strings.Contains(err.Error(), want) || IsGone(err) {
+		t.Fatalf("Readable without proc/stat: %v, want %q", err, want)
+	}
+	if err := os.WriteFile(filepath.Join(root, "proc", "stat"), []byte("cpu 0\nbtime 1764568800\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := New(root).Readable(); err != nil {

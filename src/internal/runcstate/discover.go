@@ -17,13 +17,29 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 )
 
-// StandardRoots are the runtime roots runc and containerd use by default:
-// containerd's runc shim root (Garden in containerd mode, Concourse) and
-// plain runc's (Garden's runc root). Roots of a particular platform (BOSH's
-// bpm) are the caller's to add.
+// StandardRoots are the runtime roots runc, containerd, Docker and crun use
+// by default: containerd's runc shim root (Garden in containerd mode,
+// Concourse, Kubernetes), plain runc's (Garden's runc root), Docker's runc
+// root (dockerd runs runc with --root /run/docker/runtime-runc/moby, its
+// containerd namespace) and crun's (/run/crun/<id>/status). A root that does
+// not exist is skipped. Roots of a particular platform (BOSH's bpm) are the
+// caller's to add.
 func StandardRoots() []string {
-	return []string{"/run/containerd/runc", "/run/runc"}
+	return []string{"/run/containerd/runc", "/run/runc", DockerRoot, CrunRoot}
 }
+
+// DockerRoot is where dockerd's runc keeps its state; CrunRoot is crun's
+// default state root (get_run_directory in crun's src/libcrun/status.c).
+const (
+	DockerRoot = "/run/docker/runtime-runc/moby"
+	CrunRoot   = "/run/crun"
+)
+
+// State files: runc's, and crun's status (which runc never writes).
+const (
+	runcStateFile = "state.json"
+	crunStateFile = "status"
+)
 
 // Container is one state file found under a runtime root.
 type Container struct {
@@ -36,6 +52,10 @@ type Container struct {
 	// `runc start` did not, so runc init is legitimately waiting.
 	Created bool
 	State   *State
+	// CgroupPath is crun's one cgroup path, the same in every hierarchy
+	// (its status file has no per-controller map); "" for runc, whose
+	// State.CgroupPaths say where each hierarchy's cgroup is.
+	CgroupPath string
 }
 
 // Name is how reports call the container: "garden/c1" for containerd
@@ -59,6 +79,19 @@ type Discovery struct {
 	Problems   []Problem
 	// Roots lists the runtime roots that exist under the prefix.
 	Roots []string
+	// Searched lists every runtime root looked for, found or not: what a
+	// "nothing to check" says.
+	Searched []string
+	// Runtimes is one entry per root found: the runtime, the root and how
+	// many containers it holds.
+	Runtimes []Runtime
+}
+
+// Runtime is a runtime root found.
+type Runtime struct {
+	Name       string // runc, containerd, docker, crun or bpm
+	Root       string
+	Containers int
 }
 
 // Discover finds state files under each runtime root (relative to root).
@@ -73,7 +106,7 @@ func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error
 	for _, n := range namespaces {
 		want[n] = true
 	}
-	d := &Discovery{}
+	d := &Discovery{Searched: runtimeRoots}
 	// First list the candidate directories, then read and decode their
 	// state files on a few goroutines: decoding is CPU-bound, and a cell
 	// has hundreds of containers and at least two cores. Files are opened
@@ -102,9 +135,8 @@ func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error
 			if !e.IsDir() {
 				continue
 			}
-			var st unix.Stat_t
-			if err := unix.Fstatat(dirfd, e.Name()+"/state.json", &st, unix.AT_SYMLINK_NOFOLLOW); err != unix.ENOENT {
-				cands = append(cands, candidate{dirfd, dir, e.Name(), rr, kind, "", e.Name()})
+			if file, ok := stateFileIn(dirfd, e.Name()); ok {
+				cands = append(cands, candidate{dirfd, dir, e.Name(), rr, kind, "", e.Name(), file})
 				continue
 			}
 			// No state.json: a containerd namespace directory.
@@ -122,14 +154,39 @@ func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error
 			}
 			for _, ie := range inner {
 				if ie.IsDir() {
-					cands = append(cands, candidate{dirfd, dir, e.Name() + "/" + ie.Name(), rr, kind, e.Name(), ie.Name()})
+					rel := e.Name() + "/" + ie.Name()
+					// containerd's shim runs crun with the same
+					// <namespace>/<id> layout when crun is its runtime.
+					file, _ := stateFileIn(dirfd, rel)
+					cands = append(cands, candidate{dirfd, dir, rel, rr, kind, e.Name(), ie.Name(), file})
 				}
 			}
 		}
 	}
 	d.loadAll(cands)
 	sort.Slice(d.Containers, func(i, j int) bool { return d.Containers[i].StatePath < d.Containers[j].StatePath })
+	n := map[string]int{}
+	for _, c := range d.Containers {
+		n[c.RootDir]++
+	}
+	for _, rr := range d.Roots {
+		d.Runtimes = append(d.Runtimes, Runtime{Name: runtimeKind(rr), Root: rr, Containers: n[rr]})
+	}
 	return d, nil
+}
+
+// stateFileIn says which state file the directory rel (under the open
+// runtime root dirfd) holds: runc's state.json, else crun's status; false
+// when it holds neither (a containerd namespace directory, or a container
+// deleted meanwhile), with state.json for the caller to try anyway.
+func stateFileIn(dirfd int, rel string) (string, bool) {
+	var st unix.Stat_t
+	for _, f := range []string{runcStateFile, crunStateFile} {
+		if err := unix.Fstatat(dirfd, rel+"/"+f, &st, unix.AT_SYMLINK_NOFOLLOW); err != unix.ENOENT {
+			return f, true
+		}
+	}
+	return runcStateFile, false
 }
 
 // candidate is a directory that may hold a container's state.json: rel
@@ -139,6 +196,7 @@ type candidate struct {
 	rootDir, rel string
 	rr, kind, ns string
 	id           string
+	file         string // runcStateFile or crunStateFile
 }
 
 // loadWorkers bounds the goroutines decoding state files.
@@ -182,25 +240,42 @@ func (d *Discovery) loadAll(cands []candidate) {
 }
 
 func (d *Discovery) load(k candidate, buf []byte, known *Known) (Container, bool, []byte) {
-	path := filepath.Join(k.rootDir, k.rel, "state.json")
-	b, err := procfs.ReadIntoAt(k.dirfd, k.rel+"/state.json", path, buf[:0])
+	path := filepath.Join(k.rootDir, k.rel, k.file)
+	b, err := procfs.ReadIntoAt(k.dirfd, k.rel+"/"+k.file, path, buf[:0])
 	if err != nil {
 		if !procfs.IsGone(err) { // deleted mid-scan is normal
 			d.Problems = append(d.Problems, Problem{Path: path, Err: err})
 		}
 		return Container{}, false, b
 	}
-	st, err := decode(b, known)
+	kind := k.kind
+	var st *State
+	if k.file == crunStateFile {
+		kind = "crun" // also below containerd's root, when crun is its runtime
+		cfg, cerr := procfs.ReadIntoAt(k.dirfd, k.rel+"/config.json", filepath.Join(k.rootDir, k.rel, "config.json"), nil)
+		if cerr != nil {
+			cfg = nil // namespaces unknown: the checks go by cgroups alone
+		}
+		st, err = DecodeCrun(k.id, b, cfg)
+	} else {
+		st, err = decode(b, known)
+	}
 	if err != nil {
 		d.Problems = append(d.Problems, Problem{Path: path, Err: fmt.Errorf("decode state %s: %w", path, err)})
 		return Container{}, false, b
 	}
+	// Both runc and crun (libcrun_status_create_exec_fifo) leave
+	// exec.fifo between create and start.
 	var fi unix.Stat_t
 	ferr := unix.Fstatat(k.dirfd, k.rel+"/exec.fifo", &fi, unix.AT_SYMLINK_NOFOLLOW)
-	return Container{
-		Runtime: k.kind, RootDir: k.rr, Namespace: k.ns, ID: k.id, StatePath: path,
+	c := Container{
+		Runtime: kind, RootDir: k.rr, Namespace: k.ns, ID: k.id, StatePath: path,
 		Created: ferr == nil, State: st,
-	}, true, b
+	}
+	if k.file == crunStateFile {
+		c.CgroupPath = st.Config.Cgroups.Path
+	}
+	return c, true, b
 }
 
 func runtimeKind(rr string) string {
@@ -209,6 +284,10 @@ func runtimeKind(rr string) string {
 		return "containerd"
 	case strings.Contains(rr, "bpm"):
 		return "bpm"
+	case strings.Contains(rr, "docker"):
+		return "docker"
+	case strings.Contains(rr, "crun"):
+		return "crun"
 	}
 	return "runc"
 }

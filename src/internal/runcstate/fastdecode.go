@@ -1,5 +1,7 @@
 package runcstate
 
+import "bytes"
+
 // decodeFast fills s from a state.json that is one JSON object, reading
 // only the members State has. A Garden container's state is ~26 KB, mostly
 // config the validator never reads (the seccomp allowlist alone is ~20 KB),
@@ -86,6 +88,16 @@ func (sc *scanner) cgroups(p **Cgroups) bool {
 			return sc.string(&c.ScopePrefix)
 		case fold(key, "Systemd"):
 			return sc.bool(&c.Systemd)
+		case fold(key, "devices"):
+			// Kept raw, as encoding/json keeps a RawMessage: every
+			// container of a cell has the same rules, which Known
+			// matches rather than validates again.
+			start := sc.i
+			if !sc.skipKnown(key) {
+				return false
+			}
+			c.Devices = bytes.Clone(sc.b[start:sc.i])
+			return true
 		}
 		return sc.skip()
 	})

@@ -236,7 +236,8 @@ func TestDecodeFastKnowsEveryField(t *testing.T) {
 		CgroupPaths:    map[string]string{"memory": "/sys/fs/cgroup/memory/garden/c1"},
 		NamespacePaths: map[string]string{"NEWPID": "/proc/42/ns/pid"},
 		Config: Config{
-			Cgroups:    &Cgroups{Path: "/garden/c1", Name: "c1", Parent: "garden.slice", ScopePrefix: "runc", Systemd: true},
+			Cgroups: &Cgroups{Path: "/garden/c1", Name: "c1", Parent: "garden.slice", ScopePrefix: "runc", Systemd: true,
+				Devices: json.RawMessage(`[{"type":97,"major":-1,"minor":-1,"permissions":"rwm","allow":false}]`)},
 			Namespaces: []Namespace{{Type: "NEWPID", Path: "/proc/1/ns/pid"}},
 		},
 	}

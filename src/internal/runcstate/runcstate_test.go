@@ -3,6 +3,7 @@ package runcstate
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -104,6 +105,14 @@ func TestDiscover(t *testing.T) {
 	write(t, root+"/run/containerd/runc/garden/h1/state.json", state("h1"))
 	write(t, root+"/run/containerd/runc/k8s.io/k1/state.json", state("k1"))
 	write(t, root+"/var/vcap/sys/run/bpm-runc/bpm-garden/state.json", state("bpm-garden"))
+	write(t, root+"/run/docker/runtime-runc/moby/d1/state.json", state("d1"))
+	crun, err := os.ReadFile("testdata/good_crun_status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, root+"/run/crun/p1/status", string(crun))
+	write(t, root+"/run/crun/p1/exec.fifo", "")
+	write(t, root+"/run/containerd/runc/k8s.io/kc/status", string(crun))
 
 	d, err := Discover(root, append(StandardRoots(), "/var/vcap/sys/run/bpm-runc"), nil)
 	if err != nil {
@@ -113,13 +122,17 @@ func TestDiscover(t *testing.T) {
 	for _, c := range d.Containers {
 		got[c.Runtime+":"+c.Name()] = c
 	}
-	for _, want := range []string{"runc:g1", "runc:g2", "containerd:garden/h1", "containerd:k8s.io/k1", "bpm:bpm-garden"} {
+	for _, want := range []string{"runc:g1", "runc:g2", "containerd:garden/h1", "containerd:k8s.io/k1", "bpm:bpm-garden",
+		"docker:d1", "crun:p1", "crun:k8s.io/kc"} {
 		if _, ok := got[want]; !ok {
 			t.Errorf("missing %s in %v", want, got)
 		}
 	}
-	if len(d.Containers) != 5 {
+	if len(d.Containers) != 8 {
 		t.Errorf("found %d containers", len(d.Containers))
+	}
+	if p1 := got["crun:p1"]; p1.CgroupPath != "/machine.slice/crun-p1.scope" || !p1.Created || p1.State.InitProcessPid != 4242 {
+		t.Errorf("crun container %+v", p1)
 	}
 	if !got["runc:g2"].Created || got["runc:g1"].Created {
 		t.Error("exec.fifo marks created containers only")
@@ -127,8 +140,13 @@ func TestDiscover(t *testing.T) {
 	if len(d.Problems) != 1 || filepath.Base(filepath.Dir(d.Problems[0].Path)) != "broken" {
 		t.Errorf("problems %v", d.Problems)
 	}
-	if len(d.Roots) != 3 {
+	if len(d.Roots) != 5 {
 		t.Errorf("roots %v", d.Roots)
+	}
+	wantRuntimes := []Runtime{{"containerd", "/run/containerd/runc", 3}, {"runc", "/run/runc", 2},
+		{"docker", DockerRoot, 1}, {"crun", CrunRoot, 1}, {"bpm", "/var/vcap/sys/run/bpm-runc", 1}}
+	if !reflect.DeepEqual(d.Runtimes, wantRuntimes) {
+		t.Errorf("runtimes %+v, want %+v", d.Runtimes, wantRuntimes)
 	}
 
 	d, err = Discover(root, []string{"/run/containerd/runc", "/no/such/root"}, []string{"garden"})
@@ -137,5 +155,36 @@ func TestDiscover(t *testing.T) {
 	}
 	if len(d.Containers) != 1 || d.Containers[0].Name() != "garden/h1" {
 		t.Fatalf("namespace filter: %+v", d.Containers)
+	}
+	if !reflect.DeepEqual(d.Searched, []string{"/run/containerd/runc", "/no/such/root"}) {
+		t.Errorf("searched %v", d.Searched)
+	}
+}
+
+// crun's status file (containers/crun src/libcrun/status.c), with and
+// without the OCI config.json crun copies beside it.
+func TestDecodeCrun(t *testing.T) {
+	b, err := os.ReadFile("testdata/good_crun_status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := []byte(`{"ociVersion":"1.0.0","linux":{"namespaces":[{"type":"pid"},{"type":"network","path":"/run/netns/x"},{"type":"mount"}]}}`)
+	st, err := DecodeCrun("p1", b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ID != "p1" || st.InitProcessPid != 4242 || st.InitProcessStart != 987654 || st.Config.Cgroups.Path != "/machine.slice/crun-p1.scope" {
+		t.Fatalf("decoded %+v", st)
+	}
+	if !st.NewPidNS() || st.Created.IsZero() {
+		t.Fatalf("pid namespace %v, created %v", st.NewPidNS(), st.Created)
+	}
+	if st, err = DecodeCrun("p1", b, nil); err != nil || st.HasPidNS() {
+		t.Fatalf("without config.json: %+v %v", st, err)
+	}
+	for _, bad := range []string{`{"cgroup-path": "/x"}`, `{"pid": "1"}`, `[`} {
+		if _, err := DecodeCrun("p1", []byte(bad), nil); err == nil {
+			t.Errorf("DecodeCrun(%s) accepted", bad)
+		}
 	}
 }

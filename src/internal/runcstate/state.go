@@ -36,6 +36,10 @@ type Cgroups struct {
 	Parent      string `json:"parent"`
 	ScopePrefix string `json:"scope_prefix"`
 	Systemd     bool   `json:"Systemd"`
+	// Devices is the device rules runc applied (configs.Resources is
+	// embedded in configs.Cgroup, so they sit in config.cgroups), kept
+	// undecoded: only devices-cgroup reads them, with DecodeDevices.
+	Devices json.RawMessage `json:"devices"`
 }
 
 // Namespace is one entry of configs.Namespaces; Path is set when the

@@ -246,12 +246,18 @@ type Container struct {
 	Created   bool // exec.fifo present
 	// StartAsString writes init_process_start as a string (runc < 1.0.0-rc5).
 	StartAsString bool
+	// Crun writes crun's status file and config.json instead of runc's
+	// state.json (RuntimeRoot /run/crun).
+	Crun bool
 }
 
 // State writes state.json for c as runc writes it (cgroup_paths per
 // controller, "" for v2) and returns its path under the root.
 func (h *Host) State(c Container) string {
 	h.t.Helper()
+	if c.Crun {
+		return h.crunStatus(c)
+	}
 	paths := map[string]string{}
 	for _, hier := range h.hs {
 		for _, k := range hier.Keys {

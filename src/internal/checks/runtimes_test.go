@@ -1,0 +1,124 @@
+package checks
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
+)
+
+// Docker's and crun's roots are scanned by default (no RuntimeRoots), each
+// runtime is reported by name and root, and a crun container (one cgroup
+// path for every hierarchy) is checked like runc's.
+func TestRuntimesScannedByDefault(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
+			h.RunContainer(fakehost.Container{RuntimeRoot: runcstate.DockerRoot, ID: "d1", Cgroup: "/docker/d1"}, 100, 2, 500)
+			h.RunContainer(fakehost.Container{RuntimeRoot: runcstate.CrunRoot, ID: "p1", Cgroup: "/machine.slice/crun-p1.scope", Crun: true}, 200, 3, 600)
+			fs := run(t, deps(h), "cgroup-integrity")
+			if bad := failures(fs); len(bad) != 0 {
+				t.Fatalf("clean host: %+v", bad)
+			}
+			found := map[string]string{}
+			for _, f := range fs {
+				if f.Data["kind"] == KindRuntime {
+					found[f.Data["runtime"]] = f.Data["root"] + " " + f.Data["containers"]
+				}
+			}
+			if found["docker"] != runcstate.DockerRoot+" 1" || found["crun"] != runcstate.CrunRoot+" 1" || len(found) != 2 {
+				t.Fatalf("runtimes reported: %v", found)
+			}
+			if last := fs[len(fs)-1]; last.Data["containers"] != "2" || last.Data["processes"] != "5" {
+				t.Fatalf("summary %+v", last)
+			}
+
+			// The crun container's second process escapes in one hierarchy.
+			hier := "memory"
+			if mode == cgroup.Unified {
+				hier = ""
+			}
+			h.Move(201, hier, "/system.slice/podman.service")
+			bad := failures(run(t, deps(h), "cgroup-integrity"))
+			if len(bad) != 1 || bad[0].Data["runtime"] != "crun" || bad[0].Data["pid"] != "201" ||
+				bad[0].Data["expected"] != "/machine.slice/crun-p1.scope" || bad[0].Data["actual"] != "/system.slice/podman.service" {
+				t.Fatalf("crun escape: %+v", bad)
+			}
+		})
+	}
+}
+
+// No runtime root and no container: a warning that names where cellguard
+// looked, not a silent pass.
+func TestNothingToCheckWarns(t *testing.T) {
+	h := fakehost.New(t, cgroup.Hybrid)
+	h.Add(fakehost.Proc{PID: 50, Comm: "gdn", Cgroup: "/system.slice/garden.service"})
+	d := deps(h)
+	d.RuntimeRoots = []string{"/run/runc", "/var/vcap/sys/run/bpm-runc"}
+	bad := failures(run(t, d, "cgroup-integrity"))
+	if len(bad) != 1 || bad[0].Status != validator.Warn || bad[0].Data["kind"] != "nothing-to-check" ||
+		!strings.Contains(bad[0].Detail, "looked in /run/runc, /var/vcap/sys/run/bpm-runc") {
+		t.Fatalf("got %+v", bad)
+	}
+	// A root that exists, even empty, is something checked.
+	h.Mkdir("run/runc")
+	if bad := failures(run(t, d, "cgroup-integrity")); len(bad) != 0 {
+		t.Fatalf("an empty runtime root: %+v", bad)
+	}
+}
+
+// Co-mounted cpu,cpuacct recorded under either name, through the cpu or
+// cpuacct symlink systemd makes beside the mount (or under its own name, as
+// opencontainers/cgroups' fs driver records it: fs/paths.go subsysPath joins
+// the mount's base name), is checked in the one hierarchy.
+func TestCoMountedCPURecordedUnderEitherName(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		paths map[string]string
+	}{
+		{"cpu key through the cpu link", map[string]string{"cpu": "/sys/fs/cgroup/cpu/garden/c1"}},
+		{"cpuacct key through the cpuacct link", map[string]string{"cpuacct": "/sys/fs/cgroup/cpuacct/garden/c1"}},
+		{"cpuacct key at the mount's own name", map[string]string{"cpuacct": "/sys/fs/cgroup/cpu,cpuacct/garden/c1"}},
+		{"both keys through their links", map[string]string{"cpu": "/sys/fs/cgroup/cpu/garden/c1", "cpuacct": "/sys/fs/cgroup/cpuacct/garden/c1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fakehost.New(t, cgroup.Hybrid)
+			path := h.State(garden("c1"))
+			h.RunContainer(garden("c1"), 100, 2, 500)
+			rewriteCgroupPaths(t, path, tc.paths)
+			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 0 {
+				t.Fatalf("in place: %+v", bad)
+			}
+			h.Move(101, "cpu,cpuacct", "/system.slice/garden.service")
+			bad := failures(run(t, deps(h), "cgroup-integrity"))
+			if len(bad) != 1 || bad[0].Data["hierarchy"] != "cpu,cpuacct" || bad[0].Data["pid"] != "101" {
+				t.Fatalf("escape in cpu,cpuacct: %+v", bad)
+			}
+		})
+	}
+}
+
+// rewriteCgroupPaths replaces a state file's cgroup_paths.
+func rewriteCgroupPaths(t *testing.T, path string, paths map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	st["cgroup_paths"] = paths
+	if b, err = json.Marshal(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
