@@ -1,0 +1,146 @@
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// Live is the probe of the live host: pidfd_getfd(2) and SIOCGSKNS, and
+// interfaces read from inside the namespace. It needs root
+// (PTRACE_MODE_ATTACH over the holder, CAP_NET_ADMIN for SIOCGSKNS).
+type Live struct{}
+
+var _ Probe = Live{}
+
+// SocketNS duplicates pid's fd (the holder keeps its own descriptor and
+// is not stopped), checks it is still socket sock, asks its namespace and
+// closes every descriptor it opened.
+func (Live) SocketNS(pid, fd int, sock uint64) (uint64, error) {
+	nsfd, err := socketNSFD(pid, fd, sock)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(nsfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(nsfd, &st); err != nil {
+		return 0, fmt.Errorf("stat namespace of socket %d: %w", sock, err)
+	}
+	return st.Ino, nil
+}
+
+// socketNSFD returns an nsfs descriptor of the namespace of socket sock,
+// pid's fd.
+func socketNSFD(pid, fd int, sock uint64) (int, error) {
+	dup, err := getfd(pid, fd)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(dup)
+	var st unix.Stat_t
+	if err := unix.Fstat(dup, &st); err != nil || st.Ino != sock || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		// The fd was closed and reused since /proc was read.
+		return -1, fmt.Errorf("fd %d of pid %d is no longer socket %d", fd, pid, sock)
+	}
+	nsfd, err := unix.IoctlRetInt(dup, unix.SIOCGSKNS)
+	if err != nil {
+		return -1, fmt.Errorf("%w: SIOCGSKNS on fd %d of pid %d: %w", ErrProbe, fd, pid, err)
+	}
+	return nsfd, nil
+}
+
+// getfd duplicates pid's fd through a pidfd. A pid reused since /proc was
+// read gives the new process's fd, which the caller's inode check refuses;
+// an exited one gives ESRCH.
+func getfd(pid, fd int) (int, error) {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if err == unix.ESRCH {
+			return -1, fmt.Errorf("pid %d exited", pid)
+		}
+		return -1, fmt.Errorf("%w: pidfd_open %d: %w", ErrProbe, pid, err)
+	}
+	defer unix.Close(pidfd)
+	dup, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		if err == unix.EBADF || err == unix.ESRCH {
+			return -1, fmt.Errorf("fd %d of pid %d closed", fd, pid)
+		}
+		return -1, fmt.Errorf("%w: pidfd_getfd %d of pid %d: %w", ErrProbe, fd, pid, err)
+	}
+	return dup, nil
+}
+
+// Inspect reads the interfaces and addresses of the namespace h holds,
+// from a thread that enters it and is never handed back to the runtime
+// (it exits with its goroutine), so no other code of this process ever
+// runs there. Reading changes nothing in the namespace.
+func (Live) Inspect(h Holder, inode uint64) ([]Interface, error) {
+	var nsfd int
+	var err error
+	if h.Kind == "socket" {
+		var st unix.Stat_t
+		dup, gerr := getfd(h.PID, h.FD)
+		if gerr != nil {
+			return nil, gerr
+		}
+		ferr := unix.Fstat(dup, &st)
+		unix.Close(dup)
+		if ferr != nil {
+			return nil, ferr
+		}
+		nsfd, err = socketNSFD(h.PID, h.FD, st.Ino)
+	} else {
+		nsfd, err = getfd(h.PID, h.FD)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(nsfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(nsfd, &st); err != nil || st.Ino != inode {
+		return nil, fmt.Errorf("the file of pid %d fd %d no longer holds net:[%d]", h.PID, h.FD, inode)
+	}
+	type result struct {
+		ifs []Interface
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
+		if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
+			done <- result{err: fmt.Errorf("enter net:[%d]: %w", inode, err)}
+			return
+		}
+		ifs, err := interfaces()
+		done <- result{ifs, err}
+	}()
+	r := <-done
+	return r.ifs, r.err
+}
+
+// interfaces lists the current thread's namespace's interfaces over
+// netlink (the standard library asks on the calling thread).
+func interfaces() ([]Interface, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("list interfaces: %w", err)
+	}
+	var out []Interface
+	var errs []error
+	for _, i := range ifs {
+		x := Interface{Name: i.Name, Flags: i.Flags.String()}
+		addrs, err := i.Addrs()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("addresses of %s: %w", i.Name, err))
+		}
+		for _, a := range addrs {
+			x.Addrs = append(x.Addrs, a.String())
+		}
+		out = append(out, x)
+	}
+	return out, errors.Join(errs...)
+}

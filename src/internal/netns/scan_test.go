@@ -1,0 +1,153 @@
+package netns
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+)
+
+const hostNet = 4026531840
+
+// fakeProbe resolves sockets from a table and lists fixed interfaces.
+type fakeProbe struct {
+	ns     map[uint64]uint64 // socket inode -> namespace
+	asked  int
+	refuse bool
+}
+
+func (p *fakeProbe) SocketNS(pid, fd int, sock uint64) (uint64, error) {
+	p.asked++
+	if p.refuse {
+		return 0, fmt.Errorf("%w: pidfd_getfd: operation not permitted", ErrProbe)
+	}
+	ns, ok := p.ns[sock]
+	if !ok {
+		return 0, fmt.Errorf("fd %d of pid %d closed", fd, pid)
+	}
+	return ns, nil
+}
+
+func (p *fakeProbe) Inspect(h Holder, inode uint64) ([]Interface, error) {
+	return []Interface{{Name: "ipvl0", Flags: "up|broadcast", Addrs: []string{"10.255.3.7/32"}}}, nil
+}
+
+// proc writes a process: its net and mnt namespaces, its fds, and an
+// optional mountinfo and extra thread namespaces.
+type proc struct {
+	pid        int
+	comm       string
+	net, mnt   uint64
+	fds        map[int]string
+	mountinfo  string
+	threadsNet []uint64
+}
+
+func tree(t *testing.T, procs ...proc) *fakehost.Tree {
+	tr := fakehost.NewTree(t)
+	for _, p := range procs {
+		d := fmt.Sprintf("proc/%d", p.pid)
+		tr.Write(d+"/stat", fmt.Sprintf("%d (%s) S 1 %d %d 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n", p.pid, p.comm, p.pid, p.pid))
+		tr.Symlink(d+"/ns/net", fmt.Sprintf("net:[%d]", p.net))
+		mnt := p.mnt
+		if mnt == 0 {
+			mnt = 4026531841
+		}
+		tr.Symlink(d+"/ns/mnt", fmt.Sprintf("mnt:[%d]", mnt))
+		tr.Mkdir(d + "/fd")
+		for fd, target := range p.fds {
+			tr.Symlink(fmt.Sprintf("%s/fd/%d", d, fd), target)
+		}
+		tr.Write(d+"/mountinfo", p.mountinfo)
+		tr.Symlink(fmt.Sprintf("%s/task/%d/ns/net", d, p.pid), fmt.Sprintf("net:[%d]", p.net))
+		for i, ns := range p.threadsNet {
+			tr.Symlink(fmt.Sprintf("%s/task/%d/ns/net", d, p.pid+1+i), fmt.Sprintf("net:[%d]", ns))
+		}
+	}
+	return tr
+}
+
+const nsMountLine = "612 29 0:4 net:[%d] /run/netns/cni-1 rw shared:301 - nsfs nsfs rw\n"
+
+func TestScan(t *testing.T) {
+	const leaked, mounted, threaded, lived = 4026532700, 4026532701, 4026532702, 4026532703
+	probe := &fakeProbe{ns: map[uint64]uint64{
+		900: hostNet, 901: leaked, 902: mounted, 903: threaded, 904: lived, 905: leaked, 906: hostNet,
+	}}
+	tr := tree(t,
+		proc{pid: 1, comm: "systemd", net: hostNet, fds: map[int]string{3: "socket:[906]"}},
+		// The agent: sockets in the host's namespace and two in a
+		// namespace nothing else keeps (seed 003), and an nsfs file of one
+		// that a CNI mount keeps.
+		proc{pid: 40, comm: "datadog-agent", net: hostNet, fds: map[int]string{
+			3: "socket:[900]", 4: "socket:[901]", 5: "socket:[905]", 6: "pipe:[77]", 7: "/var/log/agent.log",
+			8: fmt.Sprintf("net:[%d]", mounted)}},
+		// A fork sharing the agent's socket 901: asked once.
+		proc{pid: 41, comm: "datadog-agent", net: hostNet, fds: map[int]string{4: "socket:[901]"}},
+		// The namespace of socket 902 is bind-mounted in pid 50's mount namespace.
+		proc{pid: 50, comm: "containerd", net: hostNet, mnt: 4026532900, fds: map[int]string{9: "socket:[902]"},
+			mountinfo: fmt.Sprintf("25 1 8:1 / / rw - ext4 /dev/sda1 rw\n"+nsMountLine, mounted)},
+		// A thread of pid 60 sits in the namespace of socket 903.
+		proc{pid: 60, comm: "cni", net: hostNet, fds: map[int]string{3: "socket:[903]"}, threadsNet: []uint64{threaded}},
+		// pid 70 lives in the namespace of socket 904.
+		proc{pid: 70, comm: "pause", net: lived, fds: map[int]string{3: "socket:[904]"}},
+	)
+	waited := time.Duration(0)
+	s := &Scanner{Root: tr.Root, Probe: probe, Confirm: time.Second, Sleep: func(d time.Duration) { waited += d }}
+	res, err := s.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Leak{{Inode: leaked, Held: 2,
+		Holders:    []Holder{{PID: 40, Comm: "datadog-agent", FD: 4, Kind: "socket"}, {PID: 40, Comm: "datadog-agent", FD: 5, Kind: "socket"}},
+		Interfaces: []Interface{{Name: "ipvl0", Flags: "up|broadcast", Addrs: []string{"10.255.3.7/32"}}}}}
+	if !reflect.DeepEqual(res.Leaks, want) {
+		t.Fatalf("leaks\n%+v\nwant\n%+v", res.Leaks, want)
+	}
+	if res.Processes != 6 || res.Sockets != 7 || res.NSFiles != 1 || res.Unresolved != 0 || waited != time.Second {
+		t.Fatalf("counts %+v, waited %v", res, waited)
+	}
+}
+
+// Gone by the confirmation: the agent closed the socket meanwhile.
+func TestScanConfirmDropsWhatWentAway(t *testing.T) {
+	const leaked = 4026532700
+	probe := &fakeProbe{ns: map[uint64]uint64{901: leaked}}
+	tr := tree(t, proc{pid: 40, comm: "agent", net: hostNet, fds: map[int]string{4: "socket:[901]"}})
+	s := &Scanner{Root: tr.Root, Probe: probe, Confirm: time.Second, Sleep: func(time.Duration) { delete(probe.ns, 901) }}
+	res, err := s.Scan()
+	if err != nil || len(res.Leaks) != 0 {
+		t.Fatalf("leaks %+v (%v)", res.Leaks, err)
+	}
+}
+
+// Without a probe (a fixture root) or when the kernel refuses it, nsfs
+// files are still read and the sockets are counted as unresolved.
+func TestScanWithoutProbe(t *testing.T) {
+	const leaked = 4026532700
+	tr := tree(t, proc{pid: 40, comm: "agent", net: hostNet, fds: map[int]string{3: "socket:[900]", 4: fmt.Sprintf("net:[%d]", leaked)}})
+	res, err := (&Scanner{Root: tr.Root}).Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Leaks) != 1 || res.Leaks[0].Holders[0] != (Holder{PID: 40, Comm: "agent", FD: 4, Kind: "nsfs"}) ||
+		res.Leaks[0].InspectErr == "" || res.Unresolved != 1 {
+		t.Fatalf("got %+v", res)
+	}
+	res, err = (&Scanner{Root: tr.Root, Probe: &fakeProbe{refuse: true}}).Scan()
+	if err != nil || res.Unresolved != 1 || res.ProbeErr == nil || len(res.Leaks) != 1 {
+		t.Fatalf("refused probe: %+v %v", res, err)
+	}
+}
+
+func TestNSMounts(t *testing.T) {
+	mi := "25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n" +
+		"612 29 0:4 net:[4026532608] /run/netns/cni-1 rw shared:301 - nsfs nsfs rw\n" +
+		"613 29 0:4 mnt:[4026532609] /run/x rw - nsfs nsfs rw\n" +
+		"614 29 0:4 net:[4026532610] /var/run/docker/netns/ab12 rw - nsfs nsfs rw\n"
+	if got := NSMounts([]byte(mi)); !reflect.DeepEqual(got, []uint64{4026532608, 4026532610}) {
+		t.Fatalf("got %v", got)
+	}
+}
