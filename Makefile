@@ -79,14 +79,16 @@ golang-blob:
 # Benchmarks, not tests (docs/performance.md): cellguard validate against an
 # operator's jq+cat shell loop on synthetic cells of 1x, 10x and 100x
 # (250x20 containers + 1,000 host processes), each in a tmpfs of a private
-# mount namespace; then the Go benchmarks of the hot paths; then start/stop
-# latency and cellguard watch (detection, heal, idle, storm) on a real systemd.
+# mount namespace; then the Go benchmarks of the hot paths, and leaked-netns's scan on
+# this host with 1,000 and 5,000 extra sockets (root: it duplicates their fds); then
+# start/stop latency and cellguard watch (detection, heal, idle, storm) on a real systemd.
 # BENCHFLAGS="--scales 1,10 --runs 5" for a quick run.
 BENCHFLAGS ?=
 bench: build
 	$(GO) build -o bin/cellbench ./src/cmd/cellbench
 	unshare --mount --propagation private bin/cellbench run --tmpfs --bin $(BIN) $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem ./src/internal/procfs ./src/internal/cgroup ./src/internal/runcstate ./src/internal/checks
+	$(GO) test -run '^$$' -bench ScanLive -benchtime 10x ./src/internal/netns
 	$(GO) test -run '^$$' -bench 'StartStop|Watch' -benchtime 1x -timeout 60m ./src/tests/perf
 
 # Every build output: binaries, release tarballs and bosh's dev index,

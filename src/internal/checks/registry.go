@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/netns"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -58,6 +59,10 @@ type Deps struct {
 	Daemons []AuditedDaemon
 	// Sysctl is the operator's sysctl settings, for sysctl-profile.
 	Sysctl sysctl.Settings
+	// NetNS resolves sockets' network namespaces for leaked-netns; nil
+	// means the kernel's (pidfd_getfd, SIOCGSKNS) on the live root and
+	// none under a fixture root.
+	NetNS netns.Probe
 }
 
 // All is the one list of the validator's checks, in report order.
@@ -74,6 +79,7 @@ func All(d Deps) []validator.Check {
 		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},
 		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons},
 		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},
+		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep},
 	}
 }
 

@@ -1,0 +1,125 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/netns"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
+)
+
+// LeakedNetns finds network namespaces that no process is in and no bind
+// mount names, kept alive only by an open file, and says what holds each
+// and what is still in it.
+type LeakedNetns struct {
+	Root string
+	// Probe resolves sockets' namespaces; nil means netns.Live on the
+	// live root and none under a fixture root (nsfs files only).
+	Probe netns.Probe
+	// Sleep waits before a leak is confirmed; nil means time.Sleep.
+	Sleep func(time.Duration)
+}
+
+var _ validator.Check = (*LeakedNetns)(nil)
+
+// netnsConfirm is the wait before a leak is read again: a namespace being
+// made (unshare, then a bind mount or a process in it) is one for a moment.
+const netnsConfirm = 200 * time.Millisecond
+
+func (*LeakedNetns) Meta() validator.Meta {
+	return validator.Meta{
+		ID:    "leaked-netns",
+		Title: "no network namespace is kept alive only by an open file",
+		Severity: map[validator.Phase]validator.Severity{
+			// A leak keeps its addresses: a new container given one of them
+			// gets traffic meant for the old one. It is the holder's bug,
+			// and neither blocking a deploy nor a drain frees it.
+			validator.PreStart: validator.Warning,
+			validator.Drain:    validator.Warning,
+		},
+		Story: "seed-003: a monitoring agent's long-lived netlink socket, made inside a pod's network namespace, " +
+			"kept that namespace and its ipvlan address alive after the pod was deleted; no process was in it " +
+			"and no mount named it, so lsns and /proc/*/ns/net did not show it, while the address it kept " +
+			"was handed to a new pod.",
+		References: []string{
+			"https://usenix.org/conference/srecon23americas/presentation/malla",
+			"https://man7.org/linux/man-pages/man7/network_namespaces.7.html",
+			"https://man7.org/linux/man-pages/man2/pidfd_getfd.2.html",
+		},
+		Fix: "Restart the process that holds the namespace (the finding names its pid, command and fd): the " +
+			"namespace, its interfaces and addresses go away with its last file. Then fix the holder so it " +
+			"closes sockets it opened in other namespaces.",
+	}
+}
+
+func (c *LeakedNetns) Run(ctx context.Context) ([]validator.Finding, error) {
+	live := hostroot.IsLive(c.Root)
+	s := &netns.Scanner{Root: c.Root, Probe: c.Probe, Sleep: c.Sleep, Confirm: netnsConfirm}
+	if s.Probe == nil && live {
+		s.Probe = netns.Live{}
+	}
+	res, err := s.Scan()
+	if err != nil {
+		return nil, err
+	}
+	var fs []validator.Finding
+	for _, l := range res.Leaks {
+		fs = append(fs, leakFinding(l))
+	}
+	switch {
+	case res.Unresolved > 0 && s.Probe == nil:
+		fs = append(fs, validator.Finding{Subject: "sockets", Status: validator.Skip,
+			Detail: fmt.Sprintf("%d sockets not asked for their namespace: no probe under %s (a fixture root)", res.Unresolved, hostroot.Dir(c.Root))})
+	case res.Unresolved > 0:
+		fs = append(fs, validator.Finding{Subject: "sockets", Status: validator.Warn,
+			Detail: fmt.Sprintf("%d of %d sockets could not be asked for their namespace (%v): a namespace only they hold would be missed",
+				res.Unresolved, res.Sockets, res.ProbeErr),
+			Data: map[string]string{"unresolved": strconv.Itoa(res.Unresolved)}})
+	}
+	fs = append(fs, validator.Finding{Status: validator.Pass,
+		Detail: fmt.Sprintf("%d processes, %d sockets and %d namespace files read; %d namespaces held only by open files",
+			res.Processes, res.Sockets, res.NSFiles, len(res.Leaks)),
+		Data: map[string]string{"processes": strconv.Itoa(res.Processes), "sockets": strconv.Itoa(res.Sockets),
+			"namespace_files": strconv.Itoa(res.NSFiles), "leaks": strconv.Itoa(len(res.Leaks)),
+			"unreadable_processes": strconv.Itoa(res.Denied)}})
+	return fs, nil
+}
+
+func leakFinding(l netns.Leak) validator.Finding {
+	var holders, pids, ifs, addrs []string
+	seen := map[int]bool{}
+	for _, h := range l.Holders {
+		holders = append(holders, fmt.Sprintf("pid %d (%s) fd %d (%s)", h.PID, h.Comm, h.FD, h.Kind))
+		if !seen[h.PID] {
+			seen[h.PID] = true
+			pids = append(pids, strconv.Itoa(h.PID))
+		}
+	}
+	for _, i := range l.Interfaces {
+		s := i.Name
+		if len(i.Addrs) > 0 {
+			s += " " + strings.Join(i.Addrs, " ")
+			addrs = append(addrs, i.Addrs...)
+		}
+		ifs = append(ifs, s)
+	}
+	detail := "held only by " + strings.Join(holders, ", ")
+	if more := l.Held - len(l.Holders); more > 0 {
+		detail += fmt.Sprintf(" and %d more open files", more)
+	}
+	switch {
+	case l.InspectErr != "":
+		detail += "; its interfaces could not be read: " + l.InspectErr
+	case len(ifs) > 0:
+		detail += "; still has " + strings.Join(ifs, ", ")
+	}
+	ns := fmt.Sprintf("net:[%d]", l.Inode)
+	return validator.Finding{Subject: ns, Status: validator.Fail, Detail: detail,
+		Data: map[string]string{"namespace": ns, "inode": strconv.FormatUint(l.Inode, 10),
+			"holders": strings.Join(holders, "; "), "pids": strings.Join(pids, " "), "held": strconv.Itoa(l.Held),
+			"interfaces": strings.Join(ifs, "; "), "addresses": strings.Join(addrs, " ")}}
+}
