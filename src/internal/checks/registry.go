@@ -80,6 +80,7 @@ func All(d Deps) []validator.Check {
 		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons},
 		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},
 		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep},
+		&DevicesCgroup{host: h},
 	}
 }
 
