@@ -94,7 +94,7 @@ const maxHolders = 16
 
 // scanState is what one pass read.
 type scanState struct {
-	in      map[uint64]bool // namespaces some process or thread is in, or a mount names
+	in      map[uint64]bool     // namespaces some process or thread is in, or a mount names
 	held    map[uint64][]Holder // the first maxHolders holders of each namespace
 	count   map[uint64]int      // all of them
 	sockets map[uint64]bool     // socket inodes asked (forked processes share them)
