@@ -137,6 +137,8 @@ var configKey = map[string]string{
 	"cellguard.validator.prometheus_textfile": "validator.prometheus_textfile",
 	"cellguard.validator.runc_init_max_age":   "validator.runc_init_max_age",
 	"cellguard.validator.extra_cgroup_roots":  "validator.extra_cgroup_roots",
+	"cellguard.validator.extra_cgroup_slices": "validator.extra_cgroup_slices",
+	"cellguard.delegate_units":                "delegate_units",
 	"cellguard.validator.advisories_file":     "validator.advisories_file",
 	"cellguard.watch.listen":                  "watch.listen",
 	"cellguard.watch.heal":                    "watch.heal",
@@ -284,6 +286,7 @@ cellguard:
     stop: /var/vcap/jobs/worker/bin/worker_ctl stop
     pidfile: /var/vcap/sys/run/worker/worker.pid
   supervisor: {protect: false}
+  delegate_units: [concourse.service, other\x2dd.service]
   sysctl: {profile: none, set: {kernel.keys.maxkeys: "20000", kernel.pid_max: ">=4194304"}}
   validator:
     runtime_roots: [/run/containerd/runc]
@@ -294,6 +297,7 @@ cellguard:
     blocking: {drain: [cgroup-integrity]}
     runc_init_max_age: 1m30s
     extra_cgroup_roots: [/system.slice/runit.service/garden, /concourse]
+    extra_cgroup_slices: [/kubepods.slice]
     advisories_file: /var/vcap/jobs/worker/config/advisories.json
 `,
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
@@ -306,6 +310,10 @@ cellguard:
 			wantJSON(t, cfg, "validator.fix", `true`)
 			wantJSON(t, cfg, "validator.runc_init_max_age", `"1m30s"`)
 			wantJSON(t, cfg, "validator.extra_cgroup_roots", `["/system.slice/runit.service/garden","/concourse"]`)
+			wantJSON(t, cfg, "validator.extra_cgroup_slices", `["/kubepods.slice"]`)
+			wantJSON(t, cfg, "delegate_units", `["concourse.service","other\\x2dd.service"]`)
+			mustContain(t, pre, `unit delegate concourse.service --config "${CONFIG}"`)
+			mustContain(t, pre, `unit delegate other\\x2dd.service --config "${CONFIG}"`)
 			wantJSON(t, cfg, "validator.advisories_file", `"/var/vcap/jobs/worker/config/advisories.json"`)
 			// A floor reaches the config as written; cellguard parses ">=".
 			wantJSON(t, cfg, "sysctl.set", `{"kernel.keys.maxkeys":"20000","kernel.pid_max":">=4194304"}`)
@@ -359,6 +367,14 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"extra root is the root", `{cellguard: {validator: {extra_cgroup_roots: [/]}}}`, `cellguard.validator.extra_cgroup_roots: "/" holds more than a runtime's containers`},
 		{"extra root is a unit", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/runit.service]}}}`, `"/system.slice/runit.service" holds more than a runtime's containers`},
 		{"extra root is a slice", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/]}}}`, `"/system.slice/" holds more than a runtime's containers`},
+		{"slices as string", `{cellguard: {validator: {extra_cgroup_slices: /kubepods.slice}}}`, "cellguard.validator.extra_cgroup_slices must be a list of strings"},
+		{"slice root not a slice", `{cellguard: {validator: {extra_cgroup_slices: [/garden]}}}`, `cellguard.validator.extra_cgroup_slices: "/garden" must be an absolute path ending in a .slice`},
+		{"slice root relative", `{cellguard: {validator: {extra_cgroup_slices: [kubepods.slice]}}}`, `"kubepods.slice" must be an absolute path ending in a .slice`},
+		{"slice root system.slice", `{cellguard: {validator: {extra_cgroup_slices: [/system.slice]}}}`, `"/system.slice" holds every other service`},
+		{"slice root user.slice", `{cellguard: {validator: {extra_cgroup_slices: [/user.slice]}}}`, `"/user.slice" holds every other service`},
+		{"delegate units as string", `{cellguard: {delegate_units: concourse.service}}`, "cellguard.delegate_units must be a list of strings"},
+		{"delegate unit not a service", `{cellguard: {delegate_units: [concourse.scope]}}`, `cellguard.delegate_units: "concourse.scope" must be a service unit name`},
+		{"delegate unit a path", `{cellguard: {delegate_units: [/lib/systemd/system/concourse.service]}}`, `must be a service unit name`},
 		{"advisories file a list", `{cellguard: {validator: {advisories_file: [/a]}}}`, "cellguard.validator.advisories_file must be a string"},
 		{"advisories file relative", `{cellguard: {validator: {advisories_file: advisories.json}}}`, "cellguard.validator.advisories_file must be an absolute path or empty"},
 	}

@@ -123,6 +123,12 @@ func TestSchemaRejectsWhatFailsToRender(t *testing.T) {
 		`{cellguard: {validator: {extra_cgroup_roots: /garden}}}`,
 		`{cellguard: {validator: {extra_cgroup_roots: [garden]}}}`,
 		`{cellguard: {validator: {extra_cgroup_roots: [/]}}}`,
+		`{cellguard: {validator: {extra_cgroup_slices: /kubepods.slice}}}`,
+		`{cellguard: {validator: {extra_cgroup_slices: [/garden]}}}`,
+		`{cellguard: {validator: {extra_cgroup_slices: [/system.slice]}}}`,
+		`{cellguard: {delegate_units: concourse.service}}`,
+		`{cellguard: {delegate_units: [concourse.scope]}}`,
+		`{cellguard: {delegate_units: [/lib/systemd/system/concourse.service]}}`,
 		`{cellguard: {validator: {advisories_file: [/a]}}}`,
 		`{cellguard: {validator: {advisories_file: advisories.json}}}`,
 	} {

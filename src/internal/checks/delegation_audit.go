@@ -36,6 +36,9 @@ type DelegationAudit struct {
 	// Dial reaches the manager; nil (fixture roots) skips the check.
 	Dial    SystemdDialer
 	Daemons []AuditedDaemon
+	// Units are other releases' units delegated in place
+	// (delegate_units): their own Delegate= is what is audited.
+	Units []string
 	// Timeout bounds all D-Bus work of one run; 0 means 15s.
 	Timeout time.Duration
 }
@@ -110,6 +113,9 @@ func (a *DelegationAudit) Run(ctx context.Context) ([]validator.Finding, error) 
 	for _, d := range a.Daemons {
 		fs = append(fs, au.daemon(ctx, v.root, d)...)
 	}
+	for _, name := range a.Units {
+		fs = append(fs, au.inPlace(ctx, name))
+	}
 	cfs, n, err := au.containers(ctx, v)
 	if err != nil {
 		return nil, err
@@ -117,7 +123,7 @@ func (a *DelegationAudit) Run(ctx context.Context) ([]validator.Finding, error) 
 	fs = append(fs, cfs...)
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
-		Detail: fmt.Sprintf("%d daemons and %d containers audited, %d units read on a %s cgroup host", len(a.Daemons), n, len(au.units), v.layout.Mode),
+		Detail: fmt.Sprintf("%d daemons, %d units delegated in place and %d containers audited, %d units read on a %s cgroup host", len(a.Daemons), len(a.Units), n, len(au.units), v.layout.Mode),
 		Data: map[string]string{"daemons": strconv.Itoa(len(a.Daemons)), "containers": strconv.Itoa(n),
 			"units": strconv.Itoa(len(au.units)), "cgroup_mode": v.layout.Mode.String()},
 	})

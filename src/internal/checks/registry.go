@@ -57,6 +57,9 @@ type Deps struct {
 	// Daemons are the configured daemons whose units delegation-audit reads
 	// (validator.daemons, with each daemon's pidfile).
 	Daemons []AuditedDaemon
+	// DelegateUnits are other releases' units delegated in place
+	// (delegate_units), which delegation-audit reads too.
+	DelegateUnits []string
 	// Sysctl is the operator's sysctl settings, for sysctl-profile.
 	Sysctl sysctl.Settings
 	// NetNS resolves sockets' network namespaces for leaked-netns; nil
@@ -77,7 +80,7 @@ func All(d Deps) []validator.Check {
 		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},
 		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase},
 		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},
-		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons},
+		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons, Units: d.DelegateUnits},
 		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},
 		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep},
 		&DevicesCgroup{host: h},

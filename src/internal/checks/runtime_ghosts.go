@@ -21,7 +21,9 @@ import (
 type RuntimeGhosts struct {
 	host *host
 	// ExtraRoots are cgroup paths searched for orphans besides the parents
-	// of known containers' cgroups (e.g. "/garden" when no container runs).
+	// of known containers' cgroups (e.g. "/garden" when no container runs,
+	// or kubelet's "/kubepods.slice", which the job accepts only as an
+	// explicit slice root).
 	ExtraRoots []string
 }
 
@@ -67,6 +69,7 @@ func (g *RuntimeGhosts) Run(ctx context.Context) ([]validator.Finding, error) {
 	for i := range v.disc.Containers {
 		c := &v.disc.Containers[i]
 		if f, ok := ghost(v, c); ok {
+			remaining(v, &v.members[i], &f)
 			fs = append(fs, f)
 			ghosts++
 		}
@@ -113,6 +116,36 @@ func ghost(v *view, c *runcstate.Container) (validator.Finding, bool) {
 		return validator.Finding{}, false
 	}
 	return f, true
+}
+
+// remaining adds to a ghost's finding the processes still in its recorded
+// cgroups (seed 002: after a worker or daemon restarted behind the
+// platform's back, a container's init is gone while its other processes
+// run on, and nothing that reads the state will stop them).
+func remaining(v *view, m *cgroupMembers, f *validator.Finding) {
+	var pids []int
+	for _, l := range m.listed {
+		pids = append(pids, l...)
+	}
+	sort.Ints(pids)
+	pids = compactInts(pids)
+	if len(pids) == 0 {
+		return
+	}
+	var ps []string
+	for _, pid := range pids {
+		comm := "?"
+		if p := v.find(pid); p != nil {
+			comm = p.stat.Comm
+		}
+		ps = append(ps, fmt.Sprintf("%d (%s)", pid, comm))
+	}
+	f.Data["remaining_pids"] = strings.Join(ps, " ")
+	n := "1 process"
+	if len(pids) > 1 {
+		n = strconv.Itoa(len(pids)) + " processes"
+	}
+	f.Detail += fmt.Sprintf("; %s still in its cgroup: %s", n, strings.Join(ps, ", "))
 }
 
 // orphans walks the runtime's cgroup subtrees in one reference hierarchy
@@ -234,12 +267,29 @@ func runtimeParent(p string) bool {
 		return false
 	}
 	base := path.Base(p)
+	if podSlice(base) {
+		return true
+	}
 	for _, suf := range []string{".slice", ".service", ".scope"} {
 		if strings.HasSuffix(base, suf) {
 			return false
 		}
 	}
 	return true
+}
+
+// podSlice reports whether a slice is one pod's, as kubelet's systemd
+// cgroup driver names them (kubepods-pod<uid>.slice for Guaranteed pods,
+// kubepods-burstable-pod<uid>.slice, kubepods-besteffort-pod<uid>.slice):
+// it holds that pod's container scopes and nothing else, so a process in
+// it that no state claims is an orphan.
+func podSlice(base string) bool {
+	name, ok := strings.CutSuffix(base, ".slice")
+	if !ok || !strings.HasPrefix(name, "kubepods-") {
+		return false
+	}
+	i := strings.LastIndex(name, "-pod")
+	return i >= len("kubepods")-1 && len(name) > i+len("-pod")
 }
 
 // outermost drops paths nested in another path of the set.

@@ -122,3 +122,88 @@ func rewriteCgroupPaths(t *testing.T, path string, paths map[string]string) {
 		t.Fatal(err)
 	}
 }
+
+// kubePod is a container as containerd's CRI plugin makes it with
+// kubelet's systemd cgroup driver: a scope in the pod's slice.
+func kubePod(qos, pod, id string) fakehost.Container {
+	slice := "/kubepods.slice/kubepods-" + qos + ".slice/kubepods-" + qos + "-pod" + pod + ".slice"
+	return fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "k8s.io", ID: id,
+		Cgroup: slice + "/cri-containerd-" + id + ".scope"}
+}
+
+// Kubernetes with the systemd cgroup driver: a process left in a container
+// scope of a pod whose other containers still run is found by default (the
+// pod's slice holds only that pod's scopes); a pod left with no state at
+// all is found under the explicit slice root /kubepods.slice; a scope under
+// system.slice (Docker's systemd driver) never makes system.slice a root.
+func TestRuntimeGhostsKubepodsSlices(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
+			h.RunContainer(kubePod("burstable", "0a1b", "sandbox1"), 100, 1, 500)
+			h.RunContainer(kubePod("burstable", "0a1b", "app1"), 110, 2, 510)
+			h.RunContainer(fakehost.Container{RuntimeRoot: runcstate.DockerRoot, ID: "d1", Cgroup: "/system.slice/docker-d1.scope"}, 200, 1, 520)
+			h.Add(fakehost.Proc{PID: 50, Comm: "containerd", Cgroup: "/system.slice/containerd.service"})
+			// The state of app2 is gone, its process stayed in its scope.
+			h.Add(fakehost.Proc{PID: 300, Comm: "java", Cgroup: kubePod("burstable", "0a1b", "app2").Cgroup})
+			// A whole pod whose states are gone.
+			h.Add(fakehost.Proc{PID: 400, Comm: "nginx", Cgroup: kubePod("besteffort", "9f8e", "web").Cgroup})
+
+			orphans := func(d Deps) map[string]string {
+				out := map[string]string{}
+				for _, f := range failures(run(t, d, "runtime-ghosts")) {
+					if f.Data["kind"] == "orphan" {
+						out[f.Data["pid"]] = f.Data["cgroup"]
+					}
+				}
+				return out
+			}
+			got := orphans(deps(h))
+			if len(got) != 1 || got["300"] != kubePod("burstable", "0a1b", "app2").Cgroup {
+				t.Fatalf("default roots: %v", got)
+			}
+			d := deps(h)
+			d.ExtraCgroupRoots = []string{"/kubepods.slice"}
+			got = orphans(d)
+			if len(got) != 2 || got["400"] != kubePod("besteffort", "9f8e", "web").Cgroup {
+				t.Fatalf("with the slice root: %v", got)
+			}
+		})
+	}
+}
+
+func TestPodSlice(t *testing.T) {
+	for name, want := range map[string]bool{
+		"kubepods-burstable-pod0a1b_2c3d.slice":  true,
+		"kubepods-besteffort-pod9f8e.slice":      true,
+		"kubepods-pod77.slice":                   true,
+		"kubepods-burstable.slice":               false,
+		"kubepods.slice":                         false,
+		"system.slice":                           false,
+		"kubepods-burstable-pod.slice":           false,
+		"cri-containerd-0a1b.scope":              false,
+		"kubepods-burstable-pod0a1b.slice.extra": false,
+	} {
+		if podSlice(name) != want {
+			t.Errorf("podSlice(%q) = %v", name, !want)
+		}
+	}
+}
+
+// seed 002: after an out-of-band restart the container's init is gone and
+// its other processes run on in its cgroup; the ghost finding names them,
+// since nothing that trusts the state will stop them.
+func TestRuntimeGhostNamesWhatRemains(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
+			h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "concourse", ID: "b1", Cgroup: "/concourse/b1"}, 100, 3, 500)
+			h.Kill(100)
+			bad := failures(run(t, deps(h), "runtime-ghosts"))
+			if len(bad) != 1 || bad[0].Data["kind"] != "init-gone" || bad[0].Data["remaining_pids"] != "101 (app) 102 (app)" ||
+				!strings.Contains(bad[0].Detail, "2 processes still in its cgroup: 101 (app), 102 (app)") {
+				t.Fatalf("got %+v", bad)
+			}
+		})
+	}
+}

@@ -169,6 +169,7 @@ func unitCommand() *Command {
 		{Name: "install", Summary: "install a delegated unit for a monit-managed daemon", Run: runUnitInstall},
 		{Name: "status", Summary: "show a unit's state and delegation, read over D-Bus", Run: runUnitStatus},
 		{Name: "protect-supervisor", Summary: "delegate the unit that holds monit (e.g. runit.service) in place", Run: runProtectSupervisor},
+		{Name: "delegate", Summary: "delegate other releases' units (e.g. concourse.service) in place", Run: runUnitDelegate},
 	}}
 }
 

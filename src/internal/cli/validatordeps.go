@@ -18,13 +18,14 @@ func validatorDeps(root string, cfg *config.Config, phase validator.Phase, runti
 		Root:             root,
 		RuntimeRoots:     vc.RuntimeRoots,
 		Namespaces:       vc.Namespaces,
-		ExtraCgroupRoots: vc.ExtraCgroupRoots,
+		ExtraCgroupRoots: append(append([]string(nil), vc.ExtraCgroupRoots...), vc.ExtraCgroupSlices...),
 		RuncInitMaxAge:   vc.RuncInitMaxAge.Duration,
 		Fix:              fix || vc.Fix,
 		Phase:            phase,
 		RuntimeBinaries:  vc.RuntimeBinaries,
 		AdvisoriesFile:   vc.AdvisoriesFile,
 		Daemons:          auditedDaemons(cfg.AuditedDaemons()),
+		DelegateUnits:    cfg.DelegateUnits,
 		Sysctl:           sysctlSettings(cfg.Sysctl),
 	}
 	if hostroot.IsLive(root) {

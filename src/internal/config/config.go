@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
@@ -23,6 +24,10 @@ type Config struct {
 	Sysctl     Sysctl     `json:"sysctl"`
 	Validator  Validator  `json:"validator"`
 	Watch      Watch      `json:"watch"`
+	// DelegateUnits are services other releases install that get the
+	// supervisor's delegation drop-in in place (Concourse's
+	// concourse.service), and that delegation-audit reads.
+	DelegateUnits []string `json:"delegate_units"`
 }
 
 // Log mirrors the common --log-* flags.
@@ -77,6 +82,11 @@ type Validator struct {
 	Daemons          []string            `json:"daemons"` // daemon names whose units are audited
 	AdvisoriesFile   string              `json:"advisories_file"`
 	ExtraCgroupRoots []string            `json:"extra_cgroup_roots"`
+	// ExtraCgroupSlices are systemd slices that hold only containers
+	// (kubelet's /kubepods.slice with the systemd cgroup driver), searched
+	// for orphans like ExtraCgroupRoots: slices only where the operator
+	// names them, since most slices hold everything else.
+	ExtraCgroupSlices []string `json:"extra_cgroup_slices"`
 }
 
 // Watch configures `cellguard watch`; the checks read Validator's settings.
@@ -199,6 +209,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Watch.HealPerMinute < 0 {
 		return fmt.Errorf("watch.heal_per_minute %d: must not be negative", c.Watch.HealPerMinute)
+	}
+	for i, u := range c.DelegateUnits {
+		if !strings.HasSuffix(u, ".service") || strings.ContainsAny(u, "/ ") || len(u) == len(".service") {
+			return fmt.Errorf("delegate_units[%d]: %q: want a service unit name such as concourse.service", i, u)
+		}
+	}
+	for i, s := range c.Validator.ExtraCgroupSlices {
+		if !strings.HasPrefix(s, "/") || !strings.HasSuffix(s, ".slice") {
+			return fmt.Errorf("validator.extra_cgroup_slices[%d]: %q: want an absolute path ending in a slice, such as /kubepods.slice", i, s)
+		}
 	}
 	return nil
 }

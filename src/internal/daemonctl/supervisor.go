@@ -3,14 +3,11 @@ package daemonctl
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
-	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
@@ -59,59 +56,20 @@ func (m *Manager) ProtectSupervisor(ctx context.Context, pid int, processName st
 		return res, fmt.Errorf("protect supervisor: %s (pid %d) runs in %s, not a service; start it from a service unit (BOSH stemcells use runit.service)",
 			processName, pid, name)
 	}
-	delegate := m.delegate()
-	text, err := unitfile.RenderSupervisorDropIn(name, delegate)
+	text, err := unitfile.RenderSupervisorDropIn(name, m.delegate())
 	if err != nil {
 		return res, err
 	}
-	dir := filepath.Join(PersistentUnitDir, name+".d")
-	res.DropIn = filepath.Join(dir, unitfile.DropInName)
-	if err := os.MkdirAll(m.path(dir), 0o755); err != nil {
-		return res, fmt.Errorf("protect supervisor: create %s: %w", dir, err)
-	}
-	w, err := safefile.WriteFileAtomic(m.path(res.DropIn), text, 0o644)
+	d, err := m.delegateInPlace(ctx, conn, name, text)
+	res.DropIn, res.Written, res.Reloaded, res.Realized, res.DelegateControllers = d.DropIn, d.Written, d.Reloaded, d.Realized, d.DelegateControllers
 	if err != nil {
 		return res, fmt.Errorf("protect supervisor: %w", err)
 	}
-	res.Written = w.Changed
-	u, err := conn.Unit(ctx, name)
-	if err != nil {
-		return res, err
-	}
-	if w.Changed || u.NeedDaemonReload {
-		if err := conn.Reload(ctx); err != nil {
-			return res, err
-		}
-		res.Reloaded = true
-	}
-	if u, err = conn.Unit(ctx, name); err != nil {
-		return res, err
-	}
-	// Realize the delegation now, before a job of monit makes a container
-	// cgroup (see systemd.RealizeCgroups). Only when it is not realized yet:
-	// the runtime property leaves systemd 252 reporting NeedDaemonReload, so
-	// one more Reload settles it and the next run has nothing to do.
-	if !realizedThisBoot(u) && u.ActiveState == "active" {
-		if err := conn.RealizeCgroups(ctx, name); err != nil {
-			return res, fmt.Errorf("protect supervisor: %w", err)
-		}
-		res.Realized = true
-		if u, err = conn.Unit(ctx, name); err != nil {
-			return res, err
-		}
-		if u.NeedDaemonReload {
-			if err := conn.Reload(ctx); err != nil {
-				return res, err
-			}
-			res.Reloaded = true
-		}
-	}
-	res.DelegateControllers = u.DelegateControllers
-	if err := verifyDelegation(u, delegate); err != nil {
-		return res, fmt.Errorf("protect supervisor: drop-in %s did not take: %w", res.DropIn, err)
+	if !d.Loaded {
+		return res, fmt.Errorf("protect supervisor: %s is not loaded", name)
 	}
 	m.Logger.Info("supervisor-protected", lager.Data{"unit": name, "pid": pid, "drop_in": res.DropIn,
-		"written": res.Written, "reloaded": res.Reloaded, "realized": res.Realized, "delegate_controllers": u.DelegateControllers})
+		"written": res.Written, "reloaded": res.Reloaded, "realized": res.Realized, "delegate_controllers": res.DelegateControllers})
 	return res, nil
 }
 

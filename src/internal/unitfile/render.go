@@ -170,13 +170,23 @@ const DropInName = "50-cellguard-delegate.conf"
 // every container process of every monit job counts against the unit. The
 // text is byte for byte what cellguard wrote before go-systemd rendered it.
 func RenderSupervisorDropIn(unitName, delegate string) ([]byte, error) {
+	return delegationDropIn(unitName, delegate, "# Protects every monit job's cgroup subtree below "+unitName+".\n")
+}
+
+// RenderDelegateDropIn is the same drop-in for a unit another release
+// installs (concourse.service), delegated in place at the operator's word.
+func RenderDelegateDropIn(unitName, delegate string) ([]byte, error) {
+	return delegationDropIn(unitName, delegate, "# Delegates "+unitName+"'s cgroup subtree in place (cellguard.delegate_units).\n")
+}
+
+func delegationDropIn(unitName, delegate, comment string) ([]byte, error) {
 	if err := ValidateUnitName(unitName); err != nil {
 		return nil, err
 	}
 	if delegate != DelegateV1 && delegate != DelegateV2 {
 		return nil, fmt.Errorf("unit: delegate %q: want %q or %q", delegate, DelegateV1, DelegateV2)
 	}
-	return serialize(header+"# Protects every monit job's cgroup subtree below "+unitName+".\n", []*unit.UnitOption{
+	return serialize(header+comment, []*unit.UnitOption{
 		unit.NewUnitOption("Service", "Delegate", delegate),
 		unit.NewUnitOption("Service", "TasksMax", "infinity"),
 	})

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+func runUnitDelegate(ctx context.Context, env *Env, args []string) int {
+	var c common
+	var f daemonFlags
+	fs := newFlagSet(env, "unit delegate", "unit delegate [UNIT...] [--json]\n\n"+
+		"Writes the supervisor's delegation drop-in (Delegate= with every v1 controller, blkio too,\n"+
+		"TasksMax=infinity) for each service another release installs, e.g. Concourse's\n"+
+		"concourse.service, whose own Delegate=yes leaves v1 blkio to systemd; reloads, and reads\n"+
+		"Delegate back. No UNIT: the config's delegate_units. A unit systemd does not know yet gets\n"+
+		"the drop-in for when it loads.\n"+
+		"Exit: 0 delegated (or not loaded yet), 1 it did not take or systemd refused, 2 bad usage.", &c)
+	f.registerConn(fs)
+	if ok, code := parseInterspersed(fs, args); !ok {
+		return code
+	}
+	m, cfg, done, err := f.manager(&c, env, "unit-delegate")
+	if err != nil {
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	defer done()
+	units := fs.Args()
+	if len(units) == 0 {
+		units = cfg.DelegateUnits
+	}
+	if len(units) == 0 {
+		fmt.Fprintln(env.Stdout, "no unit to delegate (none given, none in the config's delegate_units)")
+		return ExitOK
+	}
+	ctx, cancel := f.withDeadline(ctx, 0)
+	defer cancel()
+	var results []any
+	for _, name := range units {
+		res, err := m.DelegateUnit(ctx, name)
+		if err != nil {
+			return failure(env, err)
+		}
+		results = append(results, res)
+		if f.jsonOut {
+			continue
+		}
+		switch {
+		case res.NoSystemd:
+			fmt.Fprintf(env.Stdout, "systemd is not init here: %s needs no delegation\n", name)
+		case !res.Loaded:
+			fmt.Fprintf(env.Stdout, "%s: %s %s; systemd does not know the unit yet, the drop-in applies when it loads\n",
+				name, res.DropIn, map[bool]string{true: "written", false: "unchanged"}[res.Written])
+		default:
+			fmt.Fprintf(env.Stdout, "%s: %s %s; DelegateControllers=%s\n", name, res.DropIn,
+				map[bool]string{true: "written and reloaded", false: "unchanged"}[res.Written], strings.Join(res.DelegateControllers, " "))
+		}
+	}
+	if f.jsonOut {
+		printJSON(env, results)
+	}
+	return ExitOK
+}
