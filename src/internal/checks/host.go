@@ -93,13 +93,15 @@ func scan(d Deps) (*view, error) {
 	root := hostroot.Dir(d.Root)
 	v := &view{root: root, proc: procfs.New(root)}
 	var err error
+	// The boot time first: a tree without proc/stat is named for that,
+	// before anything reads a process.
+	if v.boot, err = v.proc.BootTime(); err != nil {
+		return nil, err
+	}
 	if v.layout, err = cgroup.Discover(root); err != nil {
 		return nil, err
 	}
 	if v.disc, err = runcstate.Discover(root, d.RuntimeRoots, d.Namespaces); err != nil {
-		return nil, err
-	}
-	if v.boot, err = v.proc.BootTime(); err != nil {
 		return nil, err
 	}
 	v.members = make([]cgroupMembers, len(v.disc.Containers))

@@ -201,15 +201,15 @@ func TestValidateCannotRun(t *testing.T) {
 	if code != ExitCantRun {
 		t.Fatalf("bad config: exit %d", code)
 	}
-	// A tree with proc/ but no proc/stat: the missing file is named, not
-	// "process is gone".
+	// A tree with proc/ but no proc/stat: the checks that need the boot
+	// time name the missing file, not "process is gone".
 	noStat := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(noStat, "proc", "1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := runValidateCLI(t, noStat, `{}`, "--phase", "pre-start")
-	if want := filepath.Join(noStat, "proc", "stat") + " does not exist"; code != ExitCantRun || !strings.Contains(errOut, want) || strings.Contains(errOut, "gone") {
-		t.Fatalf("no proc/stat: exit %d, want %q in\n%s", code, want, errOut)
+	code, out, errOut := runValidateCLI(t, noStat, `{}`, "--phase", "pre-start", "--format", "json")
+	if want := filepath.Join(noStat, "proc", "stat") + " does not exist"; code != ExitFailed || !strings.Contains(out, want) || strings.Contains(out, "process is gone") {
+		t.Fatalf("no proc/stat: exit %d, want %q in\n%s%s", code, want, out, errOut)
 	}
 }
 

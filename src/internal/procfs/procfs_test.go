@@ -332,16 +332,20 @@ func TestReadable(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "proc", "1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// A tree without proc/stat names the file, not "process is gone".
-	err := New(root).Readable()
+	if err := New(root).Readable(); err != nil {
+		t.Fatal(err)
+	}
+	// A tree without proc/stat: the boot time names the file, not
+	// "process is gone".
+	_, err := New(root).BootTime()
 	want := filepath.Join(root, "proc", "stat") + " does not exist"
 	if err == nil || !strings.Contains(err.Error(), want) || IsGone(err) {
-		t.Fatalf("Readable without proc/stat: %v, want %q", err, want)
+		t.Fatalf("BootTime without proc/stat: %v, want %q", err, want)
 	}
 	if err := os.WriteFile(filepath.Join(root, "proc", "stat"), []byte("cpu 0\nbtime 1764568800\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := New(root).Readable(); err != nil {
+	if _, err := New(root).BootTime(); err != nil {
 		t.Fatal(err)
 	}
 }
