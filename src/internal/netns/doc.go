@@ -12,6 +12,7 @@
 // ioctl(SIOCGSKNS), which neither stops the holder nor changes its
 // descriptor (measured: ~20 µs a socket, shared/harness/FINDINGS.md).
 // What a leaked namespace still holds (its interfaces and addresses) is
-// read by entering it on a locked OS thread that is never handed back, so
-// nothing else of cellguard ever runs in it, and nothing in it is changed.
+// read by entering it on a locked OS thread that returns to its own
+// namespace before it is unlocked, so nothing else of cellguard ever runs
+// in it, and nothing in it is changed.
 package netns

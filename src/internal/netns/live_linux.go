@@ -75,9 +75,9 @@ func getfd(pid, fd int) (int, error) {
 }
 
 // Inspect reads the interfaces and addresses of the namespace h holds,
-// from a thread that enters it and is never handed back to the runtime
-// (it exits with its goroutine), so no other code of this process ever
-// runs there. Reading changes nothing in the namespace.
+// from a locked thread that enters it and returns to its own namespace
+// before it is unlocked, so no other code of this process ever runs
+// there. Reading changes nothing in the namespace.
 func (Live) Inspect(h Holder, inode uint64) ([]Interface, error) {
 	var nsfd int
 	var err error
@@ -110,12 +110,29 @@ func (Live) Inspect(h Holder, inode uint64) ([]Interface, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
+		runtime.LockOSThread()
+		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: fmt.Errorf("open own network namespace: %w", err)}
+			return
+		}
+		defer unix.Close(orig)
 		if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			done <- result{err: fmt.Errorf("enter net:[%d]: %w", inode, err)}
 			return
 		}
 		ifs, err := interfaces()
+		// Back before the thread is handed back. Should that fail, it
+		// stays locked: the runtime ends it with this goroutine (or, were
+		// it the main thread, parks it for good), so no other code runs
+		// in the leaked namespace. Leaving a thread to end is not enough
+		// by itself: the main thread is never ended, and /proc/<pid>/ns/net
+		// is the main thread's.
+		if unix.Setns(orig, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 		done <- result{ifs, err}
 	}()
 	r := <-done

@@ -74,7 +74,11 @@ func Start(tb testing.TB, mode Mode, n int) *Helper {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envMode+"="+string(mode), "HELPER_SOCKETS="+strconv.Itoa(n))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// No Pdeathsig: it fires when the forking thread exits, and a test
+	// that inspects a namespace ends locked threads. A test killed before
+	// its cleanup closes the helper's stdin, which ends the helper, whose
+	// children die with it (their Pdeathsig, from threads that live on).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -146,10 +150,11 @@ func helper(mode Mode) error {
 	c := make(chan made, 1)
 	go func() {
 		// This thread goes into the new namespace and back, as the
-		// agent's did; it is locked for good so the runtime never reuses it.
+		// agent's did; it is locked for good, and never exits, so the
+		// runtime never reuses it and its children's Pdeathsig holds.
 		runtime.LockOSThread()
 		var m made
-		defer func() { c <- m }()
+		defer func() { c <- m; select {} }()
 		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			m.err = err
@@ -181,6 +186,7 @@ func helper(mode Mode) error {
 		switch mode {
 		case SocketAndProcess:
 			m.child = exec.Command("sleep", "1000000")
+			m.child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			if m.err = m.child.Start(); m.err != nil {
 				return
 			}
@@ -206,6 +212,7 @@ func helper(mode Mode) error {
 		defer os.Remove(f.Name())
 		script := fmt.Sprintf("mount --bind /proc/%d/fd/%d %s && echo mounted && exec sleep 1000000", os.Getpid(), m.nsfd, f.Name())
 		child := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
+		child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		out, err := child.StdoutPipe()
 		if err != nil {
 			return err
