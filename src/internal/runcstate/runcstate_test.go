@@ -179,7 +179,7 @@ func TestDiscover(t *testing.T) {
 	write(t, root+"/run/containerd/runc/k8s.io/k1/state.json", state("k1"))
 	write(t, root+"/var/vcap/sys/run/bpm-runc/bpm-garden/state.json", state("bpm-garden"))
 	write(t, root+"/run/docker/runtime-runc/moby/d1/state.json", state("d1"))
-	crun, err := os.ReadFile("testdata/good_crun_status")
+	crun, err := os.ReadFile("testdata/good_crun181_hybrid_status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestDiscover(t *testing.T) {
 	if len(d.Containers) != 8 {
 		t.Errorf("found %d containers", len(d.Containers))
 	}
-	if p1 := got["crun:p1"]; p1.CgroupPath != "/machine.slice/crun-p1.scope" || !p1.Created || p1.State.InitProcessPid != 4242 {
+	if p1 := got["crun:p1"]; p1.CgroupPath != "/cellguard-fixture-crun/p1" || !p1.Created || p1.State.InitProcessPid != 65 {
 		t.Errorf("crun container %+v", p1)
 	}
 	if !got["runc:g2"].Created || got["runc:g1"].Created {
@@ -234,19 +234,20 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
-// crun's status file (containers/crun src/libcrun/status.c), with and
-// without the OCI config.json crun copies beside it.
+// crun's status file as crun 1.8.1 wrote it (format: containers/crun
+// src/libcrun/status.c), with and without the OCI config.json crun copies
+// beside it (its namespaces as `crun spec` writes them).
 func TestDecodeCrun(t *testing.T) {
-	b, err := os.ReadFile("testdata/good_crun_status")
+	b, err := os.ReadFile("testdata/good_crun181_hybrid_status")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := []byte(`{"ociVersion":"1.0.0","linux":{"namespaces":[{"type":"pid"},{"type":"network","path":"/run/netns/x"},{"type":"mount"}]}}`)
+	cfg := []byte(`{"ociVersion":"1.0.0","linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]}}`)
 	st, err := DecodeCrun("p1", b, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.ID != "p1" || st.InitProcessPid != 4242 || st.InitProcessStart != 987654 || st.Config.Cgroups.Path != "/machine.slice/crun-p1.scope" {
+	if st.ID != "p1" || st.InitProcessPid != 65 || st.InitProcessStart != 856095 || st.Config.Cgroups.Path != "/cellguard-fixture-crun/p1" {
 		t.Fatalf("decoded %+v", st)
 	}
 	if !st.NewPidNS() || st.Created.IsZero() {
