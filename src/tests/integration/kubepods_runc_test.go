@@ -44,7 +44,9 @@ func TestKubepodsSystemdDriverOrphans(t *testing.T) {
 		box.Run(t, "systemd-run", "--scope", "--unit="+o.unit, "--slice="+o.slice, "-p", "MemoryAccounting=yes",
 			"--", "sh", "-c", "exec sleep 100000 </dev/null >/dev/null 2>&1 &")
 	}
-	t.Cleanup(func() { box.Output("systemctl", "kill", "--signal=KILL", "cri-containerd-gone.scope", "cri-containerd-web.scope") })
+	t.Cleanup(func() {
+		box.Output("systemctl", "kill", "--signal=KILL", "cri-containerd-gone.scope", "cri-containerd-web.scope")
+	})
 	time.Sleep(300 * time.Millisecond)
 
 	orphans := func(cfg string) map[string]string {
