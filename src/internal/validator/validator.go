@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 )
 
@@ -90,6 +89,10 @@ type Result struct {
 	Story      string    `json:"story,omitempty"`
 	References []string  `json:"references,omitempty"`
 	Duration   float64   `json:"duration_seconds"`
+	// Unfinished: the run's context ended before the check did (a drain's
+	// time budget ran out). Its Status is Error, and it never blocks: it
+	// found nothing either way.
+	Unfinished bool `json:"unfinished,omitempty"`
 }
 
 // Report is a whole run.
@@ -98,6 +101,9 @@ type Report struct {
 	Results []Result `json:"results"`
 	// Blocked is true when any non-ignored blocking check failed or errored.
 	Blocked bool `json:"blocked"`
+	// Incomplete is true when the run's context ended before every check
+	// finished: Results then hold what finished, and the rest Unfinished.
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // Options tune a run. Build them with Policy.Options, which checks every
@@ -189,11 +195,18 @@ func knownIDs(known map[string]bool, given []string, allowAll bool) error {
 }
 
 // Run runs every check and builds the report, in the checks' order. It
-// never stops early: an operator wants every finding of a cell, not the
-// first. The checks run at once: several share one scan of the host and
-// the others read a few files or ask systemd, so a drain spends the scan's
-// time, not the sum (docs/performance.md). A check's Duration is its own
-// wall time, including any wait for the shared scan.
+// never stops early on a finding: an operator wants every finding of a
+// cell, not the first. The checks run at once: several share one scan of
+// the host and the others read a few files or ask systemd, so a drain
+// spends the scan's time, not the sum (docs/performance.md). A check's
+// Duration is its own wall time, including any wait for the shared scan.
+//
+// When ctx ends first (a drain's time budget), Run returns at once with
+// the results of the checks that finished and every other one Unfinished;
+// a check still running is left to end on its own and its result is
+// dropped. A check that returns an error after ctx ended is Unfinished
+// too: it stopped because the run did, not because the host is broken. A
+// check that panics is an Error result, not the end of the process.
 func Run(ctx context.Context, checks []Check, opts Options) Report {
 	now := opts.Now
 	if now == nil {
@@ -203,50 +216,108 @@ func Run(ctx context.Context, checks []Check, opts Options) Report {
 	for _, id := range opts.Ignore {
 		ignored[id] = true
 	}
-	results := make([]Result, len(checks))
-	var wg sync.WaitGroup
-	for i, c := range checks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = runOne(ctx, c, opts, now, ignored)
-		}()
+	type done struct {
+		i   int
+		res Result
 	}
-	wg.Wait()
+	// Buffered: a check that outlives the run must not block forever on
+	// a send nobody receives.
+	ch := make(chan done, len(checks))
+	metas := make([]Meta, len(checks))
+	start := now()
+	for i, c := range checks {
+		metas[i] = c.Meta()
+		go func() { ch <- done{i, runOne(ctx, c, metas[i], opts, now, ignored)} }()
+	}
+	results := make([]Result, len(checks))
+	finished := make([]bool, len(checks))
+	received := 0
+	record := func(d done) { results[d.i], finished[d.i] = d.res, true; received++ }
+wait:
+	for received < len(checks) {
+		select {
+		case d := <-ch:
+			record(d)
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	// When ctx ended, take the results that arrived meanwhile, no more.
+arrived:
+	for received < len(checks) {
+		select {
+		case d := <-ch:
+			record(d)
+		default:
+			break arrived
+		}
+	}
 	rep := Report{Phase: opts.Phase, Results: results}
-	for _, res := range results {
-		if res.Blocking {
+	for i := range checks {
+		if !finished[i] {
+			results[i] = unfinished(metas[i], opts, ignored, ctx.Err(), now().Sub(start))
+		}
+		if results[i].Unfinished {
+			rep.Incomplete = true
+		}
+		if results[i].Blocking {
 			rep.Blocked = true
 		}
 	}
 	return rep
 }
 
-func runOne(ctx context.Context, c Check, opts Options, now func() time.Time, ignored map[string]bool) Result {
-	m := c.Meta()
-	sev := m.SeverityIn(opts.Phase)
+// severityOf is m's severity in the run's phase, after the override.
+func severityOf(m Meta, opts Options) Severity {
 	if s, ok := opts.SeverityOverride[m.ID]; ok {
-		sev = s
+		return s
 	}
+	return m.SeverityIn(opts.Phase)
+}
+
+func resultOf(m Meta, opts Options, ignored map[string]bool) Result {
+	return Result{
+		ID: m.ID, Title: m.Title, Severity: severityOf(m, opts), Status: Pass,
+		Fix: m.Fix, Story: m.Story, References: m.References,
+		Ignored: ignored[m.ID] || ignored[IgnoreAll],
+	}
+}
+
+// unfinished is the result of a check the run stopped waiting for.
+func unfinished(m Meta, opts Options, ignored map[string]bool, why error, d time.Duration) Result {
+	res := resultOf(m, opts, ignored)
+	res.Status, res.Unfinished, res.Duration = Error, true, d.Seconds()
+	res.Error = fmt.Sprintf("did not finish before the run ended (%v)", why)
+	return res
+}
+
+func runOne(ctx context.Context, c Check, m Meta, opts Options, now func() time.Time, ignored map[string]bool) (res Result) {
+	res = resultOf(m, opts, ignored)
 	start := now()
+	defer func() {
+		if p := recover(); p != nil {
+			res.Status, res.Error, res.Findings = Error, fmt.Sprintf("check panicked: %v", p), nil
+			res.Duration = now().Sub(start).Seconds()
+			res.Blocking = res.Severity == Blocking && !res.Ignored
+		}
+	}()
 	findings, err := c.Run(ctx)
-	res := Result{
-		ID: m.ID, Title: m.Title, Severity: sev, Status: Pass,
-		Findings: findings, Fix: m.Fix, Story: m.Story, References: m.References,
-		Ignored:  ignored[m.ID] || ignored[IgnoreAll],
-		Duration: now().Sub(start).Seconds(),
-	}
-	if err != nil {
+	res.Findings = findings
+	res.Duration = now().Sub(start).Seconds()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return unfinished(m, opts, ignored, ctx.Err(), now().Sub(start))
+	case err != nil:
 		res.Status = Error
 		res.Error = err.Error()
-	} else {
+	default:
 		res.Status = worst(findings)
 	}
-	if res.Status == Fail && sev != Blocking {
+	if res.Status == Fail && res.Severity != Blocking {
 		// A non-blocking check's failure is a warning by definition.
 		res.Status = Warn
 	}
-	res.Blocking = sev == Blocking && (res.Status == Fail || res.Status == Error) && !res.Ignored
+	res.Blocking = res.Severity == Blocking && (res.Status == Fail || res.Status == Error) && !res.Ignored
 	return res
 }
 

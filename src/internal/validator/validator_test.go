@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -65,9 +66,11 @@ func TestRunOrderMetaAndDuration(t *testing.T) {
 	m := meta("b", Blocking, Warning)
 	m.References = []string{"https://example.org/1"}
 	checks := []Check{fakeCheck{meta: meta("z", Warning, Warning)}, fakeCheck{meta: m}}
+	// The checks run at once, so the clock is shared between goroutines.
+	var mu sync.Mutex
 	tick := time.Unix(0, 0)
-	now := func() time.Time { tick = tick.Add(time.Second); return tick }
-	rep := Run(context.Background(), checks, Options{Phase: PreStart, Now: func() time.Time { return now() }})
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); tick = tick.Add(time.Second); return tick }
+	rep := Run(context.Background(), checks, Options{Phase: PreStart, Now: now})
 	if rep.Phase != PreStart || rep.Results[0].ID != "z" || rep.Results[1].ID != "b" {
 		t.Fatalf("results out of order: %+v", rep)
 	}
@@ -158,5 +161,128 @@ func TestPolicyOptions(t *testing.T) {
 				t.Errorf("SeverityOverride = %v, want %v", opts.SeverityOverride, tc.wantOverride)
 			}
 		})
+	}
+}
+
+// hangingCheck runs until release is closed, ignoring its context, as a
+// check stuck in a syscall or on a hung D-Bus peer does.
+type hangingCheck struct {
+	meta    Meta
+	release chan struct{}
+}
+
+func (c hangingCheck) Meta() Meta { return c.meta }
+func (c hangingCheck) Run(context.Context) ([]Finding, error) {
+	<-c.release
+	return []Finding{{Status: Fail, Detail: "too late to count"}}, nil
+}
+
+// doneCheck is a check that says when it has run.
+type doneCheck struct {
+	fakeCheck
+	wg *sync.WaitGroup
+}
+
+func (c doneCheck) Run(ctx context.Context) ([]Finding, error) {
+	defer c.wg.Done()
+	return c.fakeCheck.Run(ctx)
+}
+
+// politeCheck returns the context's error once the run ends.
+type politeCheck struct{ meta Meta }
+
+func (c politeCheck) Meta() Meta { return c.meta }
+func (c politeCheck) Run(ctx context.Context) ([]Finding, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// When the run's context ends (a drain's budget), Run returns what
+// finished and marks the rest unfinished: an error result that never
+// blocks, in a report marked incomplete. A check that finished keeps its
+// verdict, blocking included.
+func TestRunReturnsPartialResultsWhenContextEnds(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	fail := []Finding{{Subject: "c1", Status: Fail, Detail: "escaped"}}
+	var fast sync.WaitGroup
+	fast.Add(2)
+	checks := []Check{
+		doneCheck{fakeCheck{meta: meta("fast-fail", Blocking, Blocking), findings: fail}, &fast},
+		hangingCheck{meta: meta("hung", Blocking, Blocking), release: release},
+		politeCheck{meta: meta("polite", Blocking, Blocking)},
+		doneCheck{fakeCheck{meta: meta("fast-pass", Blocking, Blocking)}, &fast},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var rep Report
+	returned := make(chan struct{})
+	go func() {
+		rep = Run(ctx, checks, Options{Phase: Drain})
+		close(returned)
+	}()
+	// Nothing can end the run but the cancel: the hung check never returns
+	// before release is closed, which is after the test. The wait also
+	// lets the fast checks' results reach Run before the cancel.
+	fast.Wait()
+	select {
+	case <-returned:
+		t.Fatal("Run returned while a check was still running and the context was alive")
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	<-returned
+
+	byID := map[string]Result{}
+	for _, r := range rep.Results {
+		byID[r.ID] = r
+	}
+	if got := []string{rep.Results[0].ID, rep.Results[1].ID, rep.Results[2].ID, rep.Results[3].ID}; !reflect.DeepEqual(got, []string{"fast-fail", "hung", "polite", "fast-pass"}) {
+		t.Fatalf("results out of the checks' order: %v", got)
+	}
+	if r := byID["fast-fail"]; r.Unfinished || r.Status != Fail || !r.Blocking {
+		t.Errorf("finished failing check: %+v", r)
+	}
+	if r := byID["fast-pass"]; r.Unfinished || r.Status != Pass {
+		t.Errorf("finished passing check: %+v", r)
+	}
+	for _, id := range []string{"hung", "polite"} {
+		r := byID[id]
+		if !r.Unfinished || r.Status != Error || r.Blocking || !strings.Contains(r.Error, "did not finish") || r.Title != id+" title" {
+			t.Errorf("%s: %+v, want unfinished, error, not blocking, with its Meta", id, r)
+		}
+	}
+	if !rep.Incomplete || !rep.Blocked {
+		t.Errorf("report incomplete %v blocked %v, want both (the finished check's failure still counts)", rep.Incomplete, rep.Blocked)
+	}
+}
+
+// A context that ended before the run started leaves every check that
+// waits for it unfinished, and the run still returns.
+func TestRunWithAnEndedContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep := Run(ctx, []Check{politeCheck{meta: meta("polite", Blocking, Blocking)}}, Options{Phase: Drain})
+	if r := rep.Results[0]; !r.Unfinished || r.Blocking || !rep.Incomplete || rep.Blocked {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+type panickyCheck struct{ meta Meta }
+
+func (c panickyCheck) Meta() Meta                             { return c.meta }
+func (c panickyCheck) Run(context.Context) ([]Finding, error) { panic("index out of range") }
+
+// A check that panics is an error result of that check; the others still
+// report, and the process lives on to keep the drain contract.
+func TestRunSurvivesAPanickingCheck(t *testing.T) {
+	rep := Run(context.Background(), []Check{
+		panickyCheck{meta: meta("boom", Warning, Warning)},
+		fakeCheck{meta: meta("fine", Blocking, Blocking)},
+	}, Options{Phase: Drain})
+	if r := rep.Results[0]; r.Status != Error || !strings.Contains(r.Error, "check panicked: index out of range") || r.Blocking {
+		t.Errorf("panicking check: %+v", r)
+	}
+	if r := rep.Results[1]; r.Status != Pass {
+		t.Errorf("other check: %+v", r)
 	}
 }
