@@ -1,5 +1,5 @@
 // Package metrics is cellguard's one home for Prometheus metrics: the
-// families `validate` writes to node_exporter's textfile and `watch` serves
+// families `validate` and `drain` write to node_exporter's textfile and `watch` serves
 // on /metrics and writes to its own textfile, defined once and encoded by
 // client_golang. It knows the framework's results (validator.Result) and
 // nothing of the host.

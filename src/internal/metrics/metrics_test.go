@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cloudfoundry/cellguard/src/internal/drain"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -133,5 +135,42 @@ func TestWriteTextfileIsAtomicReplaceOfOwnFamilies(t *testing.T) {
 	}
 	if err := WriteTextfile(filepath.Join(t.TempDir(), "no/such/dir/x.prom"), reg); err == nil {
 		t.Fatal("writing into a missing directory succeeded")
+	}
+}
+
+// A drain's textfile: the validator's families, then what drain did. A
+// drain that could not run has only the drain families, and says so.
+func TestDrainTextfile(t *testing.T) {
+	rep := blockedDrain()
+	shutdown := drain.Parse([]string{"job_shutdown", "hash_unchanged"})
+	b, err := Encode(DrainTextfile(&rep, shutdown, drain.Decide(drain.Input{Call: shutdown, Report: &rep}), ranAt), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Golden(t, "drain_released_on_shutdown.prom", b, *update)
+	got := samples(t, b)
+	for want, v := range map[string]float64{
+		`cellguard_validate_blocked{phase="drain"}`:                                1,
+		`cellguard_drain_outcome{event="shutdown",outcome="released_on_shutdown"}`: 1,
+		`cellguard_drain_outcome{event="shutdown",outcome="blocked"}`:              0,
+		`cellguard_drain_could_not_run{event="shutdown"}`:                          0,
+		`cellguard_drain_timestamp_seconds{event="shutdown"}`:                      1796022000,
+	} {
+		if g, ok := got[want]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", want, g, ok, v)
+		}
+	}
+
+	update := drain.Parse([]string{"job_changed", "hash_changed"})
+	b, err = Encode(DrainTextfile(nil, update, drain.Decide(drain.Input{Call: update, CouldNotRun: errors.New("parse config")}), ranAt), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = samples(t, b)
+	if got[`cellguard_drain_could_not_run{event="update"}`] != 1 || got[`cellguard_drain_outcome{event="update",outcome="could_not_run"}`] != 1 {
+		t.Errorf("could-not-run textfile:\n%s", b)
+	}
+	if strings.Contains(string(b), "cellguard_check_status") {
+		t.Errorf("could-not-run textfile has check families:\n%s", b)
 	}
 }
