@@ -82,9 +82,12 @@ func (c *RuntimeVersions) Run(ctx context.Context) ([]validator.Finding, error) 
 	for _, comp := range runtimever.Components {
 		found, missing := loc.Locate(comp)
 		for _, m := range missing {
+			// The operator named this binary: the runtime the cell runs is
+			// not where the config says, so its version is unknown. An
+			// error, not a skip (config check refuses it at pre-start).
 			fs = append(fs, validator.Finding{
-				Subject: m.Path, Status: validator.Skip,
-				Detail: fmt.Sprintf("configured %s binary %s is not there: %v", comp, m.Path, m.Err),
+				Subject: m.Path, Status: validator.Error,
+				Detail: fmt.Sprintf("configured %s binary %s is not there: %v; fix validator.runtime_binaries", comp, m.Path, m.Err),
 				Data:   map[string]string{"component": comp},
 			})
 		}

@@ -132,9 +132,9 @@ func TestRuntimeVersionsBinariesMissingOrBroken(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]validator.Status{
-		"/var/vcap/packages/runc/bin/runc": validator.Skip, // configured, absent
-		"/usr/bin/runc":                    validator.Warn, // version unknown
-		"/usr/bin/containerd":              validator.Fail, // hangs
+		"/var/vcap/packages/runc/bin/runc": validator.Error, // configured, absent: an error
+		"/usr/bin/runc":                    validator.Warn,  // version unknown
+		"/usr/bin/containerd":              validator.Fail,  // hangs
 	}
 	got := map[string]validator.Status{}
 	for _, f := range fs {

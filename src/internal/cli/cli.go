@@ -17,6 +17,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 
@@ -40,6 +41,15 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Now is the clock (a drain lift's expiry); nil means time.Now.
+	Now func() time.Time
+}
+
+func (e *Env) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
 }
 
 // Command is one subcommand (or a group of them, via Sub).
@@ -62,6 +72,7 @@ func Commands() []*Command {
 		validateCommand(),
 		watchCommand(),
 		advisoriesCommand(),
+		drainCommand(),
 		versionCommand(),
 		configCommand(),
 	}
@@ -164,6 +175,18 @@ func (c *common) setup(env *Env, source string) (lager.Logger, *config.Config, f
 		return nil, nil, nil, err
 	}
 	return logger.Session(source), cfg, func() { _ = closer() }, nil
+}
+
+// flagLogger is the logger of a command whose config could not be read:
+// the flags' log file and format, else stderr. It never fails, so a
+// command that must report (drain) always can.
+func (c *common) flagLogger(env *Env, source string) (lager.Logger, func()) {
+	logger, closer, err := logging.New(logging.Options{File: c.logFile, TimeFormat: c.timeFormat, Level: c.logLevel}, env.Stderr)
+	if err != nil {
+		logger, closer, _ = logging.New(logging.Options{}, env.Stderr)
+		logger.Error("log-setup", err)
+	}
+	return logger.Session(source), func() { _ = closer() }
 }
 
 // errorf prints "cellguard: error: ..." to stderr, for humans; the same fact

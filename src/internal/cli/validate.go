@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -34,9 +35,11 @@ severity in --format json); the config's validator.blocking.<phase> list, when
 present, names exactly the checks that block in that phase. --ignore (and
 validator.ignore) downgrades a check: still run and reported, never blocking.
 
-Drain (--phase drain) keeps BOSH's drain contract: stdout carries only the
-integer 0 (nothing to wait for); the report goes to stderr and the log. The
-exit code carries the verdict, and a non-zero exit fails the drain.
+--phase drain judges the host as a drain would and keeps stdout for the
+integer: 0 when nothing blocks, and nothing at all when a check blocks, so
+a script that forgets the exit code still fails. The report goes to stderr.
+The job's bin/drain runs "cellguard drain", which also reads the agent's
+arguments, the budget and the lift (cellguard drain --help).
 
 --fix (or validator.fix) moves escaped container processes back into the
 cgroups their runtime recorded, in every hierarchy, re-reads /proc to verify,
@@ -105,76 +108,29 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 }
 
 func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, cfg *config.Config, phase validator.Phase) int {
-	vc := cfg.Validator
-	d := validatorDeps(f.root, cfg, phase, f.runtimeRoots, f.fix)
-	registry := checks.All(d)
-	if err := validator.Validate(registry); err != nil {
-		logger.Error("invalid-registry", err)
-		errorf(env, "%v", err)
+	v, cr := newValidation(cfg, phase, f.root, splitList(f.runtimeRoots), splitList(f.ignore), f.fix)
+	if cr != nil {
+		logger.Error("cannot-validate", cr.err)
+		cr.print(env)
 		return ExitCantRun
 	}
-	ids := validator.IDs(registry)
-	opts, err := validatorPolicy(vc, phase, f.ignore).Options(registry, phase)
-	var perr *validator.PolicyError
-	switch {
-	case errors.As(err, &perr) && perr.List == "ignore":
-		errorf(env, "%v", err)
-		hintf(env, "check ids: %s (or %q)", strings.Join(ids, ", "), validator.IgnoreAll)
-		return ExitCantRun
-	case errors.As(err, &perr):
-		errorf(env, "validator.blocking.%s: %v", phase, perr.Err)
-		hintf(env, "check ids: %s", strings.Join(ids, ", "))
-		return ExitCantRun
-	case err != nil:
-		errorf(env, "%v", err)
-		return ExitCantRun
-	}
-	// Without /proc there is nothing to validate: that is "could not run",
-	// not a failed check.
-	if err := procfs.New(f.root).Readable(); err != nil {
-		logger.Error("read-proc", err)
-		errorf(env, "%v", err)
-		hintf(env, "run as root on the host, or point --root at a tree holding proc/ and sys/fs/cgroup/")
-		return ExitCantRun
-	}
-
-	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": ids, "ignore": opts.Ignore, "fix": d.Fix})
-	rep := validator.Run(ctx, registry, opts)
+	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": validator.IDs(v.registry), "ignore": v.opts.Ignore, "fix": v.deps.Fix})
+	rep := validator.Run(ctx, v.registry, v.opts)
 	if err := ctx.Err(); err != nil {
 		logger.Error("interrupted", err)
 		errorf(env, "interrupted: %v", err)
 		return ExitCantRun
 	}
-	// The report is rendered while the results are logged (a cell with
-	// hundreds of findings spends milliseconds on each) and written after,
-	// so the two never interleave on a shared stderr.
-	now := time.Now()
-	var rendered bytes.Buffer
-	renderErr := make(chan error, 1)
-	go func() {
-		if f.format == "json" {
-			renderErr <- report.JSON(&rendered, rep, now)
-		} else {
-			renderErr <- report.Human(&rendered, rep)
-		}
-	}()
-	logResults(logger, rep)
-
 	// Drain: stdout is BOSH's, and holds only the integer.
 	out := env.Stdout
 	if phase == validator.Drain {
 		out = env.Stderr
 	}
-	werr := <-renderErr
-	if werr == nil {
-		_, werr = out.Write(rendered.Bytes())
-	}
-	if werr != nil {
-		logger.Error("write-report", werr)
-	}
+	now := time.Now()
+	emitReport(logger, rep, f.format, out, now)
 	promFile := f.promFile
 	if promFile == "" {
-		promFile = vc.PrometheusFile
+		promFile = cfg.Validator.PrometheusFile
 	}
 	if promFile != "" {
 		if err := metrics.WriteValidateTextfile(promFile, rep, now); err != nil {
@@ -183,14 +139,100 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 			hintf(env, "the validation itself ran; check that the textfile collector's directory exists")
 		}
 	}
+	logger.Info("finished", lager.Data{"phase": phase, "blocked": rep.Blocked})
+	if rep.Blocked {
+		// No integer: a wrapper that forgets the exit code still fails
+		// closed, as the agent fails a drain whose stdout holds none.
+		return ExitFailed
+	}
 	if phase == validator.Drain {
 		fmt.Fprintln(env.Stdout, 0)
 	}
-	logger.Info("finished", lager.Data{"phase": phase, "blocked": rep.Blocked})
-	if rep.Blocked {
-		return ExitFailed
-	}
 	return ExitOK
+}
+
+// validation is what one validator run needs: the checks' deps from the
+// config and flags, the registry, and the policy checked against it.
+type validation struct {
+	deps     checks.Deps
+	registry []validator.Check
+	opts     validator.Options
+}
+
+// cantRun is why cellguard could not run, with a hint for humans.
+type cantRun struct {
+	err  error
+	hint string
+}
+
+func (c *cantRun) print(env *Env) {
+	errorf(env, "%v", c.err)
+	if c.hint != "" {
+		hintf(env, "%s", c.hint)
+	}
+}
+
+// newValidation builds a run of phase under root. extraIgnore and
+// runtimeRoots come from flags and add to (roots: replace) the config's.
+// It fails when the registry or the policy is wrong, or /proc cannot be
+// read under root: nothing could be validated.
+func newValidation(cfg *config.Config, phase validator.Phase, root string, runtimeRoots, extraIgnore []string, fix bool) (*validation, *cantRun) {
+	d := validatorDeps(root, cfg, phase, runtimeRoots, fix)
+	registry := checks.All(d)
+	if err := validator.Validate(registry); err != nil {
+		return nil, &cantRun{err: err}
+	}
+	opts, cr := policyOptions(cfg, registry, phase, extraIgnore)
+	if cr != nil {
+		return nil, cr
+	}
+	// Without /proc there is nothing to validate: that is "could not run",
+	// not a failed check.
+	if err := procfs.New(root).Readable(); err != nil {
+		return nil, &cantRun{err: err, hint: "run as root on the host, or point --root at a tree holding proc/ and sys/fs/cgroup/"}
+	}
+	return &validation{deps: d, registry: registry, opts: opts}, nil
+}
+
+// policyOptions checks the config's ignore and blocking lists (plus
+// extraIgnore) against the registry and returns the options of phase.
+func policyOptions(cfg *config.Config, registry []validator.Check, phase validator.Phase, extraIgnore []string) (validator.Options, *cantRun) {
+	ids := validator.IDs(registry)
+	opts, err := validatorPolicy(cfg.Validator, phase, extraIgnore).Options(registry, phase)
+	var perr *validator.PolicyError
+	switch {
+	case errors.As(err, &perr) && perr.List == "ignore":
+		return opts, &cantRun{err: err, hint: fmt.Sprintf("check ids: %s (or %q)", strings.Join(ids, ", "), validator.IgnoreAll)}
+	case errors.As(err, &perr):
+		return opts, &cantRun{err: fmt.Errorf("validator.blocking.%s: %w", phase, perr.Err), hint: "check ids: " + strings.Join(ids, ", ")}
+	case err != nil:
+		return opts, &cantRun{err: err}
+	}
+	return opts, nil
+}
+
+// emitReport logs every result and writes the report to out. The report
+// is rendered while the results are logged (a cell with hundreds of
+// findings spends milliseconds on each) and written after, so the two
+// never interleave on a shared stderr.
+func emitReport(logger lager.Logger, rep validator.Report, format string, out io.Writer, now time.Time) {
+	var rendered bytes.Buffer
+	renderErr := make(chan error, 1)
+	go func() {
+		if format == "json" {
+			renderErr <- report.JSON(&rendered, rep, now)
+		} else {
+			renderErr <- report.Human(&rendered, rep)
+		}
+	}()
+	logResults(logger, rep)
+	werr := <-renderErr
+	if werr == nil {
+		_, werr = out.Write(rendered.Bytes())
+	}
+	if werr != nil {
+		logger.Error("write-report", werr)
+	}
 }
 
 // dbusSystemdVersion asks the running systemd for its version, dialing

@@ -24,6 +24,7 @@ type Config struct {
 	Sysctl     Sysctl     `json:"sysctl"`
 	Validator  Validator  `json:"validator"`
 	Watch      Watch      `json:"watch"`
+	Drain      Drain      `json:"drain"`
 	// DelegateUnits are services other releases install that get the
 	// supervisor's delegation drop-in in place (Concourse's
 	// concourse.service), and that delegation-audit reads.
@@ -104,6 +105,16 @@ type TLSFiles struct {
 	Cert string `json:"cert"`
 	Key  string `json:"key"`
 	CA   string `json:"ca"`
+}
+
+// Drain configures `cellguard drain`, the job's bin/drain.
+type Drain struct {
+	// Budget bounds the validation a drain runs; on expiry it reports
+	// what finished and lets the VM go. 0 means cellguard's default.
+	Budget Duration `json:"budget"`
+	// BlockOnShutdown makes a blocking finding block job_shutdown (stop,
+	// recreate, delete, scale-in) as well as an update.
+	BlockOnShutdown bool `json:"block_on_shutdown"`
 }
 
 // Duration is a time.Duration written as "30s" in JSON.
