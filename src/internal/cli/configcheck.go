@@ -3,8 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
+	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // configCommand lets pre-start (and an operator on the VM) prove that the
@@ -12,15 +18,31 @@ import (
 // template tests run it on every rendered property set.
 func configCommand() *Command {
 	return &Command{Name: "config", Summary: "check a rendered config file", Sub: []*Command{
-		{Name: "check", Summary: "parse and validate the config; touches nothing on the host", Run: runConfigCheck},
+		{Name: "check", Summary: "parse and validate the config; writes nothing on the host", Run: runConfigCheck},
 	}}
 }
 
+const configCheckHelp = `
+Parses the config as every subcommand does (unknown keys are errors) and
+checks what would otherwise fail later, at the next drain or apply:
+  - every check id in validator.ignore and validator.blocking.<phase> names
+    a registered check (a typo must not leave a check blocking, or not);
+  - sysctl.profile, sysctl.set (values such as ">=N") and sysctl.remove
+    resolve to a profile, as sysctl apply would;
+  - every path in validator.runtime_binaries is an executable under --root.
+Exit: 0 valid, 2 unreadable or invalid (every problem is listed).
+`
+
 func runConfigCheck(_ context.Context, env *Env, args []string) int {
 	var c common
-	fs := newFlagSet(env, "config check", "config check [--config PATH]\n\n"+
-		"Parses the config as every subcommand does (unknown keys are errors) and validates it.\n"+
-		"Exit: 0 valid, 2 unreadable or invalid.", &c)
+	var root string
+	fs := newFlagSet(env, "config check", "config check [--config PATH] [--root /]", &c)
+	fs.StringVar(&root, "root", "/", "root prefix for the runtime binaries (tests: a fixture tree)")
+	base := fs.Usage
+	fs.Usage = func() {
+		base()
+		fmt.Fprint(env.Stderr, configCheckHelp)
+	}
 	if ok, code := parse(fs, args); !ok {
 		return code
 	}
@@ -38,7 +60,50 @@ func runConfigCheck(_ context.Context, env *Env, args []string) int {
 		hintf(env, "the file is rendered from the cellguard job's properties; see jobs/cellguard/spec")
 		return ExitCantRun
 	}
+	if problems := configProblems(cfg, root); len(problems) > 0 {
+		for _, p := range problems {
+			errorf(env, "%s: %s", path, p)
+		}
+		hintf(env, "fix the cellguard job's properties (jobs/cellguard/spec); check ids: %s", strings.Join(validator.IDs(checks.All(checks.Deps{})), ", "))
+		return ExitCantRun
+	}
 	fmt.Fprintf(env.Stdout, "%s: ok: %d daemons, supervisor protect=%t, sysctl profile %q, %d validator runtime roots\n",
 		path, len(cfg.Daemons), cfg.Supervisor.Protect, cfg.Sysctl.Profile, len(cfg.Validator.RuntimeRoots))
 	return ExitOK
+}
+
+// configProblems finds what config.Validate cannot see: what needs the
+// check registry, the sysctl profile or the host's files.
+func configProblems(cfg *config.Config, root string) []string {
+	var problems []string
+	registry := checks.All(checks.Deps{})
+	// The ignore list once, then each phase's blocking list on its own, so
+	// every unknown id is named.
+	idsOnly := *cfg
+	idsOnly.Validator.Blocking = nil
+	if _, cr := policyOptions(&idsOnly, registry, validator.PreStart, nil); cr != nil {
+		problems = append(problems, cr.err.Error())
+	}
+	idsOnly.Validator.Ignore, idsOnly.Validator.Blocking = nil, cfg.Validator.Blocking
+	for _, phase := range []validator.Phase{validator.PreStart, validator.Drain} {
+		if _, cr := policyOptions(&idsOnly, registry, phase, nil); cr != nil {
+			problems = append(problems, cr.err.Error())
+		}
+	}
+	if _, err := sysctl.Resolve(sysctlSettings(cfg.Sysctl)); err != nil {
+		problems = append(problems, err.Error())
+	}
+	comps := make([]string, 0, len(cfg.Validator.RuntimeBinaries))
+	for comp := range cfg.Validator.RuntimeBinaries {
+		comps = append(comps, comp)
+	}
+	sort.Strings(comps)
+	// Only the configured paths: no PATH search.
+	loc := runtimever.Locator{Root: root, Configured: cfg.Validator.RuntimeBinaries, Path: []string{}}
+	for _, comp := range comps {
+		if _, missing := loc.Locate(comp); len(missing) > 0 {
+			problems = append(problems, fmt.Sprintf("validator.runtime_binaries.%s: %s is not an executable file: %v", comp, missing[0].Path, missing[0].Err))
+		}
+	}
+	return problems
 }
