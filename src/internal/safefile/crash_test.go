@@ -197,6 +197,17 @@ func TestCrashAtEveryStep(t *testing.T) {
 						t.Errorf("next run after a crash at %s: Changed=%v", step, res.Changed)
 					}
 					assertFile(t, target, pair[1], 0o644)
+					// Pre-start's cleanup removes what the crash left, and
+					// only that.
+					removed, err := safefile.RemoveStaleTemps(filepath.Dir(target),
+						func(n string) bool { return n == filepath.Base(target) }, 0, time.Now().Add(time.Second))
+					if err != nil || len(removed) != len(litter) {
+						t.Errorf("RemoveStaleTemps removed %q (%v), want the %d temp files %q", removed, err, len(litter), litter)
+					}
+					if left := checkLitter(t, target); len(left) != 0 {
+						t.Errorf("after RemoveStaleTemps: %q left", left)
+					}
+					assertFile(t, target, pair[1], 0o644)
 				})
 			}
 		}
