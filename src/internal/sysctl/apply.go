@@ -50,10 +50,15 @@ type ApplyReport struct {
 	File    string `json:"file"`
 	// Persisted is true when File holds this profile after the run;
 	// FileChanged when this run rewrote it.
-	Persisted   bool        `json:"persisted"`
-	FileChanged bool        `json:"file_changed"`
-	Changed     int         `json:"changed"` // keys written
-	Keys        []KeyResult `json:"keys"`
+	Persisted   bool `json:"persisted"`
+	FileChanged bool `json:"file_changed"`
+	// Removed: the profile wants nothing (profile none, nothing set), so
+	// the file an earlier profile persisted was removed (see RemoveFile).
+	Removed bool `json:"removed,omitempty"`
+	// FileNote says why File was left alone when it should have gone.
+	FileNote string      `json:"file_note,omitempty"`
+	Changed  int         `json:"changed"` // keys written
+	Keys     []KeyResult `json:"keys"`
 }
 
 // Apply is Host{Root: root}.Apply(p).
@@ -255,6 +260,15 @@ func readBack(live Live, keys, written []applyKey, rep *ApplyReport) []error {
 // here, so the file is right for boot even if some key could not be
 // written live (EPERM in a container).
 func (h Host) persist(p Profile, keys []applyKey, rep *ApplyReport) error {
+	if len(p.Entries) == 0 {
+		removed, err := h.RemoveFile(p.File)
+		if errors.Is(err, ErrNotOurs) {
+			rep.FileNote = err.Error()
+			return nil
+		}
+		rep.Removed = removed
+		return err
+	}
 	over := h.persistFloors(p, keys)
 	target := hostroot.Join(h.Root, p.File)
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
@@ -359,6 +373,12 @@ func (r ApplyReport) Summary() string {
 		}
 	}
 	switch {
+	case r.Removed:
+		fmt.Fprintf(&b, "; %s removed (nothing to persist; live values are left as they are)", r.File)
+	case r.FileNote != "":
+		fmt.Fprintf(&b, "; %s", r.FileNote)
+	case len(r.Keys) == 0 && !r.Persisted:
+		fmt.Fprintf(&b, "; nothing to persist, no %s", r.File)
 	case !r.Persisted:
 		fmt.Fprintf(&b, "; %s not written", r.File)
 	case r.FileChanged:

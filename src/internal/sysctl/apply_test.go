@@ -243,3 +243,48 @@ func TestApplyBootNote(t *testing.T) {
 		t.Fatalf("unexpected boot note %q", n)
 	}
 }
+
+// profile none with nothing set, after a profile: the persisted file goes
+// (a reboot must not bring the old values back), the live values stay, and
+// a second run does nothing. A file at that path cellguard did not write
+// is left alone, and the report says so.
+func TestApplyNothingRemovesThePersistedFile(t *testing.T) {
+	tr := baseTree(t)
+	h := Host{Root: tr.Root}
+	if _, err := h.Apply(profileOf("fs.pipe-user-pages-soft=0")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tr.Read(DefaultFile); !ok {
+		t.Fatal("the profile was not persisted")
+	}
+	none, err := Resolve(Settings{Profile: NoProfile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run, wantRemoved := range []bool{true, false} {
+		rep, err := h.Apply(none)
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if rep.Removed != wantRemoved || rep.Persisted {
+			t.Fatalf("run %d: removed %v persisted %v", run, rep.Removed, rep.Persisted)
+		}
+		if _, ok := tr.Read(DefaultFile); ok {
+			t.Fatalf("run %d: %s still there", run, DefaultFile)
+		}
+		if got := tr.live("fs.pipe-user-pages-soft"); got != "0\n" {
+			t.Fatalf("run %d: live value changed to %q; it must be left alone", run, got)
+		}
+		if s := rep.Summary(); wantRemoved && !strings.Contains(s, "removed (nothing to persist; live values are left as they are)") {
+			t.Errorf("summary %q", s)
+		}
+	}
+	tr.Write(DefaultFile, "# the operator's own\nkernel.pid_max = 4194304\n")
+	rep, err := h.Apply(none)
+	if err != nil || rep.Removed || !strings.Contains(rep.FileNote, "not written by cellguard") {
+		t.Fatalf("foreign file: %+v %v", rep, err)
+	}
+	if _, ok := tr.Read(DefaultFile); !ok {
+		t.Fatal("a file cellguard did not write was removed")
+	}
+}

@@ -327,7 +327,7 @@ type persisted struct {
 // leaves the file untouched. over replaces the value of at-least keys.
 func render(p Profile, over map[string]persisted) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by cellguard sysctl apply (profile %s). Do not edit: the next apply\n", p.Name)
+	fmt.Fprintf(&b, "%s sysctl apply (profile %s). Do not edit: the next apply\n", Marker, p.Name)
 	b.WriteString("# replaces this file. Change the cellguard job's sysctl properties instead.\n")
 	for _, e := range p.Entries {
 		b.WriteString("\n")
