@@ -73,6 +73,7 @@ func Commands() []*Command {
 		watchCommand(),
 		advisoriesCommand(),
 		drainCommand(),
+		uninstallCommand(),
 		versionCommand(),
 		configCommand(),
 	}

@@ -170,6 +170,7 @@ func unitCommand() *Command {
 		{Name: "status", Summary: "show a unit's state and delegation, read over D-Bus", Run: runUnitStatus},
 		{Name: "protect-supervisor", Summary: "delegate the unit that holds monit (e.g. runit.service) in place", Run: runProtectSupervisor},
 		{Name: "delegate", Summary: "delegate other releases' units (e.g. concourse.service) in place", Run: runUnitDelegate},
+		{Name: "prune", Summary: "remove units and drop-ins the config no longer asks for, when nothing uses them", Run: runUnitPrune},
 	}}
 }
 

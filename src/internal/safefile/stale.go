@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"time"
 )
 
@@ -67,4 +68,17 @@ func RemoveStaleTemps(dir string, ours func(target string) bool, minAge time.Dur
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// RemoveDirIfEmpty removes dir when it holds nothing; a missing or
+// non-empty dir is left as it is. It reports whether dir was removed.
+func RemoveDirIfEmpty(dir string) (bool, error) {
+	err := os.Remove(dir)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
+		return false, nil
+	}
+	return false, fmt.Errorf("remove directory %s: %w", dir, err)
 }

@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
+	"github.com/cloudfoundry/cellguard/src/internal/drain"
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
+)
+
+func uninstallCommand() *Command {
+	return &Command{Name: "uninstall", Summary: "remove everything cellguard installed on this VM that nothing uses; list what stays and why", Run: runUninstall}
+}
+
+const uninstallHelp = `
+For operators, over bosh ssh, as root, before the addon leaves the manifest
+(once it is gone, BOSH removes the cellguard package and this binary with
+it; docs/lifecycle.md). Removes what cellguard installed on this VM and
+nothing uses:
+  - cellguard-NAME.service units that are inactive with no process left in
+    their cgroup (a running one is kept: nothing is ever stopped);
+  - the supervisor's Delegate= drop-in when its unit is not running. On a
+    running VM it is, and the drop-in is kept: removing it makes systemd move
+    the container processes below the unit out of their cgroups (measured,
+    docs/lifecycle.md). A recreate finishes it. --force-supervisor-drop-in
+    removes it anyway, with that consequence;
+  - the persisted sysctl file (live values stay until the next reboot);
+  - start's verification stamps, the Prometheus textfile, a drain lift;
+  - temp files a killed write left beside any of them.
+Then it lists what it removed and what it kept, with why. Running it again
+removes nothing more and lists the same kept items.
+
+Exit codes: 0 done (kept items included), 1 a removal failed, 2 bad usage
+or config.
+`
+
+// uninstallTextfileHead starts every textfile validate and drain write.
+var uninstallTextfileHead = []byte("# HELP cellguard_")
+
+func runUninstall(ctx context.Context, env *Env, args []string) int {
+	var c common
+	var f daemonFlags
+	var force bool
+	var promFile, liftFile string
+	fs := newFlagSet(env, "uninstall", "uninstall [--force-supervisor-drop-in] [--json]", &c)
+	f.registerConn(fs)
+	fs.BoolVar(&force, "force-supervisor-drop-in", false, "remove the supervisor's drop-in although it runs (its container processes leave their cgroups)")
+	fs.StringVar(&promFile, "prometheus-textfile", "", "the textfile to remove; default the config's validator.prometheus_textfile")
+	fs.StringVar(&liftFile, "lift-file", defaultLiftFile, "the drain lift to remove")
+	base := fs.Usage
+	fs.Usage = func() {
+		base()
+		fmt.Fprint(env.Stderr, uninstallHelp)
+	}
+	if ok, code := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		errorf(env, "unexpected arguments: %v", fs.Args())
+		return ExitCantRun
+	}
+	m, cfg, done, err := f.manager(&c, env, "uninstall")
+	if err != nil {
+		errorf(env, "%v", err)
+		hintf(env, "pass --config of a readable config, or none: uninstall then uses the default paths")
+		return ExitCantRun
+	}
+	defer done()
+	ctx, cancel := f.withDeadline(ctx, 0)
+	defer cancel()
+	now := env.now()
+
+	res, err := m.Prune(ctx, daemonctl.PruneOptions{ForceSupervisorDropIn: force, Now: now})
+	items, errs := res.Items, []error{err}
+	stamps, err := m.RemoveStamps()
+	items, errs = append(items, stamps...), append(errs, err)
+
+	sysctlFile := cfg.Sysctl.File
+	if sysctlFile == "" {
+		sysctlFile = sysctl.DefaultFile
+	}
+	removed, err := sysctl.Host{Root: f.root}.RemoveFile(sysctlFile)
+	switch {
+	case errors.Is(err, sysctl.ErrNotOurs):
+		items = append(items, daemonctl.PruneItem{Path: sysctlFile, Kind: "sysctl-file", Action: daemonctl.Kept, Why: err.Error()})
+	case err != nil:
+		errs = append(errs, err)
+	case removed:
+		items = append(items, daemonctl.PruneItem{Path: sysctlFile, Kind: "sysctl-file", Action: daemonctl.Removed,
+			Why: "the persisted sysctl profile; live values stay as they are until the next reboot"})
+	}
+
+	if promFile == "" {
+		promFile = cfg.Validator.PrometheusFile
+	}
+	if promFile != "" {
+		it, err := removeOwnFile(f.root, promFile, "prometheus-textfile", uninstallTextfileHead,
+			"validate's and drain's gauges; node_exporter stops exporting them")
+		items, errs = appendItem(items, it), append(errs, err)
+	}
+	lifted, err := drain.CancelLift(hostroot.Join(f.root, liftFile))
+	errs = append(errs, err)
+	if lifted {
+		items = append(items, daemonctl.PruneItem{Path: liftFile, Kind: "drain-lift", Action: daemonctl.Removed, Why: "an operator's drain lift"})
+	}
+	for _, p := range []string{sysctlFile, promFile, liftFile} {
+		if p == "" {
+			continue
+		}
+		base := filepath.Base(p)
+		temps, err := safefile.RemoveStaleTemps(hostroot.Join(f.root, filepath.Dir(p)), func(t string) bool { return t == base }, time.Minute, now)
+		errs = append(errs, err)
+		for _, hp := range temps {
+			items = append(items, daemonctl.PruneItem{Path: filepath.Join(filepath.Dir(p), filepath.Base(hp)), Kind: daemonctl.KindTempFile,
+				Action: daemonctl.Removed, Why: "a temp file left by a write that was killed before its rename"})
+		}
+	}
+	// The lift's directory is cellguard's alone; leave it only when
+	// something else is in it.
+	_, err = safefile.RemoveDirIfEmpty(hostroot.Join(f.root, filepath.Dir(liftFile)))
+	errs = append(errs, err)
+
+	err = errors.Join(errs...)
+	var kept int
+	for _, it := range items {
+		if it.Action == daemonctl.Kept {
+			kept++
+		}
+	}
+	m.Logger.Info("uninstalled", lager.Data{"items": len(items), "kept": kept, "error": fmt.Sprint(err)})
+	if f.jsonOut {
+		printJSON(env, map[string]any{"items": items, "kept": kept, "removed": len(items) - kept})
+	} else {
+		printItems(env.Stdout, items)
+		fmt.Fprintf(env.Stdout, "%d removed, %d kept\n", len(items)-kept, kept)
+	}
+	if err != nil {
+		return failure(env, err)
+	}
+	return ExitOK
+}
+
+// removeOwnFile removes p under root when it starts with head (a file
+// cellguard wrote); another file is kept, and said so.
+func removeOwnFile(root, p, kind string, head []byte, why string) (*daemonctl.PruneItem, error) {
+	hp := hostroot.Join(root, p)
+	b, err := os.ReadFile(hp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	if !bytes.HasPrefix(b, head) {
+		return &daemonctl.PruneItem{Path: p, Kind: kind, Action: daemonctl.Kept,
+			Why: fmt.Sprintf("it does not start with %q, so cellguard did not write it", head)}, nil
+	}
+	if _, err := safefile.RemoveIfExists(hp); err != nil {
+		return nil, err
+	}
+	return &daemonctl.PruneItem{Path: p, Kind: kind, Action: daemonctl.Removed, Why: why}, nil
+}
+
+func appendItem(items []daemonctl.PruneItem, it *daemonctl.PruneItem) []daemonctl.PruneItem {
+	if it == nil {
+		return items
+	}
+	return append(items, *it)
+}

@@ -1,0 +1,375 @@
+package daemonctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
+)
+
+// PruneOptions say what the manifest still asks for; everything else of
+// cellguard's in the unit directories goes, when nothing uses it.
+type PruneOptions struct {
+	// Keep names the daemons whose units stay (cellguard.daemons).
+	Keep []string
+	// KeepSupervisor keeps the supervisor's drop-in (supervisor.protect).
+	KeepSupervisor bool
+	// ForceSupervisorDropIn removes the drop-in of a running supervisor
+	// too (cellguard uninstall --force-supervisor-drop-in): see
+	// SupervisorDropInKept for what that does.
+	ForceSupervisorDropIn bool
+	// Now is the clock for temp files' age; zero means time.Now.
+	Now time.Time
+}
+
+// PruneItem is one thing Prune found of cellguard's, and what it did.
+type PruneItem struct {
+	Path   string `json:"path"`
+	Unit   string `json:"unit,omitempty"`
+	Kind   string `json:"kind"`   // "unit", "supervisor-drop-in", "temp-file", "stamp"
+	Action string `json:"action"` // "removed" or "kept"
+	Why    string `json:"why"`
+}
+
+// Prune kinds and actions.
+const (
+	KindUnit             = "unit"
+	KindSupervisorDropIn = "supervisor-drop-in"
+	KindTempFile         = "temp-file"
+	KindStamp            = "stamp"
+	Removed              = "removed"
+	Kept                 = "kept"
+)
+
+// PruneResult is what Prune did.
+type PruneResult struct {
+	Items    []PruneItem `json:"items"`
+	Reloaded bool        `json:"reloaded"`
+}
+
+// Kept returns the items Prune kept.
+func (r PruneResult) Kept() []PruneItem {
+	var out []PruneItem
+	for _, it := range r.Items {
+		if it.Action == Kept {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// staleTempAge is how old a temp file must be before Prune calls it a
+// crash's leftover: a writer in flight holds it for milliseconds.
+const staleTempAge = time.Minute
+
+// SupervisorDropInKept says why a running supervisor keeps its drop-in,
+// from the measurement in docs/lifecycle.md (systemd 252, hybrid): removing
+// it and reloading moved a child's cpu and blkio out of garden/<id> at
+// once, and the next new unit with accounting moved them into the
+// supervisor's cgroup: the seed-000 escape, caused by the removal itself.
+const SupervisorDropInKept = "the unit is running: removing its Delegate= drop-in makes systemd move every monit job's " +
+	"container processes out of their cgroups (measured on systemd 252: cpu and blkio to / at the daemon-reload, into " +
+	"the unit's cgroup at the next new unit with accounting), which is the escape cellguard exists to prevent; nothing " +
+	"is stopped or moved, so it stays until the VM is recreated (a new VM starts from the stemcell without it)"
+
+// Prune removes what cellguard wrote into the unit directories and the
+// manifest no longer asks for, when nothing uses it: the unit of a daemon
+// no longer configured, once it is inactive with no process left in its
+// cgroup; the supervisor's drop-in when protection is off, once the unit
+// is not running (or with ForceSupervisorDropIn); and the temp files a
+// killed write left. What is in use is kept, with why and how to finish.
+// Nothing is ever stopped, signalled or moved. systemd reloads once, when
+// something was removed.
+func (m *Manager) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
+	var res PruneResult
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	keep := map[string]bool{}
+	for _, n := range opts.Keep {
+		keep[n] = true
+	}
+	var conn *systemd.Conn
+	if m.HasSystemd() {
+		c, err := m.dial(ctx)
+		if err != nil {
+			return res, err
+		}
+		conn = c
+	}
+	var errs []error
+	var resetFailed []string
+	removeFile := func(it PruneItem, failed bool) {
+		if _, err := safefile.RemoveIfExists(m.path(it.Path)); err != nil {
+			errs = append(errs, err)
+			return
+		}
+		it.Action = Removed
+		res.Items = append(res.Items, it)
+		if failed {
+			resetFailed = append(resetFailed, it.Unit)
+		}
+	}
+
+	units, err := m.ownUnitFiles()
+	errs = append(errs, err)
+	for _, p := range units {
+		name := filepath.Base(p)
+		daemon, _ := unitfile.DaemonOf(name)
+		if keep[daemon] {
+			continue
+		}
+		it := PruneItem{Path: p, Unit: name, Kind: KindUnit}
+		use, failed, err := m.inUse(ctx, conn, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if use != "" {
+			it.Action, it.Why = Kept, fmt.Sprintf("daemon %q is no longer in cellguard.daemons, but %s; nothing is stopped: "+
+				"stop it through its job (its monit file no longer calls cellguard), then run pre-start again or "+
+				"`cellguard uninstall`, or recreate the VM", daemon, use)
+			res.Items = append(res.Items, it)
+			continue
+		}
+		it.Why = fmt.Sprintf("daemon %q is no longer in cellguard.daemons and its unit is inactive with no process left", daemon)
+		removeFile(it, failed)
+		if _, err := os.Stat(m.stampPath(name)); err == nil {
+			m.dropStamp(name)
+			res.Items = append(res.Items, PruneItem{Path: filepath.Join(StampDir, name), Unit: name, Kind: KindStamp,
+				Action: Removed, Why: "start's record that systemd verified this unit in this boot"})
+		}
+	}
+
+	if !opts.KeepSupervisor {
+		dropIns, err := m.ownDropIns()
+		errs = append(errs, err)
+		for _, p := range dropIns {
+			name := strings.TrimSuffix(filepath.Base(filepath.Dir(p)), ".d")
+			it := PruneItem{Path: p, Unit: name, Kind: KindSupervisorDropIn}
+			use, _, err := m.inUse(ctx, conn, name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			switch {
+			case use != "" && !opts.ForceSupervisorDropIn:
+				it.Action, it.Why = Kept, "cellguard.supervisor.protect is false, but "+SupervisorDropInKept
+				res.Items = append(res.Items, it)
+				continue
+			case use != "":
+				it.Why = "removed although " + use + " (--force-supervisor-drop-in): expect container processes below it to leave their cgroups"
+			default:
+				it.Why = "cellguard.supervisor.protect is false and the unit is not running"
+			}
+			removeFile(it, false)
+		}
+	}
+
+	if removedAny(res) && conn != nil {
+		if err := conn.Reload(ctx); err != nil {
+			errs = append(errs, err)
+		} else {
+			res.Reloaded = true
+		}
+		for _, u := range resetFailed {
+			errs = append(errs, conn.ResetFailed(ctx, u))
+		}
+	}
+
+	temps, err := m.removeStaleTemps(now)
+	res.Items = append(res.Items, temps...)
+	errs = append(errs, err)
+	for _, it := range res.Items {
+		data := lager.Data{"path": it.Path, "kind": it.Kind, "why": it.Why}
+		if it.Action == Kept {
+			m.Logger.Info("kept", data)
+		} else {
+			m.Logger.Info("removed", data)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+func removedAny(r PruneResult) bool {
+	for _, it := range r.Items {
+		if it.Action == Removed {
+			return true
+		}
+	}
+	return false
+}
+
+// inUse says why unit is in use ("" when it is not): running, or stopped
+// with processes still in its cgroup. failed reports a unit systemd holds
+// as failed, whose state should be reset once its file is gone. Without
+// systemd nothing runs under a unit.
+func (m *Manager) inUse(ctx context.Context, conn *systemd.Conn, unit string) (why string, failed bool, err error) {
+	if conn == nil {
+		return "", false, nil
+	}
+	u, err := conn.Unit(ctx, unit)
+	if err != nil {
+		return "", false, err
+	}
+	switch u.ActiveState {
+	case "inactive", "failed", "":
+	default:
+		return fmt.Sprintf("%s is %s (%s, main pid %d)", unit, u.ActiveState, u.SubState, u.MainPID), false, nil
+	}
+	procs, err := conn.UnitProcesses(ctx, unit)
+	if err != nil {
+		return "", false, err
+	}
+	if len(procs) > 0 {
+		pids := make([]string, 0, len(procs))
+		for i, p := range procs {
+			if i == 5 {
+				pids = append(pids, "...")
+				break
+			}
+			pids = append(pids, fmt.Sprintf("%d (%s)", p.PID, p.Cmdline))
+		}
+		return fmt.Sprintf("%s is %s but %d processes are still in its cgroup: %s", unit, u.ActiveState, len(procs), strings.Join(pids, ", ")), false, nil
+	}
+	return "", u.ActiveState == "failed", nil
+}
+
+// ownUnitFiles lists the unit files of cellguard's in both unit
+// directories: cellguard-<daemon>.service, regular, with the marker.
+func (m *Manager) ownUnitFiles() ([]string, error) {
+	var out []string
+	var errs []error
+	for _, dir := range []string{PersistentUnitDir, RuntimeUnitDir} {
+		matches, err := filepath.Glob(m.path(filepath.Join(dir, unitfile.Prefix+"*.service")))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, hp := range matches {
+			if _, ok := unitfile.DaemonOf(filepath.Base(hp)); !ok {
+				continue
+			}
+			if ours, err := markedRegular(hp); err != nil {
+				errs = append(errs, err)
+			} else if ours {
+				out = append(out, filepath.Join(dir, filepath.Base(hp)))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, errors.Join(errs...)
+}
+
+// ownDropIns lists cellguard's supervisor drop-ins:
+// /etc/systemd/system/<unit>.service.d/50-cellguard-delegate.conf with the
+// marker.
+func (m *Manager) ownDropIns() ([]string, error) {
+	matches, err := filepath.Glob(m.path(filepath.Join(PersistentUnitDir, "*.service.d", unitfile.DropInName)))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	var errs []error
+	for _, hp := range matches {
+		if ours, err := markedRegular(hp); err != nil {
+			errs = append(errs, err)
+		} else if ours {
+			out = append(out, filepath.Join(PersistentUnitDir, filepath.Base(filepath.Dir(hp)), unitfile.DropInName))
+		}
+	}
+	sort.Strings(out)
+	return out, errors.Join(errs...)
+}
+
+// markedRegular reports whether p is a regular file that starts with
+// cellguard's marker (not a symlink: a link is nothing cellguard writes).
+func markedRegular(p string) (bool, error) {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return false, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, len(unitfile.Marker))
+	n, _ := f.Read(head)
+	return unitfile.WrittenByCellguard(head[:n]), nil
+}
+
+// removeStaleTemps removes temp files a killed write left where cellguard
+// writes for systemd: the unit directories, the supervisor drop-in
+// directories and the stamp directory.
+func (m *Manager) removeStaleTemps(now time.Time) ([]PruneItem, error) {
+	unitTarget := func(t string) bool { _, ok := unitfile.DaemonOf(t); return ok }
+	dirs := map[string]func(string) bool{
+		PersistentUnitDir: unitTarget,
+		RuntimeUnitDir:    unitTarget,
+		StampDir:          func(string) bool { return true },
+	}
+	dropDirs, err := filepath.Glob(m.path(filepath.Join(PersistentUnitDir, "*.service.d")))
+	errs := []error{err}
+	for _, hd := range dropDirs {
+		dirs[filepath.Join(PersistentUnitDir, filepath.Base(hd))] = func(t string) bool { return t == unitfile.DropInName }
+	}
+	var items []PruneItem
+	for dir, ours := range dirs {
+		removed, err := safefile.RemoveStaleTemps(m.path(dir), ours, staleTempAge, now)
+		errs = append(errs, err)
+		for _, hp := range removed {
+			items = append(items, PruneItem{Path: filepath.Join(dir, filepath.Base(hp)), Kind: KindTempFile, Action: Removed,
+				Why: "a temp file left by a write that was killed before its rename"})
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Path < items[j].Path })
+	return items, errors.Join(errs...)
+}
+
+// RemoveStamps removes the verification stamps (StampDir) and the
+// directory, which hold nothing but cellguard's own shortcut.
+func (m *Manager) RemoveStamps() ([]PruneItem, error) {
+	dir := m.path(StampDir)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("list %s: %w", StampDir, err)
+	}
+	var items []PruneItem
+	var errs []error
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		items = append(items, PruneItem{Path: filepath.Join(StampDir, e.Name()), Kind: KindStamp, Action: Removed,
+			Why: "start's record that systemd verified this unit in this boot"})
+	}
+	for _, d := range []string{StampDir, filepath.Dir(StampDir)} {
+		_, err := safefile.RemoveDirIfEmpty(m.path(d))
+		errs = append(errs, err)
+	}
+	return items, errors.Join(errs...)
+}
