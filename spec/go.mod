@@ -3,7 +3,9 @@ module github.com/cloudfoundry/cellguard/spec
 go 1.26.7
 
 require (
+	code.cloudfoundry.org/clock v1.44.0
 	github.com/bmatcuk/doublestar v1.3.4
+	github.com/cloudfoundry/bosh-agent/v2 v2.759.0
 	github.com/cloudfoundry/bosh-cli/v7 v7.9.12
 	github.com/cloudfoundry/bosh-utils v0.0.555
 	github.com/prometheus/common v0.72.1
@@ -22,7 +24,6 @@ require (
 	cloud.google.com/go/iam v1.12.0 // indirect
 	cloud.google.com/go/monitoring v1.30.0 // indirect
 	cloud.google.com/go/storage v1.56.2 // indirect
-	code.cloudfoundry.org/clock v1.44.0 // indirect
 	code.cloudfoundry.org/tlsconfig v0.34.0 // indirect
 	code.cloudfoundry.org/workpool v0.0.0-20250911194158-1489753f182e // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/detectors/gcp v1.34.0 // indirect
@@ -35,7 +36,6 @@ require (
 	github.com/charlievieth/fs v0.0.3 // indirect
 	github.com/cheggaaa/pb/v3 v3.1.7 // indirect
 	github.com/clipperhouse/uax29/v2 v2.2.0 // indirect
-	github.com/cloudfoundry/bosh-agent/v2 v2.759.0 // indirect
 	github.com/cloudfoundry/bosh-davcli v0.0.437 // indirect
 	github.com/cloudfoundry/bosh-gcscli v0.0.322 // indirect
 	github.com/cloudfoundry/bosh-s3cli v0.0.382 // indirect

@@ -58,14 +58,35 @@ func mustRender(t *testing.T, props string) render.Rendered {
 	return r
 }
 
-// configCheck runs `cellguard config check` on a rendered config.
+// configCheck runs `cellguard config check` on a rendered config, under a
+// root that holds the runtime binaries it names, as the VM does once the
+// runtime's release is there.
 func configCheck(t *testing.T, cfg []byte) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "cellguard.json")
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cellguard.json")
 	if err := os.WriteFile(p, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(cellguardBin, "config", "check", "--config", p).CombinedOutput()
+	root := filepath.Join(dir, "root")
+	var c struct {
+		Validator struct {
+			RuntimeBinaries map[string]string `json:"runtime_binaries"`
+		} `json:"validator"`
+	}
+	if err := json.Unmarshal(cfg, &c); err != nil {
+		t.Fatalf("rendered config is not JSON: %v", err)
+	}
+	for _, bin := range c.Validator.RuntimeBinaries {
+		hp := filepath.Join(root, bin)
+		if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(hp, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command(cellguardBin, "config", "check", "--config", p, "--root", root).CombinedOutput()
 	if err != nil {
 		t.Fatalf("cellguard config check rejected the rendered config: %v\n%s\nconfig:\n%s", err, out, cfg)
 	}
@@ -144,6 +165,8 @@ var configKey = map[string]string{
 	"cellguard.watch.heal":                    "watch.heal",
 	"cellguard.watch.heal_per_minute":         "watch.heal_per_minute",
 	"cellguard.watch.period":                  "watch.period",
+	"cellguard.drain.budget":                  "drain.budget",
+	"cellguard.drain.block_on_shutdown":       "drain.block_on_shutdown",
 }
 
 // renderedElsewhere are the properties that do not land in the config key
@@ -266,6 +289,10 @@ var propertySets = []struct {
 			pre := string(r["bin/pre-start"])
 			mustContain(t, pre, `unit protect-supervisor --config "${CONFIG}"`)
 			mustNotContain(t, pre, "unit install")
+			mustContain(t, pre, `"${CELLGUARD}" unit prune --config "${CONFIG}"`)
+			mustContain(t, string(r["bin/drain"]), "BUDGET=60 #")
+			mustContain(t, string(r["bin/drain"]), "GRACE=15 ")
+			mustContain(t, string(r["bin/drain"]), "TEXTFILE=''")
 		}},
 	{name: "garden cell", props: readTestdata("garden-cell.yml"),
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
@@ -299,6 +326,7 @@ cellguard:
     extra_cgroup_roots: [/system.slice/runit.service/garden, /concourse]
     extra_cgroup_slices: [/kubepods.slice]
     advisories_file: /var/vcap/jobs/worker/config/advisories.json
+  drain: {budget: 2m30s, block_on_shutdown: true}
 `,
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
 			pre := string(r["bin/pre-start"])
@@ -318,6 +346,11 @@ cellguard:
 			// A floor reaches the config as written; cellguard parses ">=".
 			wantJSON(t, cfg, "sysctl.set", `{"kernel.keys.maxkeys":"20000","kernel.pid_max":">=4194304"}`)
 			wantJSON(t, cfg, "log", `{"file":"/var/vcap/sys/log/cellguard/cellguard.log","time_format":"unix-epoch","level":"debug"}`)
+			wantJSON(t, cfg, "drain", `{"budget":"2m30s","block_on_shutdown":true}`)
+			// bin/drain bounds cellguard by the budget plus a quarter of it, at most 15s.
+			mustContain(t, string(r["bin/drain"]), "BUDGET=150 #")
+			mustContain(t, string(r["bin/drain"]), "GRACE=15 ")
+			mustContain(t, string(r["bin/drain"]), "TEXTFILE=/var/vcap/data/node_exporter/textfile/cellguard.prom")
 		}},
 	{name: "monit pidfile given", props: `{cellguard: {supervisor: {pidfile: /var/vcap/monit/monit.pid}}}`,
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
@@ -377,6 +410,19 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"delegate unit a path", `{cellguard: {delegate_units: [/lib/systemd/system/concourse.service]}}`, `must be a service unit name`},
 		{"advisories file a list", `{cellguard: {validator: {advisories_file: [/a]}}}`, "cellguard.validator.advisories_file must be a string"},
 		{"advisories file relative", `{cellguard: {validator: {advisories_file: advisories.json}}}`, "cellguard.validator.advisories_file must be an absolute path or empty"},
+		// A check id the registry does not have fails the deploy here, with
+		// the list of known ids, instead of exit 2 at the next drain.
+		{"unknown drain blocking id", `{cellguard: {validator: {blocking: {drain: [cgroup-integrty]}}}}`,
+			`cellguard.validator.blocking.drain: unknown check id "cgroup-integrty" (known: cgroup-integrity, delegation-audit, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode)`},
+		{"unknown pre-start blocking id", `{cellguard: {validator: {blocking: {pre_start: [no-such-check]}}}}`,
+			`cellguard.validator.blocking.pre_start: unknown check id "no-such-check"`},
+		{"unknown ignored id", `{cellguard: {validator: {ignore: [ghosts]}}}`,
+			`cellguard.validator.ignore: unknown check id "ghosts" (known: cgroup-integrity, delegation-audit, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode, or all)`},
+		{"all is no blocking id", `{cellguard: {validator: {blocking: {drain: [all]}}}}`, `unknown check id "all"`},
+		{"budget without unit", `{cellguard: {drain: {budget: "60"}}}`, "cellguard.drain.budget must be a duration above zero"},
+		{"budget below 1s", `{cellguard: {drain: {budget: 500ms}}}`, "cellguard.drain.budget must be from 1s to 1h"},
+		{"budget above 1h", `{cellguard: {drain: {budget: 2h}}}`, "cellguard.drain.budget must be from 1s to 1h"},
+		{"block on shutdown as string", `{cellguard: {drain: {block_on_shutdown: "yes"}}}`, "cellguard.drain.block_on_shutdown must be true or false"},
 	}
 	j := loadJob(t)
 	for _, tc := range testCases {
@@ -392,19 +438,24 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 	}
 }
 
-// The id check above would say nothing if validate stopped naming unknown
-// ids; this keeps it honest.
+// A config that names an unknown id anyway (rendered by an older release,
+// or edited on the VM) is refused by config check, pre-start's first step,
+// and drain does not block on it: the id check above would say nothing if
+// the binary stopped naming unknown ids, so this keeps it honest.
 func TestUnknownCheckIDIsNamed(t *testing.T) {
-	r := mustRender(t, `{cellguard: {validator: {blocking: {pre_start: [no-such-check]}}}}`)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "cellguard.json")
-	if err := os.WriteFile(p, r["config/cellguard.json"], 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(`{"validator":{"blocking":{"pre-start":["no-such-check"]}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := exec.Command(cellguardBin, "validate", "--phase", "pre-start", "--config", p,
 		"--root", filepath.Join(dir, "empty-root"), "--log-file", filepath.Join(dir, "log")).CombinedOutput()
 	if !strings.Contains(string(out), `unknown check id "no-such-check"`) {
 		t.Fatalf("validate did not name the unknown id:\n%s", out)
+	}
+	out, err := exec.Command(cellguardBin, "config", "check", "--config", p).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `validator.blocking.pre-start: unknown check id "no-such-check"`) {
+		t.Fatalf("config check: %v\n%s", err, out)
 	}
 }
 

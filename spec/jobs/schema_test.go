@@ -131,6 +131,12 @@ func TestSchemaRejectsWhatFailsToRender(t *testing.T) {
 		`{cellguard: {delegate_units: [/lib/systemd/system/concourse.service]}}`,
 		`{cellguard: {validator: {advisories_file: [/a]}}}`,
 		`{cellguard: {validator: {advisories_file: advisories.json}}}`,
+		`{cellguard: {validator: {ignore: [ghosts]}}}`,
+		`{cellguard: {validator: {blocking: {drain: [cgroup-integrty]}}}}`,
+		`{cellguard: {validator: {blocking: {pre_start: [all]}}}}`,
+		`{cellguard: {drain: {budget: "60"}}}`,
+		`{cellguard: {drain: {budget: 60}}}`,
+		`{cellguard: {drain: {block_on_shutdown: "yes"}}}`,
 	} {
 		if err := s.Validate(resolve(t, props)); err == nil {
 			t.Errorf("schema accepts %s", props)

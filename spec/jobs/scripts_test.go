@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -19,11 +18,23 @@ import (
 
 const stub = `#!/usr/bin/env bash
 printf '%s\n' "$*" >>"${STUB_CALLS}"
+env | grep -E '^BOSH_JOB_(NEXT_)?STATE=' | sort >"${STUB_CALLS}.env"
 echo "stub: a log line on stderr" >&2
-if [ "$1 $2 $3" = "validate --phase drain" ]; then
-  printf '%s' "${STUB_DRAIN_OUT-0
-}"
-  exit "${STUB_DRAIN_RC:-0}"
+if [ "$1" = drain ]; then
+  case "${STUB_DRAIN:-pass}" in
+    pass) echo 0 ;;
+    wait) echo 30 ;;
+    blocked) exit 1 ;;
+    blocked-but-printed) echo 0; exit 1 ;;
+    could-not-run) echo 0; exit 2 ;;
+    could-not-run-silent) exit 2 ;;
+    crash) kill -SEGV $$ ;;
+    hang) exec sleep 300 ;;
+    hang-ignoring-term) trap '' TERM; sleep 300 & wait; wait ;;
+    garbage) echo "validated 3 containers" ;;
+    negative) echo -5 ;;
+  esac
+  exit 0
 fi
 echo "stub: chatter on stdout"
 [ "$1" != "${STUB_FAIL_AT:-}" ] || exit 1
@@ -62,7 +73,12 @@ func install(t *testing.T, r render.Rendered, bin string) vcap {
 
 func (v vcap) run(t *testing.T, script string, env ...string) (stdout string, code int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(v.root, "vcap/jobs/cellguard", script), "job_changed", "hash_changed", "cellguard")
+	return v.runArgs(t, script, []string{"job_changed", "hash_changed", "cellguard"}, env...)
+}
+
+func (v vcap) runArgs(t *testing.T, script string, args []string, env ...string) (stdout string, code int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(v.root, "vcap/jobs/cellguard", script), args...)
 	cmd.Env = append(os.Environ(), append([]string{"STUB_CALLS=" + v.calls}, env...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout = &out
@@ -101,54 +117,138 @@ func (v vcap) drainLog(t *testing.T) string {
 	return string(b)
 }
 
-func TestDrainPrintsOnlyTheInteger(t *testing.T) {
-	r := mustRender(t, "")
+// textfileProps sets the textfile into the relocated /var/vcap, so the
+// wrapper's own could-not-run metrics can be read.
+const textfileProps = `{cellguard: {drain: {budget: 1s}, validator: {prometheus_textfile: /var/vcap/data/node_exporter/cellguard.prom}}}`
+
+// The wrapper lets exactly one verdict fail the agent's step: cellguard
+// exiting 1 with nothing on stdout. Every other outcome prints 0 and says
+// why in the log; where cellguard could not say so itself, the textfile
+// says the guard could not run.
+func TestDrainWrapperLetsOnlyTheVerdictBlock(t *testing.T) {
+	r := mustRender(t, textfileProps)
 	testCases := []struct {
 		name       string
-		env        []string
+		stub       string // STUB_DRAIN, or "missing", "not-executable"
 		wantStdout string
 		wantCode   int
+		wantLog    string
+		wantMetric bool // the wrapper wrote cellguard_drain_could_not_run 1
 	}{
-		{name: "pass", wantStdout: "0\n"},
-		{name: "wait seconds passed through", env: []string{"STUB_DRAIN_OUT=30\n"}, wantStdout: "30\n"},
-		{name: "blocking failure blocks with nothing on stdout", env: []string{"STUB_DRAIN_RC=1", "STUB_DRAIN_OUT="}, wantCode: 1},
-		{name: "could not run blocks", env: []string{"STUB_DRAIN_RC=2", "STUB_DRAIN_OUT="}, wantCode: 2},
-		{name: "stray stdout becomes 0", env: []string{"STUB_DRAIN_OUT=validated 3 containers\n0\n"}, wantStdout: "0\n"},
+		{name: "pass", stub: "pass", wantStdout: "0\n", wantLog: "cellguard drain printed 0"},
+		{name: "an integer is passed through", stub: "wait", wantStdout: "30\n", wantLog: "cellguard drain printed 30"},
+		{name: "blocked: nothing on stdout, exit 1", stub: "blocked", wantCode: 1, wantLog: "BLOCKED: cellguard found blocking findings"},
+		{name: "exit 1 with an integer is no verdict", stub: "blocked-but-printed", wantStdout: "0\n", wantLog: "NOT BLOCKING"},
+		{name: "could not run", stub: "could-not-run", wantStdout: "0\n", wantLog: "cellguard could not run (exit 2)"},
+		{name: "could not run, nothing printed", stub: "could-not-run-silent", wantStdout: "0\n", wantLog: "cellguard could not run (exit 2)"},
+		{name: "crash", stub: "crash", wantStdout: "0\n", wantLog: "ended with exit 139 (a signal or a crash)", wantMetric: true},
+		{name: "hang: ended at budget + grace", stub: "hang", wantStdout: "0\n", wantLog: "did not end within 1s + 2s; timeout ended it", wantMetric: true},
+		{name: "hang ignoring SIGTERM: killed", stub: "hang-ignoring-term", wantStdout: "0\n", wantLog: "did not end on SIGTERM; timeout killed it", wantMetric: true},
+		{name: "garbage on stdout", stub: "garbage", wantStdout: "0\n", wantLog: "stdout that is not its verdict: 'validated 3 containers'"},
+		{name: "a negative integer is no verdict", stub: "negative", wantStdout: "0\n", wantLog: "stdout that is not its verdict: '-5'"},
+		{name: "binary missing", stub: "missing", wantStdout: "0\n", wantLog: "cellguard is missing or not executable", wantMetric: true},
+		{name: "binary not executable", stub: "not-executable", wantStdout: "0\n", wantLog: "cellguard is missing or not executable", wantMetric: true},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
 			v := install(t, r, "")
-			out, code := v.run(t, "bin/drain", tc.env...)
+			bin := filepath.Join(v.root, "vcap/packages/cellguard/bin/cellguard")
+			switch tc.stub {
+			case "missing":
+				if err := os.Remove(bin); err != nil {
+					t.Fatal(err)
+				}
+			case "not-executable":
+				if err := os.Chmod(bin, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prom := filepath.Join(v.root, "vcap/data/node_exporter/cellguard.prom")
+			if err := os.MkdirAll(filepath.Dir(prom), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out, code := v.runArgs(t, "bin/drain", []string{"job_changed", "hash_changed", "cellguard"}, "STUB_DRAIN="+tc.stub)
+			log := v.drainLog(t)
 			if code != tc.wantCode || out != tc.wantStdout {
-				t.Fatalf("drain: exit %d stdout %q, want exit %d stdout %q\nlog:\n%s", code, out, tc.wantCode, tc.wantStdout, v.drainLog(t))
+				t.Fatalf("drain: exit %d stdout %q, want exit %d stdout %q\nlog:\n%s", code, out, tc.wantCode, tc.wantStdout, log)
+			}
+			for _, want := range []string{tc.wantLog, "bin/drain: called: job_changed hash_changed cellguard"} {
+				if !strings.Contains(log, want) {
+					t.Errorf("drain.log lacks %q:\n%s", want, log)
+				}
+			}
+			b, err := os.ReadFile(prom)
+			switch {
+			case tc.wantMetric && (err != nil || !strings.Contains(string(b), `cellguard_drain_could_not_run{event="update"} 1`) ||
+				!strings.Contains(string(b), `cellguard_drain_outcome{event="update",outcome="could_not_run"} 1`)):
+				t.Errorf("no could-not-run textfile (%v):\n%s", err, b)
+			case !tc.wantMetric && err == nil:
+				t.Errorf("the wrapper wrote a textfile although cellguard ran:\n%s", b)
+			}
+			if ents, _ := os.ReadDir(filepath.Dir(prom)); len(ents) > 1 {
+				t.Errorf("temp files left beside the textfile: %v", ents)
+			}
+			if tc.stub == "missing" || tc.stub == "not-executable" {
+				return
 			}
 			calls := v.callList(t)
-			want := "validate --phase drain --config " + v.root + "/vcap/jobs/cellguard/config/cellguard.json --log-file " + v.root + "/vcap/sys/log/cellguard/drain.log"
+			want := "drain --config " + v.root + "/vcap/jobs/cellguard/config/cellguard.json --log-file " + v.root +
+				"/vcap/sys/log/cellguard/drain.log --budget 1s --prometheus-textfile " + prom + " -- job_changed hash_changed cellguard"
 			if len(calls) != 1 || calls[0] != want {
 				t.Fatalf("calls %q, want [%q]", calls, want)
-			}
-			log := v.drainLog(t)
-			for _, s := range []string{"stub: a log line on stderr", "drain job_changed hash_changed cellguard"} {
-				if !strings.Contains(log, s) {
-					t.Errorf("drain.log lacks %q:\n%s", s, log)
-				}
 			}
 		})
 	}
 }
 
-// With the real binary, whatever validate decides on this host, stdout is
-// one integer and exit 0, or empty and non-zero.
+// The wrapper passes the agent's arguments through untouched, and with no
+// textfile configured passes no --prometheus-textfile.
+func TestDrainWrapperArguments(t *testing.T) {
+	v := install(t, mustRender(t, ""), "")
+	if out, code := v.runArgs(t, "bin/drain", []string{"job_shutdown", "hash_unchanged"}); code != 0 || out != "0\n" {
+		t.Fatalf("exit %d stdout %q", code, out)
+	}
+	want := "drain --config " + v.root + "/vcap/jobs/cellguard/config/cellguard.json --log-file " + v.root +
+		"/vcap/sys/log/cellguard/drain.log --budget 60s -- job_shutdown hash_unchanged"
+	if calls := v.callList(t); len(calls) != 1 || calls[0] != want {
+		t.Fatalf("calls %q, want [%q]", calls, want)
+	}
+}
+
+// A log that cannot be written must not become a block: a failed
+// redirection ends a bash script, which would print no integer.
+func TestDrainWrapperWithoutItsLog(t *testing.T) {
+	v := install(t, mustRender(t, ""), "")
+	logDir := filepath.Join(v.root, "vcap/sys/log/cellguard")
+	if err := os.MkdirAll(filepath.Dir(logDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(logDir, []byte("a file where the log dir should be"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for stub, want := range map[string]string{"pass": "0\n", "crash": "0\n", "blocked": ""} {
+		if out, _ := v.runArgs(t, "bin/drain", []string{"job_changed", "hash_changed"}, "STUB_DRAIN="+stub); out != want {
+			t.Errorf("%s without a log: stdout %q, want %q", stub, out, want)
+		}
+	}
+}
+
+// With the real binary on this host (no config file at the rendered path:
+// cellguard cannot run), drain prints 0 and does not block.
 func TestDrainWithTheRealBinary(t *testing.T) {
 	v := install(t, mustRender(t, ""), cellguardBin)
-	out, code := v.run(t, "bin/drain")
-	switch {
-	case code == 0 && regexp.MustCompile(`^[0-9]+\n$`).MatchString(out):
-	case code != 0 && out == "":
-	default:
-		t.Fatalf("drain with the real cellguard: exit %d, stdout %q\nlog:\n%s", code, out, v.drainLog(t))
+	if err := os.Remove(filepath.Join(v.root, "vcap/jobs/cellguard/config/cellguard.json")); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("drain on this host: exit %d, stdout %q", code, out)
+	out, code := v.run(t, "bin/drain")
+	if code != 0 || out != "0\n" {
+		t.Fatalf("drain with the real cellguard and no config: exit %d, stdout %q\nlog:\n%s", code, out, v.drainLog(t))
+	}
+	for _, want := range []string{`"message":"cellguard.drain.could-not-run"`, "cellguard could not run (exit 2)"} {
+		if !strings.Contains(v.drainLog(t), want) {
+			t.Errorf("drain.log lacks %q:\n%s", want, v.drainLog(t))
+		}
+	}
 }
 
 func TestPreStartSteps(t *testing.T) {
@@ -159,6 +259,7 @@ func TestPreStartSteps(t *testing.T) {
 		"config check --config " + cfg,
 		"sysctl apply --config " + cfg,
 		"unit install garden --start /var/vcap/jobs/garden/bin/garden_start --stop /var/vcap/jobs/garden/bin/garden_stop --pidfile /var/vcap/sys/run/garden/garden.pid --type forking --config " + cfg,
+		"unit prune --config " + cfg,
 		"unit protect-supervisor --config " + cfg,
 		"validate --phase pre-start --config " + cfg,
 	}

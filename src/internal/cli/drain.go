@@ -112,8 +112,22 @@ type drainRun struct {
 	logger lager.Logger
 }
 
-func (d *drainRun) run(ctx context.Context) int {
+func (d *drainRun) run(ctx context.Context) (code int) {
 	f, env := d.f, d.env
+	var cfg *config.Config
+	defer func() {
+		// A bug must not cost the integer, nor the metric saying the
+		// guard could not run (bin/drain would print 0 for a crash, but
+		// could not tell a crash's exit 2 from cellguard's own).
+		if p := recover(); p != nil {
+			if d.logger == nil {
+				var closer func()
+				d.logger, closer = f.flagLogger(env, "drain")
+				defer closer()
+			}
+			code = d.finish(cfg, nil, &cantRun{err: fmt.Errorf("cellguard drain panicked: %v", p)})
+		}
+	}()
 	logger, cfg, closer, err := f.setup(env, "drain")
 	if err != nil {
 		logger, closer = f.flagLogger(env, "drain")
