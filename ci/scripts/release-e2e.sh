@@ -110,7 +110,13 @@ for f in job.MF monit properties_schema.json templates/bin/pre-start.erb templat
 done
 (cd "${rel}/spec" && go run -mod=mod ./cmd/render-job -job "${job}" -properties "${rel}/spec/jobs/testdata/garden-cell.yml" \
   -o "${work}/rendered") >"${work}/render.log" 2>&1 || { cat "${work}/render.log" >&2; fail "rendering the job from the tarball"; }
-"${cg}" config check --config "${work}/rendered/config/cellguard.json" >/dev/null || fail "the compiled cellguard rejects the rendered config"
+# config check stats the runtime binaries the config names: a root that
+# holds them, as the cell does once the runtime's release is there.
+vm="${work}/vm-root"
+for b in $(jq -r '.validator.runtime_binaries // {} | .[]' "${work}/rendered/config/cellguard.json"); do
+  install -D -m 0755 /dev/null "${vm}${b}"
+done
+"${cg}" config check --config "${work}/rendered/config/cellguard.json" --root "${vm}" >/dev/null || fail "the compiled cellguard rejects the rendered config"
 for s in pre-start drain; do bash -n "${work}/rendered/bin/${s}" || fail "rendered bin/${s} is not valid bash"; done
 say "job cellguard from the tarball renders; the compiled binary accepts its config"
 
