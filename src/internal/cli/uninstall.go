@@ -81,7 +81,7 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 	defer cancel()
 	now := env.now()
 
-	res, err := m.Prune(ctx, daemonctl.PruneOptions{ForceSupervisorDropIn: force, Now: now})
+	res, err := m.Prune(ctx, daemonctl.PruneOptions{ForceSupervisorDropIn: force, Uninstall: true, Now: now})
 	items, errs := res.Items, []error{err}
 	stamps, err := m.RemoveStamps()
 	items, errs = append(items, stamps...), append(errs, err)

@@ -29,6 +29,9 @@ type PruneOptions struct {
 	// too (cellguard uninstall --force-supervisor-drop-in): see
 	// SupervisorDropInKept for what that does.
 	ForceSupervisorDropIn bool
+	// Uninstall: everything goes (cellguard uninstall), not what the
+	// manifest stopped asking for (pre-start); it changes only the words.
+	Uninstall bool
 	// Now is the clock for temp files' age; zero means time.Now.
 	Now time.Time
 }
@@ -74,14 +77,17 @@ func (r PruneResult) Kept() []PruneItem {
 const staleTempAge = time.Minute
 
 // SupervisorDropInKept says why a running supervisor keeps its drop-in,
-// from the measurement in docs/lifecycle.md (systemd 252, hybrid): removing
-// it and reloading moved a child's cpu and blkio out of garden/<id> at
-// once, and the next new unit with accounting moved them into the
-// supervisor's cgroup: the seed-000 escape, caused by the removal itself.
-const SupervisorDropInKept = "the unit is running: removing its Delegate= drop-in makes systemd move every monit job's " +
-	"container processes out of their cgroups (measured on systemd 252: cpu and blkio to / at the daemon-reload, into " +
-	"the unit's cgroup at the next new unit with accounting), which is the escape cellguard exists to prevent; nothing " +
-	"is stopped or moved, so it stays until the VM is recreated (a new VM starts from the stemcell without it)"
+// from the measurement in docs/lifecycle.md (systemd 252, hybrid;
+// src/tests/integration TestSupervisorDropInDecision): on a supervisor
+// that started with the drop-in (any VM rebooted since cellguard protected
+// it), removing it and reloading moved a job's container child out of
+// garden/<id> in cpu and blkio at once, and the next new unit with
+// accounting moved them into the supervisor's cgroup: the seed-000 escape,
+// made by the removal itself.
+const SupervisorDropInKept = "removing its Delegate= drop-in from a running supervisor makes systemd move the container " +
+	"processes of monit's jobs out of their cgroups (measured on systemd 252: cpu and blkio, at the daemon-reload), the " +
+	"escape cellguard exists to prevent; so it stays, and nothing is stopped or moved. A recreate removes it (the new VM " +
+	"starts from the stemcell without it)"
 
 // Prune removes what cellguard wrote into the unit directories and the
 // manifest no longer asks for, when nothing uses it: the unit of a daemon
@@ -137,14 +143,18 @@ func (m *Manager) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 			errs = append(errs, err)
 			continue
 		}
+		why := fmt.Sprintf("daemon %q is no longer in cellguard.daemons", daemon)
+		if opts.Uninstall {
+			why = "cellguard uninstall"
+		}
 		if use != "" {
-			it.Action, it.Why = Kept, fmt.Sprintf("daemon %q is no longer in cellguard.daemons, but %s; nothing is stopped: "+
-				"stop it through its job (its monit file no longer calls cellguard), then run pre-start again or "+
-				"`cellguard uninstall`, or recreate the VM", daemon, use)
+			it.Action, it.Why = Kept, fmt.Sprintf("%s, but %s; nothing is stopped: stop the daemon through its job "+
+				"(with a monit file that no longer calls cellguard), then run pre-start or `cellguard uninstall` again, "+
+				"or recreate the VM", why, use)
 			res.Items = append(res.Items, it)
 			continue
 		}
-		it.Why = fmt.Sprintf("daemon %q is no longer in cellguard.daemons and its unit is inactive with no process left", daemon)
+		it.Why = why + ", and the unit is inactive with no process left"
 		removeFile(it, failed)
 		if _, err := os.Stat(m.stampPath(name)); err == nil {
 			m.dropStamp(name)
@@ -164,15 +174,19 @@ func (m *Manager) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 				errs = append(errs, err)
 				continue
 			}
+			why := "cellguard.supervisor.protect is false"
+			if opts.Uninstall {
+				why = "cellguard uninstall"
+			}
 			switch {
 			case use != "" && !opts.ForceSupervisorDropIn:
-				it.Action, it.Why = Kept, "cellguard.supervisor.protect is false, but "+SupervisorDropInKept
+				it.Action, it.Why = Kept, why+", but "+use+": "+SupervisorDropInKept
 				res.Items = append(res.Items, it)
 				continue
 			case use != "":
-				it.Why = "removed although " + use + " (--force-supervisor-drop-in): expect container processes below it to leave their cgroups"
+				it.Why = "removed although " + use + " (--force-supervisor-drop-in): container processes below it may leave their cgroups (docs/lifecycle.md)"
 			default:
-				it.Why = "cellguard.supervisor.protect is false and the unit is not running"
+				it.Why = why + ", and the unit is not running"
 			}
 			removeFile(it, false)
 		}
@@ -242,7 +256,11 @@ func (m *Manager) inUse(ctx context.Context, conn *systemd.Conn, unit string) (w
 			}
 			pids = append(pids, fmt.Sprintf("%d (%s)", p.PID, p.Cmdline))
 		}
-		return fmt.Sprintf("%s is %s but %d processes are still in its cgroup: %s", unit, u.ActiveState, len(procs), strings.Join(pids, ", ")), false, nil
+		n := fmt.Sprintf("%d processes are", len(procs))
+		if len(procs) == 1 {
+			n = "1 process is"
+		}
+		return fmt.Sprintf("%s is %s but %s still in its cgroup: %s", unit, u.ActiveState, n, strings.Join(pids, ", ")), false, nil
 	}
 	return "", u.ActiveState == "failed", nil
 }
