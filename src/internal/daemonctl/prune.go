@@ -78,16 +78,16 @@ const staleTempAge = time.Minute
 
 // SupervisorDropInKept says why a running supervisor keeps its drop-in,
 // from the measurement in docs/lifecycle.md (systemd 252, hybrid;
-// src/tests/integration TestSupervisorDropInDecision): on a supervisor
-// that started with the drop-in (any VM rebooted since cellguard protected
-// it), removing it and reloading moved a job's container child out of
-// garden/<id> in cpu and blkio at once, and the next new unit with
-// accounting moved them into the supervisor's cgroup: the seed-000 escape,
-// made by the removal itself.
-const SupervisorDropInKept = "removing its Delegate= drop-in from a running supervisor makes systemd move the container " +
-	"processes of monit's jobs out of their cgroups (measured on systemd 252: cpu and blkio, at the daemon-reload), the " +
-	"escape cellguard exists to prevent; so it stays, and nothing is stopped or moved. A recreate removes it (the new VM " +
-	"starts from the stemcell without it)"
+// src/tests/integration TestSupervisorDropInDecision): once no other unit
+// of the slice needs cpu and blkio, the daemon-reload that drops the
+// delegation moved a monit job's container child out of garden/<id> in cpu
+// and blkio to the root, and the next unit with accounting moved them into
+// the supervisor's cgroup: the seed-000 escape, made by the removal itself.
+const SupervisorDropInKept = "removing its Delegate= drop-in from a running supervisor lets systemd move the container " +
+	"processes of monit's jobs out of their cgroups (measured on systemd 252: cpu and blkio, to the root at the " +
+	"daemon-reload, into the supervisor's cgroup at the next unit with accounting), the escape cellguard exists to " +
+	"prevent; so it stays, and nothing is stopped or moved. A recreate removes it (the new VM starts from the " +
+	"stemcell without it)"
 
 // Prune removes what cellguard wrote into the unit directories and the
 // manifest no longer asks for, when nothing uses it: the unit of a daemon

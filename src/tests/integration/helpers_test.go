@@ -43,10 +43,13 @@ func writeFile(t *testing.T, box *sdbox.Box, path, content string, mode os.FileM
 // fakeGarden is a stand-in for Garden's cgroupfs driver: it writes its own
 // pid to the pidfile, forks a long-lived child, makes <own cgroup>/garden/<id>
 // in every hierarchy and moves the child there, records the child's pid, and
-// waits. The ctl script execs it (Type=exec), as BOSH ctl scripts do.
+// waits. The ctl script execs it (Type=exec), as BOSH ctl scripts do. A
+// third argument "ctl" leaves the child in its parent's cgroup in the
+// name=systemd and unified hierarchies, as runc before 1.1 did on a
+// hybrid host (it joined cgroup v2 there from v1.1.0, runc a8435007d).
 const fakeGarden = `#!/bin/bash
 set -u
-name=$1 id=$2
+name=$1 id=$2 hier=${3:-all}
 run=/var/vcap/sys/run/$name
 mkdir -p "$run"
 echo $$ > "$run/$name.pid"
@@ -60,6 +63,7 @@ own() { # this process's path in hierarchy $1, from /proc/self/cgroup
   esac
 }
 for h in $(cd /sys/fs/cgroup && for d in *; do [ -L "$d" ] || ! mountpoint -q "$d" || echo "$d"; done); do
+  if [ "$hier" = ctl ] && { [ "$h" = systemd ] || [ "$h" = unified ]; }; then continue; fi
   p=$(own "$h"); p=${p%/}/garden/$id
   d=/sys/fs/cgroup/$h$p
   mkdir -p "$d" || continue
@@ -80,7 +84,7 @@ const fakeGardenCtl = `#!/bin/bash
 # BOSH-style ctl script: "start" execs the daemon, "stop" ends it by pidfile.
 name=%[1]s
 case $1 in
-  start) exec /var/vcap/packages/fake-garden/bin/fake-garden "$name" c1 ;;
+  start) exec /var/vcap/packages/fake-garden/bin/fake-garden "$name" c1 %[2]s ;;
   stop)  pid=$(cat /var/vcap/sys/run/$name/$name.pid 2>/dev/null) && kill "$pid"
          rm -f /var/vcap/sys/run/$name/$name.pid ;;
 esac
@@ -91,7 +95,7 @@ func installFakeGarden(t *testing.T, box *sdbox.Box, name string) (ctl, pidfile 
 	t.Helper()
 	writeFile(t, box, "/var/vcap/packages/fake-garden/bin/fake-garden", fakeGarden, 0o755)
 	ctl = "/var/vcap/jobs/" + name + "/bin/" + name + "_ctl"
-	writeFile(t, box, ctl, fmt.Sprintf(fakeGardenCtl, name), 0o755)
+	writeFile(t, box, ctl, fmt.Sprintf(fakeGardenCtl, name, "all"), 0o755)
 	return ctl, "/var/vcap/sys/run/" + name + "/" + name + ".pid"
 }
 

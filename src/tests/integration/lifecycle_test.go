@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -224,39 +225,42 @@ func TestPruneConverges(t *testing.T) {
 }
 
 // TestSupervisorDropInDecision measures what removing the supervisor's
-// drop-in from a running supervisor does to a monit job's container child
-// (a child in <own cgroup>/garden/c1 in every hierarchy), and proves the
-// decision built on it: with supervisor.protect false, pre-start keeps the
-// drop-in while the unit runs (nothing moves, not even at the next new
-// unit with accounting); only uninstall --force-supervisor-drop-in removes
-// it. Two layouts, as a VM has them:
-//   - rebooted: runit.service started with the drop-in in place (every VM
-//     that rebooted since cellguard protected it). Removing it moves the
-//     child's cpu and blkio at the daemon-reload, and the next new unit
-//     moves them into the unit's cgroup: the seed-000 escape, made by the
-//     removal itself;
-//   - first deploy: the drop-in was added to the running unit. systemd 252
-//     realizes cpu and blkio of such a unit at its slice, so the child sits
-//     below the slice, not the unit, and the removal moved nothing here.
+// drop-in from a running supervisor does to a monit job's container child,
+// and proves the decision built on it: with supervisor.protect false,
+// pre-start keeps the drop-in while the unit runs, and nothing moves while
+// units with accounting come and go; only uninstall
+// --force-supervisor-drop-in removes it. Nothing is ever stopped or killed.
 //
-// Either way nothing is stopped or killed.
+// Measured on systemd 252 (hybrid), in every layout below: once no other
+// unit of the slice needs cpu and blkio (a unit with accounting came and
+// went), the daemon-reload that drops the delegation moves the child's cpu
+// and blkio out of garden/c1 to the root; the next unit with accounting
+// moves them into the supervisor's cgroup. That is seed-000's escape, made
+// by the removal itself; the kept drop-in is what stops it. The layouts:
+// the supervisor started with the drop-in (any VM rebooted since it was
+// protected) or got it while running (the first deploy), and a child in
+// garden/c1 in the v1 hierarchies only (runc before 1.1 on a hybrid host)
+// or in every hierarchy (runc 1.1 and later join cgroup v2 there too, runc
+// commit a8435007d).
 func TestSupervisorDropInDecision(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		rebooted  bool
-		wantMoved bool
+		name     string
+		hier     string // fakeGarden's placement
+		rebooted bool
 	}{
-		{"supervisor started with the drop-in (rebooted)", true, true},
-		{"drop-in added to the running supervisor (first deploy)", false, false},
+		{"runc before 1.1, supervisor started with the drop-in", "ctl", true},
+		{"runc before 1.1, drop-in added to the running supervisor", "ctl", false},
+		{"runc 1.1 and later, supervisor started with the drop-in", "all", true},
 	} {
-		t.Run(tc.name, func(t *testing.T) { supervisorDropInScenario(t, tc.rebooted, tc.wantMoved) })
+		t.Run(tc.name, func(t *testing.T) { supervisorDropInScenario(t, tc.hier, tc.rebooted) })
 	}
 }
 
-func supervisorDropInScenario(t *testing.T, rebooted, wantMoved bool) {
+func supervisorDropInScenario(t *testing.T, hier string, rebooted bool) {
 	box := bootBox(t, "unprotect")
 	cellguard := box.InstallCellguard(t)
 	ctl, pidfile := installFakeGarden(t, box, "legacy")
+	writeFile(t, box, ctl, fmt.Sprintf(fakeGardenCtl, "legacy", hier), 0o755)
 	setUpBOSHMonit(t, box, nil)
 	box.Run(t, cellguard, "unit", "protect-supervisor")
 	if rebooted {
@@ -276,12 +280,13 @@ func supervisorDropInScenario(t *testing.T, rebooted, wantMoved bool) {
 	child := readPID(t, box, "/var/vcap/sys/run/legacy/child.pid")
 	pids := []int{hostPID(t, box, monitPID), hostPID(t, box, child)}
 	before := cgroups(t, box, child)
-	for _, h := range []string{"cpu,cpuacct", "blkio", "memory", "pids"} {
-		t.Logf("child %d before: %s: %s", child, h, before[h])
-	}
+	t.Logf("child %d before: %s", child, describeCgroups(before))
+	// A unit with accounting comes and goes (systemd-tmpfiles-clean, a
+	// timer's job): while it runs, systemd realizes cpu and blkio for every
+	// unit of the slice; when it ends, for none that does not need them.
 	trigger := func(n int) {
-		box.Run(t, "systemd-run", fmt.Sprintf("--unit=trigger%d", n), "-p", "CPUAccounting=yes", "-p", "CPUWeight=50",
-			"-p", "IOWeight=50", "-p", "MemoryAccounting=yes", "-p", "TasksAccounting=yes", "/bin/sleep", "300")
+		box.Run(t, "systemd-run", "--wait", fmt.Sprintf("--unit=trigger%d", n), "-p", "CPUAccounting=yes", "-p", "CPUWeight=50",
+			"-p", "IOWeight=50", "-p", "MemoryAccounting=yes", "-p", "TasksAccounting=yes", "/bin/sleep", "1")
 	}
 	dropIn := "/etc/systemd/system/runit.service.d/" + unitfile.DropInName
 
@@ -296,6 +301,7 @@ func supervisorDropInScenario(t *testing.T, rebooted, wantMoved bool) {
 		t.Fatalf("the drop-in went: %v", err)
 	}
 	trigger(1)
+	trigger(2)
 	if d := moved(before, cgroups(t, box, child)); len(d) != 0 {
 		t.Fatalf("with the drop-in kept, the child moved: %s", describe(d))
 	}
@@ -305,24 +311,23 @@ func supervisorDropInScenario(t *testing.T, rebooted, wantMoved bool) {
 	if code != 0 || !regexp.MustCompile(`removed\s+supervisor-drop-in`).MatchString(out) {
 		t.Fatalf("forced uninstall: exit %d\n%s%s", code, out, errOut)
 	}
+	t.Logf("runit.service after the removal: %s", strings.Join(strings.Fields(box.Run(t, "systemctl", "show", "-p", "Delegate", "-p", "DelegateControllers", "-p", "DropInPaths", "-p", "ControlGroup", "runit.service")), " "))
 	atReload := moved(before, cgroups(t, box, child))
 	t.Logf("measured, drop-in removed and systemd reloaded: %s", describe(atReload))
-	trigger(2)
+	trigger(3)
 	atTrigger := moved(before, cgroups(t, box, child))
 	t.Logf("measured, then a new unit with accounting started: %s", describe(atTrigger))
 	for _, c := range []string{"cpu", "blkio"} {
-		if wantMoved && !controllerMoved(atReload, c) {
-			t.Errorf("%s did not move at the reload: the measurement behind keeping the drop-in no longer holds (%s)", c, describe(atReload))
-		}
-		if wantMoved && !controllerMoved(atTrigger, c) {
-			t.Errorf("%s is back in place after the trigger: %s", c, describe(atTrigger))
+		if !controllerMoved(atTrigger, c) {
+			t.Errorf("%s did not move: the measurement behind keeping the drop-in no longer holds (at the reload: %s; after a new unit: %s)",
+				c, describe(atReload), describe(atTrigger))
 		}
 	}
 	alive(t, box, "monit and the job's child", pids...)
 	if n := strings.TrimSpace(box.Run(t, "systemctl", "show", "-p", "NRestarts", "--value", "runit.service")); n != "0" {
 		t.Errorf("runit.service restarted %s times", n)
 	}
-	if rebooted {
+	if hier != "all" || !rebooted {
 		return
 	}
 	// A supervisor unit that does not run loses its drop-in at once.
@@ -404,6 +409,18 @@ func TestUninstall(t *testing.T) {
 		t.Fatalf("second uninstall: exit %d\n%s", code, out2)
 	}
 	alive(t, box, "after the second uninstall", pids...)
+}
+
+func describeCgroups(m map[string]string) string {
+	var parts []string
+	for h, p := range m {
+		if h == "" {
+			h = "unified"
+		}
+		parts = append(parts, h+":"+p)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
 }
 
 func mustContainAll(t *testing.T, s string, wants ...string) {
