@@ -351,8 +351,9 @@ func (f *runFlags) cellguard(root string, runs int, wantBlocked bool) (timings, 
 		if code != want {
 			return times, 0, nil, fmt.Errorf("%s: exit %d, want %d (%v)\n%s", cmd, code, want, err, tail(stderr.Bytes()))
 		}
-		if strings.TrimSpace(stdout.String()) != "0" {
-			return times, 0, nil, fmt.Errorf("%s: drain stdout %q, want 0", cmd, stdout.String())
+		// The drain contract: "0" when nothing blocks, nothing when it does.
+		if wantOut := map[bool]string{false: "0", true: ""}[wantBlocked]; strings.TrimSpace(stdout.String()) != wantOut {
+			return times, 0, nil, fmt.Errorf("%s: drain stdout %q, want %q", cmd, stdout.String(), wantOut)
 		}
 		if i == 0 {
 			continue

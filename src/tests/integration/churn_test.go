@@ -109,7 +109,10 @@ func (s *scanTally) add(i int, code int, stdout, stderr string) {
 			} `json:"findings"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal([]byte(stderr), &rep); err != nil || code == 2 || stdout != "0\n" {
+	// The drain contract: 0 and "0" when nothing blocks, 1 and nothing when
+	// something does.
+	wantStdout := map[int]string{0: "0\n", 1: ""}[code]
+	if err := json.Unmarshal([]byte(stderr), &rep); err != nil || code == 2 || stdout != wantStdout {
 		s.errors++
 		s.note("scan %d: exit %d, stdout %q, report %v: %.300s", i, code, stdout, err, stderr)
 		return

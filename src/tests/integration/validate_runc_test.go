@@ -264,7 +264,7 @@ func TestValidateRealRunc(t *testing.T) {
 			}
 
 			v = validate(t, box, cellguard, "--phase", "drain")
-			if v.code != 1 || v.stdout != "0\n" || !v.report.Blocked {
+			if v.code != 1 || v.stdout != "" || !v.report.Blocked {
 				t.Fatalf("escape: exit %d, stdout %q, blocked %v\n%s", v.code, v.stdout, v.report.Blocked, v.stderr)
 			}
 			found := map[string]bool{}
