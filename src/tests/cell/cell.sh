@@ -292,12 +292,13 @@ trigger_seed000() {
   say "   systemctl start seed000-trigger.service (CPUAccounting=yes CPUWeight=50 IOWeight=50): $(bx systemctl is-active seed000-trigger.service)"
 }
 
-# drain SCENARIO: the agent runs bin/drain job_changed hash_changed PACKAGES; stdout is the integer.
+# drain SCENARIO: the agent runs bin/drain job_changed HASH_CHANGE PACKAGES before an update
+# (bosh-agent v2.759.0 NewUpdateParams); stdout is the integer, none when drain blocks.
 drain_rc=0 drain_out="" drain_report=""
 drain() {
   local log=${R}/var/vcap/sys/log/cellguard/drain.log before=0
   [ -f "${log}" ] && before=$(stat -c %s "${log}")
-  drain_out=$(bx env BOSH_JOB_STATE='{}' BOSH_JOB_NEXT_STATE='{}' /var/vcap/jobs/cellguard/bin/drain job_unchanged hash_unchanged cellguard 2>/dev/null)
+  drain_out=$(bx env BOSH_JOB_STATE='{}' BOSH_JOB_NEXT_STATE='{}' /var/vcap/jobs/cellguard/bin/drain job_changed hash_unchanged cellguard 2>/dev/null)
   drain_rc=$?
   drain_report=$(tail -c +"$((before + 1))" "${log}" | grep -v '^{"timestamp"')  # the report, without lager lines
   say "   bin/drain exited ${drain_rc}, stdout '${drain_out}'; the report it logged (/var/vcap/sys/log/cellguard/drain.log):"
