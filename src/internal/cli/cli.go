@@ -141,6 +141,27 @@ func newFlagSet(env *Env, name, synopsis string, c *common) *flag.FlagSet {
 	return fs
 }
 
+// withHelp appends help to the flag set's usage (--help, a bad flag).
+func withHelp(env *Env, fs *flag.FlagSet, help string) {
+	base := fs.Usage
+	fs.Usage = func() {
+		base()
+		fmt.Fprint(env.Stderr, help)
+	}
+}
+
+// parseNoArgs is parse for a command that takes flags only.
+func parseNoArgs(env *Env, fs *flag.FlagSet, args []string) (bool, int) {
+	if ok, code := parse(fs, args); !ok {
+		return false, code
+	}
+	if fs.NArg() != 0 {
+		errorf(env, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return false, ExitCantRun
+	}
+	return true, ExitOK
+}
+
 // parse parses args; it returns ok=false and the exit code to use when the
 // command should stop (bad flags, or --help).
 func parse(fs *flag.FlagSet, args []string) (bool, int) {

@@ -38,17 +38,9 @@ func runConfigCheck(_ context.Context, env *Env, args []string) int {
 	var root string
 	fs := newFlagSet(env, "config check", "config check [--config PATH] [--root /]", &c)
 	fs.StringVar(&root, "root", "/", "root prefix for the runtime binaries (tests: a fixture tree)")
-	base := fs.Usage
-	fs.Usage = func() {
-		base()
-		fmt.Fprint(env.Stderr, configCheckHelp)
-	}
-	if ok, code := parse(fs, args); !ok {
+	withHelp(env, fs, configCheckHelp)
+	if ok, code := parseNoArgs(env, fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		errorf(env, "unexpected arguments: %v", fs.Args())
-		return ExitCantRun
 	}
 	path := c.configPath
 	if path == "" {

@@ -89,11 +89,7 @@ func runDrain(ctx context.Context, env *Env, args []string) int {
 	fs.DurationVar(&f.budget, "budget", 0, fmt.Sprintf("time the validation may take; default the config's drain.budget, else %v", defaultDrainBudget))
 	fs.BoolVar(&f.blockOnShutdown, "block-on-shutdown", false, "block job_shutdown too (or the config's drain.block_on_shutdown)")
 	fs.Var(&f.runtimeRoots, "runtime-root", "runc state root to scan (repeatable); default the config's")
-	base := fs.Usage
-	fs.Usage = func() {
-		base()
-		fmt.Fprint(env.Stderr, drainHelp)
-	}
+	withHelp(env, fs, drainHelp)
 	if ok, code := parse(fs, args); !ok {
 		if code != ExitOK {
 			fmt.Fprintln(env.Stdout, 0) // a flag cellguard cannot read: could not run
@@ -310,17 +306,9 @@ func runDrainLift(_ context.Context, env *Env, args []string) int {
 	fs.BoolVar(&cancel, "cancel", false, "remove the lift")
 	fs.BoolVar(&jsonOut, "json", false, "print the lift as JSON")
 	fs.StringVar(&liftFile, "lift-file", defaultLiftFile, "the lift file")
-	base := fs.Usage
-	fs.Usage = func() {
-		base()
-		fmt.Fprint(env.Stderr, drainLiftHelp)
-	}
-	if ok, code := parse(fs, args); !ok {
+	withHelp(env, fs, drainLiftHelp)
+	if ok, code := parseNoArgs(env, fs, args); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		errorf(env, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
-		return ExitCantRun
 	}
 	if show && cancel || (show || cancel) && reason != "" {
 		errorf(env, "--show, --cancel and --reason exclude each other")

@@ -34,17 +34,9 @@ func runUnitPrune(ctx context.Context, env *Env, args []string) int {
 	var f daemonFlags
 	fs := newFlagSet(env, "unit prune", "unit prune [--json]", &c)
 	f.registerConn(fs)
-	base := fs.Usage
-	fs.Usage = func() {
-		base()
-		fmt.Fprint(env.Stderr, unitPruneHelp)
-	}
-	if ok, code := parse(fs, args); !ok {
+	withHelp(env, fs, unitPruneHelp)
+	if ok, code := parseNoArgs(env, fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		errorf(env, "unexpected arguments: %v", fs.Args())
-		return ExitCantRun
 	}
 	m, cfg, done, err := f.manager(&c, env, "unit-prune")
 	if err != nil {

@@ -58,17 +58,9 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 	fs.BoolVar(&force, "force-supervisor-drop-in", false, "remove the supervisor's drop-in although it runs (its container processes leave their cgroups)")
 	fs.StringVar(&promFile, "prometheus-textfile", "", "the textfile to remove; default the config's validator.prometheus_textfile")
 	fs.StringVar(&liftFile, "lift-file", defaultLiftFile, "the drain lift to remove")
-	base := fs.Usage
-	fs.Usage = func() {
-		base()
-		fmt.Fprint(env.Stderr, uninstallHelp)
-	}
-	if ok, code := parse(fs, args); !ok {
+	withHelp(env, fs, uninstallHelp)
+	if ok, code := parseNoArgs(env, fs, args); !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		errorf(env, "unexpected arguments: %v", fs.Args())
-		return ExitCantRun
 	}
 	m, cfg, done, err := f.manager(&c, env, "uninstall")
 	if err != nil {
