@@ -38,14 +38,12 @@ func runUnitPrune(ctx context.Context, env *Env, args []string) int {
 	if ok, code := parseNoArgs(env, fs, args); !ok {
 		return code
 	}
-	m, cfg, done, err := f.manager(&c, env, "unit-prune")
+	m, cfg, ctx, done, err := f.session(ctx, &c, env, "unit-prune")
 	if err != nil {
 		errorf(env, "%v", err)
 		return ExitCantRun
 	}
 	defer done()
-	ctx, cancel := f.withDeadline(ctx, 0)
-	defer cancel()
 	keep := make([]string, len(cfg.Daemons))
 	for i, d := range cfg.Daemons {
 		keep[i] = d.Name

@@ -62,15 +62,13 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 	if ok, code := parseNoArgs(env, fs, args); !ok {
 		return code
 	}
-	m, cfg, done, err := f.manager(&c, env, "uninstall")
+	m, cfg, ctx, done, err := f.session(ctx, &c, env, "uninstall")
 	if err != nil {
 		errorf(env, "%v", err)
 		hintf(env, "pass --config of a readable config, or none: uninstall then uses the default paths")
 		return ExitCantRun
 	}
 	defer done()
-	ctx, cancel := f.withDeadline(ctx, 0)
-	defer cancel()
 	now := env.now()
 
 	res, err := m.Prune(ctx, daemonctl.PruneOptions{ForceSupervisorDropIn: force, Uninstall: true, Now: now})

@@ -121,6 +121,17 @@ func (f *daemonFlags) manager(c *common, env *Env, source string) (*daemonctl.Ma
 	return m, cfg, func() { m.Close(); done() }, nil
 }
 
+// session is manager plus the command's deadline, for a command that talks
+// to systemd; done releases both.
+func (f *daemonFlags) session(ctx context.Context, c *common, env *Env, source string) (*daemonctl.Manager, *config.Config, context.Context, func(), error) {
+	m, cfg, done, err := f.manager(c, env, source)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ctx, cancel := f.withDeadline(ctx, 0)
+	return m, cfg, ctx, func() { cancel(); done() }, nil
+}
+
 // oneName takes exactly one positional NAME.
 func oneName(env *Env, fs *flag.FlagSet) (string, bool) {
 	if fs.NArg() != 1 {

@@ -1,12 +1,10 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -34,21 +32,8 @@ import (
 // apart (drain's stdout is the agent's).
 func inBox(t *testing.T, box *sdbox.Box, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := box.Command(ctx, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String(), errb.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	t.Fatalf("run %q in box: %v\n%s", args, err, errb.String())
-	return 0, "", ""
+	r := runCellguard(t, box, args...)
+	return r.code, r.stdout, r.stderr
 }
 
 // alive fails the test unless every pid still runs in the box.
