@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -37,6 +39,7 @@ nothing uses:
     removes it anyway, with that consequence;
   - the persisted sysctl file (live values stay until the next reboot);
   - start's verification stamps, the Prometheus textfile, a drain lift;
+  - cellguard watch's textfile and metric targets, once watch does not run;
   - temp files a killed write left beside any of them.
 Then it lists what it removed and what it kept, with why. Running it again
 removes nothing more and lists the same kept items.
@@ -99,12 +102,14 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 			"validate's and drain's gauges; node_exporter stops exporting them")
 		items, errs = appendItem(items, it), append(errs, err)
 	}
+	watchItems, err := removeWatchFiles(f.root, cfg.Watch.Textfile)
+	items, errs = append(items, watchItems...), append(errs, err)
 	lifted, err := drain.CancelLift(hostroot.Join(f.root, liftFile))
 	errs = append(errs, err)
 	if lifted {
 		items = append(items, daemonctl.PruneItem{Path: liftFile, Kind: "drain-lift", Action: daemonctl.Removed, Why: "an operator's drain lift"})
 	}
-	for _, p := range []string{sysctlFile, promFile, liftFile} {
+	for _, p := range []string{sysctlFile, promFile, liftFile, cfg.Watch.Textfile, metricTargetsFile} {
 		if p == "" {
 			continue
 		}
@@ -139,6 +144,67 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 		return failure(env, err)
 	}
 	return ExitOK
+}
+
+// The files of `cellguard watch` (jobs/cellguard/templates/bin/watch_ctl.erb
+// and pre-start.erb): its pid, and the copy of the metric targets
+// metrics-discovery's registrar reads from /var/vcap/data/*/.
+const (
+	watchPIDFile      = "/var/vcap/sys/run/cellguard/watch.pid"
+	metricTargetsFile = "/var/vcap/data/cellguard/metric_targets.yml"
+)
+
+// removeWatchFiles removes watch's textfile and the metric targets, unless
+// watch still runs: it would write its textfile again, and the targets
+// point scrapers at it. Removing the addon stops watch (monit), and a
+// recreate then drops both.
+func removeWatchFiles(root, textfile string) ([]daemonctl.PruneItem, error) {
+	paths := []string{metricTargetsFile}
+	if textfile != "" {
+		paths = append(paths, textfile)
+	}
+	if pid, ok := watchRunning(root); ok {
+		var items []daemonctl.PruneItem
+		for _, p := range paths {
+			if _, err := os.Stat(hostroot.Join(root, p)); err == nil {
+				items = append(items, daemonctl.PruneItem{Path: p, Kind: "watch-file", Action: daemonctl.Kept,
+					Why: fmt.Sprintf("cellguard watch runs (pid %d) and uses it; removing the addon stops watch, then run uninstall again or recreate the VM", pid)})
+			}
+		}
+		return items, nil
+	}
+	var items []daemonctl.PruneItem
+	var errs []error
+	removed, err := safefile.RemoveIfExists(hostroot.Join(root, metricTargetsFile))
+	errs = append(errs, err)
+	if removed {
+		items = append(items, daemonctl.PruneItem{Path: metricTargetsFile, Kind: "watch-file", Action: daemonctl.Removed,
+			Why: "the metric targets metrics-discovery's registrar read for cellguard watch"})
+	}
+	if textfile != "" {
+		it, err := removeOwnFile(root, textfile, "watch-file", uninstallTextfileHead, "cellguard watch's gauges; node_exporter stops exporting them")
+		items, errs = appendItem(items, it), append(errs, err)
+	}
+	return items, errors.Join(errs...)
+}
+
+// watchRunning reports whether the pid in watch's pidfile runs cellguard
+// watch (a pid handed to another process since does not count).
+func watchRunning(root string) (int, bool) {
+	b, err := os.ReadFile(hostroot.Join(root, watchPIDFile))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	cmd, err := os.ReadFile(hostroot.Join(root, filepath.Join("/proc", strconv.Itoa(pid), "cmdline")))
+	if err != nil {
+		return 0, false
+	}
+	args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+	return pid, len(args) >= 2 && filepath.Base(args[0]) == "cellguard" && args[1] == "watch"
 }
 
 // removeOwnFile removes p under root when it starts with head (a file

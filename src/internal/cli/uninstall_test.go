@@ -34,6 +34,8 @@ func cellguardFiles(t *testing.T, root string, now time.Time) []string {
 		"/var/vcap/data/node_exporter/cellguard.prom":        "# HELP cellguard_check_status x\n",
 		"/var/vcap/data/cellguard/drain-lift.json":           "{}",
 		"/var/vcap/data/node_exporter/.cellguard.prom.tmp-5": "half",
+		"/var/vcap/data/cellguard/metric_targets.yml":        "[]\n",
+		"/var/vcap/data/node_exporter/cellguard_watch.prom":  "# HELP cellguard_watch_scans_total x\n",
 	}
 	var paths []string
 	for p, content := range files {
@@ -54,7 +56,7 @@ func cellguardFiles(t *testing.T, root string, now time.Time) []string {
 // TestUninstall).
 func TestUninstallRemovesWhatCellguardWrote(t *testing.T) {
 	root := t.TempDir()
-	d := newDrainHost(t, root, `{"validator":{"prometheus_textfile":"/var/vcap/data/node_exporter/cellguard.prom"}}`)
+	d := newDrainHost(t, root, uninstallConfig)
 	paths := cellguardFiles(t, root, d.now)
 	writeFile(t, filepath.Join(root, "var/vcap/data/node_exporter/node.prom"), "# HELP node_x y\n")
 	writeFile(t, filepath.Join(root, "etc/systemd/system/garden.service"), "[Service]\nExecStart=/bin/true\n")
@@ -80,7 +82,7 @@ func TestUninstallRemovesWhatCellguardWrote(t *testing.T) {
 			t.Errorf("%s left (%v)", dir, err)
 		}
 	}
-	mustContainAll(t, "output", out, "8 removed, 0 kept", "live values stay as they are until the next reboot")
+	mustContainAll(t, "output", out, "10 removed, 0 kept", "live values stay as they are until the next reboot")
 
 	code, out, _ = d.run(t, "uninstall", "--config", d.cfg, "--root", root, "--log-file", d.log)
 	if code != ExitOK || !strings.Contains(out, "0 removed, 0 kept") {
@@ -90,6 +92,34 @@ func TestUninstallRemovesWhatCellguardWrote(t *testing.T) {
 	writeFile(t, filepath.Join(root, "var/vcap/data/node_exporter/cellguard.prom"), "# HELP node_other z\n")
 	_, out, _ = d.run(t, "uninstall", "--config", d.cfg, "--root", root, "--log-file", d.log)
 	mustContainAll(t, "output", out, "KEPT", "cellguard.prom", "cellguard did not write it", "0 removed, 1 kept")
+}
+
+const uninstallConfig = `{"validator":{"prometheus_textfile":"/var/vcap/data/node_exporter/cellguard.prom"},
+  "watch":{"textfile":"/var/vcap/data/node_exporter/cellguard_watch.prom"}}`
+
+// While cellguard watch runs, its textfile and metric targets are in use:
+// kept, with why. A pid in the pidfile that runs something else is no
+// watch.
+func TestUninstallKeepsWhatARunningWatchUses(t *testing.T) {
+	root := t.TempDir()
+	d := newDrainHost(t, root, uninstallConfig)
+	cellguardFiles(t, root, d.now)
+	writeFile(t, filepath.Join(root, "var/vcap/sys/run/cellguard/watch.pid"), "4242\n")
+	writeFile(t, filepath.Join(root, "proc/4242/cmdline"), "/var/vcap/packages/cellguard/bin/cellguard\x00watch\x00--config\x00x\x00")
+	code, out, errOut := d.run(t, "uninstall", "--config", d.cfg, "--root", root, "--log-file", d.log)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	mustContainAll(t, "output", out, "8 removed, 2 kept", "cellguard watch runs (pid 4242)")
+	for _, p := range []string{"var/vcap/data/cellguard/metric_targets.yml", "var/vcap/data/node_exporter/cellguard_watch.prom"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("%s removed while watch runs: %v", p, err)
+		}
+	}
+	writeFile(t, filepath.Join(root, "proc/4242/cmdline"), "/bin/sleep\x00300\x00")
+	if _, out, _ = d.run(t, "uninstall", "--config", d.cfg, "--root", root, "--log-file", d.log); !strings.Contains(out, "2 removed, 0 kept") {
+		t.Errorf("with the pid reused by another process:\n%s", out)
+	}
 }
 
 // unit prune is pre-start's convergence: a daemon removed from the config
