@@ -73,10 +73,10 @@ func install(t *testing.T, r render.Rendered, bin string) vcap {
 
 func (v vcap) run(t *testing.T, script string, env ...string) (stdout string, code int) {
 	t.Helper()
-	return v.runArgs(t, script, []string{"job_changed", "hash_changed", "cellguard"}, env...)
+	return v.runWith(t, script, []string{"job_changed", "hash_changed", "cellguard"}, env...)
 }
 
-func (v vcap) runArgs(t *testing.T, script string, args []string, env ...string) (stdout string, code int) {
+func (v vcap) runWith(t *testing.T, script string, args []string, env ...string) (stdout string, code int) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(v.root, "vcap/jobs/cellguard", script), args...)
 	cmd.Env = append(os.Environ(), append([]string{"STUB_CALLS=" + v.calls}, env...)...)
@@ -167,7 +167,7 @@ func TestDrainWrapperLetsOnlyTheVerdictBlock(t *testing.T) {
 			if err := os.MkdirAll(filepath.Dir(prom), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			out, code := v.runArgs(t, "bin/drain", []string{"job_changed", "hash_changed", "cellguard"}, "STUB_DRAIN="+tc.stub)
+			out, code := v.runWith(t, "bin/drain", []string{"job_changed", "hash_changed", "cellguard"}, "STUB_DRAIN="+tc.stub)
 			log := v.drainLog(t)
 			if code != tc.wantCode || out != tc.wantStdout {
 				t.Fatalf("drain: exit %d stdout %q, want exit %d stdout %q\nlog:\n%s", code, out, tc.wantCode, tc.wantStdout, log)
@@ -205,7 +205,7 @@ func TestDrainWrapperLetsOnlyTheVerdictBlock(t *testing.T) {
 // textfile configured passes no --prometheus-textfile.
 func TestDrainWrapperArguments(t *testing.T) {
 	v := install(t, mustRender(t, ""), "")
-	if out, code := v.runArgs(t, "bin/drain", []string{"job_shutdown", "hash_unchanged"}); code != 0 || out != "0\n" {
+	if out, code := v.runWith(t, "bin/drain", []string{"job_shutdown", "hash_unchanged"}); code != 0 || out != "0\n" {
 		t.Fatalf("exit %d stdout %q", code, out)
 	}
 	want := "drain --config " + v.root + "/vcap/jobs/cellguard/config/cellguard.json --log-file " + v.root +
@@ -227,7 +227,7 @@ func TestDrainWrapperWithoutItsLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for stub, want := range map[string]string{"pass": "0\n", "crash": "0\n", "blocked": ""} {
-		if out, _ := v.runArgs(t, "bin/drain", []string{"job_changed", "hash_changed"}, "STUB_DRAIN="+stub); out != want {
+		if out, _ := v.runWith(t, "bin/drain", []string{"job_changed", "hash_changed"}, "STUB_DRAIN="+stub); out != want {
 			t.Errorf("%s without a log: stdout %q, want %q", stub, out, want)
 		}
 	}
