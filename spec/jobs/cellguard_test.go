@@ -413,11 +413,11 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		// A check id the registry does not have fails the deploy here, with
 		// the list of known ids, instead of exit 2 at the next drain.
 		{"unknown drain blocking id", `{cellguard: {validator: {blocking: {drain: [cgroup-integrty]}}}}`,
-			`cellguard.validator.blocking.drain: unknown check id "cgroup-integrty" (known: cgroup-integrity, delegation-audit, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode)`},
+			`cellguard.validator.blocking.drain: unknown check id "cgroup-integrty" (known: cgroup-integrity, delegation-audit, devices-cgroup, leaked-netns, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode)`},
 		{"unknown pre-start blocking id", `{cellguard: {validator: {blocking: {pre_start: [no-such-check]}}}}`,
 			`cellguard.validator.blocking.pre_start: unknown check id "no-such-check"`},
 		{"unknown ignored id", `{cellguard: {validator: {ignore: [ghosts]}}}`,
-			`cellguard.validator.ignore: unknown check id "ghosts" (known: cgroup-integrity, delegation-audit, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode, or all)`},
+			`cellguard.validator.ignore: unknown check id "ghosts" (known: cgroup-integrity, delegation-audit, devices-cgroup, leaked-netns, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode, or all)`},
 		{"all is no blocking id", `{cellguard: {validator: {blocking: {drain: [all]}}}}`, `unknown check id "all"`},
 		{"budget without unit", `{cellguard: {drain: {budget: "60"}}}`, "cellguard.drain.budget must be a duration above zero"},
 		{"budget below 1s", `{cellguard: {drain: {budget: 500ms}}}`, "cellguard.drain.budget must be from 1s to 1h"},
