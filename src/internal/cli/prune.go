@@ -21,6 +21,8 @@ once:
     the drop-in is kept: removing it from a running unit makes systemd move
     the container processes below it (docs/lifecycle.md, measured). A
     recreate finishes it;
+  - the drop-in of a unit no longer in delegate_units (concourse.service),
+    on the same terms: kept while the unit runs;
   - temp files a killed write left (.NAME.tmp-N) in the unit directories.
 Nothing is ever stopped, killed or moved. Kept items are warnings, not
 failures.
@@ -48,7 +50,7 @@ func runUnitPrune(ctx context.Context, env *Env, args []string) int {
 	for i, d := range cfg.Daemons {
 		keep[i] = d.Name
 	}
-	res, err := m.Prune(ctx, daemonctl.PruneOptions{Keep: keep, KeepSupervisor: cfg.Supervisor.Protect, Now: env.now()})
+	res, err := m.Prune(ctx, daemonctl.PruneOptions{Keep: keep, KeepSupervisor: cfg.Supervisor.Protect, KeepDelegated: cfg.DelegateUnits, Now: env.now()})
 	if f.jsonOut {
 		printJSON(env, res)
 	} else {

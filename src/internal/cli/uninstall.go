@@ -35,8 +35,9 @@ nothing uses:
   - the supervisor's Delegate= drop-in when its unit is not running. On a
     running VM it is, and the drop-in is kept: removing it makes systemd move
     the container processes below the unit out of their cgroups (measured,
-    docs/lifecycle.md). A recreate finishes it. --force-supervisor-drop-in
-    removes it anyway, with that consequence;
+    docs/lifecycle.md). A recreate finishes it. The drop-ins of
+    delegate_units (concourse.service) are kept on the same terms.
+    --force-supervisor-drop-in removes them anyway, with that consequence;
   - the persisted sysctl file (live values stay until the next reboot);
   - start's verification stamps, the Prometheus textfile, a drain lift;
   - cellguard watch's textfile and metric targets, once watch does not run;
@@ -58,7 +59,7 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 	var promFile, liftFile string
 	fs := newFlagSet(env, "uninstall", "uninstall [--force-supervisor-drop-in] [--json]", &c)
 	f.registerConn(fs)
-	fs.BoolVar(&force, "force-supervisor-drop-in", false, "remove the supervisor's drop-in although it runs (its container processes leave their cgroups)")
+	fs.BoolVar(&force, "force-supervisor-drop-in", false, "remove the supervisor's and delegated units' drop-ins although they run (their container processes leave their cgroups)")
 	fs.StringVar(&promFile, "prometheus-textfile", "", "the textfile to remove; default the config's validator.prometheus_textfile")
 	fs.StringVar(&liftFile, "lift-file", defaultLiftFile, "the drain lift to remove")
 	withHelp(env, fs, uninstallHelp)

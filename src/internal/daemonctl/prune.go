@@ -25,9 +25,13 @@ type PruneOptions struct {
 	Keep []string
 	// KeepSupervisor keeps the supervisor's drop-in (supervisor.protect).
 	KeepSupervisor bool
-	// ForceSupervisorDropIn removes the drop-in of a running supervisor
-	// too (cellguard uninstall --force-supervisor-drop-in): see
-	// SupervisorDropInKept for what that does.
+	// KeepDelegated names the units whose in-place drop-ins stay
+	// (delegate_units); the supervisor's drop-in on one of them stays too.
+	KeepDelegated []string
+	// ForceSupervisorDropIn removes the drop-in of a running supervisor,
+	// or of a running delegated unit, too (cellguard uninstall
+	// --force-supervisor-drop-in): see SupervisorDropInKept for what that
+	// does.
 	ForceSupervisorDropIn bool
 	// Uninstall: everything goes (cellguard uninstall), not what the
 	// manifest stopped asking for (pre-start); it changes only the words.
@@ -40,7 +44,7 @@ type PruneOptions struct {
 type PruneItem struct {
 	Path   string `json:"path"`
 	Unit   string `json:"unit,omitempty"`
-	Kind   string `json:"kind"`   // "unit", "supervisor-drop-in", "temp-file", "stamp"
+	Kind   string `json:"kind"`   // "unit", "supervisor-drop-in", "delegate-drop-in", "temp-file", "stamp"
 	Action string `json:"action"` // "removed" or "kept"
 	Why    string `json:"why"`
 }
@@ -49,6 +53,7 @@ type PruneItem struct {
 const (
 	KindUnit             = "unit"
 	KindSupervisorDropIn = "supervisor-drop-in"
+	KindDelegateDropIn   = "delegate-drop-in"
 	KindTempFile         = "temp-file"
 	KindStamp            = "stamp"
 	Removed              = "removed"
@@ -84,7 +89,7 @@ const staleTempAge = time.Minute
 // and blkio to the root, and the next unit with accounting moved them into
 // the supervisor's cgroup: the seed-000 escape, made by the removal itself.
 const SupervisorDropInKept = "removing its Delegate= drop-in from a running supervisor lets systemd move the container " +
-	"processes of monit's jobs out of their cgroups (measured on systemd 252: cpu and blkio, to the root at the " +
+	"processes below it (monit's jobs', or the delegated unit's own) out of their cgroups (measured on systemd 252: cpu and blkio, to the root at the " +
 	"daemon-reload, into the supervisor's cgroup at the next unit with accounting), the escape cellguard exists to " +
 	"prevent; so it stays, and nothing is stopped or moved. A recreate removes it (the new VM starts from the " +
 	"stemcell without it)"
@@ -163,35 +168,42 @@ func (m *Manager) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 		}
 	}
 
-	if !opts.KeepSupervisor {
-		dropIns, err := m.ownDropIns()
-		errs = append(errs, err)
-		for _, p := range dropIns {
-			name := strings.TrimSuffix(filepath.Base(filepath.Dir(p)), ".d")
-			it := PruneItem{Path: p, Unit: name, Kind: KindSupervisorDropIn}
-			use, _, err := m.inUse(ctx, conn, name)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			why := "cellguard.supervisor.protect is false"
-			if opts.Uninstall {
-				why = "cellguard uninstall"
-			}
-			switch {
-			case use != "" && !opts.ForceSupervisorDropIn:
-				it.Action, it.Why = Kept, why+", but "+use+": "+SupervisorDropInKept
-				res.Items = append(res.Items, it)
-				continue
-			case use != "":
-				it.Why = "removed although " + use + " (--force-supervisor-drop-in): expect the container processes of monit's jobs to " +
-					"leave their cgroups (measured on systemd 252: cpu and blkio to the root at this reload once no other unit " +
-					"needs them, into the supervisor's cgroup at the next unit with accounting; docs/lifecycle.md)"
-			default:
-				it.Why = why + ", and the unit is not running"
-			}
-			removeFile(it, false)
+	keepDelegated := map[string]bool{}
+	for _, u := range opts.KeepDelegated {
+		keepDelegated[u] = true
+	}
+	dropIns, err := m.ownDropIns()
+	errs = append(errs, err)
+	for _, d := range dropIns {
+		kind, why := KindSupervisorDropIn, "cellguard.supervisor.protect is false"
+		if d.delegated {
+			kind, why = KindDelegateDropIn, fmt.Sprintf("%s is no longer in cellguard.delegate_units", d.unit)
 		}
+		if keepDelegated[d.unit] || !d.delegated && opts.KeepSupervisor {
+			continue
+		}
+		if opts.Uninstall {
+			why = "cellguard uninstall"
+		}
+		it := PruneItem{Path: d.path, Unit: d.unit, Kind: kind}
+		use, _, err := m.inUse(ctx, conn, d.unit)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		switch {
+		case use != "" && !opts.ForceSupervisorDropIn:
+			it.Action, it.Why = Kept, why+", but "+use+": "+SupervisorDropInKept
+			res.Items = append(res.Items, it)
+			continue
+		case use != "":
+			it.Why = "removed although " + use + " (--force-supervisor-drop-in): expect the container processes below it to " +
+				"leave their cgroups (measured on systemd 252: cpu and blkio to the root at this reload once no other unit " +
+				"needs them, into the unit's cgroup at the next unit with accounting; docs/lifecycle.md)"
+		default:
+			it.Why = why + ", and the unit is not running"
+		}
+		removeFile(it, false)
 	}
 
 	if removedAny(res) && conn != nil {
@@ -293,24 +305,42 @@ func (m *Manager) ownUnitFiles() ([]string, error) {
 	return out, errors.Join(errs...)
 }
 
-// ownDropIns lists cellguard's supervisor drop-ins:
+// ownDropIn is a delegation drop-in of cellguard's.
+type ownDropIn struct {
+	path, unit string
+	// delegated: written for cellguard.delegate_units, not the supervisor.
+	delegated bool
+}
+
+// ownDropIns lists cellguard's delegation drop-ins, the supervisor's and
+// delegate_units':
 // /etc/systemd/system/<unit>.service.d/50-cellguard-delegate.conf with the
 // marker.
-func (m *Manager) ownDropIns() ([]string, error) {
+func (m *Manager) ownDropIns() ([]ownDropIn, error) {
 	matches, err := filepath.Glob(m.path(filepath.Join(PersistentUnitDir, "*.service.d", unitfile.DropInName)))
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	sort.Strings(matches)
+	var out []ownDropIn
 	var errs []error
 	for _, hp := range matches {
-		if ours, err := markedRegular(hp); err != nil {
+		ours, err := markedRegular(hp)
+		if err != nil {
 			errs = append(errs, err)
-		} else if ours {
-			out = append(out, filepath.Join(PersistentUnitDir, filepath.Base(filepath.Dir(hp)), unitfile.DropInName))
+			continue
+		} else if !ours {
+			continue
 		}
+		text, err := os.ReadFile(hp)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dir := filepath.Base(filepath.Dir(hp))
+		out = append(out, ownDropIn{path: filepath.Join(PersistentUnitDir, dir, unitfile.DropInName),
+			unit: strings.TrimSuffix(dir, ".d"), delegated: unitfile.IsDelegateUnitsDropIn(text)})
 	}
-	sort.Strings(out)
 	return out, errors.Join(errs...)
 }
 

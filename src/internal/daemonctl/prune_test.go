@@ -114,6 +114,75 @@ func TestPruneWithoutSystemd(t *testing.T) {
 	}
 }
 
+// The drop-ins of cellguard.delegate_units (main's `unit delegate`) share
+// the supervisor's file name; each is kept by its own property, so
+// supervisor.protect: false never takes concourse.service's delegation,
+// and a unit dropped from delegate_units loses its drop-in although the
+// supervisor keeps its own.
+func TestPruneTellsDelegatedUnitsFromTheSupervisor(t *testing.T) {
+	sup, err := unitfile.RenderSupervisorDropIn("runit.service", unitfile.DelegateV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del, err := unitfile.RenderDelegateDropIn("concourse.service", unitfile.DelegateV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unitfile.IsDelegateUnitsDropIn(sup) || !unitfile.IsDelegateUnitsDropIn(del) {
+		t.Fatalf("IsDelegateUnitsDropIn: supervisor %v, delegated %v", unitfile.IsDelegateUnitsDropIn(sup), unitfile.IsDelegateUnitsDropIn(del))
+	}
+	const supPath = "/etc/systemd/system/runit.service.d/50-cellguard-delegate.conf"
+	const delPath = "/etc/systemd/system/concourse.service.d/50-cellguard-delegate.conf"
+	testCases := []struct {
+		name string
+		opts PruneOptions
+		want map[string]string // path: kind removed
+	}{
+		{"protect off, concourse delegated", PruneOptions{KeepDelegated: []string{"concourse.service"}},
+			map[string]string{supPath: KindSupervisorDropIn}},
+		{"protect on, concourse no longer delegated", PruneOptions{KeepSupervisor: true},
+			map[string]string{delPath: KindDelegateDropIn}},
+		{"both kept", PruneOptions{KeepSupervisor: true, KeepDelegated: []string{"concourse.service"}}, map[string]string{}},
+		{"uninstall", PruneOptions{Uninstall: true},
+			map[string]string{supPath: KindSupervisorDropIn, delPath: KindDelegateDropIn}},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for p, b := range map[string][]byte{supPath: sup, delPath: del} {
+				hp := filepath.Join(root, p)
+				if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(hp, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m := &Manager{Logger: lagertest.NewTestLogger("prune"), Root: root}
+			res, err := m.Prune(context.Background(), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, it := range res.Items {
+				if it.Action != Removed {
+					t.Errorf("item %+v", it)
+				}
+				got[it.Path] = it.Kind
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("removed %v, want %v", got, tc.want)
+			}
+			for _, p := range []string{supPath, delPath} {
+				_, err := os.Stat(filepath.Join(root, p))
+				if _, gone := tc.want[p]; gone != os.IsNotExist(err) {
+					t.Errorf("%s: removed %v, stat %v", p, gone, err)
+				}
+			}
+		})
+	}
+}
+
 func TestRemoveStamps(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, StampDir)

@@ -176,7 +176,18 @@ func RenderSupervisorDropIn(unitName, delegate string) ([]byte, error) {
 // RenderDelegateDropIn is the same drop-in for a unit another release
 // installs (concourse.service), delegated in place at the operator's word.
 func RenderDelegateDropIn(unitName, delegate string) ([]byte, error) {
-	return delegationDropIn(unitName, delegate, "# Delegates "+unitName+"'s cgroup subtree in place (cellguard.delegate_units).\n")
+	return delegationDropIn(unitName, delegate, "# Delegates "+unitName+"'s cgroup subtree in place "+delegateUnitsNote+".\n")
+}
+
+// delegateUnitsNote tells RenderDelegateDropIn's drop-in from the
+// supervisor's, which share a file name: pre-start's prune keeps each by
+// its own property (cellguard.delegate_units, cellguard.supervisor.protect).
+const delegateUnitsNote = "(cellguard.delegate_units)"
+
+// IsDelegateUnitsDropIn reports whether a drop-in's text is one
+// RenderDelegateDropIn wrote (not the supervisor's).
+func IsDelegateUnitsDropIn(text []byte) bool {
+	return WrittenByCellguard(text) && bytes.Contains(text, []byte(delegateUnitsNote+".\n"))
 }
 
 func delegationDropIn(unitName, delegate, comment string) ([]byte, error) {
