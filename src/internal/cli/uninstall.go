@@ -40,7 +40,9 @@ nothing uses:
     --force-supervisor-drop-in removes them anyway, with that consequence;
   - the persisted sysctl file (live values stay until the next reboot);
   - start's verification stamps, the Prometheus textfile, a drain lift;
-  - cellguard watch's textfile and metric targets, once watch does not run;
+  - cellguard watch's textfile and metric targets, once watch does not run
+    (it runs under monit as cellguard-watch: monit stop cellguard-watch
+    first, or they are kept);
   - temp files a killed write left beside any of them.
 Then it lists what it removed and what it kept, with why. Running it again
 removes nothing more and lists the same kept items.
@@ -169,7 +171,9 @@ func removeWatchFiles(root, textfile string) ([]daemonctl.PruneItem, error) {
 		for _, p := range paths {
 			if _, err := os.Stat(hostroot.Join(root, p)); err == nil {
 				items = append(items, daemonctl.PruneItem{Path: p, Kind: "watch-file", Action: daemonctl.Kept,
-					Why: fmt.Sprintf("cellguard watch runs (pid %d) and uses it; removing the addon stops watch, then run uninstall again or recreate the VM", pid)})
+					Why: fmt.Sprintf("cellguard watch runs (pid %d, monit job cellguard-watch) and would write it again; "+
+						"stop it first (sudo /var/vcap/bosh/bin/monit stop cellguard-watch) and run uninstall again, "+
+						"or remove the addon (monit then stops watch) and recreate the VM", pid)})
 			}
 		}
 		return items, nil

@@ -110,7 +110,7 @@ func TestUninstallKeepsWhatARunningWatchUses(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	mustContainAll(t, "output", out, "8 removed, 2 kept", "cellguard watch runs (pid 4242)")
+	mustContainAll(t, "output", out, "8 removed, 2 kept", "cellguard watch runs (pid 4242, monit job cellguard-watch)", "monit stop cellguard-watch")
 	for _, p := range []string{"var/vcap/data/cellguard/metric_targets.yml", "var/vcap/data/node_exporter/cellguard_watch.prom"} {
 		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
 			t.Errorf("%s removed while watch runs: %v", p, err)
