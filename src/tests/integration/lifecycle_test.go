@@ -508,3 +508,57 @@ func TestDrainOnARealEscape(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneKeepsDelegatedUnitsByTheirList: the drop-in `unit delegate`
+// writes on another release's unit (cellguard.delegate_units) has the
+// supervisor's file name. pre-start's prune keeps it by delegate_units,
+// whatever supervisor.protect says; a unit dropped from the list keeps it
+// while it runs (its containers would move, as the supervisor's) and
+// loses it once it does not. Nothing is stopped but by the test.
+func TestPruneKeepsDelegatedUnitsByTheirList(t *testing.T) {
+	box := bootBox(t, "prune-delegated")
+	cellguard := box.InstallCellguard(t)
+	writeFile(t, box, "/etc/systemd/system/worker.service", "[Service]\nExecStart=/bin/sleep infinity\n", 0o644)
+	box.Run(t, "systemctl", "daemon-reload")
+	box.Run(t, "systemctl", "start", "worker.service")
+	workerPID, _ := strconv.Atoi(strings.TrimSpace(box.Run(t, "systemctl", "show", "-p", "MainPID", "--value", "worker.service")))
+	pid := hostPID(t, box, workerPID)
+	dropIn := "/etc/systemd/system/worker.service.d/" + unitfile.DropInName
+	prune := func(cfg string) (string, string) {
+		t.Helper()
+		writeFile(t, box, "/etc/cellguard.json", cfg, 0o644)
+		code, out, errOut := inBox(t, box, cellguard, "unit", "prune", "--config", "/etc/cellguard.json")
+		t.Logf("unit prune with %s:\n%s%s", cfg, out, errOut)
+		if code != 0 {
+			t.Fatalf("unit prune: exit %d", code)
+		}
+		return out, errOut
+	}
+
+	writeFile(t, box, "/etc/cellguard.json", `{"supervisor":{"protect":false},"delegate_units":["worker.service"]}`, 0o644)
+	box.Run(t, cellguard, "unit", "delegate", "--config", "/etc/cellguard.json")
+	if out, _ := prune(`{"supervisor":{"protect":false},"delegate_units":["worker.service"]}`); !strings.Contains(out, "nothing to remove") {
+		t.Errorf("protect false touched the delegated unit's drop-in:\n%s", out)
+	}
+	if _, err := box.ReadFile(dropIn); err != nil {
+		t.Fatalf("the delegated unit's drop-in went: %v", err)
+	}
+
+	out, errOut := prune(`{"supervisor":{"protect":true},"delegate_units":[]}`)
+	if !regexp.MustCompile(`KEPT\s+delegate-drop-in\s+`+dropIn).MatchString(out) ||
+		!strings.Contains(errOut, "worker.service is no longer in cellguard.delegate_units, but worker.service is active") {
+		t.Errorf("a running unit dropped from delegate_units: want its drop-in kept with why")
+	}
+	if _, err := box.ReadFile(dropIn); err != nil {
+		t.Fatalf("the running unit's drop-in went: %v", err)
+	}
+	alive(t, box, "after prune", pid)
+
+	box.Run(t, "systemctl", "stop", "worker.service") // the test's own unit
+	if out, _ := prune(`{"supervisor":{"protect":true},"delegate_units":[]}`); !regexp.MustCompile(`removed\s+delegate-drop-in\s+` + dropIn).MatchString(out) {
+		t.Errorf("a stopped unit dropped from delegate_units: want its drop-in removed")
+	}
+	if _, err := box.ReadFile(dropIn); err == nil {
+		t.Errorf("%s is still there", dropIn)
+	}
+}
