@@ -86,11 +86,12 @@ const staleTempAge = time.Minute
 // src/tests/integration TestSupervisorDropInDecision): once no other unit
 // of the slice needs cpu and blkio, the daemon-reload that drops the
 // delegation moved a monit job's container child out of garden/<id> in cpu
-// and blkio to the root, and the next unit with accounting moved them into
-// the supervisor's cgroup: the seed-000 escape, made by the removal itself.
+// and blkio to the root, and in one layout a later unit with accounting
+// moved them on into the supervisor's cgroup: the seed-000 escape, made by
+// the removal itself.
 const SupervisorDropInKept = "removing its Delegate= drop-in from a running supervisor lets systemd move the container " +
 	"processes below it (monit's jobs', or the delegated unit's own) out of their cgroups (measured on systemd 252: cpu and blkio, to the root at the " +
-	"daemon-reload, into the supervisor's cgroup at the next unit with accounting), the escape cellguard exists to " +
+	"daemon-reload, and at times on into the unit's cgroup at a later unit with accounting), the escape cellguard exists to " +
 	"prevent; so it stays, and nothing is stopped or moved. A recreate removes it (the new VM starts from the " +
 	"stemcell without it)"
 
@@ -199,7 +200,7 @@ func (m *Manager) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 		case use != "":
 			it.Why = "removed although " + use + " (--force-supervisor-drop-in): expect the container processes below it to " +
 				"leave their cgroups (measured on systemd 252: cpu and blkio to the root at this reload once no other unit " +
-				"needs them, into the unit's cgroup at the next unit with accounting; docs/lifecycle.md)"
+				"needs them, at times on into the unit's cgroup at a later unit with accounting; docs/lifecycle.md)"
 		default:
 			it.Why = why + ", and the unit is not running"
 		}
