@@ -89,8 +89,8 @@ const staleTempAge = time.Minute
 // and blkio to the root, and in one layout a later unit with accounting
 // moved them on into the supervisor's cgroup: the seed-000 escape, made by
 // the removal itself.
-const SupervisorDropInKept = "removing its Delegate= drop-in from a running supervisor lets systemd move the container " +
-	"processes below it (monit's jobs', or the delegated unit's own) out of their cgroups (measured on systemd 252: cpu and blkio, to the root at the " +
+const SupervisorDropInKept = "removing its Delegate= drop-in from a running unit lets systemd move the container " +
+	"processes below it (monit's jobs' under the supervisor, a delegated unit's own) out of their cgroups (measured on systemd 252: cpu and blkio, to the root at the " +
 	"daemon-reload, and at times on into the unit's cgroup at a later unit with accounting), the escape cellguard exists to " +
 	"prevent; so it stays, and nothing is stopped or moved. A recreate removes it (the new VM starts from the " +
 	"stemcell without it)"
