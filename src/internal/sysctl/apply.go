@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
@@ -56,9 +57,12 @@ type ApplyReport struct {
 	// the file an earlier profile persisted was removed (see RemoveFile).
 	Removed bool `json:"removed,omitempty"`
 	// FileNote says why File was left alone when it should have gone.
-	FileNote string      `json:"file_note,omitempty"`
-	Changed  int         `json:"changed"` // keys written
-	Keys     []KeyResult `json:"keys"`
+	FileNote string `json:"file_note,omitempty"`
+	// RemovedTemps counts the temp files a killed write left beside File,
+	// removed by this run.
+	RemovedTemps int         `json:"removed_temps,omitempty"`
+	Changed      int         `json:"changed"` // keys written
+	Keys         []KeyResult `json:"keys"`
 }
 
 // Apply is Host{Root: root}.Apply(p).
@@ -260,6 +264,15 @@ func readBack(live Live, keys, written []applyKey, rep *ApplyReport) []error {
 // here, so the file is right for boot even if some key could not be
 // written live (EPERM in a container).
 func (h Host) persist(p Profile, keys []applyKey, rep *ApplyReport) error {
+	// A write killed before its rename leaves .NAME.tmp-N beside the file;
+	// pre-start is where that converges (one a minute old is no writer's).
+	base := filepath.Base(p.File)
+	temps, err := safefile.RemoveStaleTemps(filepath.Dir(hostroot.Join(h.Root, p.File)),
+		func(t string) bool { return t == base }, time.Minute, time.Now())
+	if err != nil {
+		return fmt.Errorf("persist %s: %w", p.File, err)
+	}
+	rep.RemovedTemps = len(temps)
 	if len(p.Entries) == 0 {
 		removed, err := h.RemoveFile(p.File)
 		if errors.Is(err, ErrNotOurs) {
@@ -371,6 +384,9 @@ func (r ApplyReport) Summary() string {
 		if bad := count[ResultFailed] + count[ResultUnverified]; bad > 0 {
 			fmt.Fprintf(&b, ", %d not applied", bad)
 		}
+	}
+	if r.RemovedTemps > 0 {
+		fmt.Fprintf(&b, "; %d temp file(s) a killed write left beside %s removed", r.RemovedTemps, filepath.Base(r.File))
 	}
 	switch {
 	case r.Removed:

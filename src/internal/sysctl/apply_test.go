@@ -3,9 +3,11 @@ package sysctl
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // baseTree has the keys the tests' profiles name, at kernel defaults.
@@ -286,5 +288,47 @@ func TestApplyNothingRemovesThePersistedFile(t *testing.T) {
 	}
 	if _, ok := tr.Read(DefaultFile); !ok {
 		t.Fatal("a file cellguard did not write was removed")
+	}
+}
+
+// A write killed before its rename leaves .60-cellguard.conf.tmp-N in
+// /etc/sysctl.d; the next apply (pre-start) removes one a minute old, and
+// leaves a writer's in flight and other files' alone.
+func TestApplyRemovesAKilledWritesTempFile(t *testing.T) {
+	tr := baseTree(t)
+	dir := filepath.Join(tr.Root, filepath.Dir(DefaultFile))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	files := map[string]bool{ // name: removed
+		"." + filepath.Base(DefaultFile) + ".tmp-123": true,
+		"." + filepath.Base(DefaultFile) + ".tmp-456": false, // in flight
+		".99-other.conf.tmp-1":                        false,
+	}
+	for name := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("half"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, "tmp-456") {
+			continue
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := Host{Root: tr.Root}.Apply(profileOf("fs.pipe-user-pages-soft=0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RemovedTemps != 1 || !strings.Contains(rep.Summary(), "1 temp file(s) a killed write left") {
+		t.Errorf("removed %d temps, summary %q", rep.RemovedTemps, rep.Summary())
+	}
+	for name, removed := range files {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if removed != os.IsNotExist(err) {
+			t.Errorf("%s: want removed %v, stat %v", name, removed, err)
+		}
 	}
 }
