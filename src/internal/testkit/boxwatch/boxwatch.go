@@ -58,8 +58,23 @@ func Start(t testing.TB, box *sdbox.Box, cellguard, log string, args ...string) 
 		t.Fatal(err)
 	}
 	go func() { cmd.Wait(); close(w.done) }() //nolint:errcheck // stopped on purpose
-	t.Cleanup(w.Stop)
+	t.Cleanup(func() {
+		w.Stop()
+		if t.Failed() {
+			w.dump(t)
+		}
+	})
 	return w
+}
+
+// dump logs every line of watch's log (the debug level has each event and
+// scan), so a failure shows what watch saw and when.
+func (w *Watch) dump(t testing.TB) {
+	t.Logf("watch's log %s:", w.Log)
+	for _, l := range w.Lines() {
+		d, _ := json.Marshal(l.Data)
+		t.Logf("  %s %s %s", l.Timestamp.Format("15:04:05.000000"), l.Message, d)
+	}
 }
 
 // Stop ends watch with SIGTERM, as monit's stop program does.
