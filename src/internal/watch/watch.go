@@ -30,11 +30,14 @@ const (
 	TriggerStart     = "start"
 	TriggerPeriod    = "period"
 	TriggerReconnect = "reconnect"
+	// TriggerSettle is the scan a burst of events gets settleDelay after
+	// its last event.
+	TriggerSettle = "settle"
 )
 
-// Triggers are every trigger label value: start, period, reconnect and
-// each systemd event kind.
-var Triggers = []string{TriggerStart, TriggerPeriod, TriggerReconnect,
+// Triggers are every trigger label value: start, period, reconnect,
+// settle and each systemd event kind.
+var Triggers = []string{TriggerStart, TriggerPeriod, TriggerReconnect, TriggerSettle,
 	string(systemd.JobFinished), string(systemd.UnitNew), string(systemd.CgroupChanged),
 	string(systemd.Reloaded), string(systemd.ManagerRestarted)}
 
@@ -42,8 +45,22 @@ var Triggers = []string{TriggerStart, TriggerPeriod, TriggerReconnect,
 const (
 	DefaultPeriod = 60 * time.Second
 	// DefaultDebounce gathers the signals one unit start sends (UnitNew,
-	// PropertiesChanged, JobRemoved: within a few ms) into one scan.
+	// PropertiesChanged, JobRemoved: within tens of ms) into one scan,
+	// which starts once no event came for this long (schedule.go).
 	DefaultDebounce = 20 * time.Millisecond
+	// maxDebounce bounds that wait from a burst's first event: events
+	// that never go quiet still get a scan this often (CPU permitting).
+	maxDebounce = 200 * time.Millisecond
+	// settleDelay is when a burst's settle scan runs, after its last
+	// event. systemd 252 moved a neighbour's processes 0-76 ms after the
+	// first signal of the start that caused it, usually before its
+	// JobRemoved but sometimes after, with no signal of its own
+	// (docs/performance.md, "When systemd moves"): 250 ms is three times
+	// the longest gap measured and keeps a late move's detection (plus
+	// ConfirmSchedule's 600 ms) under a second. Longer than the gap
+	// between starts in a storm of 10 a second, so a storm's settle scans
+	// are covered by its next bursts' scans and cost nothing extra.
+	settleDelay = 250 * time.Millisecond
 	// DefaultHealPerMinute bounds heals: a fight with something that keeps
 	// moving processes out must not become a busy loop.
 	DefaultHealPerMinute = 60
@@ -76,7 +93,8 @@ type Config struct {
 	// Options are validator.Run's: phase for severities, ignore, overrides.
 	Options validator.Options
 	Period  time.Duration
-	// Debounce is how long after the first event a scan starts.
+	// Debounce is how long events must be quiet before an event scan
+	// starts (bounded by maxDebounce from the first).
 	Debounce time.Duration
 	// Heal moves escaped processes back (cgroup-integrity's --fix).
 	Heal          bool
@@ -167,41 +185,41 @@ func (w *Watcher) Run(ctx context.Context) {
 
 	period := time.NewTicker(w.cfg.Period)
 	defer period.Stop()
-	var (
-		pending string      // trigger of the first event not yet scanned
-		timer   *time.Timer // fires the event scan
-		fire    <-chan time.Time
-		next    time.Time // no event scan before this (CPU budget)
-	)
+	sch := &schedule{quiet: w.cfg.Debounce, maxWait: maxDebounce, settle: settleDelay, share: eventCPUShare}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var fire <-chan time.Time // nil while no event scan is due
+	arm := func() {
+		timer.Stop()
+		fire = nil
+		if at, ok := sch.due(); ok {
+			timer.Reset(time.Until(at))
+			fire = timer.C
+		}
+	}
+	arm()
 	for {
 		select {
 		case <-ctx.Done():
 			w.log.Info("stopping")
 			return
 		case <-period.C:
+			sch.covered(time.Now())
 			w.scan(ctx, TriggerPeriod, true)
-			pending = "" // the full scan covered it
-			if timer != nil {
-				timer.Stop()
-				fire = nil
-			}
+			arm()
 		case e := <-events:
-			if pending != "" {
-				continue // a scan is already due
+			at := e.At
+			if at.IsZero() {
+				at = time.Now()
 			}
-			pending = string(e.Kind)
-			at := time.Now().Add(w.cfg.Debounce)
-			if at.Before(next) {
-				at = next
-			}
-			timer = time.NewTimer(time.Until(at))
-			fire = timer.C
+			sch.event(at, string(e.Kind))
+			arm()
 		case <-fire:
-			trig := pending
-			pending, fire = "", nil
 			start := time.Now()
+			trig, last := sch.begin(start)
 			cpu := w.scan(ctx, trig, false)
-			next = start.Add(time.Duration(float64(cpu) / eventCPUShare))
+			sch.done(start, cpu, last)
+			arm()
 		}
 	}
 }

@@ -262,8 +262,8 @@ func (s *fakeSource) Connect(ctx context.Context) (<-chan systemd.Event, string,
 	}
 }
 
-// Events coalesce into one event scan; a lost connection is logged,
-// retried with backoff, and a reconnect scans.
+// Events coalesce into one event scan and one settle scan; a lost
+// connection is logged, retried with backoff, and a reconnect scans.
 func TestRunCoalescesEventsAndReconnects(t *testing.T) {
 	old := RetryMin
 	RetryMin = 10 * time.Millisecond
@@ -284,6 +284,12 @@ func TestRunCoalescesEventsAndReconnects(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if got := testutil.ToFloat64(fx.w.m.Scans.WithLabelValues("job")); got != 1 {
 		t.Errorf("5 events gave %v scans, want 1", got)
+	}
+	// and one settle scan after them
+	waitFor(t, func() bool { return testutil.ToFloat64(fx.w.m.Scans.WithLabelValues(TriggerSettle)) == 1 })
+	time.Sleep(2 * settleDelay)
+	if got := testutil.ToFloat64(fx.w.m.Scans.WithLabelValues(TriggerSettle)); got != 1 {
+		t.Errorf("%v settle scans after one burst, want 1", got)
 	}
 	second := make(chan systemd.Event, 10)
 	src.conns <- second

@@ -62,7 +62,14 @@ func TestWatchDetectsHealsAndReconnects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { kit.Remove(context.Background(), r) })
+		t.Cleanup(func() {
+			if t.Failed() {
+				// Whether systemd moved it at all, for a missed detection.
+				m, err := kit.Moved(r)
+				t.Logf("c%d's init at the end: outside its recorded cgroup in %v (%v)", n, m, err)
+			}
+			kit.Remove(context.Background(), r)
+		})
 		at, err := kit.Trigger(ctx, r)
 		if err != nil {
 			t.Fatal(err)
