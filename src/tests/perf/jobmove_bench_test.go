@@ -46,42 +46,16 @@ func BenchmarkJobToMove(b *testing.B) {
 	sdbox.RequireRoot(b)
 	b.Logf("load at start: %s", loadavg())
 	box := bootPerfBox(b, "perf-move")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	kit, err := escapes.New(ctx, box)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer kit.Close()
+	ctx, kit := newKit(b, box, 30*time.Minute)
 	sig := listenAll(b, box)
 	sig.watch = listenAsWatch(b, box)
 	n := 0
 	quiet := moveTimings(b, kit, sig, &n, moveRounds)
 	b.Logf("load after the quiet rounds: %s", loadavg())
 
-	stormCtx, stopStorm := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; stormCtx.Err() == nil; i++ {
-			select {
-			case <-tick.C:
-			case <-stormCtx.Done():
-				return
-			}
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				kit.StartUnit(stormCtx, fmt.Sprintf("movestorm%d.service", i), "movestorm.slice", []string{"/bin/true"}, nil) //nolint:errcheck // load only
-			}(i)
-		}
-	}()
+	stopStorm := startStorm(ctx, kit, "movestorm", "movestorm.slice")
 	storm := moveTimings(b, kit, sig, &n, moveRounds)
 	stopStorm()
-	wg.Wait()
 	b.Logf("load at end: %s", loadavg())
 
 	for _, r := range []struct {

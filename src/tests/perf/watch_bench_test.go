@@ -67,13 +67,7 @@ func BenchmarkWatch(b *testing.B) {
 
 	box := bootPerfBox(b, "perf-watch")
 	cellguard := box.InstallCellguard(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
-	defer cancel()
-	kit, err := escapes.New(ctx, box)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer kit.Close()
+	_, kit := newKit(b, box, 45*time.Minute)
 	if err := box.WriteFile(boxwatch.Config, []byte("{}"), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -258,33 +252,14 @@ func (w benchWatch) storm(b *testing.B, kit *escapes.Kit, n *int) stormResult {
 	pid := w.PID(b)
 	cpu0, scans0 := procCPU(b, kit.Box(), pid), w.scans()
 	start := time.Now()
-	var starts int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; time.Since(start) < watchStorm; i++ {
-			<-tick.C
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				if _, err := kit.StartUnit(ctx, fmt.Sprintf("storm%d.service", i), "storm.slice", []string{"/bin/true"}, nil); err == nil {
-					mu.Lock()
-					starts++
-					mu.Unlock()
-				}
-			}(i)
-		}
-	}()
+	stop := startStorm(ctx, kit, "storm", "storm.slice")
 	var res stormResult
 	for time.Since(start) < watchStorm-3*time.Second {
 		r := w.rounds(b, kit, n, 1, "finding")
 		res.detection = append(res.detection, r.both...)
 	}
-	wg.Wait()
+	time.Sleep(time.Until(start.Add(watchStorm)))
+	starts := stop()
 	res.window = time.Since(start)
 	res.cpuShare = (procCPU(b, kit.Box(), pid) - cpu0).Seconds() / res.window.Seconds()
 	res.scans = w.scans() - scans0
@@ -427,4 +402,59 @@ func envDuration(name string, def time.Duration) time.Duration {
 		return v
 	}
 	return def
+}
+
+// newKit makes an escapes kit on box for a benchmark that takes at most
+// within; both end with it.
+func newKit(b *testing.B, box *sdbox.Box, within time.Duration) (context.Context, *escapes.Kit) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	b.Cleanup(cancel)
+	kit, err := escapes.New(ctx, box)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(kit.Close)
+	return ctx, kit
+}
+
+// startStorm starts a transient unit running /bin/true in slice every
+// 100 ms (10 a second), named prefix<i>.service, each with ctx, until
+// stop: stop ends the ticking, waits for the starts under way and says how
+// many succeeded.
+func startStorm(ctx context.Context, kit *escapes.Kit, prefix, slice string) (stop func() int) {
+	var (
+		starts int
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+	)
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-tick.C:
+			case <-done:
+				return
+			}
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				if _, err := kit.StartUnit(ctx, fmt.Sprintf("%s%d.service", prefix, i), slice, []string{"/bin/true"}, nil); err == nil {
+					mu.Lock()
+					starts++
+					mu.Unlock()
+				}
+			}(i)
+		}
+	}()
+	return func() int {
+		close(done)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return starts
+	}
 }
