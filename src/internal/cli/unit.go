@@ -297,7 +297,7 @@ func runProtectSupervisor(ctx context.Context, env *Env, args []string) int {
 		"delegation as cellguard's units, reloads, and reads Delegate back.\n"+
 		"Exit: 0 protected, 1 it did not take or systemd refused, 2 bad usage.", &c)
 	fs.IntVar(&pid, "pid", 0, "pid of the supervisor (default: the oldest process named --process)")
-	fs.StringVar(&process, "process", "monit", "process name of the supervisor")
+	fs.StringVar(&process, "process", "monit,monit-actual", "process names of the supervisor, comma separated (jammy stemcells run monit as monit-actual)")
 	f.registerConn(fs)
 	if ok, code := parse(fs, args); !ok {
 		return code

@@ -3,6 +3,7 @@ package daemonctl
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -27,7 +28,8 @@ type ProtectResult struct {
 // ProtectSupervisor finds the unit holding the supervisor (monit) and gives
 // it a delegation drop-in, so every monit job's cgroup subtree is protected
 // even where a job's own release cannot change. pid 0 means find the oldest
-// process named processName.
+// process named processName (names separated by commas: on BOSH's jammy
+// stemcells monit runs as monit-actual, exec'd by a wrapper).
 func (m *Manager) ProtectSupervisor(ctx context.Context, pid int, processName string) (ProtectResult, error) {
 	var res ProtectResult
 	if pid == 0 {
@@ -76,6 +78,7 @@ func (m *Manager) ProtectSupervisor(ctx context.Context, pid int, processName st
 // findProcess returns the oldest (lowest start time) process whose comm is
 // name, under Root's /proc.
 func (m *Manager) findProcess(name string) (int, error) {
+	names := strings.Split(name, ",")
 	fs := procfs.New(m.rootDir())
 	pids, err := fs.PIDs(nil)
 	if err != nil {
@@ -86,7 +89,7 @@ func (m *Manager) findProcess(name string) (int, error) {
 	best, bestStart := 0, uint64(0)
 	for _, pid := range pids {
 		st, err := r.Stat(pid)
-		if err != nil || st.Comm != name {
+		if err != nil || !slices.Contains(names, st.Comm) {
 			continue // exited while we looked, or another process
 		}
 		if best == 0 || st.StartTime < bestStart {
