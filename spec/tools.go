@@ -1,9 +1,18 @@
 //go:build tools
 
-// Package spec pins bosh-cli v7.9.12 so `go build github.com/cloudfoundry/bosh-cli/v7`
-// from this module builds the same CLI the release is tested with
-// (ci/scripts/bosh-cli.sh), with the versions measured in
-// /work/shared/tools/boshcli.
+// Package spec pins the BOSH components the release is tested with, so that
+// `go build` from this module builds exactly them:
+//   - bosh-cli v7.9.12 (ci/scripts/bosh-cli.sh), with the versions measured
+//     in /work/shared/tools/boshcli;
+//   - bosh-agent v2.759.0, the version bosh-cli v7.9.12 requires
+//     (ci/scripts/bosh-agent.sh builds .../bosh-agent/v2/main for the local
+//     stemcell, src/tests/bosh/stemcell); cmd/agent-update uses its client.
+//
+// Neither enters the root go.mod: the product's vendored module stays free
+// of them.
 package spec
 
-import _ "github.com/cloudfoundry/bosh-cli/v7"
+import (
+	_ "github.com/cloudfoundry/bosh-agent/v2/main"
+	_ "github.com/cloudfoundry/bosh-cli/v7"
+)
