@@ -82,6 +82,13 @@ func (j *Job) Render(propsYAML string) (Rendered, error) {
 	if err := yaml.Unmarshal([]byte(propsYAML), &raw); err != nil {
 		return nil, fmt.Errorf("parse properties: %w", err)
 	}
+	return j.RenderFor(raw, "cellguard-spec", "")
+}
+
+// RenderFor renders as Render does, with the job's properties already
+// parsed (a manifest's instance group job `properties:`), for deployment
+// name and the instance's address, as bosh create-env renders a job.
+func (j *Job) RenderFor(raw map[interface{}]interface{}, deployment, address string) (Rendered, error) {
 	if raw == nil {
 		raw = map[interface{}]interface{}{}
 	}
@@ -91,7 +98,7 @@ func (j *Job) Render(propsYAML string) (Rendered, error) {
 	}
 	runner := boshsys.NewExecCmdRunner(j.logger)
 	jr := templatescompiler.NewJobRenderer(erbrenderer.NewERBRenderer(j.fs, runner, j.logger), j.fs, boshuuid.NewGenerator(), j.logger)
-	rj, err := jr.Render(*j.job, &props, biproperty.Map{}, biproperty.Map{}, "cellguard-spec", "")
+	rj, err := jr.Render(*j.job, &props, biproperty.Map{}, biproperty.Map{}, deployment, address)
 	if err != nil {
 		return nil, err
 	}
