@@ -26,6 +26,9 @@
 #   SDBOX_SUITE         debootstrap suite (default: bookworm)
 #   SDBOX_MIRROR        Debian mirror (default: the one in this machine's apt sources)
 #   SDBOX_EXTRA_PACKAGES  more packages for the rootfs (space separated; own cached rootfs)
+#   SDBOX_ROOTFS        boot this prepared rootfs directory instead of the cached one (read-only
+#                       lower dir of the overlay, e.g. an extracted BOSH stemcell built from
+#                       "sdbox.sh rootfs"); it must carry /usr/local/sbin/sdbox-init
 #   SDBOX_BOOT_TIMEOUT  seconds to wait for the boot (default: 120)
 #   SDBOX_NSPAWN_ARGS   extra systemd-nspawn arguments, e.g. "--bind-ro=/src:/src"
 #   SDBOX_OWNER_PID     pid whose exit makes the box garbage for "gc" (the Go testkit sets
@@ -42,7 +45,7 @@ PACKAGES="systemd,systemd-sysv,dbus,procps,monit,runc,busybox-static,iproute2,ut
 # Bump when the rootfs recipe below changes: a new key means a fresh cached rootfs.
 RECIPE=4
 KEY=$(echo "$SUITE $PACKAGES $RECIPE" | sha256sum | cut -c1-10)
-ROOTFS=$DIR/rootfs-$SUITE-$KEY
+ROOTFS=${SDBOX_ROOTFS:-$DIR/rootfs-$SUITE-$KEY}
 BOXES=$DIR/boxes
 ST=$BOXES/$NAME                  # per-box state: env, mode, console.log, nspawn.pid
 CG=cellguard-sdbox-$NAME
@@ -93,6 +96,11 @@ cg_pids() {     # every process in the box's cgroup subtree, in any hierarchy
 in_our_cg() { grep -q ":/$CG\(/\|$\)" "/proc/$1/cgroup" 2>/dev/null; }
 
 ensure_rootfs() {
+  if [ -n "${SDBOX_ROOTFS:-}" ]; then   # prepared by the caller: never built or pruned here
+    [ -x "$ROOTFS/usr/local/sbin/sdbox-init" ] ||
+      die "SDBOX_ROOTFS=$ROOTFS has no /usr/local/sbin/sdbox-init (build it from \"sdbox.sh rootfs\")"
+    return 0
+  fi
   [ -e "$ROOTFS/.sdbox-complete" ] && return 0
   command -v systemd-nspawn >/dev/null || die "systemd-nspawn missing: run ci/scripts/install-deps.sh"
   command -v debootstrap >/dev/null || die "debootstrap missing: run ci/scripts/install-deps.sh"
