@@ -31,8 +31,11 @@ apt_install() {  # quiet apt-get install; the full log only when it fails
 
 # 1. Debian packages: the systemd box (systemd-nspawn, debootstrap, nsenter), the
 #    daemons and runtimes tests drive on the host, ruby for the BOSH templates, jq;
-#    time (GNU time) for make bench's peak RSS.
-pkgs=(systemd-container debootstrap monit runc containerd ruby busybox-static jq iproute2 util-linux time)
+#    time (GNU time) for make bench's peak RSS; for the local cell on the real BOSH
+#    agent (make cell, src/tests/bosh): a compiler and flex, bison, zlib for BOSH's
+#    monit, socat for the CPI's mbus forwarder.
+pkgs=(systemd-container debootstrap monit runc containerd ruby busybox-static jq iproute2 util-linux time
+  gcc make patch flex bison zlib1g-dev socat)
 missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
