@@ -323,10 +323,10 @@ func runProtectSupervisor(ctx context.Context, env *Env, args []string) int {
 		return ExitOK
 	}
 	if res.NoSystemd {
-		fmt.Fprintf(env.Stdout, "systemd is not init here: %s (pid %d) needs no protection\n", process, res.PID)
+		fmt.Fprintf(env.Stdout, "systemd is not init here: the supervisor (pid %d) needs no protection\n", res.PID)
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stdout, "%s (pid %d) runs in %s: %s %s; DelegateControllers=%s\n", process, res.PID, res.Unit,
+	fmt.Fprintf(env.Stdout, "the supervisor (pid %d) runs in %s: %s %s; DelegateControllers=%s\n", res.PID, res.Unit,
 		res.DropIn, map[bool]string{true: "written and reloaded", false: "unchanged"}[res.Written],
 		strings.Join(res.DelegateControllers, " "))
 	return ExitOK
