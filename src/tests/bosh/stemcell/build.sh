@@ -208,8 +208,6 @@ else
     ln -sf "/etc/systemd/system/${u}.service" "${R}/etc/systemd/system/multi-user.target.wants/${u}.service"
   done
   ln -sf /etc/systemd/system/bosh-agent.service "${R}/etc/systemd/system/agent.service"
-  # The agent's log where tests look for it, as the noble stemcell links it.
-  ln -sf /var/log/bosh-agent.log "${R}/var/vcap/bosh/log/current"
 fi
 
 log=${cache}/logs/pack-${shape}.log
