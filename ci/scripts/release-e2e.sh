@@ -28,7 +28,7 @@ trap 'rm -rf "${work}"' EXIT
 bosh="$("${here}/bosh-cli.sh")"
 "${here}/golang-blob.sh"
 
-# compile_order, compile_package, COMPILE_OFFLINE: shared with src/tests/cell/compile-packages.sh.
+# compile_order, compile_package, COMPILE_OFFLINE.
 source "${here}/lib/bosh-compile.sh"
 offline=("${COMPILE_OFFLINE[@]}")
 [ ${#offline[@]} -gt 0 ] || say "not root: create-release and packaging run with the network up"

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Compiling a release tarball's packages as the BOSH agent does on a compile
 # VM. Sourced by ci/scripts/release-e2e.sh (a fresh compile of every package,
-# at the real /var/vcap paths) and src/tests/cell/compile-packages.sh (a cache
-# of compiled packages by version), so both compile the same way.
+# at the real /var/vcap paths); `make cell` has the real bosh-agent compile
+# them (src/tests/cell/cell.sh).
 #
 #   compile_order RELEASE_MF
 #   compile_package NAME VERSION PACKAGE_TGZ INSTALL_DIR LOG [DEP=DIR ...]

@@ -21,13 +21,15 @@ import (
 type summary struct {
 	OK        bool       `json:"ok"`
 	Tarball   string     `json:"release_tarball"`
-	Version   string     `json:"cellguard_version"`
+	Version   string     `json:"cellguard_release_version"`
 	Seconds   int        `json:"duration_seconds"`
 	Scenarios []scenario `json:"scenarios"`
 }
 
 type scenario struct {
-	Name         string          `json:"name"`
+	Name         string          `json:"name"` // shape/scenario, e.g. jammy/without
+	Shape        string          `json:"shape"`
+	Scenario     string          `json:"scenario"`
 	OK           bool            `json:"ok"`
 	Expectations []expectation   `json:"expectations"`
 	Facts        json.RawMessage `json:"facts"`
@@ -43,10 +45,23 @@ type expectation struct {
 // script that stopped checking one (or never got that far) fails here
 // rather than passing with fewer checks.
 var required = map[string][]string{
-	"without": {"pre-start-passes", "garden-under-runit", "containers-placed", "seed000-reproduced", "drain-blocks", "drain-names-every-escape"},
-	"with":    {"pre-start-passes", "delegated-unit-installed", "garden-in-delegated-unit", "containers-placed", "nothing-moved", "drain-prints-0", "runc-kill-delete"},
-	"seed001": {"rc93-blocks-pre-start", "rc93-warns-when-limit-lifted"},
+	"without": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
+		"garden-under-supervisor", "containers-placed", "seed000-reproduced", "update-drain-args",
+		"update-blocked-at-drain", "shutdown-drain-args", "delete-env-blocked-at-drain", "delete-env-skip-drain"},
+	"protect": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
+		"garden-under-supervisor", "containers-placed", "nothing-moved", "update-drain-args", "update-completes",
+		"update-applied", "destroyed-cleanly", "shutdown-drain-args", "delete-env-succeeds", "vm-gone"},
+	"start": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
+		"garden-in-delegated-unit", "containers-placed", "nothing-moved", "update-drain-args", "update-completes",
+		"update-applied", "destroyed-cleanly", "shutdown-drain-args", "delete-env-succeeds", "vm-gone"},
+	"seed001": {"real-agent-and-monit", "create-env-fails-at-pre-start", "rc93-blocks-pre-start",
+		"rc93-warns-when-limit-lifted", "shutdown-drain-args", "delete-env-succeeds", "vm-gone"},
 }
+
+// monitVersion is what `monit -V` must say on each stemcell shape: the
+// stemcell builder builds 5.2.5 for both (src/tests/bosh/stemcell/build.sh
+// says why noble does not get 5.29.0).
+var monitVersion = map[string]string{"jammy": "5.2.5", "noble": "5.2.5"}
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -54,18 +69,25 @@ func repoRoot(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
-// TestLocalCell runs every scenario of the local cell and checks the JSON
-// summary: each required expectation present and held, and the facts they
-// rest on (drain's exit code and stdout, which processes moved, the rc93
-// finding's status) consistent with them.
+// TestLocalCell runs the local cell (cell.sh: bosh create-env onto the real
+// bosh-agent and BOSH's monit) on the shapes in CELLGUARD_E2E_SHAPES (default
+// jammy; make cell runs both) and checks the JSON summary: each required
+// expectation present and held, and the facts they rest on (the agent's and
+// monit's versions, the drain arguments the agent passed, which processes
+// moved, the exit codes of bosh-cli and of the director-style update, the rc93
+// finding) consistent with them.
 func TestLocalCell(t *testing.T) {
 	if os.Getenv(sdbox.SkipEnv) == "1" {
 		t.Skipf("!!! NOT RUN: %s=1 (pure tests only) !!!", sdbox.SkipEnv)
 	}
 	sdbox.RequireRoot(t)
 	repo := repoRoot(t)
+	shapes := os.Getenv("CELLGUARD_E2E_SHAPES")
+	if shapes == "" {
+		shapes = "jammy"
+	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
 	if dl, ok := t.Deadline(); ok {
 		ctx, cancel = context.WithDeadline(context.Background(), dl.Add(-30*time.Second))
 	}
@@ -77,15 +99,15 @@ func TestLocalCell(t *testing.T) {
 	}
 
 	story := &bytes.Buffer{}
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repo, "src/tests/cell/cell.sh"), "--json", "--tarball", tarball)
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repo, "src/tests/cell/cell.sh"), "--json", "--tarball", tarball, "--shapes", shapes)
 	// Box names of their own, so a `make cell` running beside the test is not disturbed.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("CELL_BOX_PREFIX=e2e%d", os.Getpid()%100000))
 	cmd.Stderr = story
 	// On timeout, SIGTERM to cell.sh's own process group (only what it started):
-	// its trap stops its boxes and removes its files.
+	// its trap deletes its VMs and removes its files.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = time.Minute
+	cmd.WaitDelay = 2 * time.Minute
 	out, err := cmd.Output()
 	t.Logf("cell.sh story:\n%s", story)
 	var s summary
@@ -105,72 +127,119 @@ func TestLocalCell(t *testing.T) {
 			}
 		}
 	}
-	for name, ids := range required {
-		sc, ok := byName[name]
-		if !ok {
-			t.Errorf("scenario %s missing from the summary", name)
-			continue
-		}
-		have := map[string]bool{}
-		for _, e := range sc.Expectations {
-			have[e.ID] = e.OK
-		}
-		for _, id := range ids {
-			if ok, present := have[id]; !present {
-				t.Errorf("%s: expectation %s was never checked", name, id)
-			} else if !ok {
-				t.Errorf("%s: expectation %s did not hold", name, id)
+	for _, shape := range strings.Split(shapes, ",") {
+		for kind, ids := range required {
+			name := shape + "/" + kind
+			sc, ok := byName[name]
+			if !ok {
+				t.Errorf("scenario %s missing from the summary", name)
+				continue
+			}
+			have := map[string]bool{}
+			for _, e := range sc.Expectations {
+				have[e.ID] = e.OK
+			}
+			for _, id := range ids {
+				if ok, present := have[id]; !present {
+					t.Errorf("%s: expectation %s was never checked", name, id)
+				} else if !ok {
+					t.Errorf("%s: expectation %s did not hold", name, id)
+				}
 			}
 		}
+		checkFacts(t, shape, byName)
 	}
 	if !s.OK {
 		t.Errorf("summary ok=false")
 	}
-	checkFacts(t, byName)
+}
+
+// facts are the raw observations cell.sh records per scenario.
+type facts struct {
+	AgentVersion     string `json:"agent_version"`
+	MonitVersion     string `json:"monit_version"`
+	CreateEnvExit    int    `json:"create_env_exit"`
+	DeleteEnvExit    int    `json:"delete_env_exit"`
+	UpdateExit       int    `json:"update_exit"`
+	UpdateDrainArgs  string `json:"update_drain_args"`
+	ShutdownArgs     string `json:"shutdown_drain_args"`
+	DestroyedCleanly *bool  `json:"destroyed_cleanly"`
+	Escaped          []struct {
+		PID       int    `json:"pid"`
+		Hierarchy string `json:"hierarchy"`
+	} `json:"escaped"`
+	Containers []struct {
+		Runtime string `json:"runtime"`
+		ID      string `json:"id"`
+	} `json:"containers"`
+	RC93Active         json.RawMessage `json:"rc93_finding_active"`
+	RC93Lifted         json.RawMessage `json:"rc93_finding_lifted"`
+	CPIMethods         []string        `json:"cpi_methods"`
+	DeleteEnvErrorText string          `json:"delete_env_error"`
 }
 
 // checkFacts re-derives the main verdicts from the raw facts, so a wrong
 // expectation in the script cannot hide a wrong outcome.
-func checkFacts(t *testing.T, sc map[string]scenario) {
+func checkFacts(t *testing.T, shape string, sc map[string]scenario) {
 	t.Helper()
-	var without, with struct {
-		DrainExit   int    `json:"drain_exit"`
-		DrainStdout string `json:"drain_stdout"`
-		Escaped     []struct {
-			PID       int    `json:"pid"`
-			Hierarchy string `json:"hierarchy"`
-		} `json:"escaped"`
-		ContainerPIDs []int `json:"container_pids"`
+	get := func(kind string) facts {
+		var f facts
+		decode(t, sc[shape+"/"+kind].Facts, &f)
+		return f
 	}
-	decode(t, sc["without"].Facts, &without)
-	decode(t, sc["with"].Facts, &with)
-	if without.DrainExit == 0 || len(without.Escaped) == 0 {
-		t.Errorf("without cellguard: drain exit %d with %d escaped (pid, hierarchy) pairs; want non-zero and some", without.DrainExit, len(without.Escaped))
+	for _, kind := range []string{"without", "protect", "start", "seed001"} {
+		f := get(kind)
+		if f.AgentVersion != "2.759.0" || !strings.Contains(f.MonitVersion, "version "+monitVersion[shape]) {
+			t.Errorf("%s/%s: agent %q, monit %q; want bosh-agent 2.759.0 and monit %s", shape, kind, f.AgentVersion, f.MonitVersion, monitVersion[shape])
+		}
+		for _, m := range []string{"info", "create_stemcell", "create_vm", "set_vm_metadata"} {
+			if !contains(f.CPIMethods, m) {
+				t.Errorf("%s/%s: the CPI was never asked for %s (it saw %v)", shape, kind, m, f.CPIMethods)
+			}
+		}
 	}
-	if with.DrainExit != 0 || strings.TrimSpace(with.DrainStdout) != "0" || len(with.Escaped) != 0 || len(with.ContainerPIDs) == 0 {
-		t.Errorf("with cellguard: drain exit %d stdout %q, %d escaped of %d container pids; want 0, \"0\", none of some",
-			with.DrainExit, with.DrainStdout, len(with.Escaped), len(with.ContainerPIDs))
+	without := get("without")
+	if without.CreateEnvExit != 0 || len(without.Escaped) == 0 || without.UpdateExit == 0 || without.DeleteEnvExit == 0 ||
+		!strings.Contains(without.DeleteEnvErrorText, "drain") {
+		t.Errorf("%s/without: create-env exit %d, %d escaped pairs, update exit %d, delete-env exit %d (%q); want 0, some, blocked, blocked at drain",
+			shape, without.CreateEnvExit, len(without.Escaped), without.UpdateExit, without.DeleteEnvExit, without.DeleteEnvErrorText)
 	}
-	var seed struct {
-		Active, Lifted struct {
-			Status string            `json:"status"`
-			Data   map[string]string `json:"data"`
-		} `json:"-"`
-		ActiveRaw  json.RawMessage `json:"rc93_finding_active"`
-		LiftedRaw  json.RawMessage `json:"rc93_finding_lifted"`
-		ExitActive int             `json:"pre_start_exit_active"`
+	for _, kind := range []string{"protect", "start"} {
+		f := get(kind)
+		if f.CreateEnvExit != 0 || len(f.Escaped) != 0 || len(f.Containers) != 2 || f.UpdateExit != 0 || f.DeleteEnvExit != 0 ||
+			f.DestroyedCleanly == nil || !*f.DestroyedCleanly {
+			t.Errorf("%s/%s: create-env %d, %d escaped of %d containers, update %d, delete-env %d, destroyed cleanly %v; want 0, none of 2, 0, 0, true",
+				shape, kind, f.CreateEnvExit, len(f.Escaped), len(f.Containers), f.UpdateExit, f.DeleteEnvExit, f.DestroyedCleanly)
+		}
+		if f.UpdateDrainArgs != "job_changed hash_changed" || f.ShutdownArgs != "job_shutdown hash_unchanged" {
+			t.Errorf("%s/%s: drain arguments %q (update), %q (delete-env); want the agent's job_changed hash_changed, job_shutdown hash_unchanged",
+				shape, kind, f.UpdateDrainArgs, f.ShutdownArgs)
+		}
 	}
-	decode(t, sc["seed001"].Facts, &seed)
-	decode(t, seed.ActiveRaw, &seed.Active)
-	decode(t, seed.LiftedRaw, &seed.Lifted)
-	if seed.ExitActive == 0 || seed.Active.Status != "fail" || seed.Active.Data["condition_holds"] != "true" {
-		t.Errorf("seed-001 with the limit active: pre-start exit %d, rc93 finding %s (condition_holds %s); want blocked, fail, true",
-			seed.ExitActive, seed.Active.Status, seed.Active.Data["condition_holds"])
+	seed := get("seed001")
+	var active, lifted struct {
+		Status string            `json:"status"`
+		Data   map[string]string `json:"data"`
 	}
-	if seed.Lifted.Status != "warn" || seed.Lifted.Data["condition_holds"] != "false" {
-		t.Errorf("seed-001 with the limit lifted: rc93 finding %s (condition_holds %s); want warn, false",
-			seed.Lifted.Status, seed.Lifted.Data["condition_holds"])
+	decode(t, seed.RC93Active, &active)
+	decode(t, seed.RC93Lifted, &lifted)
+	if seed.CreateEnvExit == 0 || active.Status != "fail" || active.Data["condition_holds"] != "true" {
+		t.Errorf("%s/seed001 with the limit active: create-env exit %d, rc93 finding %s (condition_holds %s); want blocked at pre-start, fail, true",
+			shape, seed.CreateEnvExit, active.Status, active.Data["condition_holds"])
 	}
+	if lifted.Status != "warn" || lifted.Data["condition_holds"] != "false" {
+		t.Errorf("%s/seed001 with the limit lifted: rc93 finding %s (condition_holds %s); want warn, false",
+			shape, lifted.Status, lifted.Data["condition_holds"])
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func decode(t *testing.T, raw json.RawMessage, v any) {
