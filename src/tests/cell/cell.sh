@@ -5,7 +5,7 @@
 # systemd-nspawn (make deps) and a release tarball (make release).
 #
 #   cell.sh [--json] [--json-out FILE] [--tarball PATH] [--shapes jammy,noble]
-#           [--scenarios without,protect,start,seed001] [--keep]
+#           [--scenarios without,protect,start,heal,seed001] [--keep]
 #
 # Everything BOSH here is real: bosh-cli v7.9.12 create-env/delete-env, the
 # bosh-agent v2.759.0 it pins, and the monit the stemcell builder builds, on a local
@@ -18,12 +18,15 @@
 # makes real containers below its own cgroup, with runc itself and through containerd.
 #
 # Scenarios (each a fresh create-env per shape; properties in src/tests/bosh/scenarios):
-#   without  Garden's monit file as shipped, cellguard only validates: the seed-000
-#            trigger moves container processes, the update's drain and delete-env's
+#   without  Garden's monit file as shipped, cellguard only validates and watches
+#            (cellguard watch, healing off): the seed-000 trigger moves container
+#            processes, watch logs and counts them, the update's drain and delete-env's
 #            drain block (the failed bosh step), then what Garden's destroy still does.
 #   protect  Garden's monit file as shipped, cellguard.supervisor.protect: nothing
 #            moves, the update and delete-env pass, the containers are destroyed.
 #   start    Garden's monit file calls `cellguard start|stop garden`: the same.
+#   heal     as without, and cellguard watch with cellguard.watch.heal: the trigger moves
+#            container processes, watch moves them back, destroy and delete-env pass.
 #   seed001  a runc reporting 1.0.0-rc93: pre-start blocks create-env while the pipe
 #            soft limit is active; once lifted, the rc93 advisory is a warning.
 #
@@ -33,6 +36,9 @@
 # when the cell could not be built. Everything made is removed at exit, Ctrl-C
 # included: VMs, boxes, forwarders, their ports (--keep leaves the VMs running).
 set -uo pipefail
+# The whole script is one compound command, read before any of it runs: bash reads
+# a script as it goes, and an edit to this file during a run must not change it.
+{
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "${here}/../../.." && pwd)
@@ -42,7 +48,7 @@ T0=${SECONDS}
 json=0 keep=0 json_out=""
 tarball=${repo}/dev_releases/cellguard-dev.tgz
 shapes=jammy,noble
-scenarios=without,protect,start,seed001
+scenarios=without,protect,start,heal,seed001
 prefix=${CELL_BOX_PREFIX:-cell}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -83,7 +89,7 @@ tarball=$(cd "$(dirname "${tarball}")" && pwd)/$(basename "${tarball}")
 IFS=, read -r -a want_shapes <<<"${shapes}"
 IFS=, read -r -a want_scenarios <<<"${scenarios}"
 for s in "${want_shapes[@]}"; do case $s in jammy|noble) ;; *) die "unknown shape $s: want jammy, noble" ;; esac; done
-for s in "${want_scenarios[@]}"; do case $s in without|protect|start|seed001) ;; *) die "unknown scenario $s: want without, protect, start, seed001" ;; esac; done
+for s in "${want_scenarios[@]}"; do case $s in without|protect|start|heal|seed001) ;; *) die "unknown scenario $s: want without, protect, start, heal, seed001" ;; esac; done
 
 work=$(mktemp -d /var/tmp/cellguard-cell.XXXXXX)
 mkdir -p "${work}/summary" "${work}/tmp" "${work}/home"
@@ -368,12 +374,57 @@ step_placement() {
     "${nc} containers (runc itself and containerd's runc shim), ${np} processes, all in garden/<id> as state.json records"
 }
 
+# ---- cellguard watch in the VM (the cellguard job's monit process) ----------------------
+WATCH_LOG=/var/vcap/sys/log/cellguard/watch.log
+# metric NAME: NAME summed over its series on watch's /metrics (127.0.0.1:14875 in the
+# VM's network namespace, the job's default listen); empty when it cannot be read.
+metric() {
+  nsenter -t "${init}" -n curl -sf --max-time 2 http://127.0.0.1:14875/metrics 2>/dev/null |
+    awk -v m="$1" '$1 == m || index($1, m "{") == 1 {s += $NF; f = 1} END {if (f) printf "%d\n", s}'
+}
+# watch_lines MSG: watch's log lines with message cellguard.watch.MSG after the first
+# ${watch_offset} lines, one JSON object a line.
+watch_offset=0
+watch_lines() {
+  vm_cat "${WATCH_LOG}" | tail -n +"$((watch_offset + 1))" |
+    jq -c --arg m "cellguard.watch.$1" 'select(.message == $m)' 2>/dev/null
+}
+# watch_ready: watch runs, has scanned once and counts no escape; remembers where its
+# log ends so the trigger's lines are the ones after.
+watch_ready() {
+  local n=""
+  for _ in $(seq 1 60); do
+    n=$(metric cellguard_escaped_processes)
+    [ "${n}" = 0 ] && [ -n "$(metric cellguard_scans_total)" ] && break
+    sleep 0.5
+  done
+  watch_offset=$(vm_cat "${WATCH_LOG}" | wc -l)
+  say "   cellguard watch (monit: cellguard-watch $(monit_ summary 2>/dev/null | sed -nE "s/^Process 'cellguard-watch' +(.*[^ ]) *$/\1/p")): cellguard_escaped_processes ${n:-unreadable}, $(metric cellguard_scans_total) scans so far, heal $(vm_cat /var/vcap/jobs/cellguard/config/cellguard.json | jq -r '.watch.heal // false')"
+  [ "${n}" = 0 ]
+}
+now() { date +%s.%N; }
+epoch() { [ -n "$1" ] && [ "$1" != null ] && date -d "$1" +%s.%N; }   # an rfc3339 log time as unix seconds
+secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b - a}'; }   # secs FROM TO
+
 step_trigger() {
   step "the seed-000 event: a new unit in system.slice with CPU, IO, memory, tasks and device settings starts"
+  local ready=true
+  watch_ready || ready=false   # not in $(): it sets watch_offset
+  expect watch-running "${ready}" "cellguard watch runs under monit and serves /metrics with cellguard_escaped_processes 0 before the trigger"
   install -D -m 0644 "${bdir}/seed000-trigger.service" "${R}/etc/systemd/system/seed000-trigger.service"
   bx systemctl daemon-reload
+  local jobs0 t0
+  jobs0=$(metric cellguard_scans_total)
   bx systemctl start seed000-trigger.service
-  say "   systemctl start seed000-trigger.service: $(bx systemctl is-active seed000-trigger.service)"
+  # The trigger's job finished when the unit became active: systemd's own clock
+  # (the VM shares the host's), so watch's delays below are from that moment.
+  t0=$(date -d "$(bx systemctl show -P ActiveEnterTimestamp --timestamp=us+utc seed000-trigger.service)" +%s.%N)
+  say "   systemctl start seed000-trigger.service: $(bx systemctl is-active seed000-trigger.service), active at $(date -u -d "@${t0}" +%H:%M:%S.%N | cut -c1-12)"
+  case ${sc} in
+    without) watch_sees_escape "${t0}" ;;
+    heal) watch_heals "${t0}"; return ;;
+    *) watch_quiet "${jobs0}" ;;
+  esac
   container_facts after
   print_placement after
   local esc moved
@@ -386,9 +437,100 @@ step_trigger() {
   if [ "${sc}" = without ]; then
     expect seed000-reproduced "$(tf [ "$(jq length <<<"${esc}")" -gt 0 ])" \
       "$(jq length <<<"${esc}") (pid, hierarchy) pairs outside their recorded cgroups, in $(jq -r 'join(" ")' <<<"${moved}")"
+    # watch counts processes; cell.sh's own read, made after watch's, names the same.
+    local pids
+    pids=$(jq '[.[].pid] | unique | length' <<<"${esc}")
+    expect watch-metric-matches "$(tf [ "${watch_escaped:-x}" = "${pids}" ])" \
+      "cellguard_escaped_processes ${watch_escaped:-unread}; processes cell.sh finds outside their recorded cgroups: ${pids}"
   else
     expect nothing-moved "$(tf [ "$(jq length <<<"${esc}")" = 0 ])" "after the trigger every container process is still in the cgroups state.json records"
   fi
+}
+
+# watch_sees_escape T0 (healing off): the gauge goes from 0 to the number of escaped
+# processes, and the log says which, once per process and hierarchy. Times are from
+# T0, when the trigger unit became active; the gauge's is when the host's poll (every
+# 50 ms, nsenter + curl) first read it, an upper bound.
+watch_sees_escape() {
+  local t0=$1 n=0 tm="" lines first tl
+  for _ in $(seq 1 300); do
+    n=$(metric cellguard_escaped_processes)
+    if [ "${n:-0}" -gt 0 ]; then tm=$(now); break; fi
+    sleep 0.05
+  done
+  watch_escaped=${n}
+  for _ in $(seq 1 20); do
+    lines=$(watch_lines finding | jq -c 'select(.data.check == "cgroup-integrity")')
+    [ -n "${lines}" ] && break; sleep 0.5
+  done
+  first=$(head -n1 <<<"${lines}")
+  tl=$(epoch "$(jq -r '.timestamp' <<<"${first}" 2>/dev/null)")
+  say "   cellguard_escaped_processes: 0 before, ${n:-unreadable} ${tm:+$(secs "${t0}" "${tm}")s after the trigger unit became active (polled from the host)}"
+  say "   watch.log (${WATCH_LOG}), cgroup-integrity findings after the trigger:"
+  jq -r '"\(.timestamp) \(.message) \(.data.subject): \(.data.detail)"' <<<"${lines}" 2>/dev/null | head -n 6 | indent
+  fact watch_escaped_metric "${n:-null}"
+  fact watch_metric_seconds "$(if [ -n "${tm}" ]; then secs "${t0}" "${tm}"; else echo null; fi)"
+  fact watch_log_seconds "$(if [ -n "${tl}" ]; then secs "${t0}" "${tl}"; else echo null; fi)"
+  fact watch_findings "$(jq -sc '[.[] | {subject: .data.subject, status: .data.status, detail: .data.detail}]' <<<"${lines}")"
+  expect watch-metric-escaped "$(tf [ -n "${tm}" ])" \
+    "cellguard_escaped_processes went from 0 to ${n:-?}${tm:+, read $(secs "${t0}" "${tm}")s after the trigger unit became active}"
+  expect watch-logged-escape "$(tf [ -n "${first}" ])" \
+    "watch.log: $(jq -r '.data.subject' <<<"${lines}" 2>/dev/null | sort -u | tr '\n' ' ')${tl:+, first logged $(secs "${t0}" "${tl}")s after the trigger unit became active}"
+}
+
+# watch_quiet SCANS0 (protected): watch scans after the trigger's systemd events and
+# still counts no escape, logging no cgroup-integrity finding.
+watch_quiet() {
+  local s0=$1 s n lines
+  for _ in $(seq 1 100); do
+    s=$(metric cellguard_scans_total)
+    [ -n "${s}" ] && [ "${s}" -gt "${s0:-0}" ] && break; sleep 0.1
+  done
+  sleep 1   # a scan's confirmation rounds take 0.6s
+  n=$(metric cellguard_escaped_processes)
+  lines=$(watch_lines finding | jq -c 'select(.data.check == "cgroup-integrity")')
+  say "   cellguard watch: ${s0:-?} -> ${s:-?} scans over the trigger, cellguard_escaped_processes ${n:-unreadable}, $(grep -c . <<<"${lines}") cgroup-integrity findings logged"
+  fact watch_escaped_metric "${n:-null}"
+  local ok=false
+  if [ "${s:-0}" -gt "${s0:-0}" ] && [ "${n}" = 0 ] && [ -z "${lines}" ]; then ok=true; fi
+  expect watch-quiet "${ok}" \
+    "watch scanned after the trigger (${s0:-?} -> ${s:-?} scans) and counts ${n:-?} escaped processes, no finding"
+}
+
+# watch_heals T0 (cellguard.watch.heal): systemd moves the container processes, watch
+# moves each back into its recorded cgroups (a healed line per pid and hierarchy),
+# the heal counter counts them and the gauge ends at 0; cell.sh then reads every
+# container process back where state.json records it.
+watch_heals() {
+  local t0=$1 h="" h_prev="" th="" lines tl pids n
+  for _ in $(seq 1 300); do
+    h=$(metric cellguard_healed_processes_total)
+    if [ "${h:-0}" -gt 0 ] && [ -z "${th}" ]; then th=$(now); fi
+    # done once the counter has stood still for a second after it moved
+    if [ -n "${th}" ] && [ "${h}" = "${h_prev}" ] && [ "$(secs "${th}" "$(now)" | cut -d. -f1)" -ge 1 ]; then break; fi
+    h_prev=${h}; sleep 0.05
+  done
+  lines=$(watch_lines healed)
+  tl=$(epoch "$(head -n1 <<<"${lines}" | jq -r '.timestamp' 2>/dev/null)")
+  pids=$(jq -r '"\(.data.subject)/\(.data.data.pid)"' <<<"${lines}" 2>/dev/null | sort -u | grep -c .)
+  n=$(metric cellguard_escaped_processes)
+  say "   cellguard_healed_processes_total: 0 before, ${h:-unreadable} after${th:+ (read $(secs "${t0}" "${th}")s after the trigger unit became active)}; cellguard_escaped_processes ${n:-unreadable}"
+  say "   watch.log (${WATCH_LOG}), healed after the trigger:"
+  jq -r '"\(.timestamp) \(.message) \(.data.subject) pid \(.data.data.pid): \(.data.detail)"' <<<"${lines}" 2>/dev/null | head -n 8 | indent
+  fact watch_healed_metric "${h:-null}"
+  fact watch_heal_seconds "$(if [ -n "${th}" ]; then secs "${t0}" "${th}"; else echo null; fi)"
+  fact watch_healed "$(jq -sc '[.[] | {subject: .data.subject, pid: .data.data.pid, detail: .data.detail}]' <<<"${lines}")"
+  local ok=false
+  if [ -n "${lines}" ] && [ "${h:-0}" = "${pids}" ] && [ "${n}" = 0 ]; then ok=true; fi
+  expect watch-healed "${ok}" \
+    "watch healed ${pids} processes (cellguard_healed_processes_total ${h:-?}, escaped now ${n:-?})${tl:+, the first logged $(secs "${t0}" "${tl}")s after the trigger unit became active}"
+  container_facts healed
+  print_placement healed
+  local esc
+  esc=$(escaped_json healed)
+  fact escaped "${esc}"
+  expect healed-in-place "$(tf [ "$(jq length <<<"${esc}")" = 0 ])" \
+    "after the heal every container process is in the cgroups state.json records ($(jq length <<<"${esc}") pairs outside)"
 }
 
 # drain_log JOB [KEPT]: JOB's drain log, from the running VM or, with KEPT, from the
@@ -601,6 +743,7 @@ scenario_steps() {
   case $1 in
     without) echo "deploy placement trigger update delete destroy delete_skip_drain" ;;
     protect|start) echo "deploy placement trigger update destroy delete" ;;
+    heal) echo "deploy placement trigger destroy delete" ;;
     seed001) echo "deploy seed001 delete" ;;
   esac
 }
@@ -609,6 +752,7 @@ scenario_title() {
     without) echo "Garden's monit file as shipped, cellguard only validates" ;;
     protect) echo "Garden's monit file as shipped, cellguard protects the unit that holds monit" ;;
     start) echo "Garden's monit file calls cellguard start|stop garden" ;;
+    heal) echo "Garden's monit file as shipped, nothing protected, cellguard watch heals" ;;
     seed001) echo "seed-001: runc 1.0.0-rc93 and the pipe soft limit" ;;
   esac
 }
@@ -683,3 +827,4 @@ if [ "$(jq -r .ok <<<"${summary}")" = true ]; then
 fi
 say "some expectations FAILED"
 exit 1
+}

@@ -46,14 +46,20 @@ type expectation struct {
 // rather than passing with fewer checks.
 var required = map[string][]string{
 	"without": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
-		"garden-under-supervisor", "containers-placed", "seed000-reproduced", "update-drain-args",
+		"garden-under-supervisor", "containers-placed", "watch-running", "watch-metric-escaped", "watch-logged-escape",
+		"seed000-reproduced", "watch-metric-matches", "update-drain-args",
 		"update-blocked-at-drain", "shutdown-drain-args", "delete-env-blocked-at-drain", "delete-env-skip-drain"},
 	"protect": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
-		"garden-under-supervisor", "containers-placed", "nothing-moved", "update-drain-args", "update-completes",
-		"update-applied", "destroyed-cleanly", "shutdown-drain-args", "delete-env-succeeds", "vm-gone"},
+		"garden-under-supervisor", "containers-placed", "watch-running", "watch-quiet", "nothing-moved",
+		"update-drain-args", "update-completes", "update-applied", "destroyed-cleanly", "shutdown-drain-args",
+		"delete-env-succeeds", "vm-gone"},
 	"start": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
-		"garden-in-delegated-unit", "containers-placed", "nothing-moved", "update-drain-args", "update-completes",
-		"update-applied", "destroyed-cleanly", "shutdown-drain-args", "delete-env-succeeds", "vm-gone"},
+		"garden-in-delegated-unit", "containers-placed", "watch-running", "watch-quiet", "nothing-moved",
+		"update-drain-args", "update-completes", "update-applied", "destroyed-cleanly", "shutdown-drain-args",
+		"delete-env-succeeds", "vm-gone"},
+	"heal": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
+		"garden-under-supervisor", "containers-placed", "watch-running", "watch-healed", "healed-in-place",
+		"destroyed-cleanly", "shutdown-drain-args", "delete-env-succeeds", "vm-gone"},
 	"seed001": {"real-agent-and-monit", "create-env-fails-at-pre-start", "rc93-blocks-pre-start",
 		"rc93-warns-when-limit-lifted", "shutdown-drain-args", "delete-env-succeeds", "vm-gone"},
 }
@@ -176,6 +182,15 @@ type facts struct {
 	RC93Lifted         json.RawMessage `json:"rc93_finding_lifted"`
 	CPIMethods         []string        `json:"cpi_methods"`
 	DeleteEnvErrorText string          `json:"delete_env_error"`
+	WatchEscaped       *int            `json:"watch_escaped_metric"`
+	WatchHealedTotal   *int            `json:"watch_healed_metric"`
+	WatchFindings      []struct {
+		Subject string `json:"subject"`
+	} `json:"watch_findings"`
+	WatchHealed []struct {
+		Subject string `json:"subject"`
+		PID     string `json:"pid"`
+	} `json:"watch_healed"`
 }
 
 // checkFacts re-derives the main verdicts from the raw facts, so a wrong
@@ -187,7 +202,7 @@ func checkFacts(t *testing.T, shape string, sc map[string]scenario) {
 		decode(t, sc[shape+"/"+kind].Facts, &f)
 		return f
 	}
-	for _, kind := range []string{"without", "protect", "start", "seed001"} {
+	for _, kind := range []string{"without", "protect", "start", "heal", "seed001"} {
 		f := get(kind)
 		if f.AgentVersion != "2.759.0" || !strings.Contains(f.MonitVersion, "version "+monitVersion[shape]) {
 			t.Errorf("%s/%s: agent %q, monit %q; want bosh-agent 2.759.0 and monit %s", shape, kind, f.AgentVersion, f.MonitVersion, monitVersion[shape])
@@ -204,8 +219,26 @@ func checkFacts(t *testing.T, shape string, sc map[string]scenario) {
 		t.Errorf("%s/without: create-env exit %d, %d escaped pairs, update exit %d, delete-env exit %d (%q); want 0, some, blocked, blocked at drain",
 			shape, without.CreateEnvExit, len(without.Escaped), without.UpdateExit, without.DeleteEnvExit, without.DeleteEnvErrorText)
 	}
+	// watch (healing off) counted what cell.sh found outside, and logged it.
+	if n := escapedPIDs(without); without.WatchEscaped == nil || *without.WatchEscaped != n || n == 0 || len(without.WatchFindings) == 0 {
+		t.Errorf("%s/without: cellguard_escaped_processes %v, %d cgroup-integrity findings logged; cell.sh found %d processes outside",
+			shape, without.WatchEscaped, len(without.WatchFindings), n)
+	}
+	heal := get("heal")
+	healedPIDs := map[string]bool{}
+	for _, h := range heal.WatchHealed {
+		healedPIDs[h.Subject+"/"+h.PID] = true
+	}
+	if heal.CreateEnvExit != 0 || len(healedPIDs) == 0 || heal.WatchHealedTotal == nil || *heal.WatchHealedTotal != len(healedPIDs) ||
+		len(heal.Escaped) != 0 || heal.DestroyedCleanly == nil || !*heal.DestroyedCleanly || heal.DeleteEnvExit != 0 {
+		t.Errorf("%s/heal: create-env %d, healed %v (cellguard_healed_processes_total %v), %d pairs still outside, destroyed cleanly %v, delete-env %d; want 0, some, as many, none, true, 0",
+			shape, heal.CreateEnvExit, healedPIDs, heal.WatchHealedTotal, len(heal.Escaped), heal.DestroyedCleanly, heal.DeleteEnvExit)
+	}
 	for _, kind := range []string{"protect", "start"} {
 		f := get(kind)
+		if f.WatchEscaped == nil || *f.WatchEscaped != 0 {
+			t.Errorf("%s/%s: cellguard_escaped_processes %v after the trigger; want 0", shape, kind, f.WatchEscaped)
+		}
 		if f.CreateEnvExit != 0 || len(f.Escaped) != 0 || len(f.Containers) != 2 || f.UpdateExit != 0 || f.DeleteEnvExit != 0 ||
 			f.DestroyedCleanly == nil || !*f.DestroyedCleanly {
 			t.Errorf("%s/%s: create-env %d, %d escaped of %d containers, update %d, delete-env %d, destroyed cleanly %v; want 0, none of 2, 0, 0, true",
@@ -231,6 +264,15 @@ func checkFacts(t *testing.T, shape string, sc map[string]scenario) {
 		t.Errorf("%s/seed001 with the limit lifted: rc93 finding %s (condition_holds %s); want warn, false",
 			shape, lifted.Status, lifted.Data["condition_holds"])
 	}
+}
+
+// escapedPIDs counts the distinct processes among the escaped (pid, hierarchy) pairs.
+func escapedPIDs(f facts) int {
+	pids := map[int]bool{}
+	for _, e := range f.Escaped {
+		pids[e.PID] = true
+	}
+	return len(pids)
 }
 
 func contains(list []string, s string) bool {

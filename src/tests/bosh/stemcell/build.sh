@@ -18,7 +18,8 @@
 #     and containerd (its own cache under $CELLGUARD_BOSH_CACHE/base);
 #   - the real bosh-agent, built from spec/go.mod's pin (ci/scripts/bosh-agent.sh);
 #   - BOSH's monit sources from $CELLGUARD_STEMCELL_SOURCES (default: ../shared/stemcell
-#     beside the repository), checked against SHA256SUMS here.
+#     beside the repository, or beside its main checkout when this is a git worktree),
+#     checked against SHA256SUMS here.
 # A failing step says which one, the command, and where its log is. Needs root
 # (chroot, file owners).
 set -Eeuo pipefail
@@ -40,7 +41,13 @@ case ${shape} in
 esac
 case ${monit_version} in 5.2.5|5.29.0) ;; *) echo "build.sh: monit ${monit_version}: want 5.2.5 or 5.29.0" >&2; exit 2 ;; esac
 cache=${CELLGUARD_BOSH_CACHE:-/var/tmp/cellguard-bosh}
+# ../shared beside the repository; in a git worktree elsewhere, beside its main checkout.
 sources=${CELLGUARD_STEMCELL_SOURCES:-${repo}/../shared/stemcell}
+if [ -z "${CELLGUARD_STEMCELL_SOURCES:-}" ] && [ ! -d "${sources}" ]; then
+  common=$(git -C "${repo}" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+  [ -n "${common}" ] && [ -d "$(dirname "${common}")/../shared/stemcell" ] &&
+    sources=$(cd "$(dirname "${common}")/../shared/stemcell" && pwd)
+fi
 # runit runs the jammy shape's agent and monit, whose DNS setup calls resolvconf
 # (Ubuntu stemcells have it); containerd and its runc shim are
 # Garden's runtime in containerd mode (the test release's stand-in uses them; on a
