@@ -403,6 +403,18 @@ watch_ready() {
   [ "${n}" = 0 ]
 }
 now() { date +%s.%N; }
+# poll_metric NAME FILE: from now on, every 50 ms, "UNIXTIME VALUE" of NAME appended to
+# FILE, in the background (poll_stop ends it): the moment the value changed is read
+# from there, not from a step's own slower calls.
+poll_pid=""
+poll_metric() {
+  # the time is taken when the answer is in: an upper bound on when it changed
+  ( while :; do v=$(metric "$1"); echo "$(now) ${v}"; sleep 0.05; done ) >"$2" 2>/dev/null &
+  poll_pid=$!
+}
+poll_stop() { [ -n "${poll_pid}" ] && kill "${poll_pid}" 2>/dev/null; wait "${poll_pid}" 2>/dev/null; poll_pid=""; }
+# first_above FILE: the first "UNIXTIME VALUE" line of a poll whose value is above 0.
+first_above() { awk '$2 != "" && $2 > 0 {print; exit}' "$1"; }
 epoch() { [ -n "$1" ] && [ "$1" != null ] && date -d "$1" +%s.%N; }   # an rfc3339 log time as unix seconds
 secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b - a}'; }   # secs FROM TO
 
@@ -415,6 +427,10 @@ step_trigger() {
   bx systemctl daemon-reload
   local jobs0 t0
   jobs0=$(metric cellguard_scans_total)
+  case ${sc} in
+    without) poll_metric cellguard_escaped_processes "${sdir}/poll.log" ;;
+    heal) poll_metric cellguard_healed_processes_total "${sdir}/poll.log" ;;
+  esac
   bx systemctl start seed000-trigger.service
   # The trigger's job finished when the unit became active: systemd's own clock
   # (the VM shares the host's), so watch's delays below are from that moment.
@@ -450,14 +466,15 @@ step_trigger() {
 # watch_sees_escape T0 (healing off): the gauge goes from 0 to the number of escaped
 # processes, and the log says which, once per process and hierarchy. Times are from
 # T0, when the trigger unit became active; the gauge's is when the host's poll (every
-# 50 ms, nsenter + curl) first read it, an upper bound.
+# 50 ms, nsenter + curl, started before the trigger) first read it.
 watch_sees_escape() {
-  local t0=$1 n=0 tm="" lines first tl
-  for _ in $(seq 1 300); do
-    n=$(metric cellguard_escaped_processes)
-    if [ "${n:-0}" -gt 0 ]; then tm=$(now); break; fi
-    sleep 0.05
+  local t0=$1 n="" tm="" lines first tl
+  for _ in $(seq 1 150); do
+    [ -n "$(first_above "${sdir}/poll.log")" ] && break; sleep 0.1
   done
+  sleep 0.5; poll_stop
+  read -r tm _ <<<"$(first_above "${sdir}/poll.log")"
+  n=$(metric cellguard_escaped_processes)
   watch_escaped=${n}
   for _ in $(seq 1 20); do
     lines=$(watch_lines finding | jq -c 'select(.data.check == "cgroup-integrity")')
@@ -475,7 +492,7 @@ watch_sees_escape() {
   expect watch-metric-escaped "$(tf [ -n "${tm}" ])" \
     "cellguard_escaped_processes went from 0 to ${n:-?}${tm:+, read $(secs "${t0}" "${tm}")s after the trigger unit became active}"
   expect watch-logged-escape "$(tf [ -n "${first}" ])" \
-    "watch.log: $(jq -r '.data.subject' <<<"${lines}" 2>/dev/null | sort -u | tr '\n' ' ')${tl:+, first logged $(secs "${t0}" "${tl}")s after the trigger unit became active}"
+    "watch.log: $(jq -r '.data.subject' <<<"${lines}" 2>/dev/null | sort -u | paste -sd' ')${tl:+, first logged $(secs "${t0}" "${tl}")s after the trigger unit became active}"
 }
 
 # watch_quiet SCANS0 (protected): watch scans after the trigger's systemd events and
@@ -502,14 +519,13 @@ watch_quiet() {
 # the heal counter counts them and the gauge ends at 0; cell.sh then reads every
 # container process back where state.json records it.
 watch_heals() {
-  local t0=$1 h="" h_prev="" th="" lines tl pids n
-  for _ in $(seq 1 300); do
-    h=$(metric cellguard_healed_processes_total)
-    if [ "${h:-0}" -gt 0 ] && [ -z "${th}" ]; then th=$(now); fi
-    # done once the counter has stood still for a second after it moved
-    if [ -n "${th}" ] && [ "${h}" = "${h_prev}" ] && [ "$(secs "${th}" "$(now)" | cut -d. -f1)" -ge 1 ]; then break; fi
-    h_prev=${h}; sleep 0.05
+  local t0=$1 h="" th="" lines tl pids n
+  for _ in $(seq 1 150); do
+    [ -n "$(first_above "${sdir}/poll.log")" ] && break; sleep 0.1
   done
+  sleep 2; poll_stop   # heals of one scan come together; 2s more for any straggler
+  read -r th _ <<<"$(first_above "${sdir}/poll.log")"
+  h=$(metric cellguard_healed_processes_total)
   lines=$(watch_lines healed)
   tl=$(epoch "$(head -n1 <<<"${lines}" | jq -r '.timestamp' 2>/dev/null)")
   pids=$(jq -r '"\(.data.subject)/\(.data.data.pid)"' <<<"${lines}" 2>/dev/null | sort -u | grep -c .)
@@ -559,21 +575,35 @@ agent_log_of() {
   cat "$1/../bosh-log/current" "$1/../bosh-agent.journal" 2>/dev/null
 }
 
-step_update() {
-  step "an update with a changed property (cellguard.log.level: debug), driven as the director does over the agent's HTTPS API"
-  local new=${sdir}/update-manifest.yml rc=0 ca=${sdir}/ca.pem pw gpid_before gpid_after alive=""
-  gpid_before=$(vm_cat /var/vcap/sys/run/garden/garden.pid)
-  bosh_ interpolate "${bdir}/manifest.yml" --vars-store "${sdir}/creds.yml" \
-    -v name="cell-${shape}-${sc}" -v shape="${shape}" -v cellguard_release="${tarball}" -v test_release="${work}/cellguard-test.tgz" \
-    -v cpi_release="${work}/nspawn-cpi.tgz" -v stemcell="${stemcell[${shape}]}" -v sdbox="${sdbox}" -v state_dir="${state}" \
-    -v mbus_port="${port}" -v box_prefix="${prefix}-${shape}-${sc}" \
-    -l "${bdir}/scenarios/defaults.yml" -l "${bdir}/scenarios/${sc}.yml" -o "${bdir}/scenarios/update-ops.yml" >"${new}" 2>"${sdir}/interpolate.log" ||
-    { expect update-driven false "bosh interpolate failed: $(tail -n 2 "${sdir}/interpolate.log")"; return 1; }
+# agent_update LOG ARGS...: spec/cmd/agent-update against this scenario's VM (the
+# agent's HTTPS API, with the mbus password and CA create-env generated).
+agent_update() {
+  local log=$1 ca=${sdir}/ca.pem pw; shift
   bosh_ interpolate "${sdir}/creds.yml" --path /mbus_bootstrap_ssl/ca >"${ca}"
   pw=$(bosh_ interpolate "${sdir}/creds.yml" --path /mbus_bootstrap_password)
-  "${work}/agent-update" -mbus "https://mbus:${pw}@127.0.0.1:${port}" -ca "${ca}" -manifest "${new}" -group cell \
-    -release cellguard="${tarball}" -release cellguard-test="${work}/cellguard-test.tgz" \
-    -log "${sdir}/agent-update.debug.log" >"${sdir}/agent-update.log" 2>&1 || rc=$?
+  "${work}/agent-update" -mbus "https://mbus:${pw}@127.0.0.1:${port}" -ca "${ca}" "$@" >"${log}" 2>&1
+}
+# agent_update_manifest LOG: the update (update-ops.yml over the scenario's manifest),
+# as the director drives it: drain, stop, apply, pre-start, start.
+agent_update_manifest() {
+  local log=$1 new=${sdir}/update-manifest.yml
+  if [ ! -s "${new}" ]; then
+    bosh_ interpolate "${bdir}/manifest.yml" --vars-store "${sdir}/creds.yml" \
+      -v name="cell-${shape}-${sc}" -v shape="${shape}" -v cellguard_release="${tarball}" -v test_release="${work}/cellguard-test.tgz" \
+      -v cpi_release="${work}/nspawn-cpi.tgz" -v stemcell="${stemcell[${shape}]}" -v sdbox="${sdbox}" -v state_dir="${state}" \
+      -v mbus_port="${port}" -v box_prefix="${prefix}-${shape}-${sc}" \
+      -l "${bdir}/scenarios/defaults.yml" -l "${bdir}/scenarios/${sc}.yml" -o "${bdir}/scenarios/update-ops.yml" >"${new}" 2>"${sdir}/interpolate.log" ||
+      { echo "bosh interpolate failed: $(tail -n 2 "${sdir}/interpolate.log")" >"${log}"; return 2; }
+  fi
+  agent_update "${log}" -manifest "${new}" -group cell \
+    -release cellguard="${tarball}" -release cellguard-test="${work}/cellguard-test.tgz" -log "${log%.log}.debug.log"
+}
+
+step_update() {
+  step "an update with a changed property (cellguard.log.level: debug), driven as the director does over the agent's HTTPS API"
+  local rc=0 gpid_before gpid_after alive=""
+  gpid_before=$(vm_cat /var/vcap/sys/run/garden/garden.pid)
+  agent_update_manifest "${sdir}/agent-update.log" || rc=$?
   fact update_exit "${rc}"
   say "   agent-update (exit ${rc}):"
   indent <"${sdir}/agent-update.log"
@@ -731,10 +761,8 @@ step_seed001() {
   echo 0 >"${R}/run/cell-pipe-soft-0"
   nsenter -t "${init}" -m -- mount --bind /run/cell-pipe-soft-0 /proc/sys/fs/pipe-user-pages-soft
   say "   the VM now reads fs.pipe-user-pages-soft = $(bx cat /proc/sys/fs/pipe-user-pages-soft)"
-  local ca=${sdir}/ca.pem pw rc=0
-  bosh_ interpolate "${sdir}/creds.yml" --path /mbus_bootstrap_ssl/ca >"${ca}"
-  pw=$(bosh_ interpolate "${sdir}/creds.yml" --path /mbus_bootstrap_password)
-  "${work}/agent-update" -mbus "https://mbus:${pw}@127.0.0.1:${port}" -ca "${ca}" -script pre-start >"${sdir}/pre-start-again.log" 2>&1 || rc=$?
+  local rc=0
+  agent_update "${sdir}/pre-start-again.log" -script pre-start || rc=$?
   say "   run_script pre-start through the agent: exit ${rc}: $(tail -n1 "${sdir}/pre-start-again.log" | cut -c1-200)"
   rc93_verdict lifted
 }
