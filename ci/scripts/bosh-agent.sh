@@ -6,23 +6,11 @@
 # cache; later calls reuse the binary.
 set -euo pipefail
 
+# shellcheck source=lib/pinned-tool.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/pinned-tool.sh"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 module=github.com/cloudfoundry/bosh-agent/v2
 version="$(cd "${repo}/spec" && go list -mod=mod -m -f '{{.Version}}' "${module}")"
 version=${version#v}
-bin="${BOSH_AGENT_BIN:-/var/tmp/cellguard-tools/bosh-agent}"
-
-if [ -x "${bin}" ] && [ "$("${bin}" -v 2>/dev/null)" = "${version}" ]; then
-  echo "${bin}"
-  exit 0
-fi
-
-mkdir -p "$(dirname "${bin}")"
-echo "building bosh-agent ${version} into ${bin}" >&2
-(
-  cd "${repo}/spec"
-  CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-X main.VersionLabel=${version}" \
-    -o "${bin}.tmp.$$" "${module}/main"
-) >&2
-mv "${bin}.tmp.$$" "${bin}"
-echo "${bin}"
+CGO_ENABLED=0 pinned_tool "${BOSH_AGENT_BIN:-/var/tmp/cellguard-tools/bosh-agent}" "${version}" -v \
+  -trimpath -ldflags "-X main.VersionLabel=${version}" "${module}/main"
