@@ -5,7 +5,7 @@
 # systemd-nspawn (make deps) and a release tarball (make release).
 #
 #   cell.sh [--json] [--json-out FILE] [--tarball PATH] [--shapes jammy,noble]
-#           [--scenarios without,protect,start,heal,seed001] [--keep]
+#           [--scenarios without,protect,start,heal,seed001] [--serial] [--keep]
 #
 # Everything BOSH here is real: bosh-cli v7.9.12 create-env/delete-env, the
 # bosh-agent v2.759.0 it pins, and the monit the stemcell builder builds, on a local
@@ -20,8 +20,10 @@
 # Scenarios (each a fresh create-env per shape; properties in src/tests/bosh/scenarios):
 #   without  Garden's monit file as shipped, cellguard only validates and watches
 #            (cellguard watch, healing off): the seed-000 trigger moves container
-#            processes, watch logs and counts them, the update's drain and delete-env's
-#            drain block (the failed bosh step), then what Garden's destroy still does.
+#            processes, watch logs and counts them; the update's drain blocks (the
+#            failed step, each pid in drain.log), `cellguard drain lift` on the VM lets
+#            the same update past drain, what Garden's destroy still does, and
+#            delete-env's drain (job_shutdown) reports the escapes and lets the VM go.
 #   protect  Garden's monit file as shipped, cellguard.supervisor.protect: nothing
 #            moves, the update and delete-env pass, the containers are destroyed.
 #   start    Garden's monit file calls `cellguard start|stop garden`: the same.
@@ -30,11 +32,12 @@
 #   seed001  a runc reporting 1.0.0-rc93: pre-start blocks create-env while the pipe
 #            soft limit is active; once lifted, the rc93 advisory is a warning.
 #
-# The two shapes run side by side, each scenario after the other. The story goes to
-# stdout (stderr with --json, which prints the summary on stdout); --json-out FILE
-# also writes the summary. Exit 0 when every expectation held, 1 when one failed, 2
-# when the cell could not be built. Everything made is removed at exit, Ctrl-C
-# included: VMs, boxes, forwarders, their ports (--keep leaves the VMs running).
+# Every scenario of every shape runs at once, each in its own VM (--serial: a shape's
+# scenarios one after the other). The story goes to stdout (stderr with --json, which
+# prints the summary on stdout); --json-out FILE also writes the summary. Exit 0 when
+# every expectation held, 1 when one failed, 2 when the cell could not be built.
+# Everything made is removed at exit, Ctrl-C included: VMs, boxes, forwarders, their
+# ports (--keep leaves the VMs running).
 set -uo pipefail
 # The whole script is one compound command, read before any of it runs: bash reads
 # a script as it goes, and an edit to this file during a run must not change it.
@@ -45,7 +48,7 @@ repo=$(cd "${here}/../../.." && pwd)
 bdir=${repo}/src/tests/bosh
 T0=${SECONDS}
 
-json=0 keep=0 json_out=""
+json=0 keep=0 serial=0 json_out=""
 tarball=${repo}/dev_releases/cellguard-dev.tgz
 shapes=jammy,noble
 scenarios=without,protect,start,heal,seed001
@@ -54,6 +57,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --json) json=1 ;;
     --keep) keep=1 ;;
+    --serial) serial=1 ;;
     --json-out) json_out=$2; shift ;;
     --json-out=*) json_out=${1#*=} ;;
     --tarball) tarball=$2; shift ;;
@@ -69,8 +73,8 @@ while [ $# -gt 0 ]; do
 done
 
 # ---- the story ---------------------------------------------------------------------------
-# stdout, or stderr when stdout carries the JSON summary. Inside a shape's runner
-# every line carries the shape, as the two shapes run side by side.
+# stdout, or stderr when stdout carries the JSON summary. Inside a runner every line
+# carries the shape and scenario, as they run side by side.
 if [ "${json}" = 1 ]; then exec 3>&2; else exec 3>&1; fi
 tag=""
 say() { local l; while IFS= read -r l; do printf '%s%s\n' "${tag:+[${tag}] }" "${l}" >&3; done <<<"$*"; }
@@ -561,7 +565,7 @@ show_drains() {
   drain_log garden "${1:-}" | tail -n 4 | indent
   say "   cellguard's drain (cellguard/drain.log, lager lines left out):"
   drain_log cellguard "${1:-}" | grep -v '^{"timestamp"' |
-    grep -E '^[0-9T:-]+Z drain |validate --phase drain exited|drain blocked|BLOCKED|escaped in' | tail -n 12 | indent
+    grep -E '^[0-9T:-]+Z (drain |bin/drain: )|^cellguard drain |validate --phase drain|BLOCKED|escaped in' | tail -n 14 | indent
   local failed
   failed=$(agent_log_of "${1:-}" | grep -E "drain.*script has failed with error" | tail -n 1 | sed -E 's/^[0-9_:.-]+ //')
   if [ -n "${failed}" ]; then
@@ -627,8 +631,21 @@ step_update() {
   expect update-drain-args "$(tf [ "${args}" = "job_changed hash_changed" ])" \
     "the agent passed the drains '${args}' and BOSH_JOB_NEXT_STATE=${next}"
   if [ "${sc}" = without ]; then
-    expect update-blocked-at-drain "$(tf grep -q 'FAILED at drain' "${sdir}/agent-update.log")" \
-      "$(grep -m1 'FAILED' "${sdir}/agent-update.log" | cut -c1-220)"
+    # The drain contract (docs/lifecycle.md): an update with escapes fails the drain
+    # step with the agent's error, and cellguard's drain.log names every pid.
+    local err dl p missing="" n=0
+    err=$(grep -m1 'FAILED at drain' "${sdir}/agent-update.log" | sed 's/^agent-update: //')
+    fact update_error "$(js "${err}")"
+    fact agent_drain_error "$(js "$(agent_log | grep -E "cellguard/bin/drain' script has failed with error" | tail -n1 | sed -E 's/^[0-9_:.-]+ //')")"
+    expect update-blocked-at-drain "$(tf grep -qE 'FAILED at drain: .*drain scripts failed\. Failed Jobs: cellguard' "${sdir}/agent-update.log")" "${err:0:240}"
+    dl=$(drain_log cellguard)
+    for p in $(escaped_json after | jq -r '.[].pid' | sort -un); do
+      n=$((n + 1)); grep -q "pid ${p} (" <<<"${dl}" || missing+=" ${p}"
+    done
+    local named=false
+    if [ "${n}" -gt 0 ] && [ -z "${missing}" ]; then named=true; fi
+    expect update-drain-log-names-pids "${named}" \
+      "cellguard/drain.log names each of the ${n} escaped pids$([ -n "${missing}" ] && echo "; missing:${missing}")"
   else
     expect update-completes "$(tf [ "${rc}" = 0 ])" "drain, stop, apply, pre-start, start, running: $(tail -n1 "${sdir}/agent-update.log")"
     expect update-applied "$(tf grep -q '"level": *"debug"' <(vm_cat /var/vcap/jobs/cellguard/config/cellguard.json))" \
@@ -698,28 +715,49 @@ step_delete() {
   fact shutdown_drain_args "$(js "${args}")"
   expect shutdown-drain-args "$(tf [ "${args}" = "job_shutdown hash_unchanged" ])" \
     "delete-env's drain: the agent passed '${args}', BOSH_JOB_NEXT_STATE ${next}"
+  expect delete-env-succeeds "$(tf [ "${rc}" = 0 ])" "bosh delete-env exited ${rc}"
+  local gone=false
+  if [ ! -e "${state}/vms/${cid}" ] && ! SDBOX_NAME=${box} bash "${sdbox}" status >/dev/null 2>&1 &&
+     ! ss -Htln "sport = :${port}" | grep -q .; then gone=true; fi
+  expect vm-gone "${gone}" \
+    "the CPI deleted ${cid}: box ${box} is gone, and nothing listens on 127.0.0.1:${port} any more"
   if [ "${sc}" = without ]; then
-    local err; err=$(sed -n '/^Deleting deployment:/,$p' "${sdir}/delete-env.log" | grep -v '^\s*$' | tr -s ' \n' ' ' | cut -c1-400)
-    fact delete_env_error "$(js "${err}")"
-    expect delete-env-blocked-at-drain "$(tf grep -qE "Draining jobs on instance '[^']*'\.\.\. Failed" "${sdir}/delete-env.log")" \
-      "bosh delete-env failed at '$(grep -oE "Draining jobs on instance '[^']*'" "${sdir}/delete-env.log" | head -n1)': ${err:0:240}"
-  else
-    expect delete-env-succeeds "$(tf [ "${rc}" = 0 ])" "bosh delete-env exited ${rc}"
-    local gone=false
-    if [ ! -e "${state}/vms/${cid}" ] && ! SDBOX_NAME=${box} bash "${sdbox}" status >/dev/null 2>&1 &&
-       ! ss -Htln "sport = :${port}" | grep -q .; then gone=true; fi
-    expect vm-gone "${gone}" \
-      "the CPI deleted ${cid}: box ${box} is gone, and nothing listens on 127.0.0.1:${port} any more"
+    # job_shutdown with escapes: drain reports them and lets the VM go.
+    local line
+    line=$(drain_log cellguard "${kept}" | grep -E '^cellguard drain job_shutdown[^:]*: released_on_shutdown: ' | tail -n1)
+    fact shutdown_drain_outcome "$(js "${line}")"
+    expect shutdown-drain-released "$(tf [ -n "${line}" ])" "cellguard/drain.log (kept by the CPI): ${line:-no released_on_shutdown line}"
   fi
 }
 
-step_delete_skip_drain() {
-  step "bosh delete-env --skip-drain (the VM must go after a drain that blocks)"
-  local rc=0
-  bosh_env delete-env "${sdir}/delete-env-skip-drain.log" --skip-drain || rc=$?
-  say "   bosh-cli's steps (exit ${rc}):"
-  bosh_steps "${sdir}/delete-env-skip-drain.log"
-  expect delete-env-skip-drain "$(tf [ "${rc}" = 0 ])" "bosh delete-env --skip-drain exited ${rc}"
+# step_lift: the operator's way past a blocked update without a new manifest
+# (docs/lifecycle.md): `cellguard drain lift` on the VM, as over bosh ssh, then the
+# same update again. The lift is drain's only: the new job's pre-start validates again.
+step_lift() {
+  step "cellguard drain lift on the VM (its shell, as bosh ssh gives one), then the same update again"
+  local rc=0 out dl line
+  out=$(bx /var/vcap/packages/cellguard/bin/cellguard drain lift --by make-cell --for 10m \
+    --reason "make cell: the escapes are known; let this update through" 2>&1) || rc=$?
+  fact lift_exit "${rc}"
+  say "   cellguard drain lift --by make-cell --for 10m --reason ...: exit ${rc}"
+  indent <<<"${out}"
+  rc=0
+  agent_update_manifest "${sdir}/agent-update-lifted.log" || rc=$?
+  fact lifted_update_exit "${rc}"
+  say "   agent-update, the same update again (exit ${rc}):"
+  indent <"${sdir}/agent-update-lifted.log"
+  show_drains
+  dl=$(drain_log cellguard)
+  line=$(grep -E '^cellguard drain job_changed[^:]*: lifted: ' <<<"${dl}" | tail -n1)
+  fact lifted_drain_outcome "$(js "${line}")"
+  local ok=false
+  if grep -q '^agent-update: drain: ok' "${sdir}/agent-update-lifted.log" && [ -n "${line}" ] && grep -q 'drain-block-lifted' <<<"${dl}"; then ok=true; fi
+  expect update-lifted-past-drain "${ok}" "the agent's drain returned 0: ${line:-no lifted line in drain.log}"
+  if [ "${rc}" != 0 ]; then
+    say "   where the update stopped: $(grep -m1 'FAILED' "${sdir}/agent-update-lifted.log" | cut -c1-200)"
+    say "   the new job's pre-start (cellguard/pre-start.stdout.log):"
+    vm_cat /var/vcap/sys/log/cellguard/pre-start.stdout.log | grep -E 'BLOCKED|^\[FAIL\]|escaped in' | head -n 6 | indent
+  fi
 }
 
 # seed-001: the verdict on rc93 with the pipe soft limit active (create-env's own
@@ -769,7 +807,7 @@ step_seed001() {
 
 scenario_steps() {
   case $1 in
-    without) echo "deploy placement trigger update delete destroy delete_skip_drain" ;;
+    without) echo "deploy placement trigger update lift destroy delete" ;;
     protect|start) echo "deploy placement trigger update destroy delete" ;;
     heal) echo "deploy placement trigger destroy delete" ;;
     seed001) echo "deploy seed001 delete" ;;
@@ -802,10 +840,15 @@ run_scenario() {
   cpi_cleanup "${state}"
 }
 
-# run_shape SHAPE PORT: every scenario on one shape, one after the other.
+# run_shape SHAPE PORT: every scenario on one shape, one after the other (--serial).
 run_shape() {
   shape=$1 port=$2 tag=$1
   for sc in "${want_scenarios[@]}"; do run_scenario; done
+}
+# run_one SHAPE SCENARIO PORT: one scenario, beside the others.
+run_one() {
+  shape=$1 sc=$2 port=$3 tag=$1/$2
+  run_scenario
 }
 
 # A free 127.0.0.1 port for each shape's mbus forwarder.
@@ -815,14 +858,25 @@ free_port() {
   echo "${p}" | tee -a "${work}/ports"
 }
 
-# Each shape runner in a process group of its own (job control), so cleanup can end
-# it and everything it started at once.
+# Each runner in a process group of its own (job control), so cleanup can end it and
+# everything it started at once. By default every scenario of every shape runs at once
+# (each its own VM, state, port and box names): most of a scenario is waiting on the
+# agent, monit and systemd, and the agent's compile dominates the rest; --serial runs
+# a shape's scenarios one after another.
 base=$((20000 + $$ % 20000))
 set -m
 for s in "${want_shapes[@]}"; do
-  p=$(free_port "${base}")
-  run_shape "${s}" "${p}" &
-  runners+=($!)
+  if [ "${serial}" = 1 ]; then
+    p=$(free_port "${base}")
+    run_shape "${s}" "${p}" &
+    runners+=($!)
+    continue
+  fi
+  for c in "${want_scenarios[@]}"; do
+    p=$(free_port "${base}")
+    run_one "${s}" "${c}" "${p}" &
+    runners+=($!)
+  done
 done
 set +m
 for pg in "${runners[@]}"; do wait "${pg}"; done

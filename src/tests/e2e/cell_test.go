@@ -48,7 +48,8 @@ var required = map[string][]string{
 	"without": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
 		"garden-under-supervisor", "containers-placed", "watch-running", "watch-metric-escaped", "watch-logged-escape",
 		"seed000-reproduced", "watch-metric-matches", "update-drain-args",
-		"update-blocked-at-drain", "shutdown-drain-args", "delete-env-blocked-at-drain", "delete-env-skip-drain"},
+		"update-blocked-at-drain", "update-drain-log-names-pids", "update-lifted-past-drain",
+		"shutdown-drain-args", "delete-env-succeeds", "vm-gone", "shutdown-drain-released"},
 	"protect": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
 		"garden-under-supervisor", "containers-placed", "watch-running", "watch-quiet", "nothing-moved",
 		"update-drain-args", "update-completes", "update-applied", "destroyed-cleanly", "shutdown-drain-args",
@@ -178,13 +179,15 @@ type facts struct {
 		Runtime string `json:"runtime"`
 		ID      string `json:"id"`
 	} `json:"containers"`
-	RC93Active         json.RawMessage `json:"rc93_finding_active"`
-	RC93Lifted         json.RawMessage `json:"rc93_finding_lifted"`
-	CPIMethods         []string        `json:"cpi_methods"`
-	DeleteEnvErrorText string          `json:"delete_env_error"`
-	WatchEscaped       *int            `json:"watch_escaped_metric"`
-	WatchHealedTotal   *int            `json:"watch_healed_metric"`
-	WatchFindings      []struct {
+	RC93Active           json.RawMessage `json:"rc93_finding_active"`
+	RC93Lifted           json.RawMessage `json:"rc93_finding_lifted"`
+	CPIMethods           []string        `json:"cpi_methods"`
+	UpdateError          string          `json:"update_error"`
+	LiftedDrainOutcome   string          `json:"lifted_drain_outcome"`
+	ShutdownDrainOutcome string          `json:"shutdown_drain_outcome"`
+	WatchEscaped         *int            `json:"watch_escaped_metric"`
+	WatchHealedTotal     *int            `json:"watch_healed_metric"`
+	WatchFindings        []struct {
 		Subject string `json:"subject"`
 	} `json:"watch_findings"`
 	WatchHealed []struct {
@@ -214,10 +217,15 @@ func checkFacts(t *testing.T, shape string, sc map[string]scenario) {
 		}
 	}
 	without := get("without")
-	if without.CreateEnvExit != 0 || len(without.Escaped) == 0 || without.UpdateExit == 0 || without.DeleteEnvExit == 0 ||
-		!strings.Contains(without.DeleteEnvErrorText, "drain") {
-		t.Errorf("%s/without: create-env exit %d, %d escaped pairs, update exit %d, delete-env exit %d (%q); want 0, some, blocked, blocked at drain",
-			shape, without.CreateEnvExit, len(without.Escaped), without.UpdateExit, without.DeleteEnvExit, without.DeleteEnvErrorText)
+	// The drain contract: an update with escapes fails at drain with the agent's
+	// error, a lift lets it past drain, delete-env (job_shutdown) lets the VM go.
+	if without.CreateEnvExit != 0 || len(without.Escaped) == 0 || without.UpdateExit == 0 ||
+		!strings.Contains(without.UpdateError, "drain scripts failed. Failed Jobs: cellguard") ||
+		!strings.Contains(without.LiftedDrainOutcome, ": lifted: ") ||
+		without.DeleteEnvExit != 0 || !strings.Contains(without.ShutdownDrainOutcome, "released_on_shutdown") {
+		t.Errorf("%s/without: create-env exit %d, %d escaped pairs, update exit %d (%q), after the lift %q, delete-env exit %d (%q); want 0, some, blocked at drain, lifted, 0, released_on_shutdown",
+			shape, without.CreateEnvExit, len(without.Escaped), without.UpdateExit, without.UpdateError, without.LiftedDrainOutcome,
+			without.DeleteEnvExit, without.ShutdownDrainOutcome)
 	}
 	// watch (healing off) counted what cell.sh found outside, and logged it.
 	if n := escapedPIDs(without); without.WatchEscaped == nil || *without.WatchEscaped != n || n == 0 || len(without.WatchFindings) == 0 {
