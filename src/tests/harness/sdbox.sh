@@ -351,9 +351,9 @@ do_gc() {  # boxes whose owner process has exited (a killed "go test") are garba
   local d n owner start
   [ -d "$BOXES" ] || return 0
   for d in "$BOXES"/*/; do
-    [ -f "$d/owner" ] || continue
     n=$(basename "$d")
-    read -r owner start <"$d/owner"
+    # another run may remove its box meanwhile: a vanished owner file is not ours to judge
+    read -r owner start 2>/dev/null <"$d/owner" || continue
     [ "$(proc_start "$owner")" = "$start" ] && continue
     log "box $n: owner pid $owner is gone, stopping it"
     SDBOX_NAME=$n "$0" stop || true
