@@ -149,12 +149,13 @@ func (d *drainRun) run(ctx context.Context) (code int) {
 	defer cancel()
 	rep := validator.Run(bctx, v.registry, v.opts)
 	if rep.Incomplete {
-		data := lager.Data{"budget": budget.String()}
+		var unfinished []string
 		for _, r := range rep.Results {
 			if r.Unfinished {
-				data["unfinished"] = append(asStrings(data["unfinished"]), r.ID)
+				unfinished = append(unfinished, r.ID)
 			}
 		}
+		data := lager.Data{"budget": budget.String(), "unfinished": unfinished}
 		if ctx.Err() != nil {
 			logger.Error("interrupted", ctx.Err(), data)
 		} else {
@@ -163,11 +164,6 @@ func (d *drainRun) run(ctx context.Context) (code int) {
 	}
 	emitReport(logger, rep, f.format, env.Stderr, env.now())
 	return d.finish(cfg, &rep, nil)
-}
-
-func asStrings(v any) []string {
-	s, _ := v.([]string)
-	return s
 }
 
 func (d *drainRun) logCall() {
