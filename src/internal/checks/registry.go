@@ -5,6 +5,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
+	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -48,6 +49,9 @@ type Deps struct {
 	// AdvisoriesFile is the operator's advisory list, merged by id over the
 	// one shipped in runtimever (validator.advisories_file).
 	AdvisoriesFile string
+	// ProbeCache, when set, keeps runtime versions across runs of the
+	// checks for binaries whose files did not change (cellguard watch).
+	ProbeCache *runtimever.ProbeCache
 	// Systemd reads the running manager's version (D-Bus Version
 	// property); nil checks only the installed systemd.
 	Systemd SystemdVersioner
@@ -78,7 +82,8 @@ func All(d Deps) []validator.Check {
 		&CgroupIntegrity{host: h, Fix: d.Fix, Sleep: d.Sleep, Confirm: d.Confirm},
 		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots},
 		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},
-		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase},
+		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase,
+			Prober: runtimever.Prober{Cache: d.ProbeCache}},
 		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},
 		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons, Units: d.DelegateUnits},
 		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"strings"
 	"time"
 
@@ -148,6 +149,8 @@ func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.L
 	// The same checks as validate, with drain's severities and policy.
 	base := validatorDeps(f.root, cfg, validator.Drain, f.runtimeRoots, false)
 	base.Confirm = watch.ConfirmSchedule
+	// Every period runs runtime-versions: exec each runtime once per file.
+	base.ProbeCache = &runtimever.ProbeCache{}
 	registry := func(heal bool) []validator.Check {
 		d := base
 		d.Fix = heal

@@ -120,12 +120,34 @@ type Info struct {
 type Prober struct {
 	// Timeout per exec; 0 means boundedexec.DefaultTimeout.
 	Timeout time.Duration
+	// Cache, when set, answers again for a file it has probed (see
+	// ProbeCache); nil probes every time.
+	Cache *ProbeCache
 }
 
 // Probe learns b's version. It returns an error only when the binary
 // could not be run at all (including boundedexec.ErrTimeout); a binary that runs but
 // does not say its version yields Info.VersionErr.
 func (p Prober) Probe(ctx context.Context, b Binary) (Info, error) {
+	if p.Cache == nil {
+		return p.probe(ctx, b)
+	}
+	k, err := keyOf(b)
+	if err != nil {
+		return p.probe(ctx, b)
+	}
+	if info, ok := p.Cache.get(k); ok {
+		info.Binary = b
+		return info, nil
+	}
+	info, err := p.probe(ctx, b)
+	if err == nil {
+		p.Cache.put(k, info)
+	}
+	return info, err
+}
+
+func (p Prober) probe(ctx context.Context, b Binary) (Info, error) {
 	info := Info{Binary: b}
 	args := versionArgs(b.Component)
 	out, err := boundedexec.Output(ctx, p.Timeout, b.HostPath, args...)
