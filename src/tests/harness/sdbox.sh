@@ -23,8 +23,15 @@
 #                       legacy: pure v1 inside (no unified mount), controllers writable
 #                       unified: cgroup v2 only inside
 #   SDBOX_DIR           cache + state dir (default: /var/tmp/cellguard-sdbox)
-#   SDBOX_SUITE         debootstrap suite (default: bookworm)
-#   SDBOX_MIRROR        Debian mirror (default: the one in this machine's apt sources)
+#   SDBOX_SUITE         debootstrap suite (default: bookworm); Ubuntu's xenial, bionic, jammy,
+#                       noble too (components main,universe, from SDBOX_MIRROR's default
+#                       http://archive.ubuntu.com/ubuntu, verified with Ubuntu's archive keyring)
+#   SDBOX_MIRROR        archive mirror (default: this machine's apt sources for Debian suites,
+#                       http://archive.ubuntu.com/ubuntu for Ubuntu's)
+#   SDBOX_KEYRING       keyring debootstrap verifies the suite's Release with (default: Debian's
+#                       for Debian suites; for Ubuntu's /usr/share/keyrings/ubuntu-archive-keyring.gpg
+#                       if installed, else the one of ubuntu-keyring 2021.03.26 fetched from the
+#                       mirror, its .deb and key fingerprints pinned below)
 #   SDBOX_EXTRA_PACKAGES  more packages for the rootfs (space separated; own cached rootfs)
 #   SDBOX_ROOTFS        boot this prepared rootfs directory instead of the cached one (read-only
 #                       lower dir of the overlay, e.g. an extracted BOSH stemcell built from
@@ -41,6 +48,10 @@ MODE=${SDBOX_CGROUP_MODE:-hybrid}
 SUITE=${SDBOX_SUITE:-bookworm}
 BOOT_TIMEOUT=${SDBOX_BOOT_TIMEOUT:-120}
 PACKAGES="systemd,systemd-sysv,dbus,procps,monit,runc,busybox-static,iproute2,util-linux,kmod,less"
+case $SUITE in
+  xenial|bionic|focal|jammy|noble) DISTRO=ubuntu ;;
+  *) DISTRO=debian ;;
+esac
 [ -n "${SDBOX_EXTRA_PACKAGES:-}" ] && PACKAGES="$PACKAGES,$(echo "$SDBOX_EXTRA_PACKAGES" | tr ' ' ',')"
 # Bump when the rootfs recipe below changes: a new key means a fresh cached rootfs.
 RECIPE=4
@@ -107,11 +118,20 @@ ensure_rootfs() {
   mkdir -p "$DIR"
   exec 9>"$DIR/.rootfs.lock"; flock 9         # the first build is serialized
   if [ -e "$ROOTFS/.sdbox-complete" ]; then exec 9>&-; return 0; fi
-  local mirror=${SDBOX_MIRROR:-$(apt_mirror)}
+  local mirror=${SDBOX_MIRROR:-} args=() keyring=${SDBOX_KEYRING:-}
+  if [ "$DISTRO" = ubuntu ]; then
+    mirror=${mirror:-http://archive.ubuntu.com/ubuntu}
+    [ -n "$keyring" ] || keyring=$(ubuntu_keyring "$mirror") || exit 1
+    args=(--components=main,universe)
+  else
+    mirror=${mirror:-$(apt_mirror)}
+  fi
+  [ -n "$keyring" ] && args+=(--keyring="$keyring")
   rm -rf "$ROOTFS.tmp"
   log "debootstrap $SUITE from $mirror -> $ROOTFS (once; about a minute)"
-  debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOTFS.tmp" "$mirror" \
+  debootstrap --variant=minbase "${args[@]}" --include="$PACKAGES" "$SUITE" "$ROOTFS.tmp" "$mirror" \
     >"$DIR/debootstrap-$KEY.log" 2>&1 || die "debootstrap failed, see $DIR/debootstrap-$KEY.log"
+  log "debootstrap took $(( ($(date +%s%N) - T0) / 1000000000 )) s"
   local R=$ROOTFS.tmp
   # PID 1 wrapper. nspawn mounts the v1 controller hierarchies read-only (it delegates only
   # name=systemd/unified); clearing the flag per mount (MS_REMOUNT|MS_BIND, in the box's own
@@ -146,6 +166,29 @@ EOF
   log "rootfs ready: $ROOTFS"
 }
 
+# Ubuntu's archive keyring, when this Debian host has none: the ubuntu-keyring package from the
+# mirror itself, trusted only because its sha256 and its keys' fingerprints match the ones pinned
+# here (the 2012 and 2018 archive signing keys, and the 2012 cdimage key the package carries).
+UBUNTU_KEYRING_DEB=pool/main/u/ubuntu-keyring/ubuntu-keyring_2021.03.26_all.deb
+UBUNTU_KEYRING_SHA256=0d0e7ed6b112f5d03eabf3c7eb01ebdacf9c57714b279e90495cfc58c8c4520f
+UBUNTU_KEYRING_FPRS="790BC7277767219C42C86F933B4FE6ACC0B21F32 843938DF228D22F7B3742BC0D94AA3F0EFE21092 F6ECB3762474EDA9D21B7022871920D1991BC93C"
+ubuntu_keyring() {  # prints the keyring's path; the caller holds the rootfs lock
+  local k=/usr/share/keyrings/ubuntu-archive-keyring.gpg d=$DIR/ubuntu-keyring got
+  if [ -s "$k" ]; then echo "$k"; return; fi
+  k=$d/usr/share/keyrings/ubuntu-archive-keyring.gpg
+  if [ ! -s "$k" ]; then
+    rm -rf "$d" "$d.deb"; mkdir -p "$d"
+    curl -fsS -o "$d.deb" "$1/$UBUNTU_KEYRING_DEB" || die "fetch $1/$UBUNTU_KEYRING_DEB failed"
+    got=$(sha256sum "$d.deb" | cut -d' ' -f1)
+    [ "$got" = "$UBUNTU_KEYRING_SHA256" ] || die "$d.deb: sha256 $got, want $UBUNTU_KEYRING_SHA256"
+    dpkg-deb -x "$d.deb" "$d" && rm -f "$d.deb"
+  fi
+  got=$(gpg --show-keys --with-colons "$k" 2>/dev/null | awk -F: '$1=="fpr"{print $10}' | sort | tr '\n' ' ')
+  [ "$got" = "$(echo "$UBUNTU_KEYRING_FPRS" | tr ' ' '\n' | sort | tr '\n' ' ')" ] ||
+    die "$k: key fingerprints $got, want $UBUNTU_KEYRING_FPRS"
+  echo "$k"
+}
+
 in_use() {  # is $1 the rootfs (-D) of a running systemd-nspawn?
   local f
   for f in /proc/[0-9]*/cmdline; do
@@ -153,9 +196,9 @@ in_use() {  # is $1 the rootfs (-D) of a running systemd-nspawn?
   done
   return 1
 }
-prune_rootfs() {  # older cached rootfs that no running box uses as its overlay lower dir
-  local old
-  for old in "$DIR"/rootfs-*; do
+prune_rootfs() {  # older cached rootfs of this suite that no running box uses as its overlay
+  local old       # lower dir (other suites' caches stay: a test may boot several suites)
+  for old in "$DIR/rootfs-$SUITE"-*; do
     [ "$old" = "$ROOTFS" ] && continue
     in_use "$old" && continue
     log "removing old rootfs $old"; rm -rf "$old"
