@@ -159,10 +159,25 @@ EOF
   { echo "# $rl: systemd $ver, $layout_desc, r1 pids: $rpids, d1 pids: $dpids"; echo "$rst"
     echo "--- BEFORE"; echo "$before"; echo "--- supervisor"; in_box cat /proc/"$(in_box systemctl show -p MainPID supervisor.service | cut -d= -f2)"/cgroup
   } >"$LOGDIR/$n.cgroups"
+  # systemd's debug log (SIGRTMIN+22, known to every version here) says what it migrated
+  in_box kill -56 1   # SIGRTMIN+22 with glibc's SIGRTMIN (34)
+  sleep 0.2
   in_box systemctl start seed000-trigger.service
   sleep 1
   after=$(snap)
-  { echo "--- AFTER"; echo "$after"; echo "--- trigger unit"; cat "$R/etc/systemd/system/seed000-trigger.service"; } >>"$LOGDIR/$n.cgroups"
+  local tstate tcg
+  tstate=$(in_box systemctl is-active seed000-trigger.service || true)
+  tcg=$(in_box sh -c 'grep -E "devices|:cpu[,:]" /proc/$(systemctl show -p MainPID seed000-trigger.service | cut -d= -f2)/cgroup' | tr '\n' ' ')
+  { echo "--- AFTER"; echo "$after"; echo "--- trigger unit"; cat "$R/etc/systemd/system/seed000-trigger.service"
+    echo "--- trigger: $tstate, $tcg"
+    echo "--- the supervisor's processes after (name=systemd subtree of supervisor.service)"
+    in_box sh -c 'for f in $(find /sys/fs/cgroup/systemd -path "*supervisor.service*" -name cgroup.procs); do for p in $(cat $f); do echo "== $p $(cat /proc/$p/comm)"; grep -E "devices|name=systemd" /proc/$p/cgroup; done; done'
+    echo "--- systemd's debug log from the trigger on"
+    in_box journalctl -q --no-pager -o short-monotonic _PID=1 | grep -iE "migrat|realiz|cgroup|seed000" | tail -n 60
+  } >>"$LOGDIR/$n.cgroups" 2>&1
+  if [ -n "${MATRIX_PROBE:-}" ]; then  # diagnosis only: can the kernel move r1's init in devices?
+    in_box sh -c 'h=/sys/fs/cgroup/devices; d=$(awk -F: "\$2==\"devices\"{print \$3}" /proc/$(systemctl show -p MainPID supervisor.service | cut -d= -f2)/cgroup); echo "probe: echo $1 > $h$d/cgroup.procs"; echo $1 > $h$d/cgroup.procs; echo "probe rc $?"; grep devices /proc/$1/cgroup' sh "${rpids%% *}" >>"$LOGDIR/$n.cgroups" 2>&1 || true
+  fi
   # controllers in which any container process left its cgroup
   local moved
   moved=$(paste -d'|' <(echo "$before") <(echo "$after") |
@@ -185,7 +200,7 @@ EOF
   alive_d=$(alive $dpids)
   local delete_desc
   if [ "$drc" = 124 ]; then delete_desc="did NOT return in 20 s"; else delete_desc="returned rc $drc in $((dt/1000)).$(( (dt%1000)/100 )) s"; fi
-  echo "$rl: systemd $ver ($layout_desc, $RUNTIME), moved=${moved:-nothing} devices-moved=$devmoved;" \
+  echo "$rl: systemd $ver ($layout_desc, $RUNTIME), trigger $tstate, moved=${moved:-nothing} devices-moved=$devmoved;" \
        "runc kill --all r1 KILL: $alive_r/$(echo $rpids | wc -w) alive after 5 s;" \
        "ctr task delete --force d1: $delete_desc, $alive_d/$(echo $dpids | wc -w) alive" \
        "[runc pkg in suite: $(in_box dpkg-query -W -f '${Version}' runc 2>/dev/null || echo none)]"
