@@ -19,6 +19,8 @@
 # Layouts (LAYOUTS, default "system slice"):
 #   system  the supervisor in system.slice beside the other units, the trigger too (stemcells)
 #   slice   the supervisor alone in sup.slice, the trigger in sup.slice
+#   A layout with "+protect" (e.g. system+protect) runs `cellguard unit protect-supervisor
+#   --pid <supervisor>` before the trigger; MATRIX_CELLGUARD names the (static) binary to copy in.
 #
 # The runtime is the same everywhere: this host's runc, containerd, ctr and shim (Debian 12),
 # copied in with their glibc and libseccomp and patchelf'ed to load them from /opt/seedm/lib
@@ -100,7 +102,8 @@ trigger_unit() {  # VERSION SLICE
 }
 
 run_one() {  # SUITE LAYOUT -> one result line
-  local suite=$1 layout=$2 n="seedm-$1-$2-$$" mode ip R ver slice="" rl
+  local suite=$1 layout=$2 n="seedm-$1-${2//[^a-z]/-}-$$" mode ip R ver slice="" rl protect=""
+  case $layout in *+protect) protect=yes; layout=${layout%+protect} ;; esac
   rl="$suite $layout"
   if ! boot "$n" "$suite"; then echo "$rl: boot failed, see $LOGDIR/$n.boot*"; return; fi
   mode=$BOOT_MODE ip=$BOOT_IP
@@ -162,6 +165,16 @@ EOF
   # systemd's debug log (SIGRTMIN+22, known to every version here) says what it migrated
   in_box kill -56 1   # SIGRTMIN+22 with glibc's SIGRTMIN (34)
   sleep 0.2
+  local prot=""
+  if [ -n "$protect" ]; then
+    [ -x "${MATRIX_CELLGUARD:-}" ] || { echo "$rl+protect: MATRIX_CELLGUARD is not an executable"; return; }
+    install -m 755 "$MATRIX_CELLGUARD" "$R/usr/local/bin/cellguard"
+    prot=$(in_box cellguard unit protect-supervisor --pid "$(in_box systemctl show -p MainPID supervisor.service | cut -d= -f2)" 2>&1) &&
+      prot="protected" || prot="protect-supervisor FAILED"
+    { echo "--- cellguard unit protect-supervisor: $prot"; in_box cellguard unit protect-supervisor --pid "$(in_box systemctl show -p MainPID supervisor.service | cut -d= -f2)" 2>&1 || true
+      in_box systemctl show -p Delegate supervisor.service; cat "$R"/etc/systemd/system/supervisor.service.d/*.conf; } >>"$LOGDIR/$n.cgroups" 2>&1 || true
+    rl="$rl+protect ($prot)"
+  fi
   in_box systemctl start seed000-trigger.service
   sleep 1
   after=$(snap)
