@@ -21,6 +21,7 @@
 #   slice   the supervisor alone in sup.slice, the trigger in sup.slice
 #   A layout with "+protect" (e.g. system+protect) runs `cellguard unit protect-supervisor
 #   --pid <supervisor>` before the trigger; MATRIX_CELLGUARD names the (static) binary to copy in.
+#   "+yes" writes a drop-in with Delegate=yes for the running supervisor and reloads instead.
 #
 # The runtime is the same everywhere: this host's runc, containerd, ctr and shim (Debian 12),
 # copied in with their glibc and libseccomp and patchelf'ed to load them from /opt/seedm/lib
@@ -103,7 +104,10 @@ trigger_unit() {  # VERSION SLICE
 
 run_one() {  # SUITE LAYOUT -> one result line
   local suite=$1 layout=$2 n="seedm-$1-${2//[^a-z]/-}-$$" mode ip R ver slice="" rl protect=""
-  case $layout in *+protect) protect=yes; layout=${layout%+protect} ;; esac
+  case $layout in
+    *+protect) protect=cellguard; layout=${layout%+protect} ;;
+    *+yes) protect=yes; layout=${layout%+yes} ;;
+  esac
   rl="$suite $layout"
   if ! boot "$n" "$suite"; then echo "$rl: boot failed, see $LOGDIR/$n.boot*"; return; fi
   mode=$BOOT_MODE ip=$BOOT_IP
@@ -166,7 +170,12 @@ EOF
   in_box kill -56 1   # SIGRTMIN+22 with glibc's SIGRTMIN (34)
   sleep 0.2
   local prot=""
-  if [ -n "$protect" ]; then
+  if [ "$protect" = yes ]; then
+    mkdir -p "$R/etc/systemd/system/supervisor.service.d"
+    printf '[Service]\nDelegate=yes\n' >"$R/etc/systemd/system/supervisor.service.d/50-delegate.conf"
+    in_box systemctl daemon-reload
+    rl="$rl+yes (Delegate=$(in_box systemctl show -p Delegate supervisor.service | cut -d= -f2))"
+  elif [ -n "$protect" ]; then
     [ -x "${MATRIX_CELLGUARD:-}" ] || { echo "$rl+protect: MATRIX_CELLGUARD is not an executable"; return; }
     install -m 755 "$MATRIX_CELLGUARD" "$R/usr/local/bin/cellguard"
     prot=$(in_box cellguard unit protect-supervisor --pid "$(in_box systemctl show -p MainPID supervisor.service | cut -d= -f2)" 2>&1) &&
@@ -225,7 +234,13 @@ EOF
   local kept=(); for b in "${BOXES[@]}"; do [ "$b" = "$n" ] || kept+=("$b"); done; BOXES=("${kept[@]}")
 }
 
-log "logs: $LOGDIR"
-for s in "${SUITES[@]}"; do
-  for l in $LAYOUTS; do run_one "$s" "$l"; done
-done
+# Everything runs from main, called on the last line: bash parses a function whole, so editing
+# this file while a matrix runs cannot make bash run a mix of old and new.
+main() {
+  log "logs: $LOGDIR"
+  for s in "${SUITES[@]}"; do
+    for l in $LAYOUTS; do run_one "$s" "$l"; done
+  done
+}
+
+main; exit
