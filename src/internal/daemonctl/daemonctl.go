@@ -104,6 +104,27 @@ func (m *Manager) delegate() string {
 	return unitfile.DelegateV1
 }
 
+// delegateFor is delegate for the systemd behind conn: one that predates
+// controller lists in Delegate= (systemd.DelegateListSince) ignores the v1
+// list, so it gets "yes", which there delegates every controller.
+func (m *Manager) delegateFor(ctx context.Context, conn *systemd.Conn) string {
+	d := m.delegate()
+	if m.Delegate != "" || d != unitfile.DelegateV1 {
+		return d
+	}
+	v, err := conn.Version(ctx)
+	if err != nil {
+		m.Logger.Error("read-systemd-version", err)
+		return d
+	}
+	if major, err := systemd.ParseVersion(v); err == nil && major < systemd.DelegateListSince {
+		m.Logger.Info("delegate-yes-on-old-systemd", lager.Data{"systemd_version": v,
+			"reason": "systemd before 236 takes Delegate= only as a boolean; yes delegates every controller there"})
+		return unitfile.DelegateV2
+	}
+	return d
+}
+
 // DetectUnified reports whether root's /sys/fs/cgroup is a pure cgroup v2
 // mount. Unknown counts as not unified: the explicit v1 list is the safe
 // choice, systemd accepts it on any layout.

@@ -38,8 +38,7 @@ func (m *Manager) DelegateUnit(ctx context.Context, name string) (DelegateResult
 	if !strings.HasSuffix(name, ".service") {
 		return res, fmt.Errorf("delegate %s: %w: only a service can delegate its subtree", name, unitfile.ErrBadName)
 	}
-	text, err := unitfile.RenderDelegateDropIn(name, m.delegate())
-	if err != nil {
+	if _, err := unitfile.RenderDelegateDropIn(name, m.delegate()); err != nil {
 		return res, err
 	}
 	if !m.HasSystemd() {
@@ -51,7 +50,9 @@ func (m *Manager) DelegateUnit(ctx context.Context, name string) (DelegateResult
 	if err != nil {
 		return res, err
 	}
-	d, err := m.delegateInPlace(ctx, conn, name, text)
+	d, err := m.delegateInPlace(ctx, conn, name, func(delegate string) ([]byte, error) {
+		return unitfile.RenderDelegateDropIn(name, delegate)
+	})
 	if err != nil {
 		return d, fmt.Errorf("delegate %s: %w", name, err)
 	}
@@ -60,13 +61,19 @@ func (m *Manager) DelegateUnit(ctx context.Context, name string) (DelegateResult
 	return d, nil
 }
 
-// delegateInPlace writes text as name's delegation drop-in, reloads when
-// it changed (or systemd has not read it), realizes the delegated cgroups
-// once per boot when the unit runs, and verifies what systemd reads back.
-// A unit systemd does not know yet only gets the file.
-func (m *Manager) delegateInPlace(ctx context.Context, conn *systemd.Conn, name string, text []byte) (DelegateResult, error) {
+// delegateInPlace writes name's delegation drop-in (render, for the
+// Delegate= value this systemd understands), reloads when it changed (or
+// systemd has not read it), realizes the delegated cgroups once per boot
+// when the unit runs, and verifies what systemd reads back. A unit systemd
+// does not know yet only gets the file.
+func (m *Manager) delegateInPlace(ctx context.Context, conn *systemd.Conn, name string,
+	render func(delegate string) ([]byte, error)) (DelegateResult, error) {
 	res := DelegateResult{Unit: name}
-	delegate := m.delegate()
+	delegate := m.delegateFor(ctx, conn)
+	text, err := render(delegate)
+	if err != nil {
+		return res, err
+	}
 	dir := filepath.Join(PersistentUnitDir, name+".d")
 	res.DropIn = filepath.Join(dir, unitfile.DropInName)
 	if err := os.MkdirAll(m.path(dir), 0o755); err != nil {

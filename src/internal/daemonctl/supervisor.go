@@ -58,11 +58,9 @@ func (m *Manager) ProtectSupervisor(ctx context.Context, pid int, processName st
 		return res, fmt.Errorf("protect supervisor: %s (pid %d) runs in %s, not a service; start it from a service unit (BOSH stemcells use runit.service)",
 			processName, pid, name)
 	}
-	text, err := unitfile.RenderSupervisorDropIn(name, m.delegate())
-	if err != nil {
-		return res, err
-	}
-	d, err := m.delegateInPlace(ctx, conn, name, text)
+	d, err := m.delegateInPlace(ctx, conn, name, func(delegate string) ([]byte, error) {
+		return unitfile.RenderSupervisorDropIn(name, delegate)
+	})
 	res.DropIn, res.Written, res.Reloaded, res.Realized, res.DelegateControllers = d.DropIn, d.Written, d.Reloaded, d.Realized, d.DelegateControllers
 	if err != nil {
 		return res, fmt.Errorf("protect supervisor: %w", err)

@@ -225,6 +225,14 @@ func (c *Conn) Version(ctx context.Context) (string, error) {
 // honours it.
 const KillModeNoneDeprecatedSince = 246
 
+// DelegateListSince is the first systemd whose Delegate= takes a list of
+// controllers (systemd v236 NEWS: "Delegate= now optionally takes a list of
+// controllers (instead of a boolean, as before)"). systemd 229 ignores the
+// list and reads back Delegate=false; its Delegate=yes kept every controller
+// of a running unit's subtree in place when a new unit started (measured,
+// src/tests/harness/seed000-matrix.sh, layouts +protect and +yes on xenial).
+const DelegateListSince = 236
+
 // ParseVersion returns the major version of systemd from the Manager's
 // Version property or from `systemctl --version`: "252.38-1~deb12u1" ->
 // 252, "v256.5" -> 256, "256~rc3" -> 256, "245 (245.4-4ubuntu3)" -> 245,

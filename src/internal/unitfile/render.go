@@ -22,7 +22,8 @@ const (
 	// with IOWeight= started in the same slice. This list stopped every move
 	// we tried (src/tests/harness/README.md, seed-000 test).
 	DelegateV1 = "cpu cpuacct io blkio memory devices pids"
-	// DelegateV2 is enough on a pure cgroup v2 host.
+	// DelegateV2 is enough on a pure cgroup v2 host, and all that systemd
+	// before 236 understands (a boolean; there it delegates every controller).
 	DelegateV2 = "yes"
 )
 
