@@ -102,6 +102,14 @@ trigger_unit() {  # VERSION SLICE
   return 0
 }
 
+moved_between() {  # SNAPSHOT1 SNAPSHOT2: the controllers whose line differs for some pid
+  local m
+  m=$(paste -d'|' <(echo "$1") <(echo "$2") |
+    awk -F'|' '$1!=$2 && $1 !~ /^==/ {split($1,a,":"); split($2,b,":"); n=(a[2]==""?"unified":a[2]); sub(/^name=/,"",n); print n}' |
+    tr ',' '\n' | sort -u | tr '\n' ',' | sed 's/,$//')
+  echo "${m:-nothing}"
+}
+
 run_one() {  # SUITE LAYOUT -> one result line
   local suite=$1 layout=$2 n="seedm-$1-${2//[^a-z]/-}-$$" mode ip R ver slice="" rl protect=""
   case $layout in
@@ -184,6 +192,11 @@ EOF
       in_box systemctl show -p Delegate supervisor.service; cat "$R"/etc/systemd/system/supervisor.service.d/*.conf; } >>"$LOGDIR/$n.cgroups" 2>&1 || true
     rl="$rl+protect ($prot)"
   fi
+  if [ -n "$protect" ]; then  # what the protection itself moved (it realizes the unit's cgroups)
+    local mid; mid=$(snap)
+    rl="$rl, moved by it: $(moved_between "$before" "$mid")"
+    { echo "--- AFTER PROTECTION"; echo "$mid"; } >>"$LOGDIR/$n.cgroups"
+  fi
   in_box systemctl start seed000-trigger.service
   sleep 1
   after=$(snap)
@@ -202,9 +215,8 @@ EOF
   fi
   # controllers in which any container process left its cgroup
   local moved
-  moved=$(paste -d'|' <(echo "$before") <(echo "$after") |
-    awk -F'|' '$1!=$2 && $1 !~ /^==/ {split($1,a,":"); split($2,b,":"); n=(a[2]==""?"unified":a[2]); sub(/^name=/,"",n); print n}' |
-    tr ',' '\n' | sort -u | tr '\n' ',' | sed 's/,$//')
+  moved=$(moved_between "$before" "$after")
+  [ "$moved" = nothing ] && moved=""
   local devmoved=no
   [[ ",$moved," == *",devices,"* ]] && devmoved=yes
 

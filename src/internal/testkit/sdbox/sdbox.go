@@ -96,6 +96,7 @@ type config struct {
 	bootTimeout time.Duration
 	nspawnArgs  []string
 	packages    []string
+	suite       string
 	log         io.Writer
 	exactName   bool
 }
@@ -120,6 +121,11 @@ func WithNspawnArgs(args ...string) Option {
 func WithExtraPackages(pkgs ...string) Option {
 	return func(c *config) { c.packages = append(c.packages, pkgs...) }
 }
+
+// WithSuite boots another debootstrap suite than bookworm, e.g. Ubuntu's
+// "xenial" (systemd 229) or "jammy" (249); each suite has its own cached
+// rootfs, built once (one to six minutes; sdbox.sh says how it is verified).
+func WithSuite(suite string) Option { return func(c *config) { c.suite = suite } }
 
 // WithLog copies sdbox.sh's progress messages to w (e.g. os.Stderr).
 func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
@@ -195,6 +201,9 @@ func Start(ctx context.Context, name string, opts ...Option) (*Box, error) {
 		"SDBOX_EXTRA_PACKAGES="+strings.Join(cfg.packages, " "),
 		"SDBOX_OWNER_PID="+strconv.Itoa(os.Getpid()),
 	)
+	if cfg.suite != "" {
+		b.env = append(b.env, "SDBOX_SUITE="+cfg.suite)
+	}
 
 	t0 := time.Now()
 	if err := b.startWatcher(); err != nil {
