@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,19 +22,10 @@ func TestKubepodsSystemdDriverOrphans(t *testing.T) {
 	installBundle(t, box, "/var/lib/k1", pod+":cri-containerd:k1")
 	removeContainersAtEnd(t, box, "k1")
 	box.Run(t, "sh", "-c", "runc --systemd-cgroup --root "+runcRoot+" run -d --no-new-keyring --bundle /var/lib/k1 k1 </dev/null >/run/k1.log 2>&1 || { cat /run/k1.log; exit 1; }")
-	b, err := box.ReadFile(runcRoot + "/k1/state.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st struct {
-		Paths map[string]string `json:"cgroup_paths"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
+	paths := runcCgroupPaths(t, box, runcRoot, "k1")
 	scope := "/kubepods.slice/kubepods-burstable.slice/" + pod + "/cri-containerd-k1.scope"
-	if st.Paths["memory"] != "/sys/fs/cgroup/memory"+scope {
-		t.Fatalf("runc's systemd driver put k1 in %v, want the scope %s", st.Paths, scope)
+	if paths["memory"] != "/sys/fs/cgroup/memory"+scope {
+		t.Fatalf("runc's systemd driver put k1 in %v, want the scope %s", paths, scope)
 	}
 	// Leftovers: a process in a scope of the same pod, and one in a pod
 	// whose every state is gone (MemoryAccounting as runc sets on its

@@ -264,22 +264,30 @@ func fireSeed000Trigger(t *testing.T, box *sdbox.Box) {
 	time.Sleep(time.Second) // the migration runs in the start job; let it settle
 }
 
-// runcDevicesCgroup is the devices cgroup runc recorded for id in its state.
-func runcDevicesCgroup(t *testing.T, box *sdbox.Box, id string) string {
+// runcCgroupPaths is what runc recorded in root/id/state.json: controller
+// -> cgroup directory, as the box sees it.
+func runcCgroupPaths(t *testing.T, box *sdbox.Box, root, id string) map[string]string {
 	t.Helper()
-	b, err := box.ReadFile(standinRuncDir + "/" + id + "/state.json")
+	b, err := box.ReadFile(root + "/" + id + "/state.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var st struct {
-		CgroupPaths map[string]string `json:"cgroup_paths"`
+		Paths map[string]string `json:"cgroup_paths"`
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
+		t.Fatalf("runc state %s/%s: %v", root, id, err)
 	}
-	p, ok := st.CgroupPaths["devices"]
+	return st.Paths
+}
+
+// runcDevicesCgroup is the devices cgroup the stand-in's runc recorded for id.
+func runcDevicesCgroup(t *testing.T, box *sdbox.Box, id string) string {
+	t.Helper()
+	paths := runcCgroupPaths(t, box, standinRuncDir, id)
+	p, ok := paths["devices"]
 	if !ok {
-		t.Fatalf("runc recorded no devices cgroup for %s: %v", id, st.CgroupPaths)
+		t.Fatalf("runc recorded no devices cgroup for %s: %v", id, paths)
 	}
 	return strings.TrimPrefix(p, "/sys/fs/cgroup/devices")
 }
