@@ -27,9 +27,10 @@ set -Eeuo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "${here}/../../../.." && pwd)
 shape=${1:-}
-# monit: 5.2.5 with the validate patch on both shapes, as the builder's ubuntu-jammy
-# and ubuntu_noble_poc branches build it. The noble shape can be built with the
-# 5.29.0 the builder also ships (CELLGUARD_NOBLE_MONIT=5.29.0), but bosh-agent
+# monit: 5.2.5 with the validate patch on both shapes, as every branch of the
+# builder builds it (5.29.0 was its monit for one week in 2021, reverted in df452cec7;
+# the noble branch deleted the tarball: docs/bosh.md). The noble shape can be built
+# with 5.29.0 (CELLGUARD_NOBLE_MONIT=5.29.0) to see why, but bosh-agent
 # v2.759.0 cannot drive it: monit 5.29.0 refuses every POST without a CSRF token
 # (src/http/processor.c, is_authenticated) and the agent's monit client sends none
 # (jobsupervisor/monit/http_client.go StartService), so starting a job fails with
