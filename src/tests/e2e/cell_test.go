@@ -48,7 +48,7 @@ var required = map[string][]string{
 	"without": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
 		"garden-under-supervisor", "containers-placed", "watch-running", "watch-metric-escaped", "watch-logged-escape",
 		"seed000-reproduced", "watch-metric-matches", "update-drain-args",
-		"update-blocked-at-drain", "update-drain-log-names-pids", "update-lifted-past-drain",
+		"update-blocked-at-drain", "update-drain-log-names-pids", "update-lifted-past-drain", "destroy-as-devices-predicts",
 		"shutdown-drain-args", "delete-env-succeeds", "vm-gone", "shutdown-drain-released"},
 	"protect": {"create-env-succeeds", "agent-compiled-packages", "real-agent-and-monit", "garden-running",
 		"garden-under-supervisor", "containers-placed", "watch-running", "watch-quiet", "nothing-moved",
