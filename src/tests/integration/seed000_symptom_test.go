@@ -100,6 +100,8 @@ func TestSeed000SymptomXenial(t *testing.T) {
 func bootSymptomBox(t *testing.T, name string) (*sdbox.Box, int) {
 	t.Helper()
 	// runc joins a new session keyring, which nspawn's seccomp filter refuses
+	sdbox.RequireRoot(t)
+	sdbox.RequireSuite(t, "xenial")
 	box := bootBoxMode(t, name, cgroup.Legacy, sdbox.WithSuite("xenial"),
 		sdbox.WithNspawnArgs("--system-call-filter=@keyring"), sdbox.WithBootTimeout(180*time.Second))
 	installHostRuntime(t, box)
