@@ -69,32 +69,40 @@ func main() {
 	if err != nil {
 		fatal(2, "read manifest: %v", err)
 	}
-	dir := *work
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "agent-update-"); err != nil {
-			fatal(2, "scratch dir: %v", err)
+	os.Exit(runUpdate(update.Config{MbusURL: *mbus, CACert: string(ca), Manifest: m, Group: *group, Releases: rels},
+		*work, *logFile, *timeout))
+}
+
+// runUpdate runs the update and returns the exit status, so that its
+// deferred clean-ups (the scratch directory, the log) run on failure too.
+func runUpdate(cfg update.Config, work, logFile string, timeout time.Duration) int {
+	cfg.WorkDir = work
+	if cfg.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "agent-update-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "agent-update: scratch dir: %v\n", err)
+			return 2
 		}
 		defer os.RemoveAll(dir)
+		cfg.WorkDir = dir
 	}
-	logger := boshlog.NewLogger(boshlog.LevelNone)
-	if *logFile != "" {
-		f, err := os.Create(*logFile)
+	cfg.Logger = boshlog.NewLogger(boshlog.LevelNone)
+	if logFile != "" {
+		f, err := os.Create(logFile)
 		if err != nil {
-			fatal(2, "open log: %v", err)
+			fmt.Fprintf(os.Stderr, "agent-update: open log: %v\n", err)
+			return 2
 		}
 		defer f.Close()
-		logger = boshlog.NewWriterLogger(boshlog.LevelDebug, f)
+		cfg.Logger = boshlog.NewWriterLogger(boshlog.LevelDebug, f)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	t0 := time.Now()
-	err = update.Run(ctx, update.Config{
-		MbusURL: *mbus, CACert: string(ca), Manifest: m, Group: *group,
-		Releases: rels, WorkDir: dir, Logger: logger,
-	}, func(s update.Step) {
+	err := update.Run(ctx, cfg, func(s update.Step) {
 		fmt.Printf("agent-update: %s: ok (%.1fs)%s\n", s.Name, s.Took.Seconds(), prefixed(s.Detail))
 	})
 	if err != nil {
@@ -103,9 +111,10 @@ func main() {
 		} else {
 			fmt.Printf("agent-update: FAILED: %v\n", err)
 		}
-		os.Exit(1)
+		return 1
 	}
 	fmt.Printf("agent-update: done in %.1fs\n", time.Since(t0).Seconds())
+	return 0
 }
 
 func prefixed(s string) string {
