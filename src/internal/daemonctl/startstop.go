@@ -85,7 +85,7 @@ func (m *Manager) InstallAndStart(ctx context.Context, d Daemon) (StartResult, e
 }
 
 // Start starts the daemon's unit and waits until its process runs (the
-// pidfile names a live process, or systemd reports a MainPID).
+// pidfile names a live process, or systemd's MainPID lives ExecSettle).
 func (m *Manager) Start(ctx context.Context, d Daemon) (StartResult, error) {
 	return m.start(ctx, d, false)
 }
@@ -151,8 +151,15 @@ func (m *Manager) verifyStarted(ctx context.Context, conn *systemd.Conn, d Daemo
 	return verifyDelegation(u, m.delegate())
 }
 
+// ExecSettle is how long a daemon without a pidfile (Type=exec) must keep
+// its MainPID after the start job to count as started: systemd's job is
+// done once the exec succeeded, so a start program that exits at once
+// (a ctl that fails) still has a live MainPID for a moment, longer on a
+// loaded machine. supervisord's startsecs (default 1 s) is the same rule.
+const ExecSettle = time.Second
+
 // waitRunning waits for the pidfile (when there is one) to name a live
-// process, else for the unit's MainPID.
+// process, else for the unit's MainPID to stay for ExecSettle.
 func (m *Manager) waitRunning(ctx context.Context, conn *systemd.Conn, d Daemon) (int, error) {
 	var wait backoff
 	for {
@@ -162,7 +169,7 @@ func (m *Manager) waitRunning(ctx context.Context, conn *systemd.Conn, d Daemon)
 			}
 		} else if conn != nil {
 			if u, err := conn.Unit(ctx, d.UnitName()); err == nil && u.MainPID != 0 && m.alive(int(u.MainPID)) {
-				return int(u.MainPID), nil
+				return m.settleExec(ctx, conn, d, int(u.MainPID))
 			}
 		}
 		select {
@@ -174,6 +181,25 @@ func (m *Manager) waitRunning(ctx context.Context, conn *systemd.Conn, d Daemon)
 		case <-time.After(wait.next()):
 		}
 	}
+}
+
+// settleExec returns pid once the unit still has it as a live MainPID
+// ExecSettle later, and an error naming the exit when it does not.
+func (m *Manager) settleExec(ctx context.Context, conn *systemd.Conn, d Daemon, pid int) (int, error) {
+	select {
+	case <-ctx.Done():
+		return pid, fmt.Errorf("main process %d: no verdict within the start timeout (%w)", pid, ctx.Err())
+	case <-time.After(ExecSettle):
+	}
+	u, err := conn.Unit(ctx, d.UnitName())
+	if err != nil {
+		return pid, fmt.Errorf("read %s back after the start: %w", d.UnitName(), err)
+	}
+	if int(u.MainPID) != pid || !m.alive(pid) {
+		return pid, fmt.Errorf("main process %d exited within %s of starting (unit %s/%s, MainPID now %d)",
+			pid, ExecSettle, u.ActiveState, u.SubState, u.MainPID)
+	}
+	return pid, nil
 }
 
 // StopResult says what Stop did.

@@ -146,3 +146,42 @@ func TestInstallRefusesBadInputAndWritesNothing(t *testing.T) {
 		t.Fatalf("bad input wrote %v", matches)
 	}
 }
+
+// TestStartFailsWhenTheProgramExitsSoon: a daemon without a pidfile runs as
+// Type=exec, whose start job is done once the exec succeeded. A start
+// program that fails 0.3 s later must not be reported started (it was, before
+// daemonctl.ExecSettle: its MainPID was alive when Start looked), and one
+// that stays is.
+func TestStartFailsWhenTheProgramExitsSoon(t *testing.T) {
+	box := bootBox(t, "exec-settle")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("exec-settle"), Root: box.Root,
+		DBus: systemd.Options{Address: box.SystemBusAddress}}
+	t.Cleanup(m.Close)
+	for _, tc := range []struct {
+		name, script string
+		started      bool
+	}{
+		{"late-failure", "#!/bin/sh\nsleep 0.3\nexit 1\n", false},
+		{"foreground", "#!/bin/sh\nexec sleep 600\n", true},
+	} {
+		ctl := "/var/vcap/jobs/" + tc.name + "/bin/ctl"
+		writeFile(t, box, ctl, tc.script, 0o755)
+		d := daemonctl.Daemon{Name: tc.name, Start: []string{ctl, "start"}, StartTimeout: 20 * time.Second}
+		if _, err := m.Install(ctx, d); err != nil {
+			t.Fatalf("install %s: %v", tc.name, err)
+		}
+		res, err := m.Start(ctx, d)
+		if tc.started && err != nil {
+			t.Errorf("%s: start failed: %v", tc.name, err)
+		}
+		if !tc.started {
+			if err == nil {
+				t.Errorf("%s: reported started (pid %d) though its start program exits 0.3 s later", tc.name, res.PID)
+			} else {
+				t.Logf("%s: %v", tc.name, err)
+			}
+		}
+	}
+}
