@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
 
@@ -297,10 +298,9 @@ func runcDevicesCgroup(t *testing.T, box *sdbox.Box, id string) string {
 // cgroupOf is pid's path in the v1 hierarchy holding controller c.
 func cgroupOf(t *testing.T, box *sdbox.Box, pid int, c string) string {
 	t.Helper()
-	for _, line := range strings.Split(box.Run(t, "cat", "/proc/"+strconv.Itoa(pid)+"/cgroup"), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) == 3 && strings.Contains(","+f[1]+",", ","+c+",") {
-			return f[2]
+	for h, p := range cgroups(t, box, pid) {
+		if strings.Contains(","+h+",", ","+c+",") {
+			return p
 		}
 	}
 	t.Fatalf("pid %d has no %s cgroup", pid, c)
@@ -318,8 +318,7 @@ func waitGone(box *sdbox.Box, pids []int, d time.Duration) []int {
 			if err != nil {
 				continue
 			}
-			s := string(b)
-			if i := strings.LastIndex(s, ") "); i >= 0 && i+2 < len(s) && s[i+2] == 'Z' {
+			if st, err := procfs.ParseStat(b); err == nil && st.State == 'Z' {
 				continue
 			}
 			alive = append(alive, p)

@@ -40,8 +40,11 @@ func RequireSuite(t testing.TB, suite string) {
 	if dir == "" {
 		dir = "/var/tmp/cellguard-sdbox"
 	}
-	if cached, _ := filepath.Glob(filepath.Join(dir, "rootfs-"+suite+"-*[^p]")); len(cached) > 0 {
-		return // a "*.tmp" is an unfinished build; anything else is a cached rootfs
+	found, _ := filepath.Glob(filepath.Join(dir, "rootfs-"+suite+"-*"))
+	for _, f := range found {
+		if !strings.HasSuffix(f, ".tmp") { // a .tmp is a build that did not finish
+			return
+		}
 	}
 	mirror := os.Getenv("SDBOX_MIRROR")
 	if mirror == "" {
