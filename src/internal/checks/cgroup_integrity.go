@@ -223,10 +223,10 @@ func (ci *CgroupIntegrity) confirm(v *view, escapes []escape) []escape {
 
 // stillOutside reads the suspect (every escape in group is of one process
 // and container) through its pinned /proc directory, so that every read is
-// of one process, and returns the escapes that still hold: it is the
+// of one process, and returns its escapes as they are now: it is the
 // process the scan saw (start time), still the container's (in one of its
-// cgroups, or in the pid namespace that tied it to the container) and
-// still outside in that hierarchy. Under fast pid reuse a pid can go to
+// cgroups, or in the pid namespace that tied it to the container), and
+// each hierarchy it is outside in now is one escape. Under fast pid reuse a pid can go to
 // another process within the clock tick the start time counts in; such a
 // process is outside every container cgroup and in the host's namespace,
 // so it is dropped here.
@@ -253,13 +253,18 @@ func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, group []escap
 	if err != nil || cgroup.ParseProcCgroup(b, m) != nil {
 		return nil
 	}
+	// Every hierarchy is read again, not only the suspect ones: systemd
+	// moves a unit's processes one controller after another, and a scan
+	// that came in between must heal (or report) the whole move at once,
+	// not half of it now and the rest in the next scan.
 	var out []escape
-	for _, e := range group {
-		actual, ok := m.Lookup(e.exp.key)
-		if !ok || cgroup.Under(string(actual), e.exp.rel) {
+	for _, x := range e0.cm.exps {
+		actual, ok := m.Lookup(x.key)
+		if !ok || cgroup.Under(string(actual), x.rel) {
 			continue
 		}
-		e.actual = string(actual)
+		e := *e0
+		e.exp, e.actual = x, string(actual)
 		out = append(out, e)
 	}
 	if len(out) == 0 {

@@ -370,6 +370,27 @@ func TestCgroupIntegrityTransientMoveIsNotReported(t *testing.T) {
 	}
 }
 
+// systemd moves a unit's processes one controller after another. A scan
+// that read a process between its cpu and its blkio move must report (and,
+// with --fix, heal) both: the confirming re-read takes every hierarchy as
+// it is then, or the next scan heals the same process a second time
+// (cellguard_healed_processes_total 8 for 4 processes, CI at load 30).
+func TestCgroupIntegrityConfirmTakesAMoveStillUnderWay(t *testing.T) {
+	h := fakehost.New(t, cgroup.Legacy)
+	h.RunContainer(garden("c1"), 100, 2, 500)
+	h.Move(101, "cpu,cpuacct", "/system.slice/runit.service")
+	d := deps(h)
+	d.Sleep = func(time.Duration) { h.Move(101, "blkio", "/system.slice/runit.service") }
+	bad := failures(run(t, d, "cgroup-integrity"))
+	got := map[string]bool{}
+	for _, f := range bad {
+		got[f.Data["pid"]+" "+f.Data["hierarchy"]] = true
+	}
+	if len(bad) != 2 || !got["101 cpu,cpuacct"] || !got["101 blkio"] {
+		t.Fatalf("want pid 101 outside in cpu,cpuacct and blkio, got %+v", bad)
+	}
+}
+
 // On a cell busy forking a join can outlast the first wait: a suspect is
 // re-read after longer waits and dropped once inside; one that stays outside
 // is confirmed after every wait, about 1.5s in all.
