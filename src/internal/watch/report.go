@@ -116,7 +116,7 @@ func (w *Watcher) escapes(r validator.Result, heal bool, now time.Time) {
 		case f.Data["pid"] == "":
 		case f.Data["fixed"] == "true":
 			healed[pid] = true
-			w.log.Info("healed", lager.Data{"check": r.ID, "subject": f.Subject, "detail": f.Detail, "data": f.Data})
+			w.log.Info("healed", lager.Data{"check": r.ID, "subject": f.Subject, "detail": f.Detail, "data": f.Data, "scan": w.scans})
 		case f.Status == validator.Fail:
 			escaped[pid] = true
 			if _, bad := f.Data["fix_error"]; bad || f.Data["after_fix"] != "" {

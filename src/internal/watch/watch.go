@@ -134,6 +134,10 @@ type Watcher struct {
 	lastTF  time.Time
 	tfBad   bool
 	changed bool // the open findings changed since the textfile was written
+	// scans numbers the scans since start; a healed line carries its
+	// scan's, so the heals cellguard_healed_processes_total counts (one per
+	// process and scan) can be read back from the log.
+	scans uint64
 }
 
 // New builds a watcher; Run starts it.
@@ -238,6 +242,7 @@ func (w *Watcher) scan(ctx context.Context, trigger string, full bool) time.Dura
 		return 0
 	}
 	end := time.Now()
+	w.scans++
 	w.report(rep, trigger, heal, end)
 	w.checkRoots()
 	cpu := processCPU() - cpu0

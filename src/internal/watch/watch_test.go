@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -220,6 +221,23 @@ func TestHealCountedAndRateLimited(t *testing.T) {
 	fx.w.scan(ctx, "job", false)
 	if !fx.integrity.heal {
 		t.Fatal("did not heal after the budget refilled")
+	}
+	// The same process healed again in a later scan is a heal again, and
+	// the log says which scan each move back was in.
+	fx.integrity.set(nil, fixed("101", "cpu"))
+	fx.w.bucket.at = fx.w.bucket.at.Add(-time.Minute)
+	fx.w.scan(ctx, "settle", false)
+	if got := testutil.ToFloat64(fx.w.m.Healed); got != 3 {
+		t.Errorf("cellguard_healed_processes_total = %v after a later scan healed 101 again, want 3", got)
+	}
+	var scans []any
+	for _, l := range fx.logger.Logs() {
+		if strings.HasSuffix(l.Message, ".healed") {
+			scans = append(scans, l.Data["scan"])
+		}
+	}
+	if fmt.Sprint(scans) != "[1 1 1 4]" {
+		t.Errorf("healed lines' scans %v, want [1 1 1 4]", scans)
 	}
 }
 

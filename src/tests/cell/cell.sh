@@ -520,11 +520,12 @@ watch_quiet() {
 }
 
 # watch_heals T0 (cellguard.watch.heal): systemd moves the container processes, watch
-# moves each back into its recorded cgroups (a healed line per pid and hierarchy),
-# the heal counter counts them and the gauge ends at 0; cell.sh then reads every
+# moves each back into its recorded cgroups (a healed line per pid and hierarchy,
+# with its scan's number), the heal counter counts them (a process once per scan
+# that healed it) and the gauge ends at 0; cell.sh then reads every
 # container process back where state.json records it.
 watch_heals() {
-  local t0=$1 h="" th="" lines tl pids n
+  local t0=$1 h="" th="" lines tl pids heals scans n
   for _ in $(seq 1 150); do
     [ -n "$(first_above "${sdir}/poll.log")" ] && break; sleep 0.1
   done
@@ -534,17 +535,21 @@ watch_heals() {
   lines=$(watch_lines healed)
   tl=$(epoch "$(head -n1 <<<"${lines}" | jq -r '.timestamp' 2>/dev/null)")
   pids=$(jq -r '"\(.data.subject)/\(.data.data.pid)"' <<<"${lines}" 2>/dev/null | sort -u | grep -c .)
+  # The counter counts a process once per scan that healed it (in one
+  # hierarchy or several): systemd may move a process again after a heal.
+  heals=$(jq -r '"\(.data.scan) \(.data.subject)/\(.data.data.pid)"' <<<"${lines}" 2>/dev/null | sort -u | grep -c .)
+  scans=$(jq -r '.data.scan' <<<"${lines}" 2>/dev/null | sort -u | grep -c .)
   n=$(metric cellguard_escaped_processes)
   say "   cellguard_healed_processes_total: 0 before, ${h:-unreadable} after${th:+ (read $(secs "${t0}" "${th}")s after the trigger unit became active)}; cellguard_escaped_processes ${n:-unreadable}"
   say "   watch.log (${WATCH_LOG}), healed after the trigger:"
-  jq -r '"\(.timestamp) \(.message) \(.data.subject) pid \(.data.data.pid): \(.data.detail)"' <<<"${lines}" 2>/dev/null | head -n 8 | indent
+  jq -r '"\(.timestamp) \(.message) scan \(.data.scan) \(.data.subject) pid \(.data.data.pid): \(.data.detail)"' <<<"${lines}" 2>/dev/null | head -n 12 | indent
   fact watch_healed_metric "${h:-null}"
   fact watch_heal_seconds "$(if [ -n "${th}" ]; then secs "${t0}" "${th}"; else echo null; fi)"
-  fact watch_healed "$(jq -sc '[.[] | {subject: .data.subject, pid: .data.data.pid, detail: .data.detail}]' <<<"${lines}")"
+  fact watch_healed "$(jq -sc '[.[] | {subject: .data.subject, pid: .data.data.pid, scan: .data.scan, detail: .data.detail}]' <<<"${lines}")"
   local ok=false
-  if [ -n "${lines}" ] && [ "${h:-0}" = "${pids}" ] && [ "${n}" = 0 ]; then ok=true; fi
+  if [ -n "${lines}" ] && [ "${h:-0}" = "${heals}" ] && [ "${n}" = 0 ]; then ok=true; fi
   expect watch-healed "${ok}" \
-    "watch healed ${pids} processes (cellguard_healed_processes_total ${h:-?}, escaped now ${n:-?})${tl:+, the first logged $(secs "${t0}" "${tl}")s after the trigger unit became active}"
+    "watch healed ${pids} processes in ${scans} scans, ${heals} heals (cellguard_healed_processes_total ${h:-?}, escaped now ${n:-?})${tl:+, the first logged $(secs "${t0}" "${tl}")s after the trigger unit became active}"
   container_facts healed
   print_placement healed
   local esc

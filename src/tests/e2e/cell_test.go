@@ -193,6 +193,7 @@ type facts struct {
 	WatchHealed []struct {
 		Subject string `json:"subject"`
 		PID     string `json:"pid"`
+		Scan    int    `json:"scan"`
 	} `json:"watch_healed"`
 }
 
@@ -230,27 +231,30 @@ func checkFacts(t *testing.T, shape string, sc map[string]scenario) {
 	// watch (healing off) counted what cell.sh found outside, and logged it.
 	if n := escapedPIDs(without); without.WatchEscaped == nil || *without.WatchEscaped != n || n == 0 || len(without.WatchFindings) == 0 {
 		t.Errorf("%s/without: cellguard_escaped_processes %v, %d cgroup-integrity findings logged; cell.sh found %d processes outside",
-			shape, without.WatchEscaped, len(without.WatchFindings), n)
+			shape, show(without.WatchEscaped), len(without.WatchFindings), n)
 	}
 	heal := get("heal")
-	healedPIDs := map[string]bool{}
+	// The counter counts a process once per scan that healed it; systemd
+	// may move a process again after its heal, so heals are (scan, process).
+	healedPIDs, heals := map[string]bool{}, map[string]bool{}
 	for _, h := range heal.WatchHealed {
 		healedPIDs[h.Subject+"/"+h.PID] = true
+		heals[fmt.Sprintf("%d %s/%s", h.Scan, h.Subject, h.PID)] = true
 	}
-	if heal.CreateEnvExit != 0 || len(healedPIDs) == 0 || heal.WatchHealedTotal == nil || *heal.WatchHealedTotal != len(healedPIDs) ||
+	if heal.CreateEnvExit != 0 || len(healedPIDs) == 0 || heal.WatchHealedTotal == nil || *heal.WatchHealedTotal != len(heals) ||
 		len(heal.Escaped) != 0 || heal.DestroyedCleanly == nil || !*heal.DestroyedCleanly || heal.DeleteEnvExit != 0 {
-		t.Errorf("%s/heal: create-env %d, healed %v (cellguard_healed_processes_total %v), %d pairs still outside, destroyed cleanly %v, delete-env %d; want 0, some, as many, none, true, 0",
-			shape, heal.CreateEnvExit, healedPIDs, heal.WatchHealedTotal, len(heal.Escaped), heal.DestroyedCleanly, heal.DeleteEnvExit)
+		t.Errorf("%s/heal: create-env %d, healed %v in %d heals (cellguard_healed_processes_total %v), %d pairs still outside, destroyed cleanly %v, delete-env %d; want 0, some, as many, none, true, 0",
+			shape, heal.CreateEnvExit, healedPIDs, len(heals), show(heal.WatchHealedTotal), len(heal.Escaped), show(heal.DestroyedCleanly), heal.DeleteEnvExit)
 	}
 	for _, kind := range []string{"protect", "start"} {
 		f := get(kind)
 		if f.WatchEscaped == nil || *f.WatchEscaped != 0 {
-			t.Errorf("%s/%s: cellguard_escaped_processes %v after the trigger; want 0", shape, kind, f.WatchEscaped)
+			t.Errorf("%s/%s: cellguard_escaped_processes %v after the trigger; want 0", shape, kind, show(f.WatchEscaped))
 		}
 		if f.CreateEnvExit != 0 || len(f.Escaped) != 0 || len(f.Containers) != 2 || f.UpdateExit != 0 || f.DeleteEnvExit != 0 ||
 			f.DestroyedCleanly == nil || !*f.DestroyedCleanly {
 			t.Errorf("%s/%s: create-env %d, %d escaped of %d containers, update %d, delete-env %d, destroyed cleanly %v; want 0, none of 2, 0, 0, true",
-				shape, kind, f.CreateEnvExit, len(f.Escaped), len(f.Containers), f.UpdateExit, f.DeleteEnvExit, f.DestroyedCleanly)
+				shape, kind, f.CreateEnvExit, len(f.Escaped), len(f.Containers), f.UpdateExit, f.DeleteEnvExit, show(f.DestroyedCleanly))
 		}
 		if f.UpdateDrainArgs != "job_changed hash_changed" || f.ShutdownArgs != "job_shutdown hash_unchanged" {
 			t.Errorf("%s/%s: drain arguments %q (update), %q (delete-env); want the agent's job_changed hash_changed, job_shutdown hash_unchanged",
@@ -322,4 +326,13 @@ bash "$2/ci/scripts/create-release.sh" "$2" "$3"`
 		t.Fatalf("build the release tarball: %v\n%s", err, out)
 	}
 	return tarball
+}
+
+// show prints a fact cell.sh may not have recorded: its value, or "unrecorded"
+// (%v of the pointer would print an address).
+func show[T any](p *T) string {
+	if p == nil {
+		return "unrecorded"
+	}
+	return fmt.Sprint(*p)
 }
