@@ -17,8 +17,9 @@ import (
 
 // The example alert rules and Grafana dashboard (manifests/prometheus)
 // parse with Prometheus's own rule and PromQL parsers, and every metric
-// they name is one `cellguard watch` exports: the names are read from the
-// real binary's /metrics output (watch --once).
+// they name is one `cellguard watch` or its drain exports: the names are
+// read from the real binary's /metrics output (watch --once) and from the
+// textfile its drain writes.
 
 const promDir = "manifests/prometheus"
 
@@ -54,6 +55,40 @@ func exported(t *testing.T) map[string]bool {
 	return names
 }
 
+// drainExported runs the real `cellguard drain` with a config it cannot
+// use (an unknown check id) and returns the metric names of the textfile
+// it writes then: the drain's own families, could_not_run included.
+func drainExported(t *testing.T) map[string]bool {
+	t.Helper()
+	dir := t.TempDir()
+	cfg, prom := filepath.Join(dir, "cellguard.json"), filepath.Join(dir, "drain.prom")
+	if err := os.WriteFile(cfg, []byte(`{"validator":{"blocking":{"drain":["no-such-check"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(cellguardBin, "drain", "--config", cfg, "--prometheus-textfile", prom,
+		"--log-file", filepath.Join(dir, "log"), "job_changed", "hash_changed").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Fatalf("cellguard drain with an unusable config: %v, want exit 2 (could not run)\n%s", err, out)
+	}
+	b, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatalf("the drain wrote no textfile: %v\n%s", err, out)
+	}
+	names := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		name, _, _ := strings.Cut(l, "{")
+		name, _, _ = strings.Cut(name, " ")
+		names[name] = true
+	}
+	if !strings.Contains(string(b), "cellguard_drain_could_not_run{event=\"update\"} 1") {
+		t.Fatalf("the drain's textfile does not say it could not run:\n%s", b)
+	}
+	return names
+}
+
 // metricNames are the metrics a PromQL expression selects.
 func metricNames(t *testing.T, expr string) []string {
 	t.Helper()
@@ -73,6 +108,9 @@ func metricNames(t *testing.T, expr string) []string {
 
 func TestAlertRulesParseAndNameExportedMetrics(t *testing.T) {
 	names := exported(t)
+	for m := range drainExported(t) {
+		names[m] = true
+	}
 	path := filepath.Join(repoRoot, promDir, "cellguard.alerts.yml")
 	groups, errs := rulefmt.ParseFile(path, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
 	if len(errs) > 0 {
@@ -87,7 +125,7 @@ func TestAlertRulesParseAndNameExportedMetrics(t *testing.T) {
 			}
 			for _, m := range metricNames(t, r.Expr) {
 				if !names[m] {
-					t.Errorf("alert %s uses %s, which cellguard watch does not export", r.Alert, m)
+					t.Errorf("alert %s uses %s, which neither cellguard watch nor its drain exports", r.Alert, m)
 				}
 			}
 		}
