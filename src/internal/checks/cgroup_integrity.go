@@ -215,23 +215,22 @@ func (ci *CgroupIntegrity) confirm(v *view, escapes []escape) []escape {
 		for j < len(escapes) && escapes[j].pid == escapes[i].pid && escapes[j].c == escapes[i].c {
 			j++
 		}
-		out = append(out, stillOutside(v, r, &m, escapes[i:j])...)
+		out = append(out, stillOutside(v, r, &m, &escapes[i])...)
 		i = j
 	}
 	return out
 }
 
-// stillOutside reads the suspect (every escape in group is of one process
-// and container) through its pinned /proc directory, so that every read is
-// of one process, and returns its escapes as they are now: it is the
-// process the scan saw (start time), still the container's (in one of its
-// cgroups, or in the pid namespace that tied it to the container), and
-// each hierarchy it is outside in now is one escape. Under fast pid reuse a pid can go to
-// another process within the clock tick the start time counts in; such a
-// process is outside every container cgroup and in the host's namespace,
-// so it is dropped here.
-func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, group []escape) []escape {
-	e0 := &group[0]
+// stillOutside reads the suspect e0 (one escape of the process; the
+// others differ only in hierarchy) through its pinned /proc directory, so
+// that every read is of one process, and returns its escapes as they are
+// now: it is the process the scan saw (start time), still the container's
+// (in one of its cgroups, or in the pid namespace that tied it to the
+// container), and each hierarchy it is outside in now is one escape. Under
+// fast pid reuse a pid can go to another process within the clock tick the
+// start time counts in; such a process is outside every container cgroup
+// and in the host's namespace, so it is dropped here.
+func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, e0 *escape) []escape {
 	p, err := v.proc.Pin(e0.pid)
 	if err != nil {
 		return nil
