@@ -549,7 +549,7 @@ watch_heals() {
   local ok=false
   if [ -n "${lines}" ] && [ "${h:-0}" = "${heals}" ] && [ "${n}" = 0 ]; then ok=true; fi
   expect watch-healed "${ok}" \
-    "watch healed ${pids} processes in ${scans} scans, ${heals} heals (cellguard_healed_processes_total ${h:-?}, escaped now ${n:-?})${tl:+, the first logged $(secs "${t0}" "${tl}")s after the trigger unit became active}"
+    "watch healed ${pids} processes, ${heals} heals in ${scans} scan$([ "${scans}" = 1 ] || echo s) (cellguard_healed_processes_total ${h:-?}, escaped now ${n:-?})${tl:+, the first logged $(secs "${t0}" "${tl}")s after the trigger unit became active}"
   container_facts healed
   print_placement healed
   local esc
