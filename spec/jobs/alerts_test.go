@@ -37,15 +37,7 @@ func exported(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatalf("cellguard watch --once: %v\n%s", err, out)
 	}
-	names := map[string]bool{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		name, _, _ := strings.Cut(l, "{")
-		name, _, _ = strings.Cut(name, " ")
-		names[name] = true
-	}
+	names := exposedNames(out)
 	for _, want := range []string{"cellguard_check_status", "cellguard_escaped_processes", "cellguard_healed_processes_total",
 		"cellguard_scans_total", "cellguard_scan_duration_seconds_bucket", "cellguard_last_scan_timestamp_seconds"} {
 		if !names[want] {
@@ -74,6 +66,16 @@ func drainExported(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatalf("the drain wrote no textfile: %v\n%s", err, out)
 	}
+	names := exposedNames(b)
+	if !strings.Contains(string(b), "cellguard_drain_could_not_run{event=\"update\"} 1") {
+		t.Fatalf("the drain's textfile does not say it could not run:\n%s", b)
+	}
+	return names
+}
+
+// exposedNames are the metric names of a Prometheus text exposition
+// (/metrics output or a textfile).
+func exposedNames(b []byte) map[string]bool {
 	names := map[string]bool{}
 	for _, l := range strings.Split(string(b), "\n") {
 		if l == "" || strings.HasPrefix(l, "#") {
@@ -82,9 +84,6 @@ func drainExported(t *testing.T) map[string]bool {
 		name, _, _ := strings.Cut(l, "{")
 		name, _, _ = strings.Cut(name, " ")
 		names[name] = true
-	}
-	if !strings.Contains(string(b), "cellguard_drain_could_not_run{event=\"update\"} 1") {
-		t.Fatalf("the drain's textfile does not say it could not run:\n%s", b)
 	}
 	return names
 }
