@@ -13,6 +13,8 @@
 #   sdbox.sh watch         (used by the Go testkit) wait for EOF on fd 3, then stop the box
 #   sdbox.sh list          names of the boxes with state on this machine
 #   sdbox.sh rootfs        only build the cached rootfs, print its path
+#   sdbox.sh source        KEY=VALUE lines: the rootfs path, whether it is built
+#                          (ROOTFS_CACHED=true|false) and the archive it is built from
 #
 # Knobs (environment):
 #   SDBOX_NAME          box name (default: sdbox); [a-z0-9-], at most 63 characters.
@@ -70,6 +72,12 @@ die() { log "ERROR: $*"; exit 1; }
 [[ $NAME =~ ^[a-z0-9][a-z0-9-]{0,62}$ ]] || die "SDBOX_NAME=$NAME: want [a-z0-9-], at most 63 characters"
 case $MODE in hybrid|legacy|unified) ;; *) die "SDBOX_CGROUP_MODE=$MODE: want hybrid|legacy|unified" ;; esac
 
+suite_mirror() {  # the archive the suite's rootfs is built from
+  if [ -n "${SDBOX_MIRROR:-}" ]; then echo "$SDBOX_MIRROR"
+  elif [ "$DISTRO" = ubuntu ]; then echo http://archive.ubuntu.com/ubuntu
+  else apt_mirror
+  fi
+}
 apt_mirror() {  # the main Debian archive URI from this machine's apt sources
   { awk '/^URIs:/{for(i=2;i<=NF;i++) if ($i !~ /security/) {print $i; exit}}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true
     awk '$1=="deb" && $2 ~ /debian/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true
@@ -118,13 +126,11 @@ ensure_rootfs() {
   mkdir -p "$DIR"
   exec 9>"$DIR/.rootfs.lock"; flock 9         # the first build is serialized
   if [ -e "$ROOTFS/.sdbox-complete" ]; then exec 9>&-; return 0; fi
-  local mirror=${SDBOX_MIRROR:-} args=() keyring=${SDBOX_KEYRING:-}
+  local mirror args=() keyring=${SDBOX_KEYRING:-}
+  mirror=$(suite_mirror)
   if [ "$DISTRO" = ubuntu ]; then
-    mirror=${mirror:-http://archive.ubuntu.com/ubuntu}
     [ -n "$keyring" ] || keyring=$(ubuntu_keyring "$mirror") || exit 1
     args=(--components=main,universe)
-  else
-    mirror=${mirror:-$(apt_mirror)}
   fi
   [ -n "$keyring" ] && args+=(--keyring="$keyring")
   rm -rf "$ROOTFS.tmp"
@@ -435,7 +441,12 @@ main() {
       ;;
     list) [ -d "$BOXES" ] && find "$BOXES" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' ;;
     rootfs) ensure_rootfs; echo "$ROOTFS" ;;
-    *) echo "usage: $0 [start|stop|status|env|exec CMD...|gc|list|rootfs]" >&2; exit 2 ;;
+    source)
+      echo "ROOTFS=$ROOTFS"
+      echo "ROOTFS_CACHED=$([ -e "$ROOTFS/.sdbox-complete" ] && echo true || echo false)"
+      echo "MIRROR=$(suite_mirror)"
+      ;;
+    *) echo "usage: $0 [start|stop|status|env|exec CMD...|gc|list|rootfs|source]" >&2; exit 2 ;;
   esac
 }
 

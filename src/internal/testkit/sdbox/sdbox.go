@@ -270,7 +270,8 @@ func (b *Box) startWatcher() error {
 	return nil
 }
 
-func (b *Box) load(out []byte) error {
+// keyValues reads the KEY=VALUE lines sdbox.sh prints.
+func keyValues(out []byte) map[string]string {
 	kv := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
@@ -278,6 +279,11 @@ func (b *Box) load(out []byte) error {
 			kv[k] = strings.Trim(v, "'") // eval-able shell quoting
 		}
 	}
+	return kv
+}
+
+func (b *Box) load(out []byte) error {
+	kv := keyValues(out)
 	var err error
 	if b.InitPID, err = strconv.Atoi(kv["SDBOX_INIT_PID"]); err != nil {
 		return fmt.Errorf("parse SDBOX_INIT_PID: %w", err)

@@ -4,25 +4,52 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
 
-// TestRequireSuite: a cached rootfs or an answering archive lets the test
-// run; neither skips it, also in CI (the archive is the machine's limit).
+// TestRequireSuite: a rootfs sdbox.sh calls built (its .sdbox-complete
+// marker) or an answering archive lets the test run; neither skips it, also
+// in CI (the archive is the machine's limit).
 func TestRequireSuite(t *testing.T) {
+	RequireRoot(t)
 	archive := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/ubuntu/dists/xenial/Release" {
 			http.NotFound(w, r)
 		}
 	}))
 	defer archive.Close()
+	// The rootfs path is sdbox.sh's: ask it, as RequireSuite does.
+	rootfs := func(dir string) string {
+		t.Setenv("SDBOX_DIR", dir)
+		t.Setenv("SDBOX_SUITE", "xenial")
+		script, err := ScriptPath()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("bash", script, "source").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keyValues(out)["ROOTFS"]
+	}
 	cached := t.TempDir()
-	if err := os.Mkdir(filepath.Join(cached, "rootfs-xenial-074688ad69"), 0o755); err != nil {
+	if err := os.MkdirAll(rootfs(cached), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	unfinished := t.TempDir()
-	if err := os.Mkdir(filepath.Join(unfinished, "rootfs-xenial-074688ad69.tmp"), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(rootfs(cached), ".sdbox-complete"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unfinished := t.TempDir() // the directory without the marker: a build that did not finish
+	if err := os.MkdirAll(rootfs(unfinished), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale := t.TempDir() // a finished rootfs of another recipe is not the one sdbox.sh boots
+	if err := os.MkdirAll(filepath.Join(stale, "rootfs-xenial-0000000000"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "rootfs-xenial-0000000000", ".sdbox-complete"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -33,6 +60,7 @@ func TestRequireSuite(t *testing.T) {
 		{"not cached, archive answers", t.TempDir(), archive.URL + "/ubuntu", "xenial", false},
 		{"not cached, archive gone", t.TempDir(), "http://127.0.0.1:9/ubuntu", "xenial", true},
 		{"unfinished build, archive gone", unfinished, "http://127.0.0.1:9/ubuntu", "xenial", true},
+		{"another recipe's rootfs, archive gone", stale, "http://127.0.0.1:9/ubuntu", "xenial", true},
 		{"not cached, archive lacks the suite", t.TempDir(), archive.URL + "/ubuntu", "bionic", true},
 	} {
 		t.Setenv("SDBOX_DIR", tc.dir)

@@ -33,24 +33,26 @@ func RequireRoot(t testing.TB) {
 // cached and its archive does not answer. Ubuntu's archive is not among the
 // registries every machine of this project's kind reaches (the Go module
 // proxy, Debian's packages), so there this is the machine's limit, not a
-// defect: skipped loudly, also in CI, naming the archive.
+// defect: skipped loudly, also in CI, naming the archive. Which rootfs and
+// which archive is sdbox.sh's to say (`sdbox.sh source`).
 func RequireSuite(t testing.TB, suite string) {
 	t.Helper()
-	dir := os.Getenv("SDBOX_DIR")
-	if dir == "" {
-		dir = "/var/tmp/cellguard-sdbox"
+	RequireRoot(t)
+	script, err := ScriptPath()
+	if err != nil {
+		t.Fatal(err)
 	}
-	found, _ := filepath.Glob(filepath.Join(dir, "rootfs-"+suite+"-*"))
-	for _, f := range found {
-		if !strings.HasSuffix(f, ".tmp") { // a .tmp is a build that did not finish
-			return
-		}
+	cmd := exec.Command("bash", script, "source")
+	cmd.Env = append(os.Environ(), "SDBOX_SUITE="+suite)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sdbox.sh source (suite %s): %v", suite, err)
 	}
-	mirror := os.Getenv("SDBOX_MIRROR")
-	if mirror == "" {
-		mirror = "http://archive.ubuntu.com/ubuntu"
+	src := keyValues(out)
+	if src["ROOTFS_CACHED"] == "true" {
+		return
 	}
-	url := mirror + "/dists/" + suite + "/Release"
+	url := src["MIRROR"] + "/dists/" + suite + "/Release"
 	client := http.Client{Timeout: 15 * time.Second}
 	resp, err := client.Head(url)
 	if err == nil {
@@ -60,8 +62,8 @@ func RequireSuite(t testing.TB, suite string) {
 		}
 		err = fmt.Errorf("HTTP %s", resp.Status)
 	}
-	t.Skipf("!!! NOT RUN: %s's rootfs is not cached in %s and %s does not answer (%v); "+
-		"a machine that reaches it builds the rootfs once (ci/scripts/install-deps.sh) !!!", suite, dir, url, err)
+	t.Skipf("!!! NOT RUN: %s's rootfs %s is not built and %s does not answer (%v); "+
+		"a machine that reaches it builds the rootfs once (ci/scripts/install-deps.sh) !!!", suite, src["ROOTFS"], url, err)
 }
 
 // Run runs args inside the box (see Command), bounded by a minute, fails
