@@ -91,7 +91,9 @@ if [ "$(id -u)" = 0 ]; then
   src/tests/harness/sdbox.sh rootfs >/dev/null
   # Ubuntu's archive is not a registry every machine of this kind reaches: without
   # it the xenial test skips (sdbox.RequireSuite) instead of failing the whole run.
-  if ! SDBOX_SUITE=xenial src/tests/harness/sdbox.sh rootfs >/dev/null 2>/tmp/cellguard-xenial-rootfs.log; then
-    echo "install-deps: xenial's rootfs could not be built (archive.ubuntu.com?); TestSeed000SymptomXenial will skip. $(tail -n 2 /tmp/cellguard-xenial-rootfs.log)" >&2
+  xenial_log=$(mktemp)
+  if ! SDBOX_SUITE=xenial src/tests/harness/sdbox.sh rootfs >/dev/null 2>"${xenial_log}"; then
+    echo "install-deps: xenial's rootfs could not be built (archive.ubuntu.com?); TestSeed000SymptomXenial will skip. $(tail -n 2 "${xenial_log}")" >&2
   fi
+  rm -f "${xenial_log}"
 fi
