@@ -38,7 +38,8 @@ func TestLoadRefusesConfigOthersCanWrite(t *testing.T) {
 		{"0644", 0o644, 0o755, ""},
 		{"world-writable", 0o666, 0o755, "chmod go-w"},
 		{"group-writable", 0o660, 0o755, "chmod go-w"},
-		{"world-writable dir", 0o644, 0o777, "chmod o-w"},
+		{"world-writable dir", 0o644, 0o777, "chmod go-w"},
+		{"group-writable dir", 0o644, 0o775, "chmod go-w"},
 		{"sticky world-writable dir", 0o644, os.ModeSticky | 0o777, ""},
 	}
 	for _, tc := range testCases {

@@ -41,14 +41,20 @@ func TestTrustRules(t *testing.T) {
 		{"world-writable", statInfo{0o646, 0}, statInfo{fs.ModeDir | 0o755, 0}, "fix: chmod go-w"},
 		{"a directory", statInfo{fs.ModeDir | 0o755, 0}, statInfo{fs.ModeDir | 0o755, 0}, "is not a regular file"},
 		{"a fifo", statInfo{fs.ModeNamedPipe | 0o644, 0}, statInfo{fs.ModeDir | 0o755, 0}, "is not a regular file"},
-		{"world-writable dir", statInfo{0o644, 0}, statInfo{fs.ModeDir | 0o777, 0}, "directory /etc/x is world-writable (-rwxrwxrwx), anyone could replace f.json; fix: chmod o-w /etc/x"},
+		{"world-writable dir", statInfo{0o644, 0}, statInfo{fs.ModeDir | 0o777, 0},
+			"directory /etc/x is world-writable (-rwxrwxrwx) without the sticky bit, so others could replace /etc/x/f.json; fix: chmod go-w /etc/x"},
 		{"sticky world-writable dir, like /tmp", statInfo{0o644, 0}, statInfo{fs.ModeDir | fs.ModeSticky | 0o777, 0}, ""},
-		{"group-writable dir", statInfo{0o644, 0}, statInfo{fs.ModeDir | 0o775, 0}, ""},
+		{"group-writable dir", statInfo{0o644, 0}, statInfo{fs.ModeDir | 0o775, 0},
+			"directory /etc/x is group-writable (-rwxrwxr-x) without the sticky bit, so others could replace /etc/x/f.json; fix: chmod go-w /etc/x"},
+		{"sticky group-writable dir", statInfo{0o644, 0}, statInfo{fs.ModeDir | fs.ModeSticky | 0o775, 0}, ""},
+		{"dir of another uid", statInfo{0o644, 0}, statInfo{fs.ModeDir | 0o755, 65534},
+			"directory /etc/x is owned by uid 65534, not root, so that user could replace /etc/x/f.json; fix: chown root /etc/x"},
+		{"sticky dir of another uid", statInfo{0o644, 0}, statInfo{fs.ModeDir | fs.ModeSticky | 0o1777, 65534}, "owned by uid 65534"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := trustedFile("/etc/x/f.json", tc.file, euid)
 			if err == nil {
-				err = trustedDir("/etc/x", "f.json", tc.dir)
+				err = trustedDir("/etc/x", "/etc/x/f.json", tc.dir, euid)
 			}
 			if tc.want == "" {
 				if err != nil {
@@ -97,7 +103,7 @@ func TestCheckTrustedOnDisk(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckTrusted(p); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "chmod o-w") {
+	if err := CheckTrusted(p); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "chmod go-w "+dir) {
 		t.Fatalf("file in a world-writable dir: %v", err)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
