@@ -17,6 +17,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
@@ -314,6 +315,11 @@ func (m *Manager) stopDirect(ctx context.Context, d Daemon, pid int) error {
 	}
 	if pid == 0 {
 		return nil
+	}
+	// Root signals whatever the pidfile names: whoever could write or
+	// replace it would choose what root kills.
+	if err := safefile.CheckTrusted(m.path(d.PIDFile)); err != nil {
+		return fmt.Errorf("stop %s directly: not signalling pid %d: pidfile %s: %w", d.Name, pid, d.PIDFile, err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stop %s directly: signal %d: %w", d.Name, pid, err)
