@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -263,6 +264,10 @@ func (s SystemctlVersion) SystemdVersion(ctx context.Context) (int, error) {
 		host := filepath.Join(s.Root, p)
 		if _, err := os.Stat(host); err != nil {
 			continue
+		}
+		// run as root: only a binary no one else could change or replace
+		if err := safefile.CheckTrusted(host); err != nil {
+			return 0, fmt.Errorf("read systemd version: not running %s: %w", host, err)
 		}
 		out, err := boundedexec.Output(ctx, s.Timeout, host, "--version")
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -178,4 +179,46 @@ func TestSystemctlVersionReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("systemd %d: %s", n, rvDescribe(fs))
+}
+
+// TestSystemctlVersionRunsOnlyTrustedBinary: `systemctl --version` runs as
+// root, so a systemctl others could change is refused before the exec; the
+// fake leaves a mark when run, and none is left.
+func TestSystemctlVersionRunsOnlyTrustedBinary(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mode    os.FileMode
+		refused bool
+	}{
+		{"root's 0755", 0o755, false},
+		{"group-writable", 0o775, true},
+		{"world-writable", 0o757, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			mark := filepath.Join(root, "ran")
+			bin := filepath.Join(root, "usr/bin/systemctl")
+			if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			script := "#!/bin/sh\ntouch " + mark + "\necho 'systemd 252 (252.39-1~deb12u2)'\n"
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(bin, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			n, err := SystemctlVersion{Root: root}.SystemdVersion(context.Background())
+			_, ran := os.Stat(mark)
+			if !tc.refused {
+				if err != nil || n != 252 || ran != nil {
+					t.Fatalf("SystemdVersion = %d, %v (ran: %v)", n, err, ran)
+				}
+				return
+			}
+			if !errors.Is(err, safefile.ErrUntrusted) || !strings.Contains(err.Error(), bin+" ") || ran == nil {
+				t.Fatalf("SystemdVersion = %d, %v (ran: %v), want a refusal naming %s and no exec", n, err, ran, bin)
+			}
+		})
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 )
 
 // The first components cellguard probed; Components (components.go) lists
@@ -128,7 +129,14 @@ type Prober struct {
 // Probe learns b's version. It returns an error only when the binary
 // could not be run at all (including boundedexec.ErrTimeout); a binary that runs but
 // does not say its version yields Info.VersionErr.
+//
+// A binary someone other than root could change, or replace through a
+// directory on its path, is refused before any exec (safefile.CheckTrusted):
+// cellguard runs it as root.
 func (p Prober) Probe(ctx context.Context, b Binary) (Info, error) {
+	if err := safefile.CheckTrusted(b.HostPath); err != nil {
+		return Info{Binary: b}, fmt.Errorf("probe %s: not running %s: %w", b.Component, b.HostPath, err)
+	}
 	if p.Cache == nil {
 		return p.probe(ctx, b)
 	}

@@ -1,0 +1,72 @@
+package runtimever
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+)
+
+// TestProbeRunsOnlyTrustedBinaries: cellguard runs each runtime binary it
+// finds as root (`runc --version`), so one that someone other than root
+// could change, or replace through its directory, would run their code as
+// root. Such a binary is refused before any exec, naming the path at
+// fault; the fake binary leaves a mark when run, and no mark is left.
+func TestProbeRunsOnlyTrustedBinaries(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, bin string)
+		fault string // "" means probed; "bin" or "dir" is the path refused
+		root  bool
+	}{
+		{name: "root's 0755 binary in root's 0755 dir"},
+		{name: "world-writable binary", fault: "bin", plant: func(t *testing.T, bin string) { must(t, os.Chmod(bin, 0o757)) }},
+		{name: "group-writable binary", fault: "bin", plant: func(t *testing.T, bin string) { must(t, os.Chmod(bin, 0o775)) }},
+		{name: "group-writable directory", fault: "dir", plant: func(t *testing.T, bin string) { must(t, os.Chmod(filepath.Dir(bin), 0o775)) }},
+		{name: "binary owned by another user", fault: "bin", root: true, plant: func(t *testing.T, bin string) { must(t, os.Chown(bin, 65534, 65534)) }},
+		{name: "directory owned by another user", fault: "dir", root: true, plant: func(t *testing.T, bin string) { must(t, os.Chown(filepath.Dir(bin), 65534, 65534)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.root {
+				testkit.RequireRoot(t, "chown a binary to another user")
+			}
+			root := t.TempDir()
+			mark := filepath.Join(root, "ran")
+			fakeBinary(t, root, "/usr/sbin/runc", "runc version 1.1.12\ncommit: v1.1.12-0-g51d5e94\nspec: 1.0.2-dev\n", "")
+			bin := filepath.Join(root, "usr/sbin/runc")
+			script, err := os.ReadFile(bin)
+			must(t, err)
+			must(t, os.WriteFile(bin, []byte(strings.Replace(string(script), "#!/bin/sh\n", "#!/bin/sh\ntouch "+mark+"\n", 1)), 0o755))
+			if tc.plant != nil {
+				tc.plant(t, bin)
+			}
+			found, _ := Locator{Root: root, Path: []string{"/usr/sbin"}}.Locate(Runc)
+			if len(found) != 1 {
+				t.Fatalf("located %v", found)
+			}
+			for _, p := range []Prober{{}, {Cache: &ProbeCache{}}} {
+				info, err := p.Probe(context.Background(), found[0])
+				_, ran := os.Stat(mark)
+				if tc.fault == "" {
+					if err != nil || info.Version.Raw != "1.1.12" || ran != nil {
+						t.Fatalf("probe of a trusted binary: %+v %v (ran: %v)", info, err, ran)
+					}
+					continue
+				}
+				fault := map[string]string{"bin": bin, "dir": filepath.Dir(bin)}[tc.fault]
+				if !errors.Is(err, safefile.ErrUntrusted) || !strings.Contains(err.Error(), fault+" ") {
+					t.Fatalf("probe = %v\nwant a refusal naming %s", err, fault)
+				}
+				if ran == nil {
+					t.Fatal("the untrusted binary was run")
+				}
+				t.Logf("refused: %v", err)
+			}
+		})
+	}
+}
