@@ -28,8 +28,10 @@ const defaultDrainBudget = 60 * time.Second
 
 // defaultLiftFile is where `cellguard drain lift` records a lift: the
 // ephemeral disk, so a reboot keeps it (it expires anyway) and a recreate,
-// which brings a new disk, drops it.
-const defaultLiftFile = "/var/vcap/data/cellguard/drain-lift.json"
+// which brings a new disk, drops it. It has a directory of its own, 0700:
+// /var/vcap/data/cellguard itself is pre-start's, 0755, because
+// metrics-discovery reads metric_targets.yml there.
+const defaultLiftFile = "/var/vcap/data/cellguard/lift/drain-lift.json"
 
 const drainHelp = `
 BOSH's drain contract (read from bosh-agent v2.759.0, docs/lifecycle.md):

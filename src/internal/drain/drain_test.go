@@ -196,3 +196,52 @@ func TestLiftFile(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteLiftMakesItsDirectoryPrivate: the lift's directory is 0700 even
+// when something (an older pre-start, an operator's mkdir -p) made it
+// first with a looser mode, and a directory that is not ours, or not a
+// directory, is refused rather than written into.
+func TestWriteLiftMakesItsDirectoryPrivate(t *testing.T) {
+	l, err := NewLift("INC-1", "alice", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o755, 0o775, 0o777} {
+		dir := filepath.Join(t.TempDir(), "lift")
+		if err := os.Mkdir(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "drain-lift.json")
+		if err := WriteLift(path, l); err != nil {
+			t.Fatalf("dir %v: %v", mode, err)
+		}
+		if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+			t.Errorf("dir made %v first: now %v (%v), want 0700", mode, st.Mode().Perm(), err)
+		}
+		if _, err := ReadLift(path); err != nil {
+			t.Errorf("dir made %v first: ReadLift: %v", mode, err)
+		}
+	}
+	base := t.TempDir()
+	if err := os.Symlink(base, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLift(filepath.Join(base, "link", "drain-lift.json"), l); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("lift directory that is a symlink: %v, want a refusal", err)
+	}
+	if os.Geteuid() == 0 {
+		dir := filepath.Join(base, "theirs")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteLift(filepath.Join(dir, "drain-lift.json"), l); !errors.Is(err, safefile.ErrUntrusted) || !strings.Contains(err.Error(), "uid 65534") {
+			t.Errorf("lift directory owned by uid 65534: %v, want a refusal", err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
@@ -79,9 +80,11 @@ func (l Lift) State(now time.Time) string {
 }
 
 // WriteLift writes the lift atomically, readable by root alone, in a
-// directory only root can enter.
+// directory only root can enter: the lift's own, made 0700 here whoever
+// made it first (a mkdir -p leaves it 0755), and refused when it is not a
+// directory of ours.
 func WriteLift(path string, l Lift) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := privateDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write lift: %w", err)
 	}
 	b, err := json.MarshalIndent(l, "", "  ")
@@ -90,6 +93,30 @@ func WriteLift(path string, l Lift) error {
 	}
 	if _, err := safefile.WriteFileAtomic(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write lift: %w", err)
+	}
+	return nil
+}
+
+// privateDir makes dir, or finds it, as a directory of ours with mode 0700.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (%v)", dir, fi.Mode().Type())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%w: directory %s is owned by uid %d, not root; fix: remove it, the lift makes it again",
+			safefile.ErrUntrusted, dir, st.Uid)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("make %s private: %w", dir, err)
+		}
 	}
 	return nil
 }
