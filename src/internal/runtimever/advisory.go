@@ -50,7 +50,8 @@ const (
 )
 
 // Range is one affected interval: Introduced <= v < Fixed. Introduced "0"
-// means every earlier version; an empty Fixed means no fix is released.
+// means every earlier version; an introduced release also holds its own
+// pre-releases (belowIntroduced); an empty Fixed means no fix is released.
 type Range struct {
 	// Series is the release series the range's fix belongs to
 	// ("1.7", "20.10"); informative, checked by the shipped data's tests.
@@ -194,7 +195,7 @@ const (
 func (a Advisory) Match(v Version, distro, commit string) (Verdict, string) {
 	affected := false
 	for _, r := range a.Affected {
-		if r.Introduced != "0" && v.Less(MustParse(r.Introduced)) {
+		if r.Introduced != "0" && belowIntroduced(v, MustParse(r.Introduced)) {
 			continue
 		}
 		if r.Fixed != "" && !v.Less(MustParse(r.Fixed)) {
@@ -212,6 +213,18 @@ func (a Advisory) Match(v Version, distro, commit string) (Verdict, string) {
 		}
 	}
 	return Affected, ""
+}
+
+// belowIntroduced reports whether v comes before a range that starts at
+// intro. An introduced release X.Y.Z also holds its own pre-releases
+// (X.Y.Z-beta.0 .. -rc.N), which semver orders below it: they are built
+// toward X.Y.Z and carry what it carries. containerd's ranges start at
+// each series' X.Y.0, so without this its betas and rcs matched nothing.
+func belowIntroduced(v, intro Version) bool {
+	if len(intro.Pre) == 0 {
+		v = Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch}
+	}
+	return v.Less(intro)
 }
 
 func matchBackport(entry, distro, commit string) bool {

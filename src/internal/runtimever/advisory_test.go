@@ -120,8 +120,9 @@ func TestMatchShipped(t *testing.T) {
 			"CVE-2020-15257 CVE-2021-21334 CVE-2021-32760 CVE-2021-41103 " + ctd2022 + " " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
 		{"containerd 1.3.9 fixes CVE-2020-15257", Containerd, "1.3.9", "", "",
 			"CVE-2021-21334 CVE-2021-32760 CVE-2021-41103 " + ctd2022 + " " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
+		// and the 1.4.4 one: CVE-2021-21334 was in 1.3, so in 1.4's betas too
 		{"containerd 1.4.0-beta.2 predates the 1.4.3 fix", Containerd, "1.4.0-beta.2", "", "",
-			"CVE-2020-15257 CVE-2021-32760 CVE-2021-41103 " + ctd2022 + " " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
+			"CVE-2020-15257 CVE-2021-21334 CVE-2021-32760 CVE-2021-41103 " + ctd2022 + " " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
 		// issue 15: these three reported nothing before
 		{"containerd 1.4.3", Containerd, "1.4.3", "", "",
 			"CVE-2021-21334 CVE-2021-32760 CVE-2021-41103 " + ctd2022 + " " + ctdLate + " GHSA-5j5w-g665-5m35 GHSA-7ww5-4wqc-m92c", ""},
@@ -142,7 +143,24 @@ func TestMatchShipped(t *testing.T) {
 			"CVE-2024-25621 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-53488", ""},
 		{"containerd 2.1.0 has the unpack race", Containerd, "2.1.0", "", "",
 			"CVE-2024-25621 CVE-2025-47290 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-50195 CVE-2026-53488 CVE-2026-53489 CVE-2026-53492", ""},
-		{"containerd 2.1.0-beta.0 too", Containerd, "2.1.0-beta.0", "", "", "CVE-2025-47290", ""},
+		// issue 23: a series' pre-releases are built toward its X.Y.0 and
+		// carry what it carries; ranges starting at X.Y.0 used to skip them.
+		{"containerd 2.1.0-beta.0 too, and what 2.1.0 has", Containerd, "2.1.0-beta.0", "", "",
+			"CVE-2024-25621 CVE-2025-47290 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-50195 CVE-2026-53488 CVE-2026-53489 CVE-2026-53492", ""},
+		{"containerd 2.1.0-rc.1", Containerd, "2.1.0-rc.1", "", "",
+			"CVE-2024-25621 CVE-2025-47290 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-50195 CVE-2026-53488 CVE-2026-53489 CVE-2026-53492", ""},
+		{"containerd 2.2.0-beta.0 predates the November 2025 fixes", Containerd, "2.2.0-beta.0", "", "",
+			"CVE-2024-25621 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-50195 CVE-2026-53488 CVE-2026-53489 CVE-2026-53492", ""},
+		{"containerd 2.2.0-rc.1, the last 2.2 pre-release, too", Containerd, "v2.2.0-rc.1", "", "",
+			"CVE-2024-25621 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-50195 CVE-2026-53488 CVE-2026-53489 CVE-2026-53492", ""},
+		{"containerd 2.0.0-rc.4", Containerd, "2.0.0-rc.4", "", "",
+			"CVE-2024-25621 CVE-2024-40635 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-53488", ""},
+		{"containerd 1.7.0-beta.0", Containerd, "1.7.0-beta.0", "", "",
+			ctdLate + " GHSA-7ww5-4wqc-m92c", ""},
+		{"containerd 2.3.0-rc.0", Containerd, "2.3.0-rc.0", "", "",
+			"CVE-2026-46680 CVE-2026-47262 CVE-2026-50195 CVE-2026-53488 CVE-2026-53489 CVE-2026-53492", ""},
+		{"dockerd 23.0.0-rc.1", Dockerd, "23.0.0-rc.1", "", "",
+			"CVE-2023-28840 CVE-2023-28841 CVE-2023-28842 CVE-2024-24557 CVE-2024-29018 CVE-2024-41110 CVE-2025-54410 CVE-2026-33997 CVE-2026-34040 CVE-2026-42306 GHSA-jq35-85cj-fj4p GHSA-vp62-88p7-qqf5 GHSA-x86f-5xw2-fm2r", ""},
 		{"containerd 2.1.4", Containerd, "v2.1.4", "", "",
 			"CVE-2024-25621 CVE-2025-64329 CVE-2026-46680 CVE-2026-47262 CVE-2026-50195 CVE-2026-53488 CVE-2026-53489 CVE-2026-53492", ""},
 		{"containerd 2.0.9 has no checkpoint-restore advisories", Containerd, "2.0.9", "", "", "CVE-2026-47262 CVE-2026-53488", ""},
@@ -320,5 +338,23 @@ func TestPipeSoftLimit(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(root, "proc/sys/fs/pipe-user-pages-soft"), []byte("16384\n"), 0o644))
 	if n, err := PipeSoftLimit(root); err != nil || n != 16384 {
 		t.Errorf("PipeSoftLimit = %d, %v", n, err)
+	}
+}
+
+// TestRangeHoldsPreReleasesOfItsStart: an introduced release holds its own
+// betas and rcs; an introduced pre-release starts exactly there.
+func TestRangeHoldsPreReleasesOfItsStart(t *testing.T) {
+	a := Advisory{ID: "X", Component: Containerd, Affected: []Range{
+		{Series: "2.1", Introduced: "2.1.0", Fixed: "2.1.5"},
+		{Series: "2.2", Introduced: "2.2.0-rc.1", Fixed: "2.2.0"},
+	}}
+	for v, want := range map[string]Verdict{
+		"2.0.9": NotAffected, "2.1.0-beta.0": Affected, "v2.1.0-rc.2": Affected, "2.1.0": Affected,
+		"2.1.4": Affected, "2.1.5": NotAffected, "2.1.6-rc.0": NotAffected,
+		"2.2.0-beta.0": NotAffected, "2.2.0-rc.0": NotAffected, "2.2.0-rc.1": Affected, "2.2.0": NotAffected,
+	} {
+		if got, _ := a.Match(MustParse(v), "", ""); got != want {
+			t.Errorf("%s: verdict %v, want %v", v, got, want)
+		}
 	}
 }
