@@ -15,6 +15,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ type Env struct {
 	Getenv func(string) string
 	// Now is the clock (a drain lift's expiry); nil means time.Now.
 	Now func() time.Time
+	// DrainChild makes the command that runs `cellguard drain ARGS` as a
+	// worker process, so the drain survives the worker's crash
+	// (drain_supervise.go); nil runs the drain in this process.
+	DrainChild func(args []string) *exec.Cmd
 }
 
 func (e *Env) now() time.Time {
@@ -237,7 +242,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // DefaultEnv is the process environment.
 func DefaultEnv() *Env {
-	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, DrainChild: selfDrainWorker}
 }
 
 // loadConfig loads path, or defaultConfigPath when path is empty and that

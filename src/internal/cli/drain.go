@@ -12,6 +12,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
+	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -99,7 +100,13 @@ func runDrain(ctx context.Context, env *Env, args []string) int {
 		return code
 	}
 	d := &drainRun{env: env, f: f, call: drain.Parse(fs.Args())}
-	return d.run(ctx)
+	if d.supervised() {
+		return d.supervise(ctx, args)
+	}
+	markWorkerFD(env)
+	code := d.run(ctx)
+	d.reportToSupervisor(code)
+	return code
 }
 
 // drainRun is one drain: the agent's call, and what it found and decided.
@@ -150,6 +157,7 @@ func (d *drainRun) run(ctx context.Context) (code int) {
 	bctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	rep := validator.Run(bctx, v.registry, v.opts)
+	safefile.Crash("drain")
 	if rep.Incomplete {
 		var unfinished []string
 		for _, r := range rep.Results {

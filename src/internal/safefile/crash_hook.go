@@ -4,6 +4,7 @@ package safefile
 
 import (
 	"os"
+	"runtime/debug"
 	"strings"
 )
 
@@ -35,3 +36,35 @@ func crashPoint(step, path string) {
 		}
 	}
 }
+
+// Crash is the hook for the crash paths outside WriteFileAtomic: when
+// CrashEnv is point ":" how, the process dies here as how says. "panic":
+// an unrecovered panic in a new goroutine (no recover of the caller's can
+// catch it); "fatal": a Go runtime fatal error (a stack overflow, which
+// nothing recovers); "kill": SIGKILL. Each but "kill" exits 2, as a Go
+// crash does.
+func Crash(point string) {
+	want, how, _ := strings.Cut(os.Getenv(CrashEnv), ":")
+	if want != point {
+		return
+	}
+	switch how {
+	case "panic":
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			panic("cellguard crash hook: panic in a goroutine at " + point)
+		}()
+		<-done
+	case "fatal":
+		debug.SetMaxStack(1 << 16)
+		overflow(0)
+	case "kill":
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Kill()
+		}
+	}
+	select {} // never return into the code after the crash point
+}
+
+func overflow(n int) int { return overflow(n+1) + 1 }
