@@ -29,12 +29,12 @@ func RequireRoot(t testing.TB) {
 	testkit.RequireRoot(t, "this integration test uses systemd-nspawn, cgroups and mounts")
 }
 
-// RequireSuite skips a test that boots suite's box when that rootfs is not
-// cached and its archive does not answer. Ubuntu's archive is not among the
-// registries every machine of this project's kind reaches (the Go module
-// proxy, Debian's packages), so there this is the machine's limit, not a
-// defect: skipped loudly, also in CI, naming the archive. Which rootfs and
-// which archive is sdbox.sh's to say (`sdbox.sh source`).
+// RequireSuite is testkit.Unavailable for a test that boots suite's box
+// when that rootfs is not cached and its archive does not answer: skipped
+// loudly on a developer's machine, FAILED in CI, naming the archive. The
+// xenial box is the only test of the README's headline symptom
+// (TestSeed000SymptomXenial), so CI must not pass without it (issue 23).
+// Which rootfs and which archive is sdbox.sh's to say (`sdbox.sh source`).
 func RequireSuite(t testing.TB, suite string) {
 	t.Helper()
 	RequireRoot(t)
@@ -62,8 +62,8 @@ func RequireSuite(t testing.TB, suite string) {
 		}
 		err = fmt.Errorf("HTTP %s", resp.Status)
 	}
-	t.Skipf("!!! NOT RUN: %s's rootfs %s is not built and %s does not answer (%v); "+
-		"a machine that reaches it builds the rootfs once (ci/scripts/install-deps.sh) !!!", suite, src["ROOTFS"], url, err)
+	testkit.Unavailable(t, fmt.Sprintf("%s's rootfs %s is not built and %s does not answer (%v); "+
+		"a machine that reaches it builds the rootfs once (ci/scripts/install-deps.sh)", suite, src["ROOTFS"], url, err))
 }
 
 // Run runs args inside the box (see Command), bounded by a minute, fails
