@@ -1,8 +1,11 @@
 package runtimever
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,13 +33,18 @@ func addOutputSeeds(f *testing.F) {
 }
 
 // probeOutput runs what Probe does with a binary's --version output, minus
-// the exec, and matches every shipped advisory: none of it may panic.
+// the exec, and matches every shipped advisory: none of it may panic, the
+// version parsed must be in the output, and each verdict must agree with
+// the slow reading of the entry (matchAgrees).
 func probeOutput(t *testing.T, component, out string) {
 	ver, commit, _ := parseVersionOutput(component, out)
 	if strings.ContainsAny(ver, " \t\r\n") || strings.ContainsAny(commit, " \t\r\n") {
 		t.Fatalf("%s output %q: version %q, commit %q hold whitespace", component, out, ver, commit)
 	}
 	distro := DistroVersion(commit)
+	if ver != "" && !strings.Contains(out, ver) || commit != "" && !strings.Contains(out, commit) {
+		t.Fatalf("%s output %q: version %q or commit %q is not in it", component, out, ver, commit)
+	}
 	v, err := ParseVersion(ver)
 	if err != nil {
 		return
@@ -46,7 +54,37 @@ func probeOutput(t *testing.T, component, out string) {
 		t.Fatal(err)
 	}
 	for _, a := range shipped {
-		a.Match(v, distro, commit)
+		matchAgrees(t, a, v, distro, commit)
+	}
+}
+
+// matchAgrees checks Match against a slow reading of the entry: affected
+// or backported exactly when some range holds v (a range's lower bound
+// taken as its lowest pre-release when it is a release), backported only
+// when a backport entry names this build, and the range's own fix never
+// in it.
+func matchAgrees(t *testing.T, a Advisory, v Version, distro, commit string) {
+	t.Helper()
+	verdict, entry := a.Match(v, distro, commit)
+	in := false
+	for _, r := range a.Affected {
+		lo := Version{Major: -1}
+		if r.Introduced != "0" {
+			lo = MustParse(r.Introduced)
+			if len(lo.Pre) == 0 {
+				lo.Pre = []string{"0"} // semver's lowest pre-release of lo
+			}
+		}
+		below := r.Fixed == "" || Compare(v, MustParse(r.Fixed)) < 0
+		in = in || Compare(v, lo) >= 0 && below
+	}
+	switch {
+	case in != (verdict != NotAffected):
+		t.Fatalf("%s: Match(%s) = %v, but the ranges %+v say in=%v", a.ID, v.Raw, verdict, a.Affected, in)
+	case verdict == Backported && !slices.Contains(a.Backports, entry):
+		t.Fatalf("%s: Match(%s) backported by %q, which is not one of %v", a.ID, v.Raw, entry, a.Backports)
+	case verdict == Backported && entry != distro && entry != commit && !strings.HasPrefix(entry, ">="):
+		t.Fatalf("%s: backport %q names neither %q nor %q", a.ID, entry, distro, commit)
 	}
 }
 
@@ -146,11 +184,43 @@ func FuzzParseAdvisories(f *testing.F) {
 			return
 		}
 		for _, a := range merge(nil, file.Advisories) {
-			for _, v := range versions {
-				a.Match(v, "1.1.5+ds1-1+deb12u1", "abc")
+			if a.Disabled {
+				continue
 			}
-			a.SeverityIn("drain")
-			a.FixedIn()
+			// each range's bounds and their pre-releases, where verdicts turn
+			vs := append([]Version(nil), versions...)
+			fixes := 0
+			for _, r := range a.Affected {
+				for _, s := range []string{r.Introduced, r.Fixed} {
+					if s != "" && s != "0" {
+						bound := MustParse(s)
+						pre := bound
+						pre.Pre = []string{"rc", "1"}
+						vs = append(vs, bound, pre)
+					}
+				}
+				if r.Fixed != "" {
+					fixes++
+				}
+			}
+			for _, v := range vs {
+				matchAgrees(t, a, v, "1.1.5+ds1-1+deb12u1", "abc")
+			}
+			if s := a.SeverityIn(Drain); s == "" {
+				t.Fatalf("%s: no drain severity", a.ID)
+			}
+			if got := len(a.FixedIn()); got != fixes {
+				t.Fatalf("%s: FixedIn lists %d fixes, the ranges have %d", a.ID, got, fixes)
+			}
+		}
+		// what Parse accepted survives a round trip unchanged
+		out, err := json.Marshal(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Parse(out, "round trip")
+		if err != nil || !reflect.DeepEqual(back, file) {
+			t.Fatalf("round trip of %q: %v\n%+v\n%+v", b, err, file, back)
 		}
 	})
 }
