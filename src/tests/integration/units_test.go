@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,19 +132,31 @@ func TestInstallRefusesBadInputAndWritesNothing(t *testing.T) {
 	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("bad"), Root: box.Root,
 		DBus: systemd.Options{Address: box.SystemBusAddress}}
 	t.Cleanup(m.Close)
-	for name, d := range map[string]daemonctl.Daemon{
-		"missing executable": {Name: "ghost", Start: []string{"/var/vcap/jobs/ghost/bin/ctl", "start"}},
-		"not executable":     {Name: "ghost", Start: []string{"/var/vcap/jobs/ghost/bin/not-executable"}},
-		"injected argument":  {Name: "ghost", Start: []string{"/bin/sleep", "1\nExecStartPre=/bin/rm"}},
-		"bad name":           {Name: "gho st", Start: []string{"/bin/sleep", "1"}},
+	// Each refusal must be the input's (its sentinel and what is wrong),
+	// not any error: a broken D-Bus connection must not pass.
+	for name, tc := range map[string]struct {
+		d    daemonctl.Daemon
+		err  error
+		want string
+	}{
+		"missing executable": {daemonctl.Daemon{Name: "ghost", Start: []string{"/var/vcap/jobs/ghost/bin/ctl", "start"}}, unitfile.ErrBadCommand, "no such file"},
+		"not executable":     {daemonctl.Daemon{Name: "ghost", Start: []string{"/var/vcap/jobs/ghost/bin/not-executable"}}, unitfile.ErrBadCommand, "is not an executable file"},
+		"injected argument":  {daemonctl.Daemon{Name: "ghost", Start: []string{"/bin/sleep", "1\nExecStartPre=/bin/rm"}}, unitfile.ErrBadCommand, `argument "1\nExecStartPre=/bin/rm": only letters, digits`},
+		"bad name":           {daemonctl.Daemon{Name: "gho st", Start: []string{"/bin/sleep", "1"}}, unitfile.ErrBadName, `"gho st" contains ' '`},
 	} {
-		if _, err := m.Install(ctx, d); err == nil {
-			t.Errorf("%s: install succeeded", name)
+		_, err := m.Install(ctx, tc.d)
+		if !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: install = %v, want %v with %q", name, err, tc.err, tc.want)
 		}
 	}
 	matches, _ := filepath.Glob(filepath.Join(box.Root, "/etc/systemd/system/cellguard-*"))
 	if len(matches) != 0 {
 		t.Fatalf("bad input wrote %v", matches)
+	}
+	// The same manager installs good input: the refusals above were not
+	// a connection that could install nothing.
+	if res, err := m.Install(ctx, daemonctl.Daemon{Name: "ghost", Start: []string{"/bin/sleep", "1"}}); err != nil || !res.Written {
+		t.Fatalf("good input after the refusals: %+v %v", res, err)
 	}
 }
 
