@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# director.sh up STATE [--cpi PATH] | down STATE | status STATE
+# director.sh up STATE [--cpi PATH] | down STATE | status STATE | ruby STATE ARGS...
 #
 # A real BOSH director (cloudfoundry/bosh v283.0.0) for tests, in a network
 # namespace of its own ("lab") with the bridge cgbr0 at 10.244.0.1/24: PostgreSQL
@@ -53,20 +53,22 @@ T0=$(date +%s%N)
 log() { printf '[director %5.1fs] %s\n' "$(( ($(date +%s%N) - T0) / 1000000 ))e-3" "$*" >&2; }
 die() { echo "director: error: $*" >&2; exit 1; }
 
-usage() { echo "usage: director.sh up STATE [--cpi PATH] | down STATE | status STATE" >&2; exit 2; }
+usage() { echo "usage: director.sh up STATE [--cpi PATH] | down STATE | status STATE | ruby STATE ARGS..." >&2; exit 2; }
 
 # ---------------------------------------------------------------- the lab
 netns_name() { echo "cellguard-lab-$(printf '%s' "${STATE}" | sha256sum | cut -c1-10)"; }
 in_lab() { nsenter --net="${NETNS}" -- "$@"; }
 
-# lab_ino: the inode of the lab's network namespace, or nothing when it is gone.
-lab_ino() { [ -e "${NETNS}" ] && stat -L -c %i "${NETNS}" 2>/dev/null || true; }
+# lab_ino: the inode of the lab's network namespace, as up recorded it: a process
+# still in the lab after its file went (ip netns del by hand) is still found.
+lab_ino() { cat "${STATE}/run/lab.ino" 2>/dev/null || true; }
 
 lab_up() {
   if [ ! -e "${NETNS}" ]; then
     ip netns add "${NAME}" || die "ip netns add ${NAME}"
     log "network namespace ${NAME}"
   fi
+  stat -L -c %i "${NETNS}" >"${STATE}/run/lab.ino"
   in_lab ip link set lo up
   if ! in_lab ip link show "${BRIDGE}" >/dev/null 2>&1; then
     in_lab ip link add "${BRIDGE}" type bridge
@@ -90,8 +92,10 @@ cached() {
   echo "${path}"
 }
 
+# ruby_key: the tarballs' checksums, the shim, and build_ruby's own recipe.
 ruby_key() {
-  { for t in "${ruby_tarballs[@]}"; do grep " ${t}\$" "${sources}/SHA256SUMS" || die "${t} not in ${sources}/SHA256SUMS"; done
+  { declare -f build_ruby
+    for t in "${ruby_tarballs[@]}"; do grep " ${t}\$" "${sources}/SHA256SUMS" || die "${t} not in ${sources}/SHA256SUMS"; done
     cat "${here}/cellguard_director_shim.rb"; } | sha256sum | cut -c1-12
 }
 
@@ -261,7 +265,7 @@ postgres_up() {
     rm -rf "${pg}/data"
     log "initdb ${pg}/data"
     setpriv --reuid=postgres --regid=postgres --init-groups "${PG_BIN}/initdb" -D "${pg}/data" -U postgres \
-      --auth-local=trust --auth-host=reject -E UTF8 --locale=C.UTF-8 >"${STATE}/log/initdb.log" 2>&1 ||
+      --auth-local=trust --auth-host=reject -E UTF8 --locale=C.UTF-8 --no-sync >"${STATE}/log/initdb.log" 2>&1 ||
       { cat "${STATE}/log/initdb.log" >&2; die "initdb"; }
   fi
   # No TCP (listen_addresses ''), a socket only its owner and root reach (0700 dir).
@@ -295,7 +299,7 @@ EOF
 director_config() {
   local d="${STATE}/director"
   mkdir -p "${d}/dir" "${d}/tmp" "${STATE}/blobstore" "${STATE}/front/uploads"
-  cat >"${d}/director.yml" <<EOF
+  cat >"${d}/director.yml.new" <<EOF
 ---
 name: cellguard-lab
 version: '${BOSH_VERSION}'
@@ -354,7 +358,14 @@ scheduled_jobs: []
 record_events: true
 verify_multidigest_path: ${MULTIDIGEST_BIN}
 EOF
-  chmod 0600 "${d}/director.yml"
+  chmod 0600 "${d}/director.yml.new"
+  # A changed config (another --cpi) reaches a running director by a restart.
+  if ! cmp -s "${d}/director.yml.new" "${d}/director.yml" && alive director; then
+    log "director.yml changed: restarting the director and its workers"
+    # shellcheck disable=SC2046 # worker names have no spaces
+    stop TERM front director $(cd "${STATE}/run" && ls worker_*.pid 2>/dev/null | sed 's/\.pid$//')
+  fi
+  mv "${d}/director.yml.new" "${d}/director.yml"
 }
 
 # ruby_env: Debian's ruby with the unpacked gems first on RUBYLIB, and the one
@@ -453,9 +464,18 @@ down() {
     ip netns del "${NAME}" || die "ip netns del ${NAME}"
     log "removed network namespace ${NAME} (and ${BRIDGE} in it)"
   fi
-  rm -f "${STATE}/env.json" "${STATE}/bosh.env"
+  rm -f "${STATE}/env.json" "${STATE}/bosh.env" "${STATE}/run/lab.ino"
   # A spooled upload the director never took.
   rm -f "${STATE}/front/uploads/"upload-* 2>/dev/null || true
+}
+
+# ruby_cmd ARGS...: Debian's ruby with the director's code and gems, as the
+# director runs (e.g. to call one of its classes, or bosh-director-console).
+ruby_cmd() {
+  local renv
+  RUBY_TREE=$(cached "${cache}/ruby-$(ruby_key)" build_ruby)
+  read -ra renv <<<"$(ruby_env)"
+  exec "${renv[@]}" ruby "$@"
 }
 
 status() {
@@ -471,7 +491,7 @@ cmd=${1:-}
 STATE=$2
 shift 2
 CPI=""
-while [ $# -gt 0 ]; do
+while [ "${cmd}" != ruby ] && [ $# -gt 0 ]; do
   case $1 in
     --cpi) [ $# -ge 2 ] || usage; CPI=$(realpath "$2"); shift 2 ;;
     *) usage ;;
@@ -486,5 +506,6 @@ case ${cmd} in
   up) up ;;
   down) down ;;
   status) status ;;
+  ruby) ruby_cmd "$@" ;;
   *) usage ;;
 esac
