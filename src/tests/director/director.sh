@@ -452,6 +452,18 @@ up() {
   log "up: https://${GATEWAY}:${API_PORT} in ${NETNS} (source ${STATE}/bosh.env; run bosh with nsenter --net=${NETNS})"
 }
 
+# others_in_lab: processes still in the lab that down did not start (a CPI call
+# a killed worker left, a VM's process). Named, not ended: their owner ends them.
+others_in_lab() {
+  local ino p
+  ino=$(lab_ino)
+  [ -n "${ino}" ] || return 0
+  for p in $(find /proc/[0-9]*/ns/net -maxdepth 0 -lname "net:\[${ino}\]" 2>/dev/null); do
+    p=${p%/ns/net}
+    echo "director: warning: still in the lab: pid ${p#/proc/} $(tr '\0' ' ' <"${p}/cmdline" 2>/dev/null | cut -c1-120)" >&2
+  done
+}
+
 down() {
   # The front first (no new requests), the workers and the director, then what
   # they use. postgres: SIGINT is its fast shutdown (SIGTERM waits for clients).
@@ -461,9 +473,11 @@ down() {
   stop TERM nats
   stop INT postgres
   if [ -e "${NETNS}" ]; then
-    ip netns del "${NAME}" || die "ip netns del ${NAME}"
+    # A second down running at once (Ctrl-C reaches up's trap and the caller's) may win.
+    ip netns del "${NAME}" 2>/dev/null || [ ! -e "${NETNS}" ] || die "ip netns del ${NAME}"
     log "removed network namespace ${NAME} (and ${BRIDGE} in it)"
   fi
+  others_in_lab
   rm -f "${STATE}/env.json" "${STATE}/bosh.env" "${STATE}/run/lab.ino"
   # A spooled upload the director never took.
   rm -f "${STATE}/front/uploads/"upload-* 2>/dev/null || true
