@@ -262,7 +262,7 @@ postgres_up() {
   setpriv --reuid=postgres --regid=postgres --init-groups test -x "${pg}/run" ||
     die "user postgres cannot reach ${pg}: every directory above STATE needs o+x"
   if [ ! -s "${pg}/data/PG_VERSION" ]; then
-    rm -rf "${pg}/data"
+    rm -rf "${pg}/data" "${pg}/migrated"
     log "initdb ${pg}/data"
     setpriv --reuid=postgres --regid=postgres --init-groups "${PG_BIN}/initdb" -D "${pg}/data" -U postgres \
       --auth-local=trust --auth-host=reject -E UTF8 --locale=C.UTF-8 --no-sync >"${STATE}/log/initdb.log" 2>&1 ||
@@ -380,10 +380,12 @@ director_up() {
   local bin="${RUBY_TREE}/bosh-v${BOSH_VERSION}-src/src/bosh-director/bin" renv i
   read -ra renv <<<"$(ruby_env)"
   director_config
-  if ! alive director; then
+  # The migrations belong to the director's source: once per source tree.
+  if [ "$(cat "${STATE}/pg/migrated" 2>/dev/null)" != "${RUBY_TREE}" ]; then
     log "migrating the database"
     in_lab "${renv[@]}" ruby "${bin}/bosh-director-migrate" -c "${STATE}/director/director.yml" >>"${STATE}/log/migrate.log" 2>&1 ||
       { tail -n 30 "${STATE}/log/migrate.log" >&2; die "bosh-director-migrate (log: ${STATE}/log/migrate.log)"; }
+    echo "${RUBY_TREE}" >"${STATE}/pg/migrated"
   fi
   start director "${renv[@]}" "BOSH_DIRECTOR_LOG_FILE=${STATE}/log/director.debug.log" \
     ruby "${bin}/bosh-director" -c "${STATE}/director/director.yml"

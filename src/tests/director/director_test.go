@@ -188,9 +188,8 @@ func TestDirector(t *testing.T) {
 	stemcell := lastLine(must(t, "build the jammy stemcell", out, err))
 	l.timed("upload-stemcell (jammy, through the front)", "upload-stemcell", stemcell)
 
-	out, err = runCmd(t, repo, nil, "bash", "ci/scripts/create-release.sh")
-	must(t, "make release", out, err)
-	l.timed("upload-release (cellguard-dev.tgz, through the front)", "upload-release", filepath.Join(repo, "dev_releases", "cellguard-dev.tgz"))
+	tarball := buildRelease(t, repo, base)
+	l.timed("upload-release (cellguard-dev.tgz, through the front)", "upload-release", tarball)
 
 	cloud := filepath.Join(base, "cloud-config.yml")
 	if err := os.WriteFile(cloud, []byte(cloudConfig), 0o644); err != nil {
@@ -247,6 +246,26 @@ func downOnSignal(l *lab, base string) func() {
 		signal.Stop(sigs)
 		close(done)
 	}
+}
+
+// buildRelease makes the dev release tarball (ci/scripts/create-release.sh,
+// what make release runs) from a copy of the work tree, tracked and
+// untracked-but-not-ignored files, as src/tests/e2e and spec/release do: the
+// test never writes into the repository and does not race a make release
+// or those tests' builds.
+func buildRelease(t *testing.T, repo, base string) string {
+	t.Helper()
+	rel := filepath.Join(base, "release")
+	tarball := filepath.Join(base, "cellguard-dev.tgz")
+	script := `set -euo pipefail
+mkdir -p "$2"
+cd "$1" && git ls-files -z --cached --others --exclude-standard |
+  while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+  tar --null -T - -cf - | tar -xf - -C "$2"
+bash "$2/ci/scripts/create-release.sh" "$2" "$3"`
+	out, err := runCmd(t, repo, nil, "bash", "-c", script, "bash", repo, rel, tarball)
+	must(t, "build the release tarball", out, err)
+	return tarball
 }
 
 // writeCPI writes the director's CPI for this test: the nspawn CPI with a
