@@ -85,6 +85,10 @@ cached() {
   local path=$1 build=$2 tmp
   if [ -e "${path}" ]; then echo "${path}"; return 0; fi
   mkdir -p "$(dirname "${path}")"
+  # What an interrupted build left: its builder's pid is gone.
+  for tmp in "${path}".tmp.*; do
+    [ -e "${tmp}" ] && [ ! -d "/proc/${tmp##*.tmp.}" ] && rm -rf "${tmp}"
+  done
   tmp="${path}.tmp.$$"
   rm -rf "${tmp}"
   "${build}" "${tmp}" >&2 || { rm -rf "${tmp}"; die "build ${path##*/} (${build})"; }
