@@ -206,21 +206,32 @@ start() {
   log "started ${name} (pid $!)"
 }
 
-# wait_for WHAT SECONDS NAME CMD...: polls CMD until it succeeds; fails early
-# when NAME's process died.
+# wait_for WHAT SECONDS "NAME..." CMD...: polls CMD until it succeeds; fails
+# early when one of the NAMEs' processes died.
 wait_for() {
-  local what=$1 secs=$2 name=$3 i
+  local what=$1 secs=$2 names=$3 name i
   shift 3
   for ((i = 0; i < secs * 5; i++)); do
     if "$@" >/dev/null 2>&1; then return 0; fi
-    alive "${name}" || { tail -n 20 "${STATE}/log/${name}.log" >&2; die "${name} exited while waiting for ${what}"; }
+    for name in ${names}; do
+      alive "${name}" || { tail -n 20 "${STATE}/log/${name}.log" >&2; die "${name} exited while waiting for ${what}"; }
+    done
     sleep 0.2
   done
-  tail -n 20 "${STATE}/log/${name}.log" >&2
-  die "${what} not ready after ${secs}s (log: ${STATE}/log/${name}.log)"
+  for name in ${names}; do tail -n 5 "${STATE}/log/${name}.log" >&2; done
+  die "${what} not ready after ${secs}s (logs: ${STATE}/log)"
 }
 
 port_open() { in_lab bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+
+# running PID: PID exists and is not a zombie (up's own children, when its
+# trap runs down, stay zombies until this shell reaps them).
+running() {
+  local st
+  st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  st=${st##*) }  # after the command name, which may hold spaces and parentheses
+  [ "${st:0:1}" != Z ]
+}
 
 # stop SIGNAL NAME...: ends the NAMEs' processes together (SIGNAL, then SIGKILL
 # after 30 s) and removes their pid files.
@@ -237,16 +248,16 @@ stop() {
   done
   for ((i = 0; i < 150; i++)); do
     left=0
-    for pid in "${pids[@]}"; do [ -d "/proc/${pid}" ] && left=1; done
+    for pid in "${pids[@]}"; do running "${pid}" && left=1; done
     [ "${left}" = 1 ] || break
     sleep 0.2
   done
   for name in "${!pids[@]}"; do
     pid=${pids[${name}]}
-    if [ -d "/proc/${pid}" ]; then
+    if running "${pid}"; then
       log "${name} (pid ${pid}) still runs 30 s after SIG${sig}: SIGKILL"
       kill -KILL "${pid}" 2>/dev/null || true
-      while [ -d "/proc/${pid}" ]; do sleep 0.1; done
+      while running "${pid}"; do sleep 0.1; done
     fi
     log "stopped ${name} (pid ${pid})"
   done
@@ -399,7 +410,7 @@ director_up() {
   done
   start front "${FRONT_BIN}" -listen "${GATEWAY}:${API_PORT}" -cert "${STATE}/pki/director.pem" \
     -key "${STATE}/pki/director.key" -backend "http://127.0.0.1:${DIRECTOR_PORT}" -spool "${STATE}/front/uploads"
-  wait_for "the director's /info through the front" 120 director \
+  wait_for "the director's /info through the front" 120 "director front" \
     in_lab curl -fsS --cacert "${STATE}/pki/director-ca.pem" "https://${GATEWAY}:${API_PORT}/info"
 }
 
