@@ -75,11 +75,14 @@ var (
 	GardenService = Shape{Unit: "garden.service", Service: "Delegate=yes\nKillMode=none\nTasksMax=infinity\n"}
 )
 
-// BoxOptions are the sdbox options a box that runs Garden needs: iptables
-// for Garden's network rules, and the keyring syscalls runc uses to join a
-// fresh session keyring, which nspawn's default filter refuses.
+// BoxOptions are the sdbox options a box that runs Garden needs: the
+// keyring syscalls runc uses to join a fresh session keyring, which nspawn's
+// default filter refuses. The box's rootfs stays the shared cached one (no
+// extra packages): sdbox.sh keeps one rootfs per suite and prunes the
+// others, so a rootfs of our own would evict everyone else's; iptables comes
+// from the host with containerd and runc (InstallHostRuntime).
 func BoxOptions() []sdbox.Option {
-	return []sdbox.Option{sdbox.WithExtraPackages("iptables"), sdbox.WithNspawnArgs("--system-call-filter=@keyring")}
+	return []sdbox.Option{sdbox.WithNspawnArgs("--system-call-filter=@keyring")}
 }
 
 var builds struct {
@@ -210,7 +213,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 		"--port-pool-properties-path", "/var/vcap/data/garden/port-pool-props.json",
 		"--runtime-plugin", RuntimeDir + "/bin/runc", "--containerd-socket", Socket,
 		"--init-bin", BinDir + "/init", "--dadoo-bin", BinDir + "/dadoo", "--nstar-bin", BinDir + "/nstar",
-		"--tar-bin", "/bin/tar", "--iptables-bin", "$(command -v iptables)", "--iptables-restore-bin", "$(command -v iptables-restore)",
+		"--tar-bin", "/bin/tar", "--iptables-bin", RuntimeDir + "/bin/iptables", "--iptables-restore-bin", RuntimeDir + "/bin/iptables-restore",
 		"--no-image-plugin", "--default-rootfs", Rootfs, "--network-pool", networkPool, "--external-ip", externalIP,
 		"--uid-map-start", "1", "--uid-map-length", "4294967293", "--gid-map-start", "1", "--gid-map-length", "4294967293"}
 	write(JobDir+"/bin/garden_start", `#!/bin/sh
@@ -231,30 +234,49 @@ exec `+strings.Join(server, " ")+` >>`+LogDir+`/garden.stdout.log 2>>`+LogDir+`/
 	write("/etc/systemd/system/"+g.Shape.Unit, "[Service]\nExecStart="+JobDir+"/bin/garden_start\n"+g.Shape.Service, 0o644)
 }
 
+// hostLibs are the host libraries the runtime's binaries load: glibc, and
+// libseccomp (runc), libxtables, libmnl and libnftnl (iptables).
+var hostLibs = []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libseccomp.so.2",
+	"/lib/x86_64-linux-gnu/libxtables.so.12", "/lib/x86_64-linux-gnu/libmnl.so.0", "/lib/x86_64-linux-gnu/libnftnl.so.11"}
+
+// xtablesDir is where Debian's iptables keeps its extensions.
+const xtablesDir = "/usr/lib/x86_64-linux-gnu/xtables"
+
 // InstallHostRuntime copies the host's containerd, its shims (v1 for the
-// 2020 Garden, runc v1/v2 for today's), ctr and runc into dir/bin of the box
-// with the host's loader, glibc and libseccomp in dir/lib, patched to load
-// those: Debian 12's binaries need glibc 2.34, and xenial has 2.23.
+// 2020 Garden, runc v1/v2 for today's), ctr, runc and iptables into dir/bin
+// of the box with the host's loader and libraries in dir/lib, patched to
+// load those: Debian 12's binaries need glibc 2.34, and xenial has 2.23.
+// iptables and iptables-restore are wrappers that point iptables at its
+// extensions (dir/xtables) and call xtables-nft-multi by those names.
 func InstallHostRuntime(t testing.TB, box *sdbox.Box, dir string) {
 	t.Helper()
 	patchelf, err := exec.LookPath("patchelf")
 	if err != nil {
 		testkit.Unavailable(t, "patchelf not installed on the host (ci/scripts/install-deps.sh)")
 	}
-	for _, l := range []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libseccomp.so.2"} {
+	for _, l := range hostLibs {
 		real, err := filepath.EvalSymlinks(l)
 		if err != nil {
-			t.Fatalf("host library %s: %v", l, err)
+			testkit.Unavailable(t, fmt.Sprintf("host library %s (ci/scripts/install-deps.sh: containerd, runc, iptables): %v", l, err))
 		}
 		if err := box.CopyIn(real, dir+"/lib/"+filepath.Base(l), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	exts, err := os.ReadDir(xtablesDir)
+	if err != nil {
+		testkit.Unavailable(t, "iptables' extensions (ci/scripts/install-deps.sh: iptables): "+err.Error())
+	}
+	for _, e := range exts {
+		if err := box.CopyIn(filepath.Join(xtablesDir, e.Name()), dir+"/xtables/"+e.Name(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tmp := t.TempDir()
-	for _, b := range []string{"runc", "containerd", "containerd-shim", "containerd-shim-runc-v1", "containerd-shim-runc-v2", "ctr"} {
+	for _, b := range []string{"runc", "containerd", "containerd-shim", "containerd-shim-runc-v1", "containerd-shim-runc-v2", "ctr", "xtables-nft-multi"} {
 		src, err := exec.LookPath(b)
 		if err != nil {
-			testkit.Unavailable(t, b+" not installed on the host (ci/scripts/install-deps.sh: containerd, runc)")
+			testkit.Unavailable(t, b+" not installed on the host (ci/scripts/install-deps.sh: containerd, runc, iptables)")
 		}
 		data, err := os.ReadFile(src)
 		if err != nil {
@@ -264,10 +286,20 @@ func InstallHostRuntime(t testing.TB, box *sdbox.Box, dir string) {
 		if err := os.WriteFile(dst, data, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := exec.Command(patchelf, "--set-interpreter", dir+"/lib/ld-linux-x86-64.so.2", "--set-rpath", dir+"/lib", dst).CombinedOutput(); err != nil {
+		// DT_RPATH, not RUNPATH: it also serves the libraries iptables'
+		// extensions need when they are dlopen'ed
+		if out, err := exec.Command(patchelf, "--set-interpreter", dir+"/lib/ld-linux-x86-64.so.2", "--force-rpath", "--set-rpath", dir+"/lib", dst).CombinedOutput(); err != nil {
 			t.Fatalf("patchelf %s: %v\n%s", b, err, out)
 		}
 		if err := box.CopyIn(dst, dir+"/bin/"+b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"iptables", "iptables-restore"} {
+		// xtables-nft-multi picks its command from argv[0]'s base name
+		box.Run(t, "sh", "-c", "mkdir -p "+dir+"/xtables-bin && ln -sf ../bin/xtables-nft-multi "+dir+"/xtables-bin/"+name)
+		wrapper := "#!/bin/sh\nXTABLES_LIBDIR=" + dir + "/xtables exec " + dir + "/xtables-bin/" + name + " \"$@\"\n"
+		if err := box.WriteFile(dir+"/bin/"+name, []byte(wrapper), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
