@@ -35,9 +35,10 @@ apt_install() {  # quiet apt-get install; the full log only when it fails
 #    agent (make cell, src/tests/bosh): a compiler and flex, bison, zlib for BOSH's
 #    monit, socat for the CPI's mbus forwarder; for boxes of older Ubuntu suites (the xenial
 #    seed-000 test, src/tests/harness/seed000-matrix.sh): curl and gpg to fetch and check
-#    Ubuntu's archive keyring, patchelf to run this host's runc and containerd there.
+#    Ubuntu's archive keyring, patchelf to run this host's runc and containerd there;
+#    iptables for real Garden in boxes (src/tests/garden; copied in with containerd).
 pkgs=(systemd-container debootstrap curl gpg patchelf monit runc containerd ruby busybox-static jq iproute2 util-linux time
-  gcc make patch flex bison zlib1g-dev socat)
+  gcc make patch flex bison zlib1g-dev socat iptables)
 missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"

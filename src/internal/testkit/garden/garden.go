@@ -1,0 +1,501 @@
+package garden
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+)
+
+// Where Garden lives in the box, laid out as a BOSH job's would be.
+const (
+	BinDir     = "/var/vcap/packages/guardian/bin"
+	RuntimeDir = "/var/vcap/packages/garden-runtime" // the host's containerd, shims, ctr and runc, patched
+	JobDir     = "/var/vcap/jobs/garden"
+	LogDir     = "/var/vcap/sys/log/garden"
+	Depot      = "/var/vcap/data/garden/depot"
+	Rootfs     = "/var/vcap/data/garden/rootfs" // a raw rootfs: busybox, owned by container root
+	Socket     = "/var/vcap/sys/run/containerd/containerd.sock"
+	Addr       = "127.0.0.1:7777"
+	// Namespace is Garden's containerd namespace.
+	Namespace = "garden"
+	// ShimRoot is where containerd's runc keeps Garden's containers: the
+	// default runtime root under /run/containerd, one of
+	// runcstate.StandardRoots, so cellguard finds them as on a cell.
+	ShimRoot = "/run/containerd/runc/" + Namespace
+)
+
+const (
+	// ContainerRootUID is container root's uid on the host with the uid map
+	// Start gives gdn (--uid-map-start 1 --uid-map-length 4294967293):
+	// maximum uid, as grootfs chowns its images.
+	ContainerRootUID = "4294967294"
+	externalIP       = "10.252.0.2"
+	gateway          = "10.252.0.1"
+	networkPool      = "10.254.0.0/22"
+)
+
+// Variant names a pinned guardian source build.sh knows.
+type Variant string
+
+const (
+	// Today is guardian d21cb5a, the submodule of garden-runc-release
+	// v1.58.0 (2024-10-24): destroy sends SIGKILL to the container's init.
+	Today Variant = "v1.58.0"
+	// SeedEra is guardian 28ddcdfa (2020-01-23), the last before 8b012819c
+	// removed WithKillAll: destroy is containerd's kill --all, which is
+	// what hung in seed 000.
+	SeedEra Variant = "2020-01"
+)
+
+// Shape is the systemd unit Garden (containerd and gdn) runs in.
+type Shape struct {
+	Unit    string // e.g. garden.service
+	Service string // more [Service] lines, each ending in "\n"
+}
+
+var (
+	// InMonitUnit is Garden as releases up to v1.17 ran it: monit started
+	// gdn directly, so it sits in the unit that holds monit (a stemcell's
+	// runit.service), which has no Delegate=.
+	InMonitUnit = Shape{Unit: "supervisor.service", Service: "KillMode=process\n"}
+	// GardenService is garden_ctl's garden.service since garden-runc-release
+	// v1.18.0 (1f695c9f, 2019-01-14; TasksMax=infinity since 8dec786a).
+	GardenService = Shape{Unit: "garden.service", Service: "Delegate=yes\nKillMode=none\nTasksMax=infinity\n"}
+)
+
+// BoxOptions are the sdbox options a box that runs Garden needs: the
+// keyring syscalls runc uses to join a fresh session keyring, which nspawn's
+// default filter refuses. The box's rootfs stays the shared cached one (no
+// extra packages): sdbox.sh keeps one rootfs per suite and prunes the
+// others, so a rootfs of our own would evict everyone else's; iptables comes
+// from the host with containerd and runc (InstallHostRuntime).
+func BoxOptions() []sdbox.Option {
+	return []sdbox.Option{sdbox.WithNspawnArgs("--system-call-filter=@keyring")}
+}
+
+var builds struct {
+	sync.Mutex
+	dirs map[Variant]string
+}
+
+// Build returns the host directory with gdn, dadoo, init, nstar and gclient
+// of v, built once per content by src/tests/garden/build.sh (minutes cold,
+// instant from the cache). Without the pinned sources it is Unavailable.
+func Build(t testing.TB, v Variant) string {
+	t.Helper()
+	builds.Lock()
+	defer builds.Unlock()
+	if d, ok := builds.dirs[v]; ok {
+		return d
+	}
+	root, err := sdbox.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "..", "shared", "sources", "SHA256SUMS")); err != nil {
+		testkit.Unavailable(t, "the pinned guardian sources (../shared/sources) are not beside the repository: "+err.Error())
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command("bash", filepath.Join(root, "src/tests/garden/build.sh"), string(v))
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("build Garden %s: %v\n%s", v, err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	dir := lines[len(lines)-1]
+	t.Logf("Garden %s: %s (%s)", v, dir, time.Since(start).Round(time.Millisecond))
+	if builds.dirs == nil {
+		builds.dirs = map[Variant]string{}
+	}
+	builds.dirs[v] = dir
+	return dir
+}
+
+// Garden is a running gdn (and its containerd) in a box.
+type Garden struct {
+	Box     *sdbox.Box
+	Variant Variant
+	Shape   Shape
+}
+
+// Start installs Garden v into box (which was booted with BoxOptions) and
+// starts it in shape's unit, then waits until it answers ping. The test's
+// cleanup kills every container's processes (an escaped container's init
+// outlives the box's SIGTERM otherwise) and prints Garden's log on failure.
+func Start(t testing.TB, box *sdbox.Box, v Variant, shape Shape) *Garden {
+	t.Helper()
+	dir := Build(t, v)
+	g := &Garden{Box: box, Variant: v, Shape: shape}
+	for _, b := range []string{"gdn", "dadoo", "init", "nstar", "gclient"} {
+		if err := box.CopyIn(filepath.Join(dir, b), BinDir+"/"+b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	InstallHostRuntime(t, box, RuntimeDir)
+	g.prepareBox(t)
+	g.writeJob(t)
+	box.Run(t, "systemctl", "daemon-reload")
+	t.Cleanup(func() {
+		if t.Failed() {
+			g.dumpLogs(t)
+		}
+		g.killContainers()
+	})
+	box.Run(t, "systemctl", "start", shape.Unit)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		res, err := g.client(context.Background(), time.Minute, "ping")
+		if err == nil && res.Error == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Garden %s did not answer ping within 90s: %+v %v", v, res, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return g
+}
+
+// prepareBox makes what gdn needs of the box (../shared/garden/README.md):
+// a /proc/cgroups without the controllers the host never mounted, a default
+// route and an external IP, and a raw rootfs owned by container root.
+func (g *Garden) prepareBox(t testing.TB) {
+	t.Helper()
+	box := g.Box
+	// net_cls, net_prio, perf_event and hugetlb are enabled in the kernel but
+	// mounted nowhere; gdn setup would mkdir them in the read-only
+	// /sys/fs/cgroup. Mounting them here would create host-wide hierarchies.
+	box.Run(t, "sh", "-c", `awk 'BEGIN{OFS="\t"} $1 ~ /^(net_cls|net_prio|perf_event|hugetlb)$/ {$4=0} {print}' /proc/cgroups > /run/garden-proc-cgroups && mount --bind /run/garden-proc-cgroups /proc/cgroups`)
+	box.Run(t, "sh", "-c", "ip link add garden-ext type veth peer name garden-peer && ip addr add "+externalIP+"/24 dev garden-ext && ip link set garden-peer up && ip link set garden-ext up && ip route add default via "+gateway)
+	if err := box.CopyIn("/bin/busybox", Rootfs+"/bin/busybox", 0o755); err != nil {
+		t.Fatalf("busybox-static: %v", err)
+	}
+	if err := box.WriteFile(Rootfs+"/etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := box.WriteFile(Rootfs+"/etc/group", []byte("root:x:0:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	box.Run(t, "sh", "-c", "cd "+Rootfs+" && mkdir -p dev proc sys tmp root && for c in sh sleep cat echo; do ln -sf busybox bin/$c; done && chown -R "+ContainerRootUID+":"+ContainerRootUID+" "+Rootfs)
+}
+
+func (g *Garden) writeJob(t testing.TB) {
+	t.Helper()
+	box := g.Box
+	write := func(p, s string, mode os.FileMode) {
+		if err := box.WriteFile(p, []byte(s), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(JobDir+"/config/containerd.toml", `version = 2
+root = "/var/vcap/data/containerd"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "`+Socket+`"
+`, 0o644)
+	server := []string{BinDir + "/gdn", "server",
+		"--bind-ip", "127.0.0.1", "--bind-port", "7777", "--skip-setup", "--log-level", "debug",
+		"--depot", Depot, "--properties-path", "/var/vcap/data/garden/props.json",
+		"--port-pool-properties-path", "/var/vcap/data/garden/port-pool-props.json",
+		"--runtime-plugin", RuntimeDir + "/bin/runc", "--containerd-socket", Socket,
+		"--init-bin", BinDir + "/init", "--dadoo-bin", BinDir + "/dadoo", "--nstar-bin", BinDir + "/nstar",
+		"--tar-bin", "/bin/tar", "--iptables-bin", RuntimeDir + "/bin/iptables", "--iptables-restore-bin", RuntimeDir + "/bin/iptables-restore",
+		"--no-image-plugin", "--default-rootfs", Rootfs, "--network-pool", networkPool, "--external-ip", externalIP,
+		"--uid-map-start", "1", "--uid-map-length", "4294967293", "--gid-map-start", "1", "--gid-map-length", "4294967293"}
+	write(JobDir+"/bin/garden_start", `#!/bin/sh
+# Garden's start: containerd in the background, then gdn setup and gdn
+# server, all in the unit that runs this script.
+set -e
+export PATH=`+RuntimeDir+`/bin:`+sdbox.ExecPath+`
+mkdir -p `+LogDir+` `+Depot+` $(dirname `+Socket+`)
+containerd --config `+JobDir+`/config/containerd.toml >>`+LogDir+`/containerd.log 2>&1 &
+i=0
+while [ ! -S `+Socket+` ]; do
+  i=$((i+1)); [ $i -le 300 ] || { echo "containerd's socket did not appear" >&2; exit 1; }
+  sleep 0.1
+done
+`+BinDir+`/gdn setup >>`+LogDir+`/gdn-setup.log 2>&1
+exec `+strings.Join(server, " ")+` >>`+LogDir+`/garden.stdout.log 2>>`+LogDir+`/garden.stderr.log
+`, 0o755)
+	write("/etc/systemd/system/"+g.Shape.Unit, "[Service]\nExecStart="+JobDir+"/bin/garden_start\n"+g.Shape.Service, 0o644)
+}
+
+// hostLibs are the host libraries the runtime's binaries load: glibc, and
+// libseccomp (runc), libxtables, libmnl and libnftnl (iptables).
+var hostLibs = []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libseccomp.so.2",
+	"/lib/x86_64-linux-gnu/libxtables.so.12", "/lib/x86_64-linux-gnu/libmnl.so.0", "/lib/x86_64-linux-gnu/libnftnl.so.11"}
+
+// xtablesDir is where Debian's iptables keeps its extensions.
+const xtablesDir = "/usr/lib/x86_64-linux-gnu/xtables"
+
+// InstallHostRuntime copies the host's containerd, its shims (v1 for the
+// 2020 Garden, runc v1/v2 for today's), ctr, runc and iptables into dir/bin
+// of the box with the host's loader and libraries in dir/lib, patched to
+// load those: Debian 12's binaries need glibc 2.34, and xenial has 2.23.
+// iptables and iptables-restore are wrappers that point iptables at its
+// extensions (dir/xtables) and call xtables-nft-multi by those names.
+func InstallHostRuntime(t testing.TB, box *sdbox.Box, dir string) {
+	t.Helper()
+	patchelf, err := exec.LookPath("patchelf")
+	if err != nil {
+		testkit.Unavailable(t, "patchelf not installed on the host (ci/scripts/install-deps.sh)")
+	}
+	for _, l := range hostLibs {
+		real, err := filepath.EvalSymlinks(l)
+		if err != nil {
+			testkit.Unavailable(t, fmt.Sprintf("host library %s (ci/scripts/install-deps.sh: containerd, runc, iptables): %v", l, err))
+		}
+		if err := box.CopyIn(real, dir+"/lib/"+filepath.Base(l), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exts, err := os.ReadDir(xtablesDir)
+	if err != nil {
+		testkit.Unavailable(t, "iptables' extensions (ci/scripts/install-deps.sh: iptables): "+err.Error())
+	}
+	for _, e := range exts {
+		if err := box.CopyIn(filepath.Join(xtablesDir, e.Name()), dir+"/xtables/"+e.Name(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := t.TempDir()
+	for _, b := range []string{"runc", "containerd", "containerd-shim", "containerd-shim-runc-v1", "containerd-shim-runc-v2", "ctr", "xtables-nft-multi"} {
+		src, err := exec.LookPath(b)
+		if err != nil {
+			testkit.Unavailable(t, b+" not installed on the host (ci/scripts/install-deps.sh: containerd, runc, iptables)")
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(tmp, b)
+		if err := os.WriteFile(dst, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// DT_RPATH, not RUNPATH: it also serves the libraries iptables'
+		// extensions need when they are dlopen'ed
+		if out, err := exec.Command(patchelf, "--set-interpreter", dir+"/lib/ld-linux-x86-64.so.2", "--force-rpath", "--set-rpath", dir+"/lib", dst).CombinedOutput(); err != nil {
+			t.Fatalf("patchelf %s: %v\n%s", b, err, out)
+		}
+		if err := box.CopyIn(dst, dir+"/bin/"+b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"iptables", "iptables-restore"} {
+		// xtables-nft-multi picks its command from argv[0]'s base name
+		box.Run(t, "sh", "-c", "mkdir -p "+dir+"/xtables-bin && ln -sf ../bin/xtables-nft-multi "+dir+"/xtables-bin/"+name)
+		wrapper := "#!/bin/sh\nXTABLES_LIBDIR=" + dir + "/xtables exec " + dir + "/xtables-bin/" + name + " \"$@\"\n"
+		if err := box.WriteFile(dir+"/bin/"+name, []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Result is what gclient prints for one operation.
+type Result struct {
+	Op        string   `json:"op"`
+	Handle    string   `json:"handle"`
+	Seconds   float64  `json:"seconds"`
+	Error     string   `json:"error"`
+	Handles   []string `json:"handles"`
+	ProcessID string   `json:"process_id"`
+	ExitCode  *int     `json:"exit_code"`
+	Stdout    string   `json:"stdout"`
+	Stderr    string   `json:"stderr"`
+}
+
+// client runs gclient in the box, bounded by d. A Garden error is in
+// Result.Error; err is for a client that could not run or answer.
+func (g *Garden) client(ctx context.Context, d time.Duration, args ...string) (Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	argv := append([]string{BinDir + "/gclient", args[0], "-addr", Addr}, args[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd := g.Box.Command(ctx, argv...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var res Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		return res, fmt.Errorf("gclient %s: %v (decode %q: %v) %s", args[0], runErr, stdout.String(), err, stderr.String())
+	}
+	return res, nil
+}
+
+func (g *Garden) must(t testing.TB, d time.Duration, args ...string) Result {
+	t.Helper()
+	res, err := g.client(context.Background(), d, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != "" {
+		t.Fatalf("Garden %s %s: %s", args[0], res.Handle, res.Error)
+	}
+	return res
+}
+
+// Create makes an unprivileged container from the raw rootfs.
+func (g *Garden) Create(t testing.TB, handle string) Result {
+	t.Helper()
+	return g.must(t, time.Minute, "create", "-handle", handle, "-rootfs", Rootfs)
+}
+
+// Run starts argv in the container and returns once Garden has started it.
+func (g *Garden) Run(t testing.TB, handle string, argv ...string) Result {
+	t.Helper()
+	return g.must(t, time.Minute, append([]string{"run", "-handle", handle, "--"}, argv...)...)
+}
+
+// RunWait runs argv in the container to its end.
+func (g *Garden) RunWait(t testing.TB, handle string, argv ...string) Result {
+	t.Helper()
+	return g.must(t, time.Minute, append([]string{"run", "-wait", "-handle", handle, "--"}, argv...)...)
+}
+
+// List returns the handles Garden knows.
+func (g *Garden) List(t testing.TB) []string {
+	t.Helper()
+	return g.must(t, time.Minute, "list").Handles
+}
+
+// Destroy asks Garden to destroy the container and returns its answer,
+// also when Garden failed (Result.Error holds Garden's own text). It waits
+// up to bound for Garden to answer.
+func (g *Garden) Destroy(t testing.TB, handle string, bound time.Duration) Result {
+	t.Helper()
+	res, err := g.client(context.Background(), bound, "destroy", "-handle", handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Container is what containerd's runc recorded for one of Garden's
+// containers (ShimRoot/<handle>/state.json), and its processes now.
+type Container struct {
+	Handle      string
+	InitPID     int               // in the box's pid numbering
+	CgroupPaths map[string]string // controller -> cgroup directory
+	PIDs        []int             // every process in the container's pid namespace
+}
+
+// Inspect reads the container's state as runc recorded it and finds its
+// processes by pid namespace (processes Garden runs are dadoo's children,
+// not init's).
+func (g *Garden) Inspect(t testing.TB, handle string) Container {
+	t.Helper()
+	b, err := g.Box.ReadFile(ShimRoot + "/" + handle + "/state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Pid   int               `json:"init_process_pid"`
+		Paths map[string]string `json:"cgroup_paths"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil || st.Pid <= 0 {
+		t.Fatalf("decode %s/%s/state.json: pid %d, %v", ShimRoot, handle, st.Pid, err)
+	}
+	c := Container{Handle: handle, InitPID: st.Pid, CgroupPaths: st.Paths}
+	c.PIDs = g.pidsInNamespaceOf(st.Pid)
+	if len(c.PIDs) == 0 {
+		t.Fatalf("container %s: init %d is gone", handle, st.Pid)
+	}
+	return c
+}
+
+func (g *Garden) pidsInNamespaceOf(pid int) []int {
+	proc := filepath.Join(g.Box.Root, "proc")
+	want, err := os.Readlink(filepath.Join(proc, strconv.Itoa(pid), "ns", "pid"))
+	if err != nil {
+		return nil
+	}
+	ents, err := os.ReadDir(proc)
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ns, err := os.Readlink(filepath.Join(proc, e.Name(), "ns", "pid")); err == nil && ns == want {
+			pids = append(pids, p)
+		}
+	}
+	return pids
+}
+
+// killContainers SIGKILLs the init of every container containerd's runc
+// knows, which ends each pid namespace: after an escape nothing else would,
+// and an init ignores the SIGTERM of the box's shutdown.
+func (g *Garden) killContainers() {
+	ents, err := os.ReadDir(filepath.Join(g.Box.Root, strings.TrimPrefix(ShimRoot, "/")))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		b, err := g.Box.ReadFile(ShimRoot + "/" + e.Name() + "/state.json")
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Pid int `json:"init_process_pid"`
+		}
+		if json.Unmarshal(b, &st) == nil && st.Pid > 0 {
+			g.Box.Exec(context.Background(), "kill", "-9", strconv.Itoa(st.Pid)) //nolint:errcheck // gone already is fine
+		}
+	}
+}
+
+// Log returns gdn's log (lager JSON lines) so far.
+func (g *Garden) Log(t testing.TB) string {
+	t.Helper()
+	b, err := g.Box.ReadFile(LogDir + "/garden.stdout.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (g *Garden) dumpLogs(t testing.TB) {
+	for _, f := range []string{"gdn-setup.log", "garden.stderr.log", "containerd.log", "garden.stdout.log"} {
+		b, err := g.Box.ReadFile(LogDir + "/" + f)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if len(s) > 8000 {
+			s = "..." + s[len(s)-8000:]
+		}
+		t.Logf("%s:\n%s", f, s)
+	}
+	if out, err := g.Box.Output("journalctl", "-u", g.Shape.Unit, "--no-pager", "-n", "50"); err == nil {
+		t.Logf("journal of %s:\n%s", g.Shape.Unit, out)
+	}
+}
+
+// MainPID is the main process of Garden's unit (gdn server, which the start
+// script execs), in the box's pid numbering.
+func (g *Garden) MainPID(t testing.TB) int {
+	t.Helper()
+	out := strings.TrimSpace(g.Box.Run(t, "systemctl", "show", "-p", "MainPID", g.Shape.Unit))
+	pid, err := strconv.Atoi(strings.TrimPrefix(out, "MainPID="))
+	if err != nil || pid <= 0 {
+		t.Fatalf("%s: %q", g.Shape.Unit, out)
+	}
+	return pid
+}
