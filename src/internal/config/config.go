@@ -237,9 +237,18 @@ func (c *Config) Validate() error {
 	if err := c.validatePaths(); err != nil {
 		return err
 	}
+	for i, r := range c.Validator.ExtraCgroupRoots {
+		if err := validateCgroupRoot(r); err != nil {
+			return fmt.Errorf("validator.extra_cgroup_roots[%d]: %w", i, err)
+		}
+	}
 	for i, s := range c.Validator.ExtraCgroupSlices {
 		if !strings.HasPrefix(s, "/") || !strings.HasSuffix(s, ".slice") {
 			return fmt.Errorf("validator.extra_cgroup_slices[%d]: %q: want an absolute path ending in a slice, such as /kubepods.slice", i, s)
+		}
+		switch s {
+		case "/-.slice", "/system.slice", "/user.slice", "/machine.slice":
+			return fmt.Errorf("validator.extra_cgroup_slices[%d]: %q holds every other service, user session or machine (each would be an orphan); name a slice that holds only containers", i, s)
 		}
 	}
 	return nil
@@ -299,6 +308,26 @@ func (c *Config) validatePaths() error {
 		if err := unitfile.ValidatePath(p.path); err != nil {
 			return fmt.Errorf("%s: %w", p.key, err)
 		}
+	}
+	return nil
+}
+
+// validateCgroupRoot: an absolute cgroup path that is not "/" nor a
+// systemd slice, service or scope, which hold unrelated processes that
+// runtime-ghosts would report as orphans. The job template applies the
+// same rule at render time (cg_cgroup_roots).
+func validateCgroupRoot(r string) error {
+	if !strings.HasPrefix(r, "/") {
+		return fmt.Errorf("%q: want an absolute cgroup path such as /system.slice/runit.service/garden", r)
+	}
+	base := ""
+	for _, e := range strings.Split(r, "/") {
+		if e != "" && e != "." {
+			base = e
+		}
+	}
+	if base == "" || base == ".." || strings.HasSuffix(base, ".slice") || strings.HasSuffix(base, ".service") || strings.HasSuffix(base, ".scope") {
+		return fmt.Errorf("%q holds more than a runtime's containers (every other process there would be an orphan); name the runtime's own parent cgroup", r)
 	}
 	return nil
 }

@@ -28,6 +28,11 @@ func TestValidateRefusesNamesAndPathsByKey(t *testing.T) {
 		{"a name longer than NAME_MAX", `{"validator":{"prometheus_textfile":"` + long + `"}}`, "validator.prometheus_textfile: unit: invalid path"},
 		{"a path longer than PATH_MAX", `{"validator":{"prometheus_textfile":"` + strings.Repeat("/abc", 1024) + `"}}`, "longer than 4095 bytes"},
 		{"delegate unit runs a command", `{"delegate_units":["$(touch /x).service"]}`, "delegate_units[0]: "},
+		{"cgroup root is the root", `{"validator":{"extra_cgroup_roots":["/"]}}`, "validator.extra_cgroup_roots[0]: "},
+		{"cgroup root is a service", `{"validator":{"extra_cgroup_roots":["/system.slice/runit.service/"]}}`, "validator.extra_cgroup_roots[0]: "},
+		{"cgroup root climbs", `{"validator":{"extra_cgroup_roots":["/garden/.."]}}`, "validator.extra_cgroup_roots[0]: "},
+		{"cgroup root relative", `{"validator":{"extra_cgroup_roots":["garden"]}}`, "validator.extra_cgroup_roots[0]: "},
+		{"slice holds everything", `{"validator":{"extra_cgroup_slices":["/system.slice"]}}`, "validator.extra_cgroup_slices[0]: "},
 		{"delegate unit a path", `{"delegate_units":["/lib/systemd/system/concourse.service"]}`, "delegate_units[0]: "},
 	}
 	for _, tc := range testCases {
@@ -44,6 +49,7 @@ func TestValidateAcceptsPlainNamesAndPaths(t *testing.T) {
 	ok := `{"daemons":[{"name":"garden_1.x-y","start":"/var/vcap/jobs/garden/bin/garden_ctl start --config=/a,b+c@d:e","stop":"/var/vcap/jobs/garden/bin/garden_ctl stop","pidfile":"/var/vcap/sys/run/garden/garden.pid","type":"forking"}],
 	  "supervisor":{"pidfile":"/var/vcap/monit/monit.pid"},
 	  "validator":{"prometheus_textfile":"/var/vcap/data/node_exporter/cellguard.prom","advisories_file":"","runtime_roots":["/run/containerd/runc","/"],
+	               "extra_cgroup_roots":["/system.slice/runit.service/garden","/garden/./x"],"extra_cgroup_slices":["/kubepods.slice"],
 	               "runtime_binaries":{"runc":"/var/vcap/packages/runc/bin/runc"}},
 	  "watch":{"textfile":"/var/vcap/jobs/node_exporter/config/cellguard_watch.prom"},
 	  "delegate_units":["concourse.service","getty@tty1.service","a\\x2db.service"]}`
