@@ -1,11 +1,16 @@
 package jobs_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"code.cloudfoundry.org/clock"
 	boshas "github.com/cloudfoundry/bosh-agent/v2/agent/applier/applyspec"
@@ -160,4 +165,90 @@ func TestAgentDrainRealBinaryCouldNotRun(t *testing.T) {
 			t.Errorf("drain.log lacks %q:\n%s", want, v.drainLog(t))
 		}
 	}
+}
+
+// The agent's cancel of a drain (a task cancelled on the director):
+// ConcreteScript.Cancel sends SIGTERM to the script's process group and
+// SIGKILL 10s later (bosh-utils execProcess.TerminateNicely, Setpgid at
+// start), and Run returns only when the script's stdout, read into a
+// buffer by cmd.Wait, reaches EOF. cellguard is hung, deaf to SIGTERM,
+// and has left a probe behind in a process group of its own holding every
+// descriptor it had. The agent must get EOF and its answer all the same:
+// nothing bin/drain starts may hold the agent's stdout (fd 3), and
+// cellguard must be in the group the agent signals.
+func TestAgentCancelEndsTheDrainDespiteAHungProbe(t *testing.T) {
+	v := install(t, mustRender(t, `{cellguard: {drain: {budget: 1h}}}`), "")
+	t.Setenv("STUB_CALLS", v.calls)
+	t.Setenv("STUB_DRAIN", "hang-with-probe")
+	probe := 0
+	t.Cleanup(func() {
+		if probe > 0 {
+			_ = syscall.Kill(probe, syscall.SIGKILL) // the probe this test's stub started
+		}
+	})
+	logger := boshlog.NewLogger(boshlog.LevelNone)
+	fs := boshsys.NewOsFileSystem(logger)
+	update := boshdrain.NewUpdateParams(applySpec(t, specV1), applySpec(t, specV2))
+	script := boshdrain.NewConcreteScript(fs, boshsys.NewExecCmdRunner(logger), "cellguard",
+		filepath.Join(v.root, "vcap/jobs/cellguard/bin/drain"), update, clock.NewClock(), logger)
+	done := make(chan error, 1)
+	go func() { done <- script.Run() }()
+
+	// Cancel once cellguard runs and its probe is there.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for probe == 0 {
+		if b, err := os.ReadFile(v.calls + ".probe"); err == nil && strings.HasSuffix(string(b), "\n") {
+			probe, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the drain ended before the test could cancel it: %v\nlog:\n%s", err, v.drainLog(t))
+		case <-ctx.Done():
+			t.Fatalf("the stub never started its probe\nlog:\n%s", v.drainLog(t))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := script.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's own grace is 10s; 15s bounds the whole cancel.
+	ctx15, cancel15 := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel15()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "Script was cancelled by user request") {
+			t.Fatalf("the agent's answer: %v, want \"Script was cancelled by user request\"", err)
+		}
+		t.Logf("the agent's answer: %v", err)
+	case <-ctx15.Done():
+		fd3, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", probe))
+		t.Fatalf("the agent's read of the drain's stdout did not reach EOF within 15s of its cancel (the probe's fd 3: %q)\nlog:\n%s", fd3, v.drainLog(t))
+	}
+	// The probe is still there (the case was real), and holds nothing of
+	// the agent's; cellguard itself went with the script's group.
+	if !alive(probe) {
+		t.Fatalf("the probe %d is gone: this test proved nothing", probe)
+	}
+	if fd3, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", probe)); err == nil {
+		t.Errorf("the probe holds fd 3: %s", fd3)
+	}
+	b, err := os.ReadFile(v.calls + ".pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid <= 0 || alive(pid) {
+		t.Errorf("cellguard (pid %d) outlived the agent's cancel", pid)
+	}
+}
+
+// alive: pid runs (a zombie waiting for its reaper has ended).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
 }

@@ -354,7 +354,7 @@ cellguard:
 		}},
 	{name: "monit pidfile given", props: `{cellguard: {supervisor: {pidfile: /var/vcap/monit/monit.pid}}}`,
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
-			mustContain(t, string(r["bin/pre-start"]), `monit_pid="$(cat /var/vcap/monit/monit.pid)"`)
+			mustContain(t, string(r["bin/pre-start"]), `monit_pid=$(cat -- /var/vcap/monit/monit.pid)`)
 			mustContain(t, string(r["bin/pre-start"]), `unit protect-supervisor --pid "${monit_pid}" --config "${CONFIG}"`)
 		}},
 }
@@ -406,10 +406,26 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"slice root system.slice", `{cellguard: {validator: {extra_cgroup_slices: [/system.slice]}}}`, `"/system.slice" holds every other service`},
 		{"slice root user.slice", `{cellguard: {validator: {extra_cgroup_slices: [/user.slice]}}}`, `"/user.slice" holds every other service`},
 		{"delegate units as string", `{cellguard: {delegate_units: concourse.service}}`, "cellguard.delegate_units must be a list of strings"},
-		{"delegate unit not a service", `{cellguard: {delegate_units: [concourse.scope]}}`, `cellguard.delegate_units: "concourse.scope" must be a service unit name`},
+		{"delegate unit not a service", `{cellguard: {delegate_units: [concourse.scope]}}`, `cellguard.delegate_units[0]: "concourse.scope" must be a service unit name`},
 		{"delegate unit a path", `{cellguard: {delegate_units: [/lib/systemd/system/concourse.service]}}`, `must be a service unit name`},
 		{"advisories file a list", `{cellguard: {validator: {advisories_file: [/a]}}}`, "cellguard.validator.advisories_file must be a string"},
-		{"advisories file relative", `{cellguard: {validator: {advisories_file: advisories.json}}}`, "cellguard.validator.advisories_file must be an absolute path or empty"},
+		{"advisories file relative", `{cellguard: {validator: {advisories_file: advisories.json}}}`, "cellguard.validator.advisories_file must be an absolute, clean path"},
+		// What would reach a root shell or a unit file: refused here with the
+		// property's name, by the rules `cellguard config check` applies.
+		{"daemon name runs a command", `{cellguard: {daemons: [{name: "garden$(echo INJECTED >&2)", start: /bin/true}]}}`, "cellguard.daemons[0].name must be 1 to 64 letters"},
+		{"daemon name starts with -", `{cellguard: {daemons: [{name: -garden, start: /bin/true}]}}`, "cellguard.daemons[0].name must be 1 to 64 letters"},
+		{"daemon start ends a command", `{cellguard: {daemons: [{name: g, start: "/bin/true; touch /x"}]}}`, "cellguard.daemons[0].start (its executable) must be an absolute, clean path"},
+		{"daemon start relative", `{cellguard: {daemons: [{name: g, start: "bin/true"}]}}`, "cellguard.daemons[0].start (its executable) must be an absolute, clean path"},
+		{"daemon stop with a newline", `{cellguard: {daemons: [{name: g, start: /bin/true, stop: "/bin/true\ntouch /x"}]}}`, "cellguard.daemons[0].stop (its executable) must be an absolute, clean path"},
+		{"daemon pidfile climbs", `{cellguard: {daemons: [{name: g, start: /bin/true, pidfile: /var/vcap/sys/run/../../../etc/shadow}]}}`, "cellguard.daemons[0].pidfile must be an absolute, clean path"},
+		{"daemon type", `{cellguard: {daemons: [{name: g, start: /bin/true, type: "exec; touch /x"}]}}`, "cellguard.daemons[0].type must be exec or forking"},
+		{"textfile dir ends the quote", `{cellguard: {watch: {textfile_dir: '/tmp/x"; echo INJECTED >&2; echo "'}}}`, "cellguard.watch.textfile_dir must be an absolute, clean path"},
+		{"textfile dir climbs", `{cellguard: {watch: {textfile_dir: /var/vcap/data/../../../etc}}}`, "cellguard.watch.textfile_dir must be an absolute, clean path"},
+		{"drain textfile relative", `{cellguard: {validator: {prometheus_textfile: cellguard.prom}}}`, "cellguard.validator.prometheus_textfile must be an absolute, clean path"},
+		{"monit pidfile runs a command", `{cellguard: {supervisor: {pidfile: "/var/vcap/monit/$(touch /x)"}}}`, "cellguard.supervisor.pidfile must be an absolute, clean path"},
+		{"runtime root with a space", `{cellguard: {validator: {runtime_roots: ["/run/runc /etc"]}}}`, "cellguard.validator.runtime_roots[0] must be an absolute, clean path"},
+		{"runtime binary runs a command", "{cellguard: {validator: {runtime_binaries: {runc: \"/usr/bin/`touch /x`\"}}}}", "cellguard.validator.runtime_binaries.runc must be an absolute, clean path"},
+		{"delegate unit runs a command", `{cellguard: {delegate_units: ["$(touch /x).service"]}}`, "cellguard.delegate_units[0]: "},
 		// A check id the registry does not have fails the deploy here, with
 		// the list of known ids, instead of exit 2 at the next drain.
 		{"unknown drain blocking id", `{cellguard: {validator: {blocking: {drain: [cgroup-integrty]}}}}`,

@@ -18,6 +18,11 @@ import (
 
 const stub = `#!/usr/bin/env bash
 printf '%s\n' "$*" >>"${STUB_CALLS}"
+# bin/drain's fallback textfile is written by the real binary: what it
+# writes, and how, is what the tests check.
+if [ "$1 ${2:-}" = "drain could-not-run" ]; then
+  exec @REAL_CELLGUARD@ "$@"
+fi
 env | grep -E '^BOSH_JOB_(NEXT_)?STATE=' | sort >"${STUB_CALLS}.env"
 echo "stub: a log line on stderr" >&2
 if [ "$1" = drain ]; then
@@ -30,7 +35,17 @@ if [ "$1" = drain ]; then
     could-not-run-silent) exit 2 ;;
     crash) kill -SEGV $$ ;;
     hang) exec sleep 300 ;;
-    hang-ignoring-term) trap '' TERM; sleep 300 & wait; wait ;;
+    hang-ignoring-term) trap '' TERM; exec sleep 300 ;;
+    # A probe left behind in a process group of its own (as boundedexec
+    # runs probes), holding every descriptor cellguard had, and cellguard
+    # hung, deaf to SIGTERM.
+    hang-with-probe)
+      setsid sleep 300 </dev/null &
+      echo "$!" >"${STUB_CALLS}.probe"
+      echo "$$" >"${STUB_CALLS}.pid"
+      trap '' TERM
+      exec sleep 300
+      ;;
     garbage) echo "validated 3 containers" ;;
     negative) echo -5 ;;
   esac
@@ -62,7 +77,8 @@ func install(t *testing.T, r render.Rendered, bin string) vcap {
 		t.Fatal(err)
 	}
 	if bin == "" {
-		if err := os.WriteFile(filepath.Join(pkgBin, "cellguard"), []byte(stub), 0o755); err != nil {
+		text := strings.ReplaceAll(stub, "@REAL_CELLGUARD@", cellguardBin)
+		if err := os.WriteFile(filepath.Join(pkgBin, "cellguard"), []byte(text), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	} else if err := os.Symlink(bin, filepath.Join(pkgBin, "cellguard")); err != nil {
@@ -146,8 +162,10 @@ func TestDrainWrapperLetsOnlyTheVerdictBlock(t *testing.T) {
 		{name: "hang ignoring SIGTERM: killed", stub: "hang-ignoring-term", wantStdout: "0\n", wantLog: "did not end on SIGTERM; timeout killed it", wantMetric: true},
 		{name: "garbage on stdout", stub: "garbage", wantStdout: "0\n", wantLog: "stdout that is not its verdict: 'validated 3 containers'"},
 		{name: "a negative integer is no verdict", stub: "negative", wantStdout: "0\n", wantLog: "stdout that is not its verdict: '-5'"},
-		{name: "binary missing", stub: "missing", wantStdout: "0\n", wantLog: "cellguard is missing or not executable", wantMetric: true},
-		{name: "binary not executable", stub: "not-executable", wantStdout: "0\n", wantLog: "cellguard is missing or not executable", wantMetric: true},
+		// With no cellguard to run, nothing writes the textfile: bash
+		// would write it through a name others can plant (issue 23).
+		{name: "binary missing", stub: "missing", wantStdout: "0\n", wantLog: "cellguard is missing or not executable", wantMetric: false},
+		{name: "binary not executable", stub: "not-executable", wantStdout: "0\n", wantLog: "cellguard is missing or not executable", wantMetric: false},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -189,13 +207,24 @@ func TestDrainWrapperLetsOnlyTheVerdictBlock(t *testing.T) {
 				t.Errorf("temp files left beside the textfile: %v", ents)
 			}
 			if tc.stub == "missing" || tc.stub == "not-executable" {
+				if !strings.Contains(log, "could not record in "+prom+" that the guard could not run") {
+					t.Errorf("drain.log does not say the textfile is stale:\n%s", log)
+				}
 				return
 			}
 			calls := v.callList(t)
 			want := "drain --config " + v.root + "/vcap/jobs/cellguard/config/cellguard.json --log-file " + v.root +
 				"/vcap/sys/log/cellguard/drain.log --budget 1s --prometheus-textfile " + prom + " -- job_changed hash_changed cellguard"
-			if len(calls) != 1 || calls[0] != want {
-				t.Fatalf("calls %q, want [%q]", calls, want)
+			// Where cellguard could not write its textfile, bin/drain has
+			// the real binary's could-not-run write it (the stub execs it).
+			fallback := "drain could-not-run --log-file " + v.root + "/vcap/sys/log/cellguard/drain.log --prometheus-textfile " + prom + " --why "
+			switch {
+			case len(calls) == 0 || calls[0] != want:
+				t.Fatalf("calls %q, want %q first", calls, want)
+			case !tc.wantMetric && len(calls) != 1:
+				t.Fatalf("calls %q, want only %q", calls, want)
+			case tc.wantMetric && (len(calls) != 2 || !strings.HasPrefix(calls[1], fallback) || !strings.HasSuffix(calls[1], " -- job_changed hash_changed cellguard")):
+				t.Fatalf("calls %q, want %q then %q...", calls, want, fallback)
 			}
 		})
 	}

@@ -116,7 +116,7 @@ func TestWatchConfig(t *testing.T) {
 			t.Errorf("%s = %q", f, r[f])
 		}
 	}
-	mustContain(t, string(r["bin/pre-start"]), "mkdir -p /var/vcap/jobs/node_exporter/config")
+	mustContain(t, string(r["bin/pre-start"]), "mkdir -p -- /var/vcap/jobs/node_exporter/config")
 	d := decode(t, mustRender(t, `{cellguard: {watch: {textfile_dir: ""}}}`)["config/cellguard.json"])
 	wantJSON(t, d, "watch.textfile", `""`)
 	if strings.TrimSpace(stripComments(string(mustRender(t, `{cellguard: {watch: {enabled: false}}}`)["monit"]))) != "" {

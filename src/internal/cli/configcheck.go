@@ -25,6 +25,11 @@ func configCommand() *Command {
 const configCheckHelp = `
 Parses the config as every subcommand does (unknown keys are errors) and
 checks what would otherwise fail later, at the next drain or apply:
+  - every daemon name, command and pidfile, and every other path (monit's
+    pidfile, textfiles, advisories file, runtime roots and binaries),
+    follows the rules unit install applies: plain names, absolute clean
+    paths of letters, digits and _-./:=,+@ (the job template refuses the
+    same at render time);
   - every check id in validator.ignore and validator.blocking.<phase> names
     a registered check (a typo must not leave a check blocking, or not);
   - sysctl.profile, sysctl.set (values such as ">=N") and sysctl.remove

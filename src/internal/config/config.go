@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // Config is the whole file.
@@ -206,6 +208,9 @@ func (c *Config) Validate() error {
 		if d.Start == "" {
 			return fmt.Errorf("daemon %q: start command is empty", d.Name)
 		}
+		if err := d.validateFields(i); err != nil {
+			return err
+		}
 		switch d.Type {
 		case "", "exec", "forking":
 		default:
@@ -222,14 +227,107 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("watch.heal_per_minute %d: must not be negative", c.Watch.HealPerMinute)
 	}
 	for i, u := range c.DelegateUnits {
-		if !strings.HasSuffix(u, ".service") || strings.ContainsAny(u, "/ ") || len(u) == len(".service") {
-			return fmt.Errorf("delegate_units[%d]: %q: want a service unit name such as concourse.service", i, u)
+		if err := unitfile.ValidateUnitName(u); err != nil {
+			return fmt.Errorf("delegate_units[%d]: %w (want a service unit name such as concourse.service)", i, err)
+		}
+		if !strings.HasSuffix(u, ".service") {
+			return fmt.Errorf("delegate_units[%d]: %w: %q is not a service (want a service unit name such as concourse.service)", i, unitfile.ErrBadName, u)
+		}
+	}
+	if err := c.validatePaths(); err != nil {
+		return err
+	}
+	for i, r := range c.Validator.ExtraCgroupRoots {
+		if err := validateCgroupRoot(r); err != nil {
+			return fmt.Errorf("validator.extra_cgroup_roots[%d]: %w", i, err)
 		}
 	}
 	for i, s := range c.Validator.ExtraCgroupSlices {
 		if !strings.HasPrefix(s, "/") || !strings.HasSuffix(s, ".slice") {
 			return fmt.Errorf("validator.extra_cgroup_slices[%d]: %q: want an absolute path ending in a slice, such as /kubepods.slice", i, s)
 		}
+		switch s {
+		case "/-.slice", "/system.slice", "/user.slice", "/machine.slice":
+			return fmt.Errorf("validator.extra_cgroup_slices[%d]: %q holds every other service, user session or machine (each would be an orphan); name a slice that holds only containers", i, s)
+		}
+	}
+	return nil
+}
+
+// validateFields holds a daemon's name, commands and pidfile to the rules
+// `cellguard unit install` applies (unitfile), so a name or path it would
+// refuse at pre-start is refused by `config check` first, and by the job
+// template at render time (the same rules; spec/jobs proves they agree).
+func (d Daemon) validateFields(i int) error {
+	if err := unitfile.ValidateName(d.Name); err != nil {
+		return fmt.Errorf("daemons[%d].name: %w", i, err)
+	}
+	if _, err := unitfile.SplitCommand(d.Start); err != nil {
+		return fmt.Errorf("daemons[%d].start: %w", i, err)
+	}
+	if d.Stop != "" {
+		if _, err := unitfile.SplitCommand(d.Stop); err != nil {
+			return fmt.Errorf("daemons[%d].stop: %w", i, err)
+		}
+	}
+	if d.PIDFile != "" {
+		if err := unitfile.ValidatePath(d.PIDFile); err != nil {
+			return fmt.Errorf("daemons[%d].pidfile: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// validatePaths holds every other path a job property sets to
+// unitfile.ValidatePath: absolute, clean, safe characters. cellguard reads
+// or writes each as root, and bin/pre-start and bin/drain pass some to a
+// shell; the template quotes them, and this keeps a path that is not a
+// plain path from being acted on at all.
+func (c *Config) validatePaths() error {
+	paths := []struct{ key, path string }{
+		{"supervisor.pidfile", c.Supervisor.PIDFile},
+		{"watch.textfile", c.Watch.Textfile},
+		{"validator.prometheus_textfile", c.Validator.PrometheusFile},
+		{"validator.advisories_file", c.Validator.AdvisoriesFile},
+	}
+	for i, r := range c.Validator.RuntimeRoots {
+		paths = append(paths, struct{ key, path string }{fmt.Sprintf("validator.runtime_roots[%d]", i), r})
+	}
+	comps := make([]string, 0, len(c.Validator.RuntimeBinaries))
+	for comp := range c.Validator.RuntimeBinaries {
+		comps = append(comps, comp)
+	}
+	sort.Strings(comps)
+	for _, comp := range comps {
+		paths = append(paths, struct{ key, path string }{"validator.runtime_binaries." + comp, c.Validator.RuntimeBinaries[comp]})
+	}
+	for _, p := range paths {
+		if p.path == "" {
+			continue // unset: the feature is off or its default applies
+		}
+		if err := unitfile.ValidatePath(p.path); err != nil {
+			return fmt.Errorf("%s: %w", p.key, err)
+		}
+	}
+	return nil
+}
+
+// validateCgroupRoot: an absolute cgroup path that is not "/" nor a
+// systemd slice, service or scope, which hold unrelated processes that
+// runtime-ghosts would report as orphans. The job template applies the
+// same rule at render time (cg_cgroup_roots).
+func validateCgroupRoot(r string) error {
+	if !strings.HasPrefix(r, "/") {
+		return fmt.Errorf("%q: want an absolute cgroup path such as /system.slice/runit.service/garden", r)
+	}
+	base := ""
+	for _, e := range strings.Split(r, "/") {
+		if e != "" && e != "." {
+			base = e
+		}
+	}
+	if base == "" || base == ".." || strings.HasSuffix(base, ".slice") || strings.HasSuffix(base, ".service") || strings.HasSuffix(base, ".scope") {
+		return fmt.Errorf("%q holds more than a runtime's containers (every other process there would be an orphan); name the runtime's own parent cgroup", r)
 	}
 	return nil
 }

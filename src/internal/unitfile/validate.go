@@ -117,17 +117,34 @@ func validateWords(words []string) error {
 	return nil
 }
 
-// ValidatePath checks an absolute, clean path made of safe characters.
+// Linux's limits (PATH_MAX, NAME_MAX): a longer path cannot name a file,
+// so it can only be a mistake or an attack on whatever prints it.
+const (
+	maxPathLen     = 4095
+	maxPathElemLen = 255
+)
+
+// ValidatePath checks an absolute, clean path made of safe characters,
+// within Linux's length limits. The job templates refuse the same paths at
+// render time (jobs/cellguard/templates/config/cellguard.json.erb,
+// cg_path); spec/jobs' hostile-property test proves they agree.
 func ValidatePath(p string) error {
 	switch {
 	case p == "":
 		return fmt.Errorf("%w: empty", ErrBadPath)
 	case !strings.HasPrefix(p, "/"):
 		return fmt.Errorf("%w: %q is not absolute", ErrBadPath, p)
+	case len(p) > maxPathLen:
+		return fmt.Errorf("%w: %.40q... is longer than %d bytes", ErrBadPath, p, maxPathLen)
 	case path.Clean(p) != p:
 		return fmt.Errorf("%w: %q is not clean (want %q)", ErrBadPath, p, path.Clean(p))
 	case !safeArg(p):
 		return fmt.Errorf("%w: %q: only letters, digits and _-./:=,+@ are allowed", ErrBadPath, p)
+	}
+	for _, elem := range strings.Split(p[1:], "/") {
+		if len(elem) > maxPathElemLen {
+			return fmt.Errorf("%w: %.40q...: a name is longer than %d bytes", ErrBadPath, elem, maxPathElemLen)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/drain"
+	"github.com/cloudfoundry/cellguard/src/internal/metrics"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
+)
+
+const drainCouldNotRunHelp = `
+For the job's bin/drain, when cellguard drain gave no verdict and could not
+say so itself (it crashed, was killed at the time limit, or never started):
+writes the drain textfile with cellguard_drain_could_not_run 1 for the
+agent's event, as cellguard drain writes it when it cannot validate. The
+write goes through cellguard's one atomic write (a temp file of a random
+name created exclusively, renamed over the textfile), so root never writes
+through a name another user could have planted in the textfile's directory.
+Prints nothing on stdout: the drain integer is bin/drain's.
+
+Exit codes: 0 written, 1 the textfile could not be written, 2 bad usage.
+`
+
+func runDrainCouldNotRun(_ context.Context, env *Env, args []string) int {
+	var c common
+	var promFile, why string
+	fs := newFlagSet(env, "drain could-not-run", "drain could-not-run --prometheus-textfile PATH [--why TEXT] [--] JOB_CHANGE HASH_CHANGE [UPDATED_PACKAGES...]", &c)
+	fs.StringVar(&promFile, "prometheus-textfile", "", "the drain textfile to write (required)")
+	fs.StringVar(&why, "why", "", "why cellguard drain gave no verdict, for the log")
+	withHelp(env, fs, drainCouldNotRunHelp)
+	if ok, code := parse(fs, args); !ok {
+		return code
+	}
+	// The same rule as the config's validator.prometheus_textfile.
+	if err := unitfile.ValidatePath(promFile); err != nil {
+		errorf(env, "--prometheus-textfile: %v", err)
+		return ExitCantRun
+	}
+	logger, closer := c.flagLogger(env, "drain")
+	defer closer()
+	call := drain.Parse(fs.Args())
+	if why == "" {
+		why = "cellguard drain gave no verdict"
+	}
+	dec := drain.Decide(drain.Input{Call: call, CouldNotRun: errors.New(why)})
+	if err := metrics.WriteDrainTextfile(promFile, nil, call, dec, env.now()); err != nil {
+		logger.Error("write-prometheus-textfile", err)
+		errorf(env, "%v", err)
+		return ExitFailed
+	}
+	logger.Info("could-not-run-recorded", lager.Data{"file": promFile, "event": call.Event, "why": why})
+	fmt.Fprintf(env.Stderr, "cellguard drain could-not-run: %s: cellguard_drain_could_not_run 1 (%s)\n", promFile, why)
+	return ExitOK
+}
