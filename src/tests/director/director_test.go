@@ -170,6 +170,7 @@ func TestDirector(t *testing.T) {
 	checkEnv(t, l.env, l.state, cpi)
 	netnsIno = inode(t, l.env.Netns)
 
+	checkIsolated(t, l)
 	checkNATS(t, l)
 
 	out = l.timed("bosh env", "env")
@@ -427,6 +428,33 @@ func checkNothingLeft(t *testing.T, l *lab, netnsIno uint64) {
 			t.Errorf("STATE/%s still there after down", f)
 		}
 	}
+}
+
+// checkIsolated: while the director is up, nothing of it listens in the
+// host's namespace, and the lab routes nothing off its bridge (one route,
+// the bridge's subnet; no forwarding).
+func checkIsolated(t *testing.T, l *lab) {
+	t.Helper()
+	out, err := runCmd(t, "/", nil, "ss", "-Htln")
+	must(t, "ss", out, err)
+	for _, line := range strings.Split(out, "\n") {
+		for _, port := range []string{":25555 ", ":25556 ", ":4222 "} {
+			if strings.Contains(line, port) {
+				t.Errorf("a listener on %s in the host's namespace while the lab is up: %s", port, line)
+			}
+		}
+	}
+	routes, err := runCmd(t, "/", nil, "nsenter", "--net="+l.env.Netns, "ip", "-4", "route", "show", "table", "main")
+	must(t, "ip route in the lab", routes, err)
+	if got := strings.Fields(routes); len(got) < 3 || got[0] != "10.244.0.0/24" || got[2] != "cgbr0" || strings.Count(routes, "\n") != 1 {
+		t.Errorf("the lab's routes: %q, want only 10.244.0.0/24 dev cgbr0", routes)
+	}
+	out, err = runCmd(t, "/", nil, "nsenter", "--net="+l.env.Netns, "cat", "/proc/sys/net/ipv4/ip_forward")
+	must(t, "ip_forward in the lab", out, err)
+	if strings.TrimSpace(out) != "0" {
+		t.Errorf("the lab forwards (ip_forward %q)", strings.TrimSpace(out))
+	}
+	t.Logf("the lab: routes %q, ip_forward 0, no listener in the host's namespace", strings.TrimSpace(routes))
 }
 
 // checkNATS speaks NATS's client protocol to the lab's server from inside
