@@ -51,6 +51,7 @@ type lab struct {
 	state string
 	bosh  string
 	env   labEnv
+	pids  map[string]bool // the lab's processes while up: pid files and their children
 }
 
 func repoRoot(t *testing.T) string {
@@ -170,6 +171,7 @@ func TestDirector(t *testing.T) {
 	checkEnv(t, l.env, l.state, cpi)
 	netnsIno = inode(t, l.env.Netns)
 
+	checkIsolated(t, l)
 	checkNATS(t, l)
 
 	out = l.timed("bosh env", "env")
@@ -413,20 +415,108 @@ func checkNothingLeft(t *testing.T, l *lab, netnsIno uint64) {
 			t.Errorf("mount left: %s", line)
 		}
 	}
-	out, err := runCmd(t, "/", nil, "ss", "-Htlnp")
-	must(t, "ss", out, err)
-	for _, port := range []string{":25555", ":25556", ":4222", ":5432"} {
-		for _, line := range strings.Split(out, "\n") {
-			if strings.Contains(line, port+" ") {
-				t.Errorf("listener on %s in the host's namespace: %s", port, line)
-			}
-		}
+	for _, line := range hostListeners(t, l.pids) {
+		t.Errorf("a listener of the director's processes in the host's namespace after down: %s", line)
 	}
 	for _, f := range []string{"env.json", "bosh.env"} {
 		if _, err := os.Stat(filepath.Join(l.state, f)); err == nil {
 			t.Errorf("STATE/%s still there after down", f)
 		}
 	}
+}
+
+// ourProcesses: the pids in STATE/run/*.pid and all their descendants
+// (postgres's backends, puma's worker), as strings.
+func ourProcesses(t *testing.T, state string) map[string]bool {
+	t.Helper()
+	pids := map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join(state, "run", "*.pid"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids[strings.TrimSpace(string(b))] = true
+	}
+	parent := map[string]string{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue // gone
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 {
+			parent[filepath.Base(filepath.Dir(st))] = f[1]
+		}
+	}
+	for grew := true; grew; {
+		grew = false
+		for pid, ppid := range parent {
+			if pids[ppid] && !pids[pid] {
+				pids[pid], grew = true, true
+			}
+		}
+	}
+	return pids
+}
+
+// hostListeners: the host namespace's listening sockets held by one of pids.
+func hostListeners(t *testing.T, pids map[string]bool) []string {
+	t.Helper()
+	return listeners(t, nil, pids)
+}
+
+// listeners: the listening TCP sockets held by one of pids, in the
+// namespace ss runs in (in front of it: nsenter, or nothing for the host's).
+func listeners(t *testing.T, in []string, pids map[string]bool) []string {
+	t.Helper()
+	args := append(append([]string{}, in...), "ss", "-Htlnp")
+	out, err := runCmd(t, "/", nil, args[0], args[1:]...)
+	must(t, "ss", out, err)
+	var ours []string
+	for _, line := range strings.Split(out, "\n") {
+		for pid := range pids {
+			if strings.Contains(line, "pid="+pid+",") {
+				ours = append(ours, line)
+				break
+			}
+		}
+	}
+	return ours
+}
+
+// checkIsolated: while the director is up, nothing of it listens in the
+// host's namespace, and the lab routes nothing off its bridge (one route,
+// the bridge's subnet; no forwarding).
+func checkIsolated(t *testing.T, l *lab) {
+	t.Helper()
+	l.pids = ourProcesses(t, l.state)
+	if len(l.pids) < 6 {
+		t.Errorf("%d processes from STATE/run's pid files and their children, want at least 6 (postgres, nats, director, 2 workers, front)", len(l.pids))
+	}
+	for _, line := range hostListeners(t, l.pids) {
+		t.Errorf("a listener of the director's processes in the host's namespace: %s", line)
+	}
+	// The same look inside the lab finds them: the check above can see them.
+	inLab := strings.Join(listeners(t, []string{"nsenter", "--net=" + l.env.Netns, "--"}, l.pids), "\n")
+	for _, addr := range []string{"10.244.0.1:25555 ", "10.244.0.1:4222 ", "127.0.0.1:25556 "} {
+		if !strings.Contains(inLab, addr) {
+			t.Errorf("no listener of the director's processes on %s in the lab:\n%s", addr, inLab)
+		}
+	}
+	routes, err := runCmd(t, "/", nil, "nsenter", "--net="+l.env.Netns, "ip", "-4", "route", "show", "table", "main")
+	must(t, "ip route in the lab", routes, err)
+	if got := strings.Fields(routes); len(got) < 3 || got[0] != "10.244.0.0/24" || got[2] != "cgbr0" || strings.Count(routes, "\n") != 1 {
+		t.Errorf("the lab's routes: %q, want only 10.244.0.0/24 dev cgbr0", routes)
+	}
+	fwd, err := runCmd(t, "/", nil, "nsenter", "--net="+l.env.Netns, "cat", "/proc/sys/net/ipv4/ip_forward")
+	must(t, "ip_forward in the lab", fwd, err)
+	if strings.TrimSpace(fwd) != "0" {
+		t.Errorf("the lab forwards (ip_forward %q)", strings.TrimSpace(fwd))
+	}
+	t.Logf("the lab: routes %q, ip_forward 0, no listener in the host's namespace", strings.TrimSpace(routes))
 }
 
 // checkNATS speaks NATS's client protocol to the lab's server from inside
