@@ -42,8 +42,10 @@
 #                       it (mounted in a mount namespace of its own: the host never sees the
 #                       mount) and puts the box below $SDBOX_HOST_CGROUP in it; the box mounts it
 #                       itself. The hierarchy is kernel-wide: while it exists every process's
-#                       /proc/PID/cgroup lists it. stop removes the box's cgroups in it, and the
-#                       kernel drops the hierarchy when no mount and no child cgroup is left.
+#                       /proc/PID/cgroup lists it and nspawn mounts it in every box, so every
+#                       box is put below its own cgroup there too. stop removes the box's
+#                       cgroups in it; the kernel drops the hierarchy when no mount and no
+#                       child cgroup is left.
 #   SDBOX_ROOTFS        boot this prepared rootfs directory instead of the cached one (read-only
 #                       lower dir of the overlay, e.g. an extracted BOSH stemcell built from
 #                       "sdbox.sh rootfs"); it must carry /usr/local/sbin/sdbox-init
@@ -297,9 +299,12 @@ v1x_run() {
 launch() {
   local hs envs=(-u SYSTEMD_NSPAWN_UNIFIED_HIERARCHY -u UNIFIED_CGROUP_HIERARCHY) rw=1 v1x=""
   hs=$(hierarchies | tr '\n' ' ')
-  # before nspawn makes the box's cgroup namespace, whose root is where the launcher is
+  # before nspawn makes the box's cgroup namespace, whose root is where the launcher is;
+  # also those another box made: nspawn mounts every v1 hierarchy the kernel has (measured),
+  # so the box would see the hierarchy's root and leave its cgroups there
   if [ "$MODE" != unified ]; then
     v1x=${SDBOX_V1_EXTRA-$(cat "$ROOTFS/etc/sdbox/v1-hierarchies" 2>/dev/null || true)}
+    v1x=$(printf '%s\n' $v1x $(unmounted_hierarchies) | sort -u | tr '\n' ' ')
   fi
   case $MODE in
     hybrid) ;;                                       # nspawn copies the host's hybrid layout

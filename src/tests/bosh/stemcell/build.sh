@@ -31,7 +31,9 @@
 # A failing step says which one, the command, and where its log is. Needs root
 # (chroot, file owners).
 set -Eeuo pipefail
-
+# The whole script is one block, which bash parses before running any of it: editing
+# this file while a build runs cannot make that build run a mix of old and new lines.
+{
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "${here}/../../../.." && pwd)
 shape=${1:-}
@@ -90,7 +92,7 @@ fail() {
   say "FAILED at step '${step}': $*${log:+; log: ${log}}"
   exit 1
 }
-begin() { step=$1; log=${2:-}; say "${step}"; }
+begin() { step=$1; log=${2:-}; say "${step} (at $((SECONDS - T0))s)"; }
 trap 'fail "\`${BASH_COMMAND}\` exited $?"' ERR
 
 [ "$(id -u)" = 0 ] || { step=start; fail "must run as root (chroot, file owners)"; }
@@ -278,8 +280,11 @@ cloud_properties:
   monit: "${monit_version}"
   bosh_agent: "${agent_version}"
 EOF
-tar -C "${work}" -czf "${work}/stemcell.tgz" stemcell.MF image 2>>"${log}"
+# gzip -1: the stemcell is a local file, so packing time counts more than its size (README)
+tar -C "${work}" -cf - stemcell.MF image 2>>"${log}" | gzip -1 >"${work}/stemcell.tgz"
 mkdir -p "${out}"
 mv "${work}/stemcell.tgz" "${work}/stemcell.MF" "${out}/"
 say "built in $((SECONDS - T0))s: ${tarball} ($(du -h "${tarball}" | cut -f1), key ${key}; agent ${agent_version}, monit ${monit_version})"
 echo "${tarball}"
+exit 0
+}
