@@ -35,6 +35,17 @@
 #                       if installed, else the one of ubuntu-keyring 2021.03.26 fetched from the
 #                       mirror, its .deb and key fingerprints pinned below)
 #   SDBOX_EXTRA_PACKAGES  more packages for the rootfs (space separated; own cached rootfs)
+#   SDBOX_V1_EXTRA      v1 hierarchies the host does not mount that the box needs, as controller
+#                       sets ("net_cls,net_prio"; space separated), hybrid and legacy modes only
+#                       (default: the rootfs's /etc/sdbox/v1-hierarchies, e.g. a BOSH stemcell's).
+#                       Only the initial cgroup namespace may create a hierarchy, so sdbox.sh does
+#                       it (mounted in a mount namespace of its own: the host never sees the
+#                       mount) and puts the box below $SDBOX_HOST_CGROUP in it; the box mounts it
+#                       itself. The hierarchy is kernel-wide: while it exists every process's
+#                       /proc/PID/cgroup lists it and nspawn mounts it in every box, so every
+#                       box is put below its own cgroup there too. stop removes the box's
+#                       cgroups in it; the kernel drops the hierarchy when no mount and no
+#                       child cgroup is left.
 #   SDBOX_ROOTFS        boot this prepared rootfs directory instead of the cached one (read-only
 #                       lower dir of the overlay, e.g. an extracted BOSH stemcell built from
 #                       "sdbox.sh rootfs"); it must carry /usr/local/sbin/sdbox-init
@@ -63,6 +74,7 @@ BOXES=$DIR/boxes
 ST=$BOXES/$NAME                  # per-box state: env, mode, console.log, nspawn.pid
 CG=cellguard-sdbox-$NAME
 T0=$(date +%s%N)
+SELF=$(readlink -f "$0")
 
 log() { local ms=$(( ($(date +%s%N) - T0) / 1000000 )); printf '[sdbox %s %d.%03ds] %s\n' "$NAME" $((ms/1000)) $((ms%1000)) "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -135,7 +147,13 @@ ensure_rootfs() {
   [ -n "$keyring" ] && args+=(--keyring="$keyring")
   rm -rf "$ROOTFS.tmp"
   log "debootstrap $SUITE from $mirror -> $ROOTFS (once; about a minute)"
-  debootstrap --variant=minbase "${args[@]}" --include="$PACKAGES" "$SUITE" "$ROOTFS.tmp" "$mirror" \
+  # Debian 12's debootstrap (1.0.128) has no script for suites newer than it (noble): every
+  # Ubuntu script since gutsy is that one, so name it.
+  local script=()
+  if [ "$DISTRO" = ubuntu ] && [ ! -e "/usr/share/debootstrap/scripts/$SUITE" ]; then
+    script=(/usr/share/debootstrap/scripts/gutsy)
+  fi
+  debootstrap --variant=minbase "${args[@]}" --include="$PACKAGES" "$SUITE" "$ROOTFS.tmp" "$mirror" "${script[@]}" \
     >"$DIR/debootstrap-$KEY.log" 2>&1 || die "debootstrap failed, see $DIR/debootstrap-$KEY.log"
   log "debootstrap took $(( ($(date +%s%N) - T0) / 1000000000 )) s"
   local R=$ROOTFS.tmp
@@ -245,12 +263,49 @@ remove_cgroups() {  # deepest first; a cgroup with processes cannot be removed
     [ -d "$h/$CG" ] || continue
     while read -r d; do rmdir "$d" 2>/dev/null || left=1; done < <(find "$h/$CG" -depth -type d)
   done
+  for h in $(unmounted_hierarchies); do v1x_run "$h" remove || left=1; done
   return $left
 }
 
+# v1 hierarchies that exist (a box made them: SDBOX_V1_EXTRA) but the host does not mount, as
+# the controller sets of /proc/cgroups ("net_cls,net_prio")
+unmounted_hierarchies() {
+  local mounted
+  mounted=$(awk '$3=="cgroup" {print $4}' /proc/self/mounts | tr ',' '\n')
+  awk 'NR>1 && $2!=0 && $4==1 {s[$2]=s[$2] (s[$2]==""?"":",") $1} END {for (i in s) print s[i]}' /proc/cgroups |
+    while read -r set; do
+      grep -qxF "${set%%,*}" <<<"$mounted" || echo "$set"
+    done
+}
+# v1x_run SET join PID | remove: with the hierarchy SET mounted in a private mount namespace,
+# put PID in the box's cgroup (creating the hierarchy if needed), or remove the box's cgroups.
+v1x_run() {
+  local m rc=0
+  m=$(mktemp -d "${TMPDIR:-/tmp}/sdbox-v1.XXXXXX")
+  unshare -m --propagation private sh -c '
+    set -e; mount -t cgroup -o "$1" cgroup "$2"; d=$2/$3
+    if [ "$4" = join ]; then mkdir -p "$d"; echo "$5" >"$d/cgroup.procs"
+    elif [ -d "$d" ]; then find "$d" -depth -type d -exec rmdir {} +; fi' sh "$1" "$m" "$CG" "$2" "${3:-}" || rc=$?
+  # The hierarchy goes away at the unmount only when it has no child cgroup then, and a child
+  # just removed may still count (measured): unmount once more when it is left empty.
+  if [ "$2" = remove ] && [ $rc = 0 ]; then
+    unshare -m --propagation private sh -c 'mount -t cgroup -o "$1" cgroup "$2" &&
+      [ -z "$(find "$2" -mindepth 1 -maxdepth 1 -type d)" ]' sh "$1" "$m" 2>/dev/null || true
+  fi
+  rmdir "$m"
+  return $rc
+}
+
 launch() {
-  local hs envs=(-u SYSTEMD_NSPAWN_UNIFIED_HIERARCHY -u UNIFIED_CGROUP_HIERARCHY) rw=1
+  local hs envs=(-u SYSTEMD_NSPAWN_UNIFIED_HIERARCHY -u UNIFIED_CGROUP_HIERARCHY) rw=1 v1x=""
   hs=$(hierarchies | tr '\n' ' ')
+  # before nspawn makes the box's cgroup namespace, whose root is where the launcher is;
+  # also those another box made: nspawn mounts every v1 hierarchy the kernel has (measured),
+  # so the box would see the hierarchy's root and leave its cgroups there
+  if [ "$MODE" != unified ]; then
+    v1x=${SDBOX_V1_EXTRA-$(cat "$ROOTFS/etc/sdbox/v1-hierarchies" 2>/dev/null || true)}
+    v1x=$(printf '%s\n' $v1x $(unmounted_hierarchies) | sort -u | tr '\n' ' ')
+  fi
   case $MODE in
     hybrid) ;;                                       # nspawn copies the host's hybrid layout
     legacy) envs+=(SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0) ;;
@@ -264,6 +319,7 @@ launch() {
   # shellcheck disable=SC2086
   setsid env "${envs[@]}" bash -c '
       for h in '"$hs"'; do echo $$ > "$h/'"$CG"'/cgroup.procs"; done
+      for s in '"$v1x"'; do bash "'"$SELF"'" v1x-join "$s" $$ || exit 1; done
       echo $$ > "'"$ST"'/nspawn.pid"
       exec systemd-nspawn -M "'"$NAME"'" -q -D "'"$ROOTFS"'" --hostname="'"$NAME"'" --volatile=overlay \
         --keep-unit --register=no --private-network --link-journal=no \
@@ -435,6 +491,7 @@ main() {
         HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" "${@:-bash}"
       ;;
     gc) do_gc ;;
+    v1x-join) v1x_run "$2" join "$3" ;;   # (the launcher's: SDBOX_V1_EXTRA)
     watch)  # stop the box when fd 3 (a pipe held open only by the box's owner) hits EOF
       read -r -u 3 _ 2>/dev/null || true
       exec "$0" stop

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # build.sh - a local BOSH stemcell for systemd-nspawn VMs (the nspawn CPI in
-# ../cpi-release), in one of the two shapes whose supervisor seed 000 hits:
+# ../cpi-release) from Ubuntu's userland, in one of the shapes whose supervisor
+# seed 000 hits:
 #
-#   build.sh jammy   systemd -> runit.service -> runsvdir -> monit 5.2.5 (+ validate.patch)
-#                    and the agent, both under runit
-#   build.sh noble   systemd -> monit.service -> monit 5.2.5 (+ validate.patch);
+#   build.sh xenial  systemd 229 -> runit.service -> runsvdir -> monit 5.2.5 (+ validate.patch)
+#                    and the agent, both under runit (the seed's era)
+#   build.sh jammy   systemd 249, the same runit chain
+#   build.sh noble   systemd 255 -> monit.service -> monit 5.2.5 (+ validate.patch);
 #                    bosh-agent.service
 #
 # Prints the stemcell tarball's path on stdout (stemcell.MF + image, what `bosh
@@ -13,9 +15,15 @@
 # script and assets/) into $CELLGUARD_BOSH_CACHE/stemcells (default
 # /var/tmp/cellguard-bosh); a second call with the same inputs only prints the path.
 #
+# Exit status: 0 built or cached; 1 a step failed; 2 bad usage; 3 the shape was
+# SKIPPED because Ubuntu's archive cannot be reached (the line on stderr names the
+# shape and the archive; the caller decides, and in CI a skipped shape fails).
+#
 # Inputs:
-#   - the base rootfs: src/tests/harness/sdbox.sh's cached debootstrap plus runit
-#     and containerd (its own cache under $CELLGUARD_BOSH_CACHE/base);
+#   - the base rootfs: src/tests/harness/sdbox.sh's debootstrap of the shape's
+#     Ubuntu suite from Ubuntu's archive (keyring pinned there), plus what the agent
+#     and a real stemcell need (base_packages below); its own cache under
+#     $CELLGUARD_BOSH_CACHE/base;
 #   - the real bosh-agent, built from spec/go.mod's pin (ci/scripts/bosh-agent.sh);
 #   - BOSH's monit sources from $CELLGUARD_STEMCELL_SOURCES (default: ../shared/stemcell
 #     beside the repository, or beside its main checkout when this is a git worktree),
@@ -23,7 +31,9 @@
 # A failing step says which one, the command, and where its log is. Needs root
 # (chroot, file owners).
 set -Eeuo pipefail
-
+# The whole script is one block, which bash parses before running any of it: editing
+# this file while a build runs cannot make that build run a mix of old and new lines.
+{
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "${here}/../../../.." && pwd)
 shape=${1:-}
@@ -35,10 +45,11 @@ shape=${1:-}
 # (src/http/processor.c, is_authenticated) and the agent's monit client sends none
 # (jobsupervisor/monit/http_client.go StartService), so starting a job fails with
 # "403 Forbidden" (measured; docs/bosh.md).
+# supervisor: which assets/ directory holds the chain from systemd to monit.
 case ${shape} in
-  jammy) monit_version=5.2.5 ;;
-  noble) monit_version=${CELLGUARD_NOBLE_MONIT:-5.2.5} ;;
-  *) echo "usage: build.sh jammy|noble" >&2; exit 2 ;;
+  xenial|jammy) monit_version=5.2.5 supervisor=runit ;;
+  noble) monit_version=${CELLGUARD_NOBLE_MONIT:-5.2.5} supervisor=systemd ;;
+  *) echo "usage: build.sh xenial|jammy|noble" >&2; exit 2 ;;
 esac
 case ${monit_version} in 5.2.5|5.29.0) ;; *) echo "build.sh: monit ${monit_version}: want 5.2.5 or 5.29.0" >&2; exit 2 ;; esac
 cache=${CELLGUARD_BOSH_CACHE:-/var/tmp/cellguard-bosh}
@@ -49,11 +60,27 @@ if [ -z "${CELLGUARD_STEMCELL_SOURCES:-}" ] && [ ! -d "${sources}" ]; then
   [ -n "${common}" ] && [ -d "$(dirname "${common}")/../shared/stemcell" ] &&
     sources=$(cd "$(dirname "${common}")/../shared/stemcell" && pwd)
 fi
-# runit runs the jammy shape's agent and monit, whose DNS setup calls resolvconf
-# (Ubuntu stemcells have it); containerd and its runc shim are
-# Garden's runtime in containerd mode (the test release's stand-in uses them; on a
-# real cell garden-runc-release ships them as packages).
-base_packages="runit containerd resolvconf"
+# On top of sdbox.sh's packages (systemd, dbus, runc, ...):
+# - runit runs the runit shapes' agent and monit; the agent's DNS setup calls
+#   resolvconf (measured: bootstrap fails without it), or with ServiceManager systemd
+#   (noble) restarts systemd-resolved (bosh-agent platform/provider.go,
+#   dnsresolver/dns_systemd_resolver.go); noble has no resolvconf package;
+# - iptables: the agent's NATS firewall (bosh-agent platform/net/firewall_provider_linux.go)
+#   inserts `-m cgroup --cgroup` rules with it; ca-certificates: the agent runs
+#   `update-ca-certificates -f` on update_settings; openssh-server and sudo: `bosh ssh`
+#   (the agent adds users, keys and sudoers, and reads /etc/ssh/ssh_host_rsa_key.pub);
+# - gcc, make, patch, flex, bison, zlib1g-dev: monit is built inside the rootfs with the
+#   suite's own libc (a host-built one needs the host's GLIBC_2.34, xenial has 2.23);
+#   real stemcells carry a compiler too (bosh-linux-stemcell-builder,
+#   bosh-stemcell/lib/bosh/stemcell/stage_collection.rb: ubuntu_os_stages runs
+#   base_ubuntu_build_essential), which BOSH's compilation VMs use;
+# - containerd (jammy, noble): Garden's runtime in containerd mode, which the test
+#   release's stand-in uses (on a real cell garden-runc-release ships it); xenial's
+#   release pocket has none.
+dns=resolvconf
+[ "${shape}" != noble ] || dns=systemd-resolved
+base_packages="runit ${dns} iptables ca-certificates openssh-server sudo netbase gcc make patch flex bison zlib1g-dev libc6-dev"
+[ "${shape}" = xenial ] || base_packages="${base_packages} containerd"
 
 T0=${SECONDS}
 step="" log=""
@@ -65,11 +92,11 @@ fail() {
   say "FAILED at step '${step}': $*${log:+; log: ${log}}"
   exit 1
 }
-begin() { step=$1; log=${2:-}; say "${step}"; }
+begin() { step=$1; log=${2:-}; say "${step} (at $((SECONDS - T0))s)"; }
 trap 'fail "\`${BASH_COMMAND}\` exited $?"' ERR
 
 [ "$(id -u)" = 0 ] || { step=start; fail "must run as root (chroot, file owners)"; }
-mkdir -p "${cache}/logs" "${cache}/stemcells" "${cache}/monit"
+mkdir -p "${cache}/logs" "${cache}/stemcells"
 
 # 1. BOSH's monit sources, as the stemcell builder ships them.
 begin "check monit sources in ${sources}"
@@ -79,11 +106,20 @@ done
 (cd "${sources}" && sha256sum --quiet -c "${here}/SHA256SUMS") >&2 ||
   fail "a file in ${sources} does not match ${here}/SHA256SUMS"
 
-# 2. The base rootfs: sdbox's debootstrap recipe plus runit and containerd.
-log=${cache}/logs/base-rootfs.log
-begin "base rootfs (debootstrap once, about a minute)" "${log}"
-base=$(SDBOX_DIR=${cache}/base SDBOX_EXTRA_PACKAGES=${base_packages} \
-  bash "${repo}/src/tests/harness/sdbox.sh" rootfs 2>"${log}") || fail "sdbox.sh rootfs failed"
+# 2. The base rootfs: sdbox's debootstrap recipe for the Ubuntu suite, plus base_packages.
+sdbox_base() { SDBOX_DIR=${cache}/base SDBOX_SUITE=${shape} SDBOX_EXTRA_PACKAGES=${base_packages} \
+  bash "${repo}/src/tests/harness/sdbox.sh" "$@"; }
+log=${cache}/logs/base-rootfs-${shape}.log
+begin "base rootfs (debootstrap of Ubuntu ${shape} once, minutes)" "${log}"
+base_source=$(sdbox_base source 2>"${log}") || fail "sdbox.sh source failed"
+if grep -qx 'ROOTFS_CACHED=false' <<<"${base_source}"; then
+  mirror=$(sed -n 's/^MIRROR=//p' <<<"${base_source}")
+  if ! curl -fsS --max-time 30 -o /dev/null "${mirror}/dists/${shape}/Release" 2>>"${log}"; then
+    say "SKIPPED: shape ${shape} not built: Ubuntu's archive ${mirror} cannot be reached ($(tail -n 1 "${log}"))"
+    exit 3
+  fi
+fi
+base=$(sdbox_base rootfs 2>"${log}") || fail "sdbox.sh rootfs failed"
 
 # 3. The agent.
 log=${cache}/logs/bosh-agent.log
@@ -91,42 +127,16 @@ begin "bosh-agent (spec/go.mod's pin)" "${log}"
 agent=$(bash "${repo}/ci/scripts/bosh-agent.sh" 2>"${log}") || fail "building the agent failed"
 agent_version=$("${agent}" -v)
 
-# 4. monit, built as the stemcell builder builds it, installed under /var/vcap/bosh.
-monit_key=$( { echo "${monit_version} recipe-1"; grep "monit-${monit_version}" "${here}/SHA256SUMS"; } | sha256sum | cut -c1-12)
-monit_dir=${cache}/monit/${monit_version}-${monit_key}
-log=${cache}/logs/monit-${monit_version}.log
-begin "monit ${monit_version} (${monit_dir})" "${log}"
-exec 9>"${cache}/monit/.lock-${monit_version}"; flock 9
-if [ ! -e "${monit_dir}/.complete" ]; then
-  rm -rf "${monit_dir}" "${monit_dir}.tmp"
-  mkdir -p "${monit_dir}.tmp/src" "${monit_dir}.tmp/root"
-  tar -xzf "${sources}/monit-${monit_version}.tar.gz" -C "${monit_dir}.tmp/src"
-  (
-    set -e
-    cd "${monit_dir}.tmp/src/monit-${monit_version}"
-    if [ "${monit_version}" = 5.2.5 ]; then
-      patch -p1 <"${sources}/monit-5.2.5-validate.patch"
-      # 5.2.5 predates gcc 10's -fno-common default.
-      ./configure --prefix=/var/vcap/bosh --without-ssl CFLAGS=-fcommon
-    else
-      ./configure --prefix=/var/vcap/bosh --without-ssl --without-pam
-    fi
-    make -j2
-    make install DESTDIR="${monit_dir}.tmp/root"
-  ) >"${log}" 2>&1   # (needs gcc make flex bison zlib1g-dev: make deps)
-  rm -rf "${monit_dir}.tmp/src"
-  touch "${monit_dir}.tmp/.complete"
-  mv "${monit_dir}.tmp" "${monit_dir}"
-fi
-exec 9>&-
-monit_bin=${monit_dir}/root/var/vcap/bosh/bin/monit
-[ -x "${monit_bin}" ] || fail "${monit_bin} missing"
+# 4. monit: built inside the rootfs below (the suite's compiler and libc), as the
+# stemcell builder builds it in its chroot (stemcell_builder/stages/bosh_monit/apply.sh).
+monit_sum=$(grep " monit-${monit_version}" "${here}/SHA256SUMS")
 
 # 5. The stemcell's content key: everything that goes into it.
 key=$( {
   echo "${shape} ${base}"
-  for f in "${agent}" "${monit_bin}" "${BASH_SOURCE[0]}"; do sha256sum <"${f}"; done
-  (cd "${here}/assets" && find common "${shape}" -type f | LC_ALL=C sort | xargs sha256sum)  # relative paths
+  echo "${monit_sum}"
+  for f in "${agent}" "${BASH_SOURCE[0]}"; do sha256sum <"${f}"; done
+  (cd "${here}/assets" && find common "${supervisor}" -type f | LC_ALL=C sort | xargs sha256sum)  # relative paths
 } | sha256sum | cut -c1-12)
 name=cellguard-nspawn-${shape}
 if [ "${shape}" = noble ] && [ "${monit_version}" != 5.2.5 ]; then name=${name}-monit-${monit_version}; fi
@@ -154,15 +164,36 @@ in_root() { chroot "${R}" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@
 # Maintainer scripts run in the chroot must not start or stop services (101:
 # action forbidden); /proc is not mounted there, so they could not find any.
 printf '#!/bin/sh\nexit 101\n' >"${R}/usr/sbin/policy-rc.d" && chmod 0755 "${R}/usr/sbin/policy-rc.d"
-# Debian's monit (sdbox's rootfs has it) would answer instead of BOSH's; and
+# Ubuntu's monit (sdbox's rootfs has it) would answer instead of BOSH's; and
 # containerd is Garden's to start (under monit), not the OS's.
 in_root dpkg --purge monit
-ln -sf /dev/null "${R}/etc/systemd/system/containerd.service"
+[ "${shape}" = xenial ] || ln -sf /dev/null "${R}/etc/systemd/system/containerd.service"
 # Users and groups the agent expects (it fails bootstrap without them).
-in_root groupadd --system syslog
-for g in vcap admin bosh_sshers bosh_sudoers; do in_root groupadd "${g}"; done
+in_root sh -c 'getent group syslog >/dev/null || groupadd --system syslog'
+for g in vcap admin bosh_sshers bosh_sudoers; do in_root sh -c "getent group ${g} >/dev/null || groupadd ${g}"; done
 in_root useradd -m -g vcap -G admin,bosh_sshers,bosh_sudoers -s /bin/bash vcap
 rm -f "${R}/usr/sbin/policy-rc.d"
+
+log=${cache}/logs/monit-${shape}.log
+: >"${log}"
+begin "build monit ${monit_version} inside the rootfs" "${log}"
+mkdir -p "${R}/tmp/monit-build"
+tar -xzf "${sources}/monit-${monit_version}.tar.gz" -C "${R}/tmp/monit-build"
+cp "${sources}/monit-5.2.5-validate.patch" "${R}/tmp/monit-build/validate.patch"
+if [ "${monit_version}" = 5.2.5 ]; then
+  # 5.2.5 predates gcc 10's -fno-common default.
+  in_root bash -c 'set -e; cd /tmp/monit-build/monit-5.2.5; patch -p1 <../validate.patch
+    ./configure --prefix=/var/vcap/bosh --without-ssl CFLAGS=-fcommon; make -j2; make install'
+else
+  in_root bash -c 'set -e; cd /tmp/monit-build/monit-5.29.0
+    ./configure --prefix=/var/vcap/bosh --without-ssl --without-pam; make -j2; make install'
+fi
+rm -rf "${R}/tmp/monit-build"
+monit_bin=/var/vcap/bosh/bin/monit
+in_root "${monit_bin}" -V
+
+log=${cache}/logs/assemble-${shape}.log
+begin "install the agent, its assets and the ${supervisor} chain" "${log}"
 mkdir -p "${R}/var/vcap/bosh/bin" "${R}/var/vcap/bosh/etc" "${R}/var/vcap/bosh/log" \
   "${R}/var/vcap/bosh/cpi" "${R}/var/vcap/monit/job" "${R}/var/vcap/monit/svlog" \
   "${R}/var/vcap/micro_bosh/data/cache"
@@ -170,6 +201,18 @@ mkdir -p "${R}/var/vcap/bosh/bin" "${R}/var/vcap/bosh/etc" "${R}/var/vcap/bosh/l
 # layout) and fails without the directory.
 mkdir -p "${R}/etc/resolvconf/resolv.conf.d"
 chmod 0755 "${R}/var/vcap"
+rm -f "${R}"/etc/ssh/ssh_host_*
+# net_cls,net_prio: the hierarchy the agent needs that this machine's host does not mount
+# (perf_event and hugetlb, also unmounted, are not used by the agent): sdbox.sh creates it
+# for the VM, which mounts it at boot (README, "The v1 hierarchies").
+mkdir -p "${R}/etc/sdbox"
+echo net_cls,net_prio >"${R}/etc/sdbox/v1-hierarchies"
+install -m 0755 "${here}/assets/common/mount-v1-hierarchies" "${R}/usr/local/sbin/mount-v1-hierarchies"
+install -m 0644 "${here}/assets/common/v1-hierarchies.service" "${R}/etc/systemd/system/v1-hierarchies.service"
+mkdir -p "${R}/etc/systemd/system/sysinit.target.wants"
+ln -sf /etc/systemd/system/v1-hierarchies.service "${R}/etc/systemd/system/sysinit.target.wants/v1-hierarchies.service"
+install -m 0644 "${here}/assets/common/ssh-host-keys.service" "${R}/etc/systemd/system/ssh-host-keys.service"
+ln -sf /etc/systemd/system/ssh-host-keys.service "${R}/etc/systemd/system/multi-user.target.wants/ssh-host-keys.service"
 install -m 0755 "${agent}" "${R}/var/vcap/bosh/bin/bosh-agent"
 for f in bosh-agent-rc bosh-start-logging-and-auditing restart_networking; do
   install -m 0755 "${here}/assets/common/${f}" "${R}/var/vcap/bosh/bin/${f}"
@@ -191,28 +234,27 @@ jq -n --arg sm "${service_manager}" '{
   Infrastructure: {Settings: {Sources: [{Type: "File", SettingsPath: "/var/vcap/bosh/cpi/settings.json"}],
                               UseRegistry: false}}}' >"${R}/var/vcap/bosh/agent.json"
 
-if [ "${shape}" = jammy ]; then
-  install -m 0755 "${monit_bin}" "${R}/var/vcap/bosh/bin/monit-actual"
-  install -m 0755 "${here}/assets/jammy/monit" "${R}/var/vcap/bosh/bin/monit"
-  install -m 0644 "${here}/assets/jammy/monit-access-helper.sh" "${R}/var/vcap/bosh/etc/monit-access-helper.sh"
-  # runsvdir-start: Debian's runit stage 2 (runsvdir on /etc/service), as the
-  # stemcell installs /etc/runit/2 under that name.
-  install -m 0750 "${R}/etc/runit/2" "${R}/usr/sbin/runsvdir-start"
-  install -m 0644 "${here}/assets/jammy/runit.service" "${R}/etc/systemd/system/runit.service"
+if [ "${supervisor}" = runit ]; then
+  mv "${R}${monit_bin}" "${R}/var/vcap/bosh/bin/monit-actual"
+  install -m 0755 "${here}/assets/runit/monit" "${R}/var/vcap/bosh/bin/monit"
+  install -m 0644 "${here}/assets/runit/monit-access-helper.sh" "${R}/var/vcap/bosh/etc/monit-access-helper.sh"
+  # runsvdir-start: xenial's runit ships it; newer ones have only runit's stage 2
+  # (runsvdir on /etc/service), which the stemcell installs under that name.
+  [ -x "${R}/usr/sbin/runsvdir-start" ] || install -m 0750 "${R}/etc/runit/2" "${R}/usr/sbin/runsvdir-start"
+  install -m 0644 "${here}/assets/runit/runit.service" "${R}/etc/systemd/system/runit.service"
   ln -sf /etc/systemd/system/runit.service "${R}/etc/systemd/system/multi-user.target.wants/runit.service"
   # As the stemcell builder: /etc/service becomes a plain directory (Debian's is
   # a link into runit's runsvdir tree) holding the agent and monit.
   rm -rf "${R}/etc/service"
   mkdir -p "${R}/etc/sv" "${R}/etc/service"
-  cp -a "${here}/assets/jammy/sv/agent" "${here}/assets/jammy/sv/monit" "${R}/etc/sv/"
+  cp -a "${here}/assets/runit/sv/agent" "${here}/assets/runit/sv/monit" "${R}/etc/sv/"
   chmod 0755 "${R}"/etc/sv/*/run "${R}"/etc/sv/*/log/run
   chmod -R go-rwx "${R}/etc/sv/agent"
   ln -sfn /etc/sv/agent "${R}/etc/service/agent"
   ln -sfn /etc/sv/monit "${R}/etc/service/monit"
 else
-  install -m 0755 "${monit_bin}" "${R}/var/vcap/bosh/bin/monit"
   for u in monit bosh-agent; do
-    install -m 0644 "${here}/assets/noble/${u}.service" "${R}/etc/systemd/system/${u}.service"
+    install -m 0644 "${here}/assets/systemd/${u}.service" "${R}/etc/systemd/system/${u}.service"
     ln -sf "/etc/systemd/system/${u}.service" "${R}/etc/systemd/system/multi-user.target.wants/${u}.service"
   done
   ln -sf /etc/systemd/system/bosh-agent.service "${R}/etc/systemd/system/agent.service"
@@ -238,8 +280,11 @@ cloud_properties:
   monit: "${monit_version}"
   bosh_agent: "${agent_version}"
 EOF
-tar -C "${work}" -czf "${work}/stemcell.tgz" stemcell.MF image 2>>"${log}"
+# gzip -1: the stemcell is a local file, so packing time counts more than its size (README)
+tar -C "${work}" -cf - stemcell.MF image 2>>"${log}" | gzip -1 >"${work}/stemcell.tgz"
 mkdir -p "${out}"
 mv "${work}/stemcell.tgz" "${work}/stemcell.MF" "${out}/"
 say "built in $((SECONDS - T0))s: ${tarball} ($(du -h "${tarball}" | cut -f1), key ${key}; agent ${agent_version}, monit ${monit_version})"
 echo "${tarball}"
+exit 0
+}
