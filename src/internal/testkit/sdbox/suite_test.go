@@ -1,17 +1,20 @@
 package sdbox
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
 // TestRequireSuite: a rootfs sdbox.sh calls built (its .sdbox-complete
-// marker) or an answering archive lets the test run; neither skips it, also
-// in CI (the archive is the machine's limit).
+// marker) or an answering archive lets the test run; with neither it is
+// refused: skipped on a developer's machine, failed in CI (testkit.Unavailable),
+// whichever CI says here.
 func TestRequireSuite(t *testing.T) {
 	RequireRoot(t)
 	archive := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +57,7 @@ func TestRequireSuite(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, dir, mirror, suite string
-		skipped                  bool
+		refused                  bool
 	}{
 		{"cached, archive gone", cached, "http://127.0.0.1:9/ubuntu", "xenial", false},
 		{"not cached, archive answers", t.TempDir(), archive.URL + "/ubuntu", "xenial", false},
@@ -65,13 +68,46 @@ func TestRequireSuite(t *testing.T) {
 	} {
 		t.Setenv("SDBOX_DIR", tc.dir)
 		t.Setenv("SDBOX_MIRROR", tc.mirror)
-		var skipped bool
-		t.Run(tc.name, func(st *testing.T) {
-			defer func() { skipped = st.Skipped() }()
-			RequireSuite(st, tc.suite)
-		})
-		if skipped != tc.skipped {
-			t.Errorf("%s: skipped %v, want %v", tc.name, skipped, tc.skipped)
+		for _, ci := range []string{"", "true"} {
+			t.Setenv("CI", ci)
+			rec := &refusal{TB: t}
+			done := make(chan struct{})
+			go func() { // Skipf and Fatalf end the goroutine, as they end a test
+				defer close(done)
+				RequireSuite(rec, tc.suite)
+			}()
+			<-done
+			want := ""
+			if tc.refused && ci == "true" {
+				want = "failed"
+			} else if tc.refused {
+				want = "skipped"
+			}
+			if rec.how != want {
+				t.Errorf("%s, CI=%q: RequireSuite %q, want %q (%s)", tc.name, ci, rec.how, want, rec.why)
+			}
 		}
 	}
 }
+
+// refusal records how RequireSuite refused instead of ending the real test.
+type refusal struct {
+	testing.TB
+	how, why string
+}
+
+func (r *refusal) Helper() {}
+
+func (r *refusal) Skipf(format string, args ...any) {
+	r.how, r.why = "skipped", fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (r *refusal) Fatalf(format string, args ...any) {
+	r.how, r.why = "failed", fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (r *refusal) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
+
+func (r *refusal) Skip(args ...any) { r.Skipf("%s", fmt.Sprint(args...)) }
