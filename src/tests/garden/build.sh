@@ -86,7 +86,7 @@ started=$SECONDS
 	nice -n 10 go build -tags daemon -o "$bin/gdn" ./cmd/gdn
 	log "gdn built in $((SECONDS - started)) s"
 	nice -n 10 go build -o "$bin/dadoo" ./cmd/dadoo
-	nice -n 10 go build -tags gardenclient -o "$bin/gclient" ./cmd/cellguard-gclient
+	nice -n 10 go build -o "$bin/gclient" ./cmd/cellguard-gclient/main.go
 	nice -n 10 gcc -static -O2 -o "$bin/init" cmd/init/init.c cmd/init/ignore_sigchild.c
 	nice -n 10 gcc -static -O2 -o "$bin/nstar" rundmc/nstar/nstar.c rundmc/nstar/pwd.c
 )

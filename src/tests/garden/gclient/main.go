@@ -1,4 +1,4 @@
-//go:build gardenclient
+//go:build ignore
 
 // Command gclient is cellguard's own Garden client for the real-Garden
 // integration tests: create (raw rootfs), run, list, info and destroy through
@@ -6,9 +6,11 @@
 //
 // It is compiled only inside an unpacked guardian tree against that tree's
 // vendored garden client (src/tests/garden/build.sh copies it to
-// cmd/cellguard-gclient and builds with -tags gardenclient -mod=vendor), so
-// the client always speaks the API of the gdn it drives; the build tag keeps
-// cellguard's own module, which does not require garden, from compiling it.
+// cmd/cellguard-gclient and builds the file by name with -mod=vendor), so
+// the client always speaks the API of the gdn it drives. The ignore tag keeps
+// it out of cellguard's own module, which does not require garden: `go mod
+// vendor` (release-sync) reads every other tag's files; a file named on the
+// command line builds whatever its tags.
 package main
 
 import (
