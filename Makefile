@@ -76,6 +76,17 @@ CELLFLAGS ?=
 cell: deps release
 	bash src/tests/cell/cell.sh --tarball dev_releases/cellguard-dev.tgz $(CELLFLAGS)
 
+# A real BOSH director (v283.0.0) in a lab network namespace, for the fleet
+# (src/tests/director/README.md): DIRECTOR_STATE holds everything, DIRECTOR_CPI
+# is the CPI executable the director calls (needed by the first up).
+.PHONY: director-up director-down
+DIRECTOR_STATE ?= /var/tmp/cellguard-director-lab
+DIRECTOR_CPI ?=
+director-up:
+	bash src/tests/director/director.sh up $(DIRECTOR_STATE) $(if $(DIRECTOR_CPI),--cpi $(DIRECTOR_CPI))
+director-down:
+	bash src/tests/director/director.sh down $(DIRECTOR_STATE)
+
 # Put the Go toolchain blob (config/blobs.yml) in the local blobstore.
 golang-blob:
 	bash ci/scripts/golang-blob.sh

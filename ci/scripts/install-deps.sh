@@ -42,6 +42,35 @@ missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
 
+# 1b. The test director (src/tests/director, ../shared/bosh-director/README.md): Debian's
+#     ruby gems the director v283.0.0 runs on, and PostgreSQL 15, which director.sh runs as
+#     its own cluster in its state directory. The package's postinst would create and start
+#     a cluster "main": a policy-rc.d (only while installing, only if none exists) keeps it
+#     from starting, and a cluster the package left running is stopped.
+director_pkgs=(postgresql-15 openssl ruby-activesupport ruby-bcrypt ruby-json ruby-logging ruby-rack-test rake
+  ruby-rufus-scheduler ruby-sequel ruby-sinatra ruby-sinatra-contrib ruby-rack ruby-sys-filesystem ruby-ffi
+  ruby-delayed-job ruby-tzinfo puma ruby-nio4r ruby-multi-json ruby-httpclient ruby-addressable ruby-hana
+  ruby-regexp-parser ruby-simpleidn ruby-concurrent ruby-little-plugger ruby-pg)
+missing=()
+for p in "${director_pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\n# install-deps: no service starts while the director packages install\nexit 101\n' >"${policy}"
+    chmod 0755 "${policy}"
+    trap 'rm -f "${policy}"' EXIT  # apt_install exits on failure
+  fi
+  apt_install "${missing[@]}"
+  [ -z "${policy}" ] || { rm -f "${policy}"; trap - EXIT; }
+  if command -v pg_lsclusters >/dev/null; then
+    pg_lsclusters --no-header 2>/dev/null | awk '$4 == "online" {print $1, $2}' | while read -r v c; do
+      log "stopping PostgreSQL cluster ${v}/${c} the package started"
+      pg_ctlcluster "${v}" "${c}" stop
+    done
+  fi
+fi
+
 # 2. Go. A fresh Debian 12 has none (and its golang-go is far too old for go.mod), so
 #    fetch exactly go.mod's toolchain from the Go module proxy, checked against the
 #    checksum database (also served by the proxy), into /usr/local/go.

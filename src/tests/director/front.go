@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// uploadType is the body bosh-cli sends for upload-stemcell and
+// upload-release; nginx's upload module (bosh-release's director nginx)
+// spools it and the director's multipart routes read only the spooled
+// file's path.
+const uploadType = "application/x-compressed"
+
+// uploadField is the multipart field the director's stemcells and releases
+// controllers read (`params[:nginx_upload_path]`, `consumes: :multipart`).
+const uploadField = "nginx_upload_path"
+
+// front is the director's TLS front: uploads spooled to files, everything
+// else proxied as it came.
+type front struct {
+	proxy *httputil.ReverseProxy
+	spool string // directory for spooled uploads; the director's job removes each after use
+	log   *log.Logger
+}
+
+func newFront(backend *url.URL, spool string, logger *log.Logger) *front {
+	return &front{
+		proxy: &httputil.ReverseProxy{
+			Rewrite: func(r *httputil.ProxyRequest) {
+				r.SetURL(backend)
+				// The director builds redirects (a task's URL) from Host and
+				// X-Forwarded-Proto: keep what the client dialed.
+				r.Out.Host = r.In.Host
+				r.SetXForwarded()
+			},
+			// Task output and event streams are read as they come.
+			FlushInterval: -1,
+			ErrorLog:      logger,
+		},
+		spool: spool,
+		log:   logger,
+	}
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	if isUpload(r) {
+		f.serveUpload(rec, r)
+	} else {
+		f.proxy.ServeHTTP(rec, r)
+	}
+	f.log.Printf("%s %s %d", r.Method, r.URL.RequestURI(), rec.status)
+}
+
+func isUpload(r *http.Request) bool {
+	if r.Method != http.MethodPost && r.Method != http.MethodPut {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == uploadType
+}
+
+// serveUpload spools the body to a file and forwards a multipart form that
+// names it, as the upload module does. The director's job deletes the file
+// when it has read it; when the director refuses the request, no job runs,
+// so the file is removed here (nginx's upload_cleanup does the same).
+func (f *front) serveUpload(w *statusRecorder, r *http.Request) {
+	path, size, err := spool(f.spool, r.Body)
+	if err != nil {
+		f.log.Printf("spool upload %s: %v", r.URL.Path, err)
+		http.Error(w, "front: spool upload: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	body, ctype, err := uploadForm(path)
+	if err != nil {
+		os.Remove(path)
+		http.Error(w, "front: upload form: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	f.log.Printf("spooled %d bytes of %s to %s", size, r.URL.Path, path)
+	out := r.Clone(r.Context())
+	out.Body = io.NopCloser(strings.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.Header.Set("Content-Type", ctype)
+	out.Header.Del("Content-Length")
+	out.Header.Del("Content-Md5")
+	f.proxy.ServeHTTP(w, out)
+	if w.status >= 400 {
+		os.Remove(path)
+	}
+}
+
+// spool copies body into a new file under dir and returns its path and size.
+func spool(dir string, body io.Reader) (string, int64, error) {
+	file, err := os.CreateTemp(dir, "upload-*")
+	if err != nil {
+		return "", 0, fmt.Errorf("create spool file in %s: %w", dir, err)
+	}
+	n, err := io.Copy(file, body)
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(file.Name())
+		return "", 0, fmt.Errorf("write spool file %s: %w", file.Name(), err)
+	}
+	return file.Name(), n, nil
+}
+
+// uploadForm is the multipart/form-data body with the one field the
+// director reads, and its Content-Type.
+func uploadForm(path string) (string, string, error) {
+	var b strings.Builder
+	mw := multipart.NewWriter(&b)
+	if err := mw.WriteField(uploadField, path); err != nil {
+		return "", "", fmt.Errorf("write field %s: %w", uploadField, err)
+	}
+	if err := mw.Close(); err != nil {
+		return "", "", fmt.Errorf("close multipart body: %w", err)
+	}
+	return b.String(), mw.FormDataContentType(), nil
+}
+
+// statusRecorder keeps the status code the proxy wrote, for the log and
+// the upload's cleanup.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets the proxy's FlushInterval reach the client.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
