@@ -3,6 +3,7 @@ package bosh
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,6 +112,102 @@ func (l lab) startNATS(t *testing.T, bin, logPath string) {
 	})
 }
 
+// rootfsImage is sdbox's bookworm rootfs packed as an nspawn-rootfs
+// stemcell image in dir, and sdbox.sh's path.
+func rootfsImage(t *testing.T, dir string) (script, image string) {
+	t.Helper()
+	script, err := sdbox.ScriptPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script, "rootfs")
+	cmd.Env = append(os.Environ(), "SDBOX_SUITE=bookworm")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sdbox.sh rootfs: %v", err)
+	}
+	image = filepath.Join(dir, "image")
+	run(t, "tar", "--numeric-owner", "-C", strings.TrimSpace(string(out)), "-cf", image, ".")
+	return script, image
+}
+
+// TestCPIForwarder: without a lab network (bosh create-env), the VM keeps
+// nspawn's private network (only lo) and the forwarder listens on the
+// manifest's 127.0.0.1 port; delete_vm ends it and frees the port.
+func TestCPIForwarder(t *testing.T) {
+	sdbox.RequireSuite(t, "bookworm")
+	for _, c := range []string{"jq", "tar", "ip", "nsenter", "socat", "ss"} {
+		if _, err := exec.LookPath(c); err != nil {
+			testkit.Unavailable(t, c+" is missing (make deps installs it)")
+		}
+	}
+	dir := t.TempDir()
+	script, image := rootfsImage(t, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	state := filepath.Join(dir, "state")
+	config := filepath.Join(dir, "cpi.json")
+	cfg, _ := json.Marshal(map[string]any{
+		"sdbox": script, "state_dir": state, "box_prefix": fmt.Sprintf("cgfwd%d", os.Getpid()),
+		"mbus_listen": fmt.Sprintf("127.0.0.1:%d", port), "nspawn_args": "",
+		"agent": map[string]any{"mbus": "https://mbus:p@0.0.0.0:6868", "ntp": []string{},
+			"blobstore": map[string]any{"provider": "local", "options": map[string]any{"blobstore_path": "/var/vcap/micro_bosh/data/cache"}}},
+	})
+	if err := os.WriteFile(config, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, config, `{"method":"create_stemcell","arguments":["`+image+`",{}],"context":{}}`)
+	var stemcell string
+	if err := json.Unmarshal(r.Result, &stemcell); err != nil || r.Error != nil {
+		t.Fatalf("create_stemcell = %s, %+v", r.Result, r.Error)
+	}
+	t.Cleanup(func() { call(t, config, `{"method":"delete_stemcell","arguments":["`+stemcell+`"],"context":{}}`) })
+	t.Cleanup(func() {
+		vms, _ := filepath.Glob(filepath.Join(state, "vms", "vm-*"))
+		for _, vm := range vms {
+			call(t, config, `{"method":"delete_vm","arguments":["`+filepath.Base(vm)+`"],"context":{}}`)
+		}
+	})
+	networks := `{"default":{"type":"manual","ip":"10.244.0.2","netmask":"255.255.255.0","gateway":"10.244.0.1","default":["dns","gateway"],"cloud_properties":{}}}`
+	r = call(t, config, `{"method":"create_vm","arguments":["agent-1","`+stemcell+`",{},`+networks+`,[],{}],"context":{}}`)
+	var res []json.RawMessage
+	var cid string
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil || len(res) != 2 || json.Unmarshal(res[0], &cid) != nil {
+		t.Fatalf("create_vm = %s, %+v (cpi.log: %s)", r.Result, r.Error, readOr(filepath.Join(state, "cpi.log")))
+	}
+	vmdir := filepath.Join(state, "vms", cid)
+	listening := func() bool {
+		out, _ := exec.Command("ss", "-Htln", fmt.Sprintf("sport = :%d", port)).Output()
+		return strings.TrimSpace(string(out)) != ""
+	}
+	if !listening() {
+		t.Errorf("no forwarder listens on 127.0.0.1:%d", port)
+	}
+	if _, err := os.Stat(filepath.Join(vmdir, "net.env")); err == nil {
+		t.Errorf("create-env's VM got a lab network (net.env)")
+	}
+	initPID := ""
+	for _, line := range strings.Split(readOr(filepath.Join(vmdir, "sdbox.env")), "\n") {
+		if v, ok := strings.CutPrefix(line, "SDBOX_INIT_PID="); ok {
+			initPID = v
+		}
+	}
+	out, err := exec.Command("nsenter", "-t", initPID, "-n", "ip", "-o", "link", "show").CombinedOutput()
+	if err != nil || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 || !strings.Contains(string(out), " lo:") {
+		t.Errorf("the VM's links: %v\n%s\nwant only lo (nspawn's private network)", err, out)
+	}
+	if r := call(t, config, `{"method":"delete_vm","arguments":["`+cid+`"],"context":{}}`); r.Error != nil {
+		t.Fatalf("delete_vm: %+v", r.Error)
+	}
+	if listening() {
+		t.Errorf("delete_vm left the forwarder listening on 127.0.0.1:%d", port)
+	}
+}
+
 // TestCPINetwork: behind a director, create_vm puts the VM on the lab's
 // bridge with the manual network's static IP and a default route via the
 // gateway, the agent's settings carry the director's nats:// mbus, its
@@ -126,21 +223,8 @@ func TestCPINetwork(t *testing.T) {
 		}
 	}
 	nats := natsServerBin(t)
-	script, err := sdbox.ScriptPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("bash", script, "rootfs")
-	cmd.Env = append(os.Environ(), "SDBOX_SUITE=bookworm")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("sdbox.sh rootfs: %v", err)
-	}
-	rootfs := strings.TrimSpace(string(out))
-
 	dir := t.TempDir()
-	image := filepath.Join(dir, "image")
-	run(t, "tar", "--numeric-owner", "-C", rootfs, "-cf", image, ".")
+	script, image := rootfsImage(t, dir)
 	l := newLab(t)
 	l.startNATS(t, nats, filepath.Join(dir, "nats.log"))
 
@@ -264,7 +348,7 @@ func TestCPINetwork(t *testing.T) {
 	}
 	// The lab reaches the VM: a closed port answers with a reset ("refused"),
 	// where an unreachable address would time out or find no route.
-	out, err = exec.Command("nsenter", "--net="+l.path, "bash", "-c", "exec 3<>/dev/tcp/10.244.0.10/9").CombinedOutput()
+	out, err := exec.Command("nsenter", "--net="+l.path, "bash", "-c", "exec 3<>/dev/tcp/10.244.0.10/9").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "Connection refused") {
 		t.Errorf("the lab dialing the VM's closed port 9: %v, %s; want Connection refused (the VM answered)", err, out)
 	}
