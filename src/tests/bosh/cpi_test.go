@@ -1,7 +1,8 @@
 // Package bosh holds the local cell's BOSH tooling (stemcell builder, nspawn
-// CPI release, test release, manifest; see README.md). Its Go test drives
-// the CPI's protocol without booting anything; creating and deleting VMs is
-// exercised end to end by `make cell` and src/tests/e2e.
+// CPI release, test release, manifest; see README.md). Its Go tests drive
+// the CPI's protocol without booting anything (cpi_test.go) and, as root,
+// a VM on a lab network as a director's CPI makes it (cpi_network_test.go);
+// create-env's VMs are exercised end to end by `make cell` and src/tests/e2e.
 package bosh
 
 import (

@@ -1,0 +1,14 @@
+// Package fleet drives cellguard on a real BOSH director (src/tests/director)
+// with the nspawn CPI's VMs on the director's lab network: a deployment with
+// an instance group "cell" (three instances with test-release's garden job)
+// and "other" (no garden), cellguard placed by a runtime config only where
+// the garden job is, `update: {canaries: 1, max_in_flight: 1}`.
+//
+// Scenarios are Go values (scenario.go) that own their steps and the
+// expectations each step records: one list, checked once at the end. A
+// scenario whose step failed or whose expectations were not all recorded
+// fails; it never counts as ok. TestFleet is opt-in (CELLGUARD_FLEET=1)
+// until it has passed end to end (README.md, "Status"); then it needs root,
+// the director's dependencies (make deps) and a stemcell, and without them it
+// skips loudly, and in CI (CI=true) it fails.
+package fleet

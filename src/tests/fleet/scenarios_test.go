@@ -1,0 +1,565 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	cellguardBin    = "/var/vcap/packages/cellguard/bin/cellguard"
+	cellguardConfig = "/var/vcap/jobs/cellguard/config/cellguard.json"
+)
+
+// TestFleet deploys the fleet on a real director and runs the scenarios in
+// order, each on what the one before left; the list is checked once at the end.
+func TestFleet(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Minute)
+	defer cancel()
+	f := startFleet(t, ctx)
+	ctx = f.ctx
+	st := &rollout{}
+	scenarios := []Scenario{
+		f.deployScenario(ctx, st),
+		f.blockedScenario(ctx, st, "blocked rollout at a later cell", 1, "debug"),
+		f.blockedScenario(ctx, st, "blocked rollout at the canary", 0, "error"),
+		f.wayOutScenario(ctx, st),
+		f.leavingScenario(ctx),
+	}
+	outcomes := make([]Outcome, len(scenarios))
+	for i, s := range scenarios {
+		outcomes[i] = Run(s, f.story)
+	}
+	held := 0
+	for i, s := range scenarios {
+		problems := Check(s, outcomes[i])
+		for _, p := range problems {
+			t.Errorf("%s: %s", s.Name, p)
+		}
+		if len(problems) == 0 {
+			held++
+		}
+	}
+	if held == len(scenarios) {
+		f.story(fmt.Sprintf("all expectations held (%d scenarios)", held))
+	}
+}
+
+// rollout is what the scenarios learn and pass on: the cells in the
+// director's update order, the unsafe ones, the log level each cell runs.
+type rollout struct {
+	order  []string // cell/<uuid>, bootstrap first, then by uuid (the director's InstancePlanSorter)
+	unsafe []string
+	level  string // the runtime config's log level that last deployed everywhere
+}
+
+// cellOrder reads the cells from bosh instances: the bootstrap instance
+// first, then by name, as the director's InstancePlanSorter orders one az.
+func (f *fleet) cellOrder(ctx context.Context) ([]string, error) {
+	rows, err := f.instances(ctx, "--details")
+	if err != nil {
+		return nil, err
+	}
+	var boot string
+	var rest []string
+	for _, r := range rows {
+		name := r["instance"]
+		if !strings.HasPrefix(name, "cell/") {
+			continue
+		}
+		if r["bootstrap"] == "true" {
+			boot = name
+		} else {
+			rest = append(rest, name)
+		}
+	}
+	sort.Strings(rest)
+	if boot == "" {
+		return nil, fmt.Errorf("no bootstrap cell in bosh instances --details")
+	}
+	return append([]string{boot}, rest...), nil
+}
+
+// vm finds the CPI's VM of an instance (cell/<uuid>).
+func (f *fleet) vm(name string) (VM, error) {
+	vms, err := VMs(f.cpiState)
+	if err != nil {
+		return VM{}, err
+	}
+	for _, vm := range vms {
+		if vm.Name == name {
+			return vm, nil
+		}
+	}
+	return VM{}, fmt.Errorf("no VM of %s in the CPI's state", name)
+}
+
+// logLevel is the log level in the cellguard job's rendered config on the
+// instance's VM: which version of the addon it runs.
+func (f *fleet) logLevel(ctx context.Context, name string) string {
+	vm, err := f.vm(name)
+	if err != nil {
+		return "?"
+	}
+	out, err := vm.Exec(ctx, "cat", cellguardConfig)
+	if err != nil {
+		return "?"
+	}
+	var c struct {
+		Log struct {
+			Level string `json:"level"`
+		} `json:"log"`
+	}
+	if json.Unmarshal([]byte(out), &c) != nil || c.Log.Level == "" {
+		return "?"
+	}
+	return c.Log.Level
+}
+
+func (f *fleet) levels(ctx context.Context, names []string) map[string]string {
+	m := map[string]string{}
+	for _, n := range names {
+		m[n] = f.logLevel(ctx, n)
+	}
+	return m
+}
+
+// showInstances tells bosh instances --details in the story.
+func (f *fleet) showInstances(ctx context.Context, r *Record, when string) {
+	res, err := f.bosh.Run(ctx, "-d", deployment, "instances", "--details")
+	if err != nil {
+		r.Say("   bosh instances --details %s: %v", when, err)
+		return
+	}
+	r.Say("   bosh instances --details (%s):", when)
+	for _, l := range strings.Split(strings.TrimSpace(res.Output), "\n") {
+		if strings.HasPrefix(l, "Using environment") || strings.HasPrefix(l, "Task ") && !strings.Contains(l, "|") {
+			continue
+		}
+		r.Say("      %s", l)
+	}
+}
+
+var (
+	updatingRE = regexp.MustCompile(`Updating instance[^:]*: (cell/[0-9a-f-]+) \((\d+)\)( \(canary\))?`)
+	compileRE  = regexp.MustCompile(`Compiling packages: ([a-z0-9_.-]+)/[0-9a-f]+ \(\d+:\d+:\d+\)`)
+)
+
+// taskLines are the task's event lines of bosh-cli's output ("Task N | ...")
+// and the error lines under them.
+func taskLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "Task ") && strings.Contains(t, "|") || strings.HasPrefix(t, "L Error") || strings.HasPrefix(t, "Error:") {
+			lines = append(lines, t)
+		}
+	}
+	return lines
+}
+
+// updated lists the cells the task's output shows being updated, in order.
+func updated(out string) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, m := range updatingRE.FindAllStringSubmatch(out, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
+	return Scenario{Name: "deploy", Steps: []Step{
+		{Name: "bosh deploy (cold: packages compiled once per stemcell)", Expects: []string{"deploy-succeeds", "compiled-once"},
+			Do: func(r *Record) error {
+				res, err := f.deploy(ctx)
+				if err != nil {
+					return err
+				}
+				r.Say("   bosh deploy exited %d after %s (log %s); the task's events:", res.ExitCode, res.Took.Round(time.Second), res.Log)
+				for _, l := range taskLines(res.Output) {
+					r.Say("      %s", l)
+				}
+				r.Expect("deploy-succeeds", res.ExitCode == 0, "bosh deploy of cell (3) and other (1) exited %d after %s", res.ExitCode, res.Took.Round(time.Second))
+				counts := map[string]int{}
+				for _, m := range compileRE.FindAllStringSubmatch(res.Output, -1) {
+					counts[m[1]]++
+				}
+				once := len(counts) > 0
+				for _, n := range counts {
+					once = once && n == 1
+				}
+				r.Expect("compiled-once", once, "packages compiled (name: times): %v", counts)
+				if res.ExitCode != 0 {
+					return fmt.Errorf("bosh deploy exited %d", res.ExitCode)
+				}
+				st.level = "info"
+				return nil
+			}},
+		{Name: "the addon's placement (bosh instances --ps, bosh ssh)", Expects: []string{"fleet-running", "addon-on-every-cell", "addon-not-on-other", "ssh-shows-placement"},
+			Do: func(r *Record) error {
+				rows, err := f.instances(ctx, "--ps")
+				if err != nil {
+					return err
+				}
+				procs := map[string][]string{}
+				state := map[string]string{}
+				cur := ""
+				for _, row := range rows {
+					if row["instance"] != "" {
+						cur = row["instance"]
+						state[cur] = row["process_state"]
+						procs[cur] = procs[cur]
+					}
+					if p := row["process"]; p != "" && cur != "" {
+						procs[cur] = append(procs[cur], p)
+					}
+				}
+				var names []string
+				for n := range procs {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				cells, others, running := 0, 0, 0
+				cellsWith, othersWith := 0, 0
+				r.Say("   bosh instances --ps: instance, state, monit processes")
+				for _, n := range names {
+					r.Say("      %s %s %s", n, state[n], strings.Join(procs[n], " "))
+					has := strings.Contains(" "+strings.Join(procs[n], " ")+" ", " cellguard-watch ")
+					if state[n] == "running" {
+						running++
+					}
+					switch {
+					case strings.HasPrefix(n, "cell/"):
+						cells++
+						if has {
+							cellsWith++
+						}
+					case strings.HasPrefix(n, "other/"):
+						others++
+						if has {
+							othersWith++
+						}
+					}
+				}
+				r.Expect("fleet-running", cells == 3 && others == 1 && running == 4, "%d cell and %d other instances, %d running", cells, others, running)
+				r.Expect("addon-on-every-cell", cells == 3 && cellsWith == 3, "cellguard-watch (the addon's monit process) on %d of %d cells", cellsWith, cells)
+				r.Expect("addon-not-on-other", others == 1 && othersWith == 0, "cellguard-watch on %d of %d other instances (include.jobs: garden only)", othersWith, others)
+				// bosh ssh reaches each VM on its lab IP: the jobs each one has.
+				rows2, res, err := f.ssh(ctx, "", "ls /var/vcap/jobs | tr '\\n' ' '")
+				if err != nil {
+					return err
+				}
+				ok := res.ExitCode == 0 && len(rows2) == 4
+				for _, row := range rows2 {
+					has := strings.Contains(" "+row.Stdout+" ", " cellguard ")
+					if strings.HasPrefix(row.Instance, "cell/") != has {
+						ok = false
+					}
+					r.Say("      bosh ssh %s: /var/vcap/jobs: %s", row.Instance, strings.TrimSpace(row.Stdout))
+				}
+				r.Expect("ssh-shows-placement", ok, "bosh ssh -c 'ls /var/vcap/jobs' exited %d on %d instances: cellguard exactly on the cells (log %s)", res.ExitCode, len(rows2), res.Log)
+				return nil
+			}},
+		{Name: "bosh run-errand cellguard-validate", Expects: []string{"errand-every-cell"},
+			Do: func(r *Record) error {
+				res, err := f.bosh.Run(ctx, "-d", deployment, "run-errand", "cellguard-validate")
+				if err != nil {
+					return err
+				}
+				inst := regexp.MustCompile(`(?m)^Instance\s+((?:cell|other)/[0-9a-f-]+)`).FindAllStringSubmatch(res.Output, -1)
+				cells := 0
+				for _, m := range inst {
+					if strings.HasPrefix(m[1], "cell/") {
+						cells++
+					}
+				}
+				r.Say("   bosh run-errand cellguard-validate exited %d after %s; its output (log %s):", res.ExitCode, res.Took.Round(100*time.Millisecond), res.Log)
+				for _, l := range strings.Split(strings.TrimSpace(res.Output), "\n") {
+					if strings.HasPrefix(l, "Instance") || strings.HasPrefix(l, "Exit Code") || strings.Contains(l, "cellguard") || strings.Contains(l, "succeeded") || strings.Contains(l, "verdict") {
+						r.Say("      %s", l)
+					}
+				}
+				r.Expect("errand-every-cell", res.ExitCode == 0 && cells == 3 && len(inst) == 3,
+					"the errand ran on %d instances, %d cells, exit %d", len(inst), cells, res.ExitCode)
+				return nil
+			}},
+	}}
+}
+
+// escape makes seed-000 escapes on a cell: the trigger unit starts in its
+// VM, and cellguard's drain-phase validation there says BLOCKED.
+func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
+	vm, err := f.vm(name)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 240; i++ {
+		if _, err := vm.Exec(ctx, "test", "-e", "/var/vcap/sys/run/garden/ready"); err == nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	unit, err := os.ReadFile(filepath.Join(f.repo, "src/tests/bosh/seed000-trigger.service"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join("/proc", vm.InitPID, "root/etc/systemd/system/seed000-trigger.service"), unit, 0o644); err != nil {
+		return fmt.Errorf("install the trigger in %s: %w", name, err)
+	}
+	if _, err := vm.Exec(ctx, "systemctl", "daemon-reload"); err != nil {
+		return err
+	}
+	if _, err := vm.Exec(ctx, "systemctl", "restart", "seed000-trigger.service"); err != nil {
+		return err
+	}
+	out, verr := vm.Exec(ctx, cellguardBin, "validate", "--phase", "drain", "--config", cellguardConfig, "--log-file", "/dev/null")
+	blocked := verr != nil && strings.Contains(out, "BLOCKED") && strings.Contains(out, "cgroup-integrity")
+	r.Say("   %s (%s, %s): the seed-000 trigger started; cellguard validate --phase drain there:", name, vm.CID, vm.IP)
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.Contains(l, "BLOCKED") || strings.Contains(l, "escaped") {
+			r.Say("      %s", l)
+		}
+	}
+	r.Expect(id, blocked, "validate --phase drain on %s blocked by cgroup-integrity: %t", name, blocked)
+	return nil
+}
+
+// blockedScenario: escapes on the cell at position pos of the update order,
+// then a runtime-config change (log level) deployed: the deploy stops at that
+// cell's drain, the cells before it run the new config, it and the cells
+// after it the old one.
+func (f *fleet) blockedScenario(ctx context.Context, st *rollout, name string, pos int, level string) Scenario {
+	var unsafe string
+	var before map[string]string
+	var res Result
+	return Scenario{Name: name, Steps: []Step{
+		{Name: "escapes on one cell", Expects: []string{"escapes-made"},
+			Do: func(r *Record) error {
+				order, err := f.cellOrder(ctx)
+				if err != nil {
+					return err
+				}
+				st.order = order
+				if pos >= len(order) {
+					return fmt.Errorf("no cell at position %d of %v", pos, order)
+				}
+				unsafe = order[pos]
+				st.unsafe = append(st.unsafe, unsafe)
+				r.Say("   the director's update order (bootstrap first, then by uuid): %s; unsafe: %s", strings.Join(order, " "), unsafe)
+				return f.escape(ctx, r, unsafe, "escapes-made")
+			}},
+		{Name: "bosh deploy with the changed runtime config (log level " + level + ")",
+			Expects: []string{"deploy-blocked", "stopped-at-unsafe-drain", "cells-before-updated", "unsafe-cell-old", "cells-after-untouched"},
+			Do: func(r *Record) error {
+				f.showInstances(ctx, r, "before")
+				before = f.levels(ctx, st.order)
+				r.Say("   log level per cell before: %v", before)
+				if _, err := f.runtimeConfig(ctx, level, false); err != nil {
+					return err
+				}
+				var err error
+				if res, err = f.deploy(ctx); err != nil {
+					return err
+				}
+				r.Say("   bosh deploy exited %d after %s (log %s); the task's events:", res.ExitCode, res.Took.Round(time.Second), res.Log)
+				for _, l := range taskLines(res.Output) {
+					r.Say("      %s", l)
+				}
+				up := updated(res.Output)
+				r.Expect("deploy-blocked", res.ExitCode != 0, "bosh deploy exited %d", res.ExitCode)
+				last := ""
+				if len(up) > 0 {
+					last = up[len(up)-1]
+				}
+				drainErr := regexp.MustCompile(`(?i)drain`).MatchString(strings.Join(taskLines(res.Output), "\n"))
+				r.Expect("stopped-at-unsafe-drain", last == unsafe && drainErr,
+					"the task updated %v and failed at %s (unsafe: %s) with a drain error: %t", up, last, unsafe, drainErr)
+				after := f.levels(ctx, st.order)
+				r.Say("   log level per cell after: %v", after)
+				i := indexOf(st.order, unsafe)
+				okBefore, okAfter := true, true
+				for _, c := range st.order[:i] {
+					okBefore = okBefore && after[c] == level
+				}
+				for _, c := range st.order[i+1:] {
+					okAfter = okAfter && after[c] == before[c] && indexOf(up, c) < 0
+				}
+				r.Expect("cells-before-updated", okBefore, "cells before %s now run log level %s: %v", unsafe, level, pick(after, st.order[:i]))
+				r.Expect("unsafe-cell-old", after[unsafe] == before[unsafe], "%s still runs %s (was %s)", unsafe, after[unsafe], before[unsafe])
+				r.Expect("cells-after-untouched", okAfter, "cells after %s not updated, still %v", unsafe, pick(after, st.order[i+1:]))
+				f.showInstances(ctx, r, "after")
+				return nil
+			}},
+	}}
+}
+
+// wayOutScenario: over bosh ssh, each unsafe cell's report and `cellguard
+// drain lift`; then the remedy (validator.fix) deployed to completion.
+func (f *fleet) wayOutScenario(ctx context.Context, st *rollout) Scenario {
+	return Scenario{Name: "the operator's way out", Steps: []Step{
+		{Name: "the report and cellguard drain lift over bosh ssh", Expects: []string{"ssh-report-names-escapes", "drain-lifted"},
+			Do: func(r *Record) error {
+				if len(st.unsafe) == 0 {
+					return errors.New("no unsafe cell from the scenarios before")
+				}
+				reported, lifted := 0, 0
+				for _, c := range st.unsafe {
+					rows, _, err := f.ssh(ctx, c, "sudo "+cellguardBin+" validate --phase drain --config "+cellguardConfig+" --log-file /dev/null")
+					if err != nil {
+						return err
+					}
+					for _, row := range rows {
+						if strings.Contains(row.Stdout, "BLOCKED") && strings.Contains(row.Stdout, "cgroup-integrity") {
+							reported++
+						}
+						r.Say("   bosh ssh %s -c 'sudo cellguard validate --phase drain' (exit %s):", row.Instance, row.ExitCode)
+						for _, l := range strings.Split(row.Stdout, "\n") {
+							if strings.Contains(l, "BLOCKED") || strings.Contains(l, "escaped") {
+								r.Say("      %s", strings.TrimSpace(l))
+							}
+						}
+					}
+					rows, _, err = f.ssh(ctx, c, "sudo "+cellguardBin+" drain lift --by fleet-test --for 20m --reason 'escapes known; the remedy deploy fixes them'")
+					if err != nil {
+						return err
+					}
+					for _, row := range rows {
+						r.Say("   bosh ssh %s -c 'sudo cellguard drain lift ...' (exit %s): %s", row.Instance, row.ExitCode, strings.TrimSpace(row.Stdout+row.Stderr))
+						if row.ExitCode == "0" {
+							lifted++
+						}
+					}
+				}
+				r.Expect("ssh-report-names-escapes", reported == len(st.unsafe), "%d of %d unsafe cells report BLOCKED by cgroup-integrity over bosh ssh", reported, len(st.unsafe))
+				r.Expect("drain-lifted", lifted == len(st.unsafe), "cellguard drain lift on %d of %d unsafe cells", lifted, len(st.unsafe))
+				return nil
+			}},
+		{Name: "the remedy deploy (validator.fix)", Expects: []string{"remedy-completes", "every-cell-updated"},
+			Do: func(r *Record) error {
+				if _, err := f.runtimeConfig(ctx, "debug", true); err != nil {
+					return err
+				}
+				res, err := f.deploy(ctx)
+				if err != nil {
+					return err
+				}
+				r.Say("   bosh deploy exited %d after %s (log %s); the task's events:", res.ExitCode, res.Took.Round(time.Second), res.Log)
+				for _, l := range taskLines(res.Output) {
+					r.Say("      %s", l)
+				}
+				r.Expect("remedy-completes", res.ExitCode == 0, "bosh deploy with validator.fix exited %d", res.ExitCode)
+				after := f.levels(ctx, st.order)
+				ok := len(after) == 3
+				for _, l := range after {
+					ok = ok && l == "debug"
+				}
+				r.Expect("every-cell-updated", ok, "log level per cell: %v", after)
+				f.showInstances(ctx, r, "after the remedy")
+				return nil
+			}},
+	}}
+}
+
+// leavingScenario: delete-deployment (its drain is job_shutdown, which
+// cellguard lets go) leaves no VM of the fleet; a deploy after it is warm:
+// the director compiled every package once per stemcell and compiles nothing.
+func (f *fleet) leavingScenario(ctx context.Context) Scenario {
+	return Scenario{Name: "leaving and a warm deploy", Steps: []Step{
+		{Name: "bosh delete-deployment", Expects: []string{"delete-succeeds", "no-instance-vm-left"},
+			Do: func(r *Record) error {
+				res, err := f.bosh.Run(ctx, "-d", deployment, "delete-deployment")
+				if err != nil {
+					return err
+				}
+				r.Say("   bosh delete-deployment exited %d after %s (log %s)", res.ExitCode, res.Took.Round(100*time.Millisecond), res.Log)
+				r.Expect("delete-succeeds", res.ExitCode == 0, "bosh delete-deployment exited %d", res.ExitCode)
+				vms, err := VMs(f.cpiState)
+				if err != nil {
+					return err
+				}
+				var left []string
+				for _, vm := range vms {
+					if vm.Job == "cell" || vm.Job == "other" {
+						left = append(left, vm.Name)
+					}
+				}
+				r.Expect("no-instance-vm-left", len(left) == 0, "instance VMs left in the CPI's state: %v", left)
+				return nil
+			}},
+		{Name: "bosh deploy (warm: compiled packages reused)", Expects: []string{"warm-deploy-succeeds", "nothing-compiled"},
+			Do: func(r *Record) error {
+				if _, err := f.runtimeConfig(ctx, "info", false); err != nil {
+					return err
+				}
+				res, err := f.deploy(ctx)
+				if err != nil {
+					return err
+				}
+				r.Say("   bosh deploy (warm) exited %d after %s (log %s)", res.ExitCode, res.Took.Round(time.Second), res.Log)
+				r.Expect("warm-deploy-succeeds", res.ExitCode == 0, "bosh deploy exited %d after %s", res.ExitCode, res.Took.Round(time.Second))
+				n := len(compileRE.FindAllString(res.Output, -1))
+				r.Expect("nothing-compiled", n == 0, "%d packages compiled on the warm deploy", n)
+				return nil
+			}},
+	}}
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+func pick(m map[string]string, keys []string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		out[k] = m[k]
+	}
+	return out
+}
+
+// sshRow is one instance's result of bosh ssh -c CMD --results.
+type sshRow struct {
+	Instance string `json:"instance"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	ExitCode string `json:"exit_code"`
+}
+
+// ssh runs command over bosh ssh on target (an instance, a group, or "" for
+// every instance) and returns each instance's result; a command that fails
+// on an instance is a row, not an error.
+func (f *fleet) ssh(ctx context.Context, target, command string) ([]sshRow, Result, error) {
+	args := []string{"--json", "-d", deployment, "ssh"}
+	if target != "" {
+		args = append(args, target)
+	}
+	res, err := f.bosh.Run(ctx, append(args, "-c", command, "--results")...)
+	if err != nil {
+		return nil, res, err
+	}
+	var out struct {
+		Tables []struct {
+			Rows []sshRow `json:"Rows"`
+		} `json:"Tables"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil || len(out.Tables) == 0 {
+		return nil, res, fmt.Errorf("bosh ssh %s exited %d without a results table: %s (log %s)", target, res.ExitCode, lastLines(res.Output, 4), res.Log)
+	}
+	return out.Tables[0].Rows, res, nil
+}
