@@ -56,6 +56,16 @@ func TestSeed000AsItHappened(t *testing.T) {
 		if !strings.Contains(d.Error, "timed out waiting for container kill") {
 			t.Fatalf("want Garden's own error %q, got %+v", "timed out waiting for container kill", d)
 		}
+		logged := ""
+		for _, line := range strings.Split(g.Log(t), "\n") {
+			if strings.Contains(line, "destroy.failed") && strings.Contains(line, "timed out waiting for container kill") {
+				logged = line
+			}
+		}
+		if logged == "" {
+			t.Fatal("gdn's log has no destroy.failed line with the timeout")
+		}
+		t.Logf("gdn's log: %s", logged)
 		if alive := g.Inspect(t, "c1").PIDs; len(alive) == 0 {
 			t.Fatal("c1's processes are gone although the destroy failed")
 		}
