@@ -182,8 +182,15 @@ func TestAgentCancelEndsTheDrainDespiteAHungProbe(t *testing.T) {
 	t.Setenv("STUB_DRAIN", "hang-with-probe")
 	probe := 0
 	t.Cleanup(func() {
+		// What this test's stub started: its probe, and the stub itself
+		// (which a drain that fails this test leaves running).
 		if probe > 0 {
-			_ = syscall.Kill(probe, syscall.SIGKILL) // the probe this test's stub started
+			_ = syscall.Kill(probe, syscall.SIGKILL)
+		}
+		if b, err := os.ReadFile(v.calls + ".pid"); err == nil {
+			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 && alive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	})
 	logger := boshlog.NewLogger(boshlog.LevelNone)
@@ -194,12 +201,16 @@ func TestAgentCancelEndsTheDrainDespiteAHungProbe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- script.Run() }()
 
-	// Cancel once cellguard runs and its probe is there.
+	// Cancel once cellguard ignores SIGTERM and its probe has left the
+	// script's process group (each writes its pid then).
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for probe == 0 {
+	for stub := 0; probe == 0 || stub == 0; {
 		if b, err := os.ReadFile(v.calls + ".probe"); err == nil && strings.HasSuffix(string(b), "\n") {
 			probe, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if b, err := os.ReadFile(v.calls + ".pid"); err == nil && strings.HasSuffix(string(b), "\n") {
+			stub, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
 		select {
 		case err := <-done:
