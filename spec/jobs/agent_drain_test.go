@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,24 +54,41 @@ const (
 	specEmpty = `{"job":{"name":"diego-cell","templates":[]},"packages":{},"configuration_hash":"","persistent_disk":0}`
 )
 
+// sleepRecorder is the agent's clock with Sleep recorded, not slept:
+// ConcreteScript.Run sleeps for the integer the script printed (seconds),
+// which is how the agent takes the drain's answer.
+type sleepRecorder struct {
+	clock.Clock
+	mu    sync.Mutex
+	slept []time.Duration
+}
+
+func (c *sleepRecorder) Sleep(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.slept = append(c.slept, d)
+}
+
 // agentDrain runs the installed bin/drain as the agent does and returns
-// the script's error (what the agent records for the job) and the step's
-// (what the director's task fails with).
-func agentDrain(t *testing.T, v vcap, params boshdrain.ScriptParams) (scriptErr, stepErr error) {
+// the script's error (what the agent records for the job), the step's
+// (what the director's task fails with) and what the agent slept for the
+// script's integer.
+func agentDrain(t *testing.T, v vcap, params boshdrain.ScriptParams) (scriptErr, stepErr error, slept []time.Duration) {
 	t.Helper()
 	logger := boshlog.NewLogger(boshlog.LevelNone)
 	fs := boshsys.NewOsFileSystem(logger)
 	runner := boshsys.NewExecCmdRunner(logger)
 	path := filepath.Join(v.root, "vcap/jobs/cellguard/bin/drain")
-	script := boshdrain.NewConcreteScript(fs, runner, "cellguard", path, params, clock.NewClock(), logger)
+	clk := &sleepRecorder{Clock: clock.NewClock()}
+	script := boshdrain.NewConcreteScript(fs, runner, "cellguard", path, params, clk, logger)
 	if !script.Exists() {
 		t.Fatalf("the agent does not find %s", path)
 	}
 	scriptErr = script.Run()
 	stepErr = boshscript.NewParallelScript("drain", []boshscript.Script{
-		boshdrain.NewConcreteScript(fs, runner, "cellguard", path, params, clock.NewClock(), logger),
+		boshdrain.NewConcreteScript(fs, runner, "cellguard", path, params, &sleepRecorder{Clock: clock.NewClock()}, logger),
 	}, logger).Run()
-	return scriptErr, stepErr
+	return scriptErr, stepErr, clk.slept
 }
 
 func TestAgentDrainArgumentsAndEnvironment(t *testing.T) {
@@ -96,8 +114,12 @@ func TestAgentDrainArgumentsAndEnvironment(t *testing.T) {
 			v := install(t, r, "")
 			t.Setenv("STUB_CALLS", v.calls)
 			t.Setenv("STUB_DRAIN", "pass")
-			if scriptErr, stepErr := agentDrain(t, v, tc.params); scriptErr != nil || stepErr != nil {
+			scriptErr, stepErr, slept := agentDrain(t, v, tc.params)
+			if scriptErr != nil || stepErr != nil {
 				t.Fatalf("agent: script %v, step %v\nlog:\n%s", scriptErr, stepErr, v.drainLog(t))
+			}
+			if len(slept) != 1 || slept[0] != 0 {
+				t.Fatalf("the agent slept %v for the drain's answer, want [0s]", slept)
 			}
 			calls := v.callList(t)
 			if len(calls) != 2 || !strings.HasSuffix(calls[0], " -- "+tc.args) {
@@ -120,22 +142,29 @@ func TestAgentDrainVerdicts(t *testing.T) {
 	update := boshdrain.NewUpdateParams(applySpec(t, specV1), applySpec(t, specV2))
 	r := mustRender(t, `{cellguard: {drain: {budget: 1s}}}`)
 	for _, tc := range []struct {
-		stub    string
-		wantErr bool
+		stub      string
+		wantErr   bool
+		wantSleep time.Duration // the integer the agent took, as it takes it
 	}{
-		{"pass", false}, {"blocked", true}, {"could-not-run", false}, {"could-not-run-silent", false},
-		{"crash", false}, {"hang", false}, {"garbage", false},
+		{"pass", false, 0}, {"wait", false, 30 * time.Second}, {"blocked", true, 0}, {"could-not-run", false, 0},
+		{"could-not-run-silent", false, 0}, {"crash", false, 0}, {"hang", false, 0}, {"garbage", false, 0},
 	} {
 		t.Run(tc.stub, func(t *testing.T) {
 			v := install(t, r, "")
 			t.Setenv("STUB_CALLS", v.calls)
 			t.Setenv("STUB_DRAIN", tc.stub)
-			scriptErr, stepErr := agentDrain(t, v, update)
+			scriptErr, stepErr, slept := agentDrain(t, v, update)
 			if !tc.wantErr {
 				if scriptErr != nil || stepErr != nil {
 					t.Fatalf("the agent failed the step: script %v, step %v\nlog:\n%s", scriptErr, stepErr, v.drainLog(t))
 				}
+				if len(slept) != 1 || slept[0] != tc.wantSleep {
+					t.Fatalf("the agent slept %v for the drain's answer, want [%v]", slept, tc.wantSleep)
+				}
 				return
+			}
+			if len(slept) != 0 {
+				t.Errorf("the agent took an integer from a blocked drain: slept %v", slept)
 			}
 			if scriptErr == nil || !strings.Contains(scriptErr.Error(), "Script did not return a signed integer") {
 				t.Errorf("script error %v, want the agent's \"Script did not return a signed integer\"", scriptErr)
@@ -157,8 +186,8 @@ func TestAgentDrainRealBinaryCouldNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	update := boshdrain.NewUpdateParams(applySpec(t, specV1), applySpec(t, specV2))
-	if scriptErr, stepErr := agentDrain(t, v, update); scriptErr != nil || stepErr != nil {
-		t.Fatalf("the agent failed the step: script %v, step %v\nlog:\n%s", scriptErr, stepErr, v.drainLog(t))
+	if scriptErr, stepErr, slept := agentDrain(t, v, update); scriptErr != nil || stepErr != nil || len(slept) != 1 || slept[0] != 0 {
+		t.Fatalf("the agent failed the step or took no 0: script %v, step %v, slept %v\nlog:\n%s", scriptErr, stepErr, slept, v.drainLog(t))
 	}
 	for _, want := range []string{`unknown check id \"cgroup-integrty\"`, "cellguard could not run (exit 2)"} {
 		if !strings.Contains(v.drainLog(t), want) {
@@ -182,8 +211,15 @@ func TestAgentCancelEndsTheDrainDespiteAHungProbe(t *testing.T) {
 	t.Setenv("STUB_DRAIN", "hang-with-probe")
 	probe := 0
 	t.Cleanup(func() {
+		// What this test's stub started: its probe, and the stub itself
+		// (which a drain that fails this test leaves running).
 		if probe > 0 {
-			_ = syscall.Kill(probe, syscall.SIGKILL) // the probe this test's stub started
+			_ = syscall.Kill(probe, syscall.SIGKILL)
+		}
+		if b, err := os.ReadFile(v.calls + ".pid"); err == nil {
+			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 && alive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	})
 	logger := boshlog.NewLogger(boshlog.LevelNone)
@@ -194,12 +230,16 @@ func TestAgentCancelEndsTheDrainDespiteAHungProbe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- script.Run() }()
 
-	// Cancel once cellguard runs and its probe is there.
+	// Cancel once cellguard ignores SIGTERM and its probe has left the
+	// script's process group (each writes its pid then).
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for probe == 0 {
+	for stub := 0; probe == 0 || stub == 0; {
 		if b, err := os.ReadFile(v.calls + ".probe"); err == nil && strings.HasSuffix(string(b), "\n") {
 			probe, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if b, err := os.ReadFile(v.calls + ".pid"); err == nil && strings.HasSuffix(string(b), "\n") {
+			stub, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
 		select {
 		case err := <-done:

@@ -93,8 +93,9 @@ func configCheck(t *testing.T, cfg []byte) {
 }
 
 // checkIDsKnown runs the real validator on the rendered config against an
-// empty root: whatever it finds there, it first resolves the config's
-// blocking and ignore lists, and names any check id it does not have.
+// empty root. It resolves the config's blocking and ignore lists first
+// (naming any check id it does not have) and only then finds no /proc: so
+// exit 2 for the missing /proc, and nothing else, means every id resolved.
 func checkIDsKnown(t *testing.T, cfg []byte) {
 	t.Helper()
 	dir := t.TempDir()
@@ -102,12 +103,15 @@ func checkIDsKnown(t *testing.T, cfg []byte) {
 	if err := os.WriteFile(p, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	emptyRoot := filepath.Join(dir, "empty-root")
 	for _, phase := range []string{"pre-start", "drain"} {
 		cmd := exec.Command(cellguardBin, "validate", "--phase", phase, "--config", p,
-			"--root", filepath.Join(dir, "empty-root"), "--log-file", filepath.Join(dir, "log"))
-		out, _ := cmd.CombinedOutput()
-		if strings.Contains(string(out), "unknown check id") {
-			t.Errorf("validate --phase %s rejects the rendered config's check ids:\n%s", phase, out)
+			"--root", emptyRoot, "--log-file", filepath.Join(dir, "log"))
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || strings.Contains(string(out), "unknown check id") ||
+			!strings.Contains(string(out), "cellguard: error: open "+emptyRoot+"/proc: no such file or directory") {
+			t.Errorf("validate --phase %s on an empty root: %v, want exit 2 for the missing /proc only, after the check ids resolved:\n%s", phase, err, out)
 		}
 	}
 }

@@ -39,11 +39,12 @@ if [ "$1" = drain ]; then
     # A probe left behind in a process group of its own (as boundedexec
     # runs probes), holding every descriptor cellguard had, and cellguard
     # hung, deaf to SIGTERM.
+    # The probe writes its pid once it has left this group, and the stub
+    # its own once it ignores SIGTERM: then the test cancels.
     hang-with-probe)
-      setsid sleep 300 </dev/null &
-      echo "$!" >"${STUB_CALLS}.probe"
-      echo "$$" >"${STUB_CALLS}.pid"
+      setsid bash -c 'echo "$$" >"$1.probe"; exec sleep 300' _ "${STUB_CALLS}" </dev/null &
       trap '' TERM
+      echo "$$" >"${STUB_CALLS}.pid"
       exec sleep 300
       ;;
     garbage) echo "validated 3 containers" ;;
