@@ -179,6 +179,10 @@ func TestProtectSupervisor(t *testing.T) {
 		switch h {
 		case "cpuset", "freezer", "cpuacct": // never realized by systemd 252 here; never moved either
 			continue
+		case "net_cls,net_prio", "net_cls", "net_prio", "perf_event", "hugetlb", "rdma", "misc":
+			// No systemd controller: present only while a stemcell VM keeps the
+			// hierarchy alive kernel-wide (src/tests/bosh/README.md, net_cls).
+			continue
 		}
 		if !strings.HasPrefix(p, "/system.slice/") || !strings.HasSuffix(p, "/garden/c1") {
 			t.Errorf("legacy child in %s is at %s, want below runit.service's realized cgroup", h, p)
