@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -335,9 +334,4 @@ func (f *fleet) instances(ctx context.Context, extra ...string) ([]map[string]st
 		return nil, fmt.Errorf("bosh instances printed no table")
 	}
 	return tables[0].Rows, nil
-}
-
-func jsonString(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }

@@ -220,7 +220,9 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 					if row["instance"] != "" {
 						cur = row["instance"]
 						state[cur] = row["process_state"]
-						procs[cur] = procs[cur]
+						if _, seen := procs[cur]; !seen {
+							procs[cur] = nil // an instance with no process is listed too
+						}
 					}
 					if p := row["process"]; p != "" && cur != "" {
 						procs[cur] = append(procs[cur], p)
