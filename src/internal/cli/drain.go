@@ -29,10 +29,11 @@ const defaultDrainBudget = 60 * time.Second
 
 // defaultLiftFile is where `cellguard drain lift` records a lift: the
 // ephemeral disk, so a reboot keeps it (it expires anyway) and a recreate,
-// which brings a new disk, drops it. It has a directory of its own, 0700:
-// /var/vcap/data/cellguard itself is pre-start's, 0755, because
-// metrics-discovery reads metric_targets.yml there.
-const defaultLiftFile = "/var/vcap/data/cellguard/lift/drain-lift.json"
+// which brings a new disk, drops it. Its directory is its own, 0700, beside
+// the job's and not in it: the agent makes /var/vcap/data/cellguard 0770
+// root:vcap (measured in make cell's jammy VM), so anything running as vcap
+// could swap a lift in there, and CheckTrusted rightly refuses it.
+const defaultLiftFile = "/var/vcap/data/cellguard-lift/drain-lift.json"
 
 const drainHelp = `
 BOSH's drain contract (read from bosh-agent v2.759.0, docs/lifecycle.md):

@@ -128,10 +128,9 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 	// something else is in it.
 	_, err = safefile.RemoveDirIfEmpty(hostroot.Join(f.root, filepath.Dir(liftFile)))
 	errs = append(errs, err)
-	if liftFile == defaultLiftFile {
-		_, err = safefile.RemoveDirIfEmpty(hostroot.Join(f.root, filepath.Dir(filepath.Dir(liftFile))))
-		errs = append(errs, err)
-	}
+	// pre-start's data directory (metric_targets.yml's), once empty
+	_, err = safefile.RemoveDirIfEmpty(hostroot.Join(f.root, filepath.Dir(metricTargetsFile)))
+	errs = append(errs, err)
 
 	err = errors.Join(errs...)
 	var kept int

@@ -32,7 +32,7 @@ func cellguardFiles(t *testing.T, root string, now time.Time) []string {
 		"/etc/sysctl.d/.60-cellguard.conf.tmp-77":            "half a file",
 		"/run/cellguard/verified/cellguard-garden.service":   "boot sum\n",
 		"/var/vcap/data/node_exporter/cellguard.prom":        "# HELP cellguard_check_status x\n",
-		"/var/vcap/data/cellguard/lift/drain-lift.json":      "{}",
+		"/var/vcap/data/cellguard-lift/drain-lift.json":      "{}",
 		"/var/vcap/data/node_exporter/.cellguard.prom.tmp-5": "half",
 		"/var/vcap/data/cellguard/metric_targets.yml":        "[]\n",
 		"/var/vcap/data/node_exporter/cellguard_watch.prom":  "# HELP cellguard_watch_scans_total x\n",

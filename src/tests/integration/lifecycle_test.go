@@ -374,7 +374,7 @@ func TestUninstall(t *testing.T) {
 		t.Fatalf("uninstall: exit %d", code)
 	}
 	for _, p := range []string{"/etc/systemd/system/cellguard-idle.service", "/etc/sysctl.d/60-cellguard.conf",
-		"/var/vcap/data/node_exporter/cellguard.prom", "/var/vcap/data/cellguard/lift/drain-lift.json",
+		"/var/vcap/data/node_exporter/cellguard.prom", "/var/vcap/data/cellguard-lift/drain-lift.json",
 		"/etc/systemd/system/.cellguard-garden.service.tmp-123"} {
 		if _, err := box.ReadFile(p); err == nil {
 			t.Errorf("%s is still there", p)
