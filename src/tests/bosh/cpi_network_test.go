@@ -68,28 +68,88 @@ func run(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// lab is a throwaway stand-in for the director's lab: a network namespace
-// holding a bridge with the gateway's address, and nats-server listening
-// there, removed when the test ends.
+// lab is the director's lab network, made by director.sh itself (`lab`: the
+// namespace and its bridge, as `up` makes them, no process), so the CPI's VMs
+// sit on the same network as behind the real director; removed by
+// `director.sh down` when the test ends.
 type lab struct {
 	name, path, bridge, gateway string
 }
 
 func newLab(t *testing.T) lab {
 	t.Helper()
-	l := lab{name: fmt.Sprintf("cgtest-lab-%d", os.Getpid()), bridge: "cgbr0", gateway: "10.244.0.1"}
-	l.path = "/run/netns/" + l.name
-	run(t, "ip", "netns", "add", l.name)
+	state := t.TempDir()
+	script := filepath.Join("..", "director", "director.sh")
+	l := lab{bridge: "cgbr0", gateway: "10.244.0.1"}
+	var stderr strings.Builder
+	cmd := exec.Command("bash", script, "lab", state)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", l.name).CombinedOutput(); err != nil {
-			t.Errorf("remove the lab's network namespace %s: %v\n%s", l.name, err, out)
+		if out, err := exec.Command("bash", script, "down", state).CombinedOutput(); err != nil {
+			t.Errorf("director.sh down (the lab %s): %v\n%s", l.name, err, out)
+		}
+		if _, err := os.Stat(l.path); !os.IsNotExist(err) {
+			t.Errorf("director.sh down left the lab's namespace %s", l.path)
 		}
 	})
-	run(t, "ip", "-n", l.name, "link", "set", "dev", "lo", "up")
-	run(t, "ip", "-n", l.name, "link", "add", l.bridge, "type", "bridge")
-	run(t, "ip", "-n", l.name, "addr", "add", l.gateway+"/24", "dev", l.bridge)
-	run(t, "ip", "-n", l.name, "link", "set", "dev", l.bridge, "up")
+	if err != nil {
+		t.Fatalf("director.sh lab: %v\n%s", err, stderr.String())
+	}
+	l.path = strings.TrimSpace(string(out))
+	l.name = filepath.Base(l.path)
 	return l
+}
+
+// bridgeMAC is the lab bridge's own address: the gateway's MAC as the VMs see it.
+func (l lab) bridgeMAC(t *testing.T) string {
+	t.Helper()
+	var link []struct {
+		Address string `json:"address"`
+	}
+	out := run(t, "ip", "-n", l.name, "-j", "link", "show", "dev", l.bridge)
+	if err := json.Unmarshal([]byte(out), &link); err != nil || len(link) != 1 {
+		t.Fatalf("ip -j link show %s: %v %s", l.bridge, err, out)
+	}
+	return link[0].Address
+}
+
+// vm is a VM the CPI made: its cid and its init's pid on the host.
+type vm struct{ cid, initPID string }
+
+// createVM calls create_vm and reads the VM's cid and init pid; a failed call
+// fails the test.
+func createVM(t *testing.T, config, state, args string) vm {
+	t.Helper()
+	r := call(t, config, `{"method":"create_vm","arguments":[`+args+`],"context":{}}`)
+	var res []json.RawMessage
+	var v vm
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil || len(res) != 2 || json.Unmarshal(res[0], &v.cid) != nil {
+		t.Fatalf("create_vm = %s, %+v; want [vm_cid, networks] (cpi.log: %s)", r.Result, r.Error, readOr(filepath.Join(state, "cpi.log")))
+	}
+	for _, line := range strings.Split(readOr(filepath.Join(state, "vms", v.cid, "sdbox.env")), "\n") {
+		if p, ok := strings.CutPrefix(line, "SDBOX_INIT_PID="); ok {
+			v.initPID = p
+		}
+	}
+	if v.initPID == "" {
+		t.Fatalf("no SDBOX_INIT_PID in %s/sdbox.env", filepath.Join(state, "vms", v.cid))
+	}
+	return v
+}
+
+// in runs args in the VM (all its namespaces).
+func (v vm) in(args ...string) (string, error) {
+	out, err := exec.Command("nsenter", append([]string{"-t", v.initPID, "-a", "--"}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// deleteVM calls delete_vm; an error fails the test.
+func deleteVM(t *testing.T, config, cid string) {
+	t.Helper()
+	if r := call(t, config, `{"method":"delete_vm","arguments":["`+cid+`"],"context":{}}`); r.Error != nil {
+		t.Fatalf("delete_vm %s: %+v", cid, r.Error)
+	}
 }
 
 // startNATS runs nats-server in the lab on the gateway's address, ended by
@@ -166,20 +226,10 @@ func TestCPIForwarder(t *testing.T) {
 		t.Fatalf("create_stemcell = %s, %+v", r.Result, r.Error)
 	}
 	t.Cleanup(func() { call(t, config, `{"method":"delete_stemcell","arguments":["`+stemcell+`"],"context":{}}`) })
-	t.Cleanup(func() {
-		vms, _ := filepath.Glob(filepath.Join(state, "vms", "vm-*"))
-		for _, vm := range vms {
-			call(t, config, `{"method":"delete_vm","arguments":["`+filepath.Base(vm)+`"],"context":{}}`)
-		}
-	})
+	cleanupVMs(t, config, state)
 	networks := `{"default":{"type":"manual","ip":"10.244.0.2","netmask":"255.255.255.0","gateway":"10.244.0.1","default":["dns","gateway"],"cloud_properties":{}}}`
-	r = call(t, config, `{"method":"create_vm","arguments":["agent-1","`+stemcell+`",{},`+networks+`,[],{}],"context":{}}`)
-	var res []json.RawMessage
-	var cid string
-	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil || len(res) != 2 || json.Unmarshal(res[0], &cid) != nil {
-		t.Fatalf("create_vm = %s, %+v (cpi.log: %s)", r.Result, r.Error, readOr(filepath.Join(state, "cpi.log")))
-	}
-	vmdir := filepath.Join(state, "vms", cid)
+	v := createVM(t, config, state, `"agent-1","`+stemcell+`",{},`+networks+`,[],{}`)
+	vmdir := filepath.Join(state, "vms", v.cid)
 	listening := func() bool {
 		out, _ := exec.Command("ss", "-Htln", fmt.Sprintf("sport = :%d", port)).Output()
 		return strings.TrimSpace(string(out)) != ""
@@ -190,19 +240,11 @@ func TestCPIForwarder(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(vmdir, "net.env")); err == nil {
 		t.Errorf("create-env's VM got a lab network (net.env)")
 	}
-	initPID := ""
-	for _, line := range strings.Split(readOr(filepath.Join(vmdir, "sdbox.env")), "\n") {
-		if v, ok := strings.CutPrefix(line, "SDBOX_INIT_PID="); ok {
-			initPID = v
-		}
-	}
-	out, err := exec.Command("nsenter", "-t", initPID, "-n", "ip", "-o", "link", "show").CombinedOutput()
-	if err != nil || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 || !strings.Contains(string(out), " lo:") {
+	out, err := v.in("ip", "-o", "link", "show")
+	if err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, " lo:") {
 		t.Errorf("the VM's links: %v\n%s\nwant only lo (nspawn's private network)", err, out)
 	}
-	if r := call(t, config, `{"method":"delete_vm","arguments":["`+cid+`"],"context":{}}`); r.Error != nil {
-		t.Fatalf("delete_vm: %+v", r.Error)
-	}
+	deleteVM(t, config, v.cid)
 	if listening() {
 		t.Errorf("delete_vm left the forwarder listening on 127.0.0.1:%d", port)
 	}
@@ -255,15 +297,7 @@ func TestCPINetwork(t *testing.T) {
 	}
 	t.Cleanup(func() { call(t, config, `{"method":"delete_stemcell","arguments":["`+stemcell+`"],"context":{}}`) })
 
-	// Whatever create_vm left, delete_vm removes: also after a failed test.
-	t.Cleanup(func() {
-		vms, _ := filepath.Glob(filepath.Join(state, "vms", "vm-*"))
-		for _, vm := range vms {
-			if r := call(t, config, `{"method":"delete_vm","arguments":["`+filepath.Base(vm)+`"],"context":{}}`); r.Error != nil {
-				t.Errorf("cleanup: delete_vm %s: %+v", filepath.Base(vm), r.Error)
-			}
-		}
-	})
+	cleanupVMs(t, config, state)
 
 	// A dynamic network has no static IP to give the VM: refused, nothing left.
 	dynamic := `{"default":{"type":"dynamic","cloud_properties":{},"default":["dns","gateway"]}}`
@@ -273,21 +307,16 @@ func TestCPINetwork(t *testing.T) {
 	}
 	assertNoVMNetwork(t, l, "after the refused create_vm")
 
-	networks := `{"default":{"type":"manual","ip":"10.244.0.10","netmask":"255.255.255.0","gateway":"10.244.0.1",` +
-		`"default":["dns","gateway"],"dns":[],"cloud_properties":{}}}`
+	gatewayMAC := l.bridgeMAC(t)
+	networks := func(ip string) string {
+		return `{"default":{"type":"manual","ip":"` + ip + `","netmask":"255.255.255.0","gateway":"10.244.0.1",` +
+			`"default":["dns","gateway"],"dns":[],"cloud_properties":{}}}`
+	}
 	env := `{"bosh":{"mbus":{"cert":{"ca":"THE-CA","certificate":"THE-CERT","private_key":"THE-KEY"}}}}`
-	r = call(t, config, `{"method":"create_vm","arguments":["agent-1","`+stemcell+`",{},`+networks+`,[],`+env+`],"context":{}}`)
-	if r.Error != nil {
-		t.Fatalf("create_vm: %+v (cpi.log: %s)", r.Error, readOr(filepath.Join(state, "cpi.log")))
-	}
-	var res []json.RawMessage
-	var cid string
-	if err := json.Unmarshal(r.Result, &res); err != nil || len(res) != 2 || json.Unmarshal(res[0], &cid) != nil {
-		t.Fatalf("create_vm = %s; want [vm_cid, networks]", r.Result)
-	}
-	vmdir := filepath.Join(state, "vms", cid)
+	v := createVM(t, config, state, `"agent-1","`+stemcell+`",{},`+networks("10.244.0.10")+`,[],`+env)
+	vmdir := filepath.Join(state, "vms", v.cid)
 	box := strings.TrimSpace(readOr(filepath.Join(vmdir, "box")))
-	veth := "vh-" + strings.TrimPrefix(cid, "vm-")
+	veth := "vh-" + strings.TrimPrefix(v.cid, "vm-")
 
 	var settings struct {
 		Mbus      string `json:"mbus"`
@@ -323,27 +352,15 @@ func TestCPINetwork(t *testing.T) {
 		t.Errorf("a forwarder was started behind a director (nats:// needs none)")
 	}
 
-	initPID := ""
-	for _, line := range strings.Split(readOr(filepath.Join(vmdir, "sdbox.env")), "\n") {
-		if v, ok := strings.CutPrefix(line, "SDBOX_INIT_PID="); ok {
-			initPID = v
-		}
-	}
-	if initPID == "" {
-		t.Fatalf("no SDBOX_INIT_PID in %s/sdbox.env", vmdir)
-	}
-	inVM := func(args ...string) (string, error) {
-		out, err := exec.Command("nsenter", append([]string{"-t", initPID, "-a", "--"}, args...)...).CombinedOutput()
-		return string(out), err
-	}
-	if out, err := inVM("ip", "-4", "-o", "addr", "show", "dev", "eth0"); err != nil || !strings.Contains(out, "inet 10.244.0.10/24") {
+	if out, err := v.in("ip", "-4", "-o", "addr", "show", "dev", "eth0"); err != nil || !strings.Contains(out, "inet 10.244.0.10/24") {
 		t.Errorf("the VM's eth0: %v\n%s\nwant inet 10.244.0.10/24", err, out)
 	}
-	if out, err := inVM("ip", "route", "show", "default"); err != nil || !strings.Contains(out, "default via 10.244.0.1 dev eth0") {
+	if out, err := v.in("ip", "route", "show", "default"); err != nil || !strings.Contains(out, "default via 10.244.0.1 dev eth0") {
 		t.Errorf("the VM's default route: %v\n%s\nwant via 10.244.0.1", err, out)
 	}
 	// NATS greets every client with INFO: the VM reaches the lab's gateway address.
-	if out, err := inVM("bash", "-c", "exec 3<>/dev/tcp/10.244.0.1/4222 && head -c 4 <&3"); err != nil || out != "INFO" {
+	natsInfo := "exec 3<>/dev/tcp/10.244.0.1/4222 && head -c 4 <&3"
+	if out, err := v.in("bash", "-c", natsInfo); err != nil || out != "INFO" {
 		t.Errorf("the VM dialing NATS on the gateway: %v, %q; want INFO", err, out)
 	}
 	// The lab reaches the VM: a closed port answers with a reset ("refused"),
@@ -356,18 +373,33 @@ func TestCPINetwork(t *testing.T) {
 		t.Errorf("the VM's veth peer in the lab: %s; want it enslaved to %s", out, l.bridge)
 	}
 	// The blobstore is the director's directory: both sides see each other's files.
-	if out, err := inVM("cat", filepath.Join(blobstore, "from-director")); err != nil || out != "blob\n" {
+	if out, err := v.in("cat", filepath.Join(blobstore, "from-director")); err != nil || out != "blob\n" {
 		t.Errorf("the director's blob read in the VM: %v, %q", err, out)
 	}
-	if out, err := inVM("sh", "-c", "echo compiled >"+filepath.Join(blobstore, "from-agent")); err != nil {
+	if out, err := v.in("sh", "-c", "echo compiled >"+filepath.Join(blobstore, "from-agent")); err != nil {
 		t.Errorf("the agent writing a blob: %v, %s", err, out)
 	} else if got := readOr(filepath.Join(blobstore, "from-agent")); got != "compiled\n" {
 		t.Errorf("the agent's blob on the host: %q; want compiled", got)
 	}
 
-	if r := call(t, config, `{"method":"delete_vm","arguments":["`+cid+`"],"context":{}}`); r.Error != nil {
-		t.Fatalf("delete_vm: %+v", r.Error)
+	// Another VM comes and goes (a director's recreate): the gateway keeps its
+	// MAC, so the first VM's ARP entry for it, which its NATS connection uses,
+	// stays right. A bridge whose address was never set takes its lowest
+	// port's, and the fleet's agents went unreachable when the director
+	// deleted a VM whose veth was lowest ("Timed out sending 'get_task'").
+	other := createVM(t, config, state, `"agent-2","`+stemcell+`",{},`+networks("10.244.0.11")+`,[],`+env)
+	if out, err := other.in("bash", "-c", natsInfo); err != nil || out != "INFO" {
+		t.Errorf("the second VM dialing NATS on the gateway: %v, %q; want INFO", err, out)
 	}
+	deleteVM(t, config, other.cid)
+	if got := l.bridgeMAC(t); got != gatewayMAC {
+		t.Errorf("the lab bridge's MAC went from %s (no VM) to %s (after a VM came and went); want it fixed", gatewayMAC, got)
+	}
+	if out, err := v.in("ip", "-j", "neigh", "show", "10.244.0.1", "dev", "eth0"); err != nil || !strings.Contains(out, `"lladdr":"`+gatewayMAC+`"`) {
+		t.Errorf("the first VM's ARP entry for the gateway after the second VM's delete_vm: %v %s; want lladdr %s", err, out, gatewayMAC)
+	}
+
+	deleteVM(t, config, v.cid)
 	assertNoVMNetwork(t, l, "after delete_vm")
 	if _, err := os.Stat(vmdir); !os.IsNotExist(err) {
 		t.Errorf("delete_vm left %s", vmdir)
@@ -375,6 +407,19 @@ func TestCPINetwork(t *testing.T) {
 	if list, _ := exec.Command("bash", script, "list").Output(); strings.Contains(string(list), box) {
 		t.Errorf("delete_vm left box %s (sdbox.sh list: %s)", box, list)
 	}
+}
+
+// cleanupVMs deletes, when the test ends, every VM left in the CPI's state,
+// also after a failed test.
+func cleanupVMs(t *testing.T, config, state string) {
+	t.Cleanup(func() {
+		vms, _ := filepath.Glob(filepath.Join(state, "vms", "vm-*"))
+		for _, vm := range vms {
+			if r := call(t, config, `{"method":"delete_vm","arguments":["`+filepath.Base(vm)+`"],"context":{}}`); r.Error != nil {
+				t.Errorf("cleanup: delete_vm %s: %+v", filepath.Base(vm), r.Error)
+			}
+		}
+	})
 }
 
 // assertNoVMNetwork: no VM's namespace (named as its box) and no veth in the

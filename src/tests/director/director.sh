@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# director.sh up STATE [--cpi PATH] | down STATE | status STATE | ruby STATE ARGS...
+# director.sh up STATE [--cpi PATH] | lab STATE | down STATE | status STATE | ruby STATE ARGS...
 #
 # A real BOSH director (cloudfoundry/bosh v283.0.0) for tests, in a network
 # namespace of its own ("lab") with the bridge cgbr0 at 10.244.0.1/24: PostgreSQL
@@ -18,6 +18,8 @@
 # For other scripts: STATE/env.json (the lab, the director, NATS, the blobstore,
 # the CPI) and STATE/bosh.env (BOSH_ENVIRONMENT, BOSH_CA_CERT, BOSH_CLIENT,
 # BOSH_CLIENT_SECRET). Run bosh-cli in the lab: nsenter --net=NETNS bosh ...
+# lab makes only the lab (the namespace and its bridge, as up does) and prints the
+# namespace's path: the CPI's tests put their VMs on the director's own network.
 #
 # Inputs: ../shared/sources (the director's source and nine gems, checked
 # against SHA256SUMS; CELLGUARD_SOURCES overrides), Debian's ruby-* and
@@ -33,6 +35,12 @@ cache="${CELLGUARD_DIRECTOR_CACHE:-/var/tmp/cellguard-director}"
 
 BRIDGE=cgbr0
 GATEWAY=10.244.0.1
+# The bridge's own MAC, set once: a bridge whose address was never set takes the
+# lowest of its ports' (each VM's veth peer), so the gateway's MAC changed whenever
+# the CPI added or deleted a VM whose veth was lowest, and every other VM's ARP entry
+# for the gateway (NATS, the blobstore, the director) pointed at a MAC no longer
+# there until it aged out. Locally administered (02:), the gateway's address after it.
+BRIDGE_MAC=02:00:0a:f4:00:01
 CIDR=10.244.0.0/24
 API_PORT=25555      # director-front, TLS, on the lab address
 DIRECTOR_PORT=25556 # puma, plain http, on the lab's loopback (bin/bosh-director binds 127.0.0.1)
@@ -53,7 +61,7 @@ T0=$(date +%s%N)
 log() { printf '[director %5.1fs] %s\n' "$(( ($(date +%s%N) - T0) / 1000000 ))e-3" "$*" >&2; }
 die() { echo "director: error: $*" >&2; exit 1; }
 
-usage() { echo "usage: director.sh up STATE [--cpi PATH] | down STATE | status STATE | ruby STATE ARGS..." >&2; exit 2; }
+usage() { echo "usage: director.sh up STATE [--cpi PATH] | lab STATE | down STATE | status STATE | ruby STATE ARGS..." >&2; exit 2; }
 
 # ---------------------------------------------------------------- the lab
 netns_name() { echo "cellguard-lab-$(printf '%s' "${STATE}" | sha256sum | cut -c1-10)"; }
@@ -71,8 +79,9 @@ lab_up() {
   stat -L -c %i "${NETNS}" >"${STATE}/run/lab.ino"
   in_lab ip link set lo up
   if ! in_lab ip link show "${BRIDGE}" >/dev/null 2>&1; then
-    in_lab ip link add "${BRIDGE}" type bridge
+    in_lab ip link add "${BRIDGE}" address "${BRIDGE_MAC}" type bridge
   fi
+  in_lab ip link set dev "${BRIDGE}" address "${BRIDGE_MAC}"
   in_lab ip addr replace "${GATEWAY}/24" dev "${BRIDGE}"
   in_lab ip link set "${BRIDGE}" up
 }
@@ -469,6 +478,14 @@ up() {
   log "up: https://${GATEWAY}:${API_PORT} in ${NETNS} (source ${STATE}/bosh.env; run bosh with nsenter --net=${NETNS})"
 }
 
+# lab: the lab alone (no process), for a test that brings its own NATS; down removes it.
+lab() {
+  [ "$(id -u)" = 0 ] || die "needs root (network namespace)"
+  mkdir -p "${STATE}/run" "${STATE}/log"
+  lab_up
+  echo "${NETNS}"
+}
+
 # others_in_lab: processes still in the lab that down did not start (a CPI call
 # a killed worker left, a VM's process). Named, not ended: their owner ends them.
 others_in_lab() {
@@ -528,13 +545,14 @@ while [ "${cmd}" != ruby ] && [ $# -gt 0 ]; do
     *) usage ;;
   esac
 done
-[ "${cmd}" != up ] || mkdir -p "${STATE}"
+case ${cmd} in up|lab) mkdir -p "${STATE}" ;; esac
 [ -d "${STATE}" ] || { echo "director: ${STATE}: no such directory; nothing to do" >&2; exit 0; }
 STATE=$(realpath "${STATE}")
 NAME=$(netns_name)
 NETNS=/run/netns/${NAME}
 case ${cmd} in
   up) up ;;
+  lab) lab ;;
   down) down ;;
   status) status ;;
   ruby) ruby_cmd "$@" ;;
