@@ -192,16 +192,37 @@ func testStemcell(t *testing.T, s stemcellShape) {
 	})
 
 	t.Run("update-ca-certificates", func(t *testing.T) {
-		// The agent runs it with -f on update_settings, which rebuilds every
-		// link: 44 s (jammy) to about 5 minutes (xenial's perl c_rehash)
-		// under this machine's load. Without -f the same script runs and adds
-		// what changed (here nothing), still 48-170 s: bounded by five minutes,
-		// not Run's one.
+		// The agent runs `update-ca-certificates -f` on update_settings, 60 s
+		// at most, three tries. Over Ubuntu's ~140 CAs it took 44-280 s under
+		// this machine's load and failed the fleet's VMs, so the stemcell
+		// selects none of them (build.sh): -f then links only what the agent
+		// writes, the director's certificates.
+		conf, err := box.ReadFile("/etc/ca-certificates.conf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var selected []string
+		for _, l := range strings.Split(string(conf), "\n") {
+			if l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "!") {
+				selected = append(selected, l)
+			}
+		}
+		if len(selected) > 0 {
+			t.Errorf("/etc/ca-certificates.conf selects %d CAs (first %q); want none", len(selected), selected[0])
+		}
+		// A certificate as the agent writes one (bosh-trusted-cert-N.crt): the
+		// director's CA, here a throwaway self-signed one made in the VM.
+		box.Run(t, "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=cellguard test director CA",
+			"-days", "1", "-keyout", "/tmp/ca.key", "-out", "/usr/local/share/ca-certificates/bosh-trusted-cert-1.crt")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		out, err := box.Exec(ctx, "/usr/sbin/update-ca-certificates")
-		if err != nil || !strings.Contains(string(out), "0 added, 0 removed") {
-			t.Errorf("update-ca-certificates: %v %q", err, out)
+		out, err := box.Exec(ctx, "/usr/sbin/update-ca-certificates", "-f")
+		if err != nil || !strings.Contains(string(out), "1 added") {
+			t.Errorf("update-ca-certificates -f: %v %q; want 1 added (the director's CA)", err, out)
+		}
+		bundle, err := box.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+		if n := strings.Count(string(bundle), "BEGIN CERTIFICATE"); err != nil || n != 1 {
+			t.Errorf("the CA bundle after -f: %v, %d certificates; want the director's alone", err, n)
 		}
 	})
 

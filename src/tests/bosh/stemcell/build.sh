@@ -144,12 +144,15 @@ out=${cache}/stemcells/${name}-${key}
 tarball=${out}/stemcell.tgz
 exec 9>"${cache}/stemcells/.lock-${shape}"; flock 9
 if [ -e "${tarball}" ]; then
+  touch "${out}"   # used: kept another day
   say "cached: ${tarball} (key ${key})"
   echo "${tarball}"
   exit 0
 fi
-# One stemcell per shape is kept: a new key replaces the old.
-find "${cache}/stemcells" -mindepth 1 -maxdepth 1 -type d -name "${name}-*" -exec rm -rf {} +
+# Other keys of the shape go once unused for a day: engineers and CI share the cache
+# with different build.sh versions at once, and removing another key's stemcell took
+# a tarball away between build.sh printing its path and bosh upload-stemcell reading it.
+find "${cache}/stemcells" -mindepth 1 -maxdepth 1 -type d -name "${name}-*" -mmin +1440 -exec rm -rf {} +
 work=${out}.tmp
 rm -rf "${work}"
 mkdir -p "${work}"
@@ -259,6 +262,17 @@ else
   done
   ln -sf /etc/systemd/system/bosh-agent.service "${R}/etc/systemd/system/agent.service"
 fi
+
+# ca-certificates: none of Ubuntu's bundle is selected ("!" in ca-certificates.conf).
+# The agent runs `update-ca-certificates -f` on every update_settings with a 60 s
+# timeout, three tries (bosh-agent platform/cert/cert_manager.go, provider.go), and
+# over Ubuntu's ~140 CAs that took 44-280 s under this machine's load: the fleet's
+# VMs failed update_settings with "Updating certificates with retries". The VMs
+# reach nothing outside the lab, and the one CA they are given, the director's,
+# comes through env.bosh (bosh-trusted-cert-N.crt), which -f still links. A real
+# stemcell selects them all; this is the one difference (README, "The stemcell").
+sed -i -E 's/^([^#![:space:]])/!\1/' "${R}/etc/ca-certificates.conf"
+in_root update-ca-certificates -f
 
 log=${cache}/logs/pack-${shape}.log
 begin "pack stemcell.MF + image" "${log}"
