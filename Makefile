@@ -28,7 +28,8 @@ test: deps build lint gotest spec release-e2e
 gotest:
 	$(GO) test $(GOTESTFLAGS) -p 2 ./...
 
-# gofmt, go vet and staticcheck (pinned; built from the module proxy).
+# gofmt, go vet and staticcheck (pinned; built from the module proxy), on
+# both modules: the product's and spec/ (the template tests and BOSH tools).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	@out=$$(git ls-files '*.go' | xargs gofmt -l); \
@@ -36,6 +37,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags $(CRASHTAG) ./src/internal/safefile/...
 	$(GO) run $(STATICCHECK) ./...
+	cd spec && $(GO) vet -mod=mod ./... && $(GO) run $(STATICCHECK) ./...
 
 # Pure tests only: no root, no systemd container.
 unittest:

@@ -70,10 +70,10 @@ func (c *sleepRecorder) Sleep(d time.Duration) {
 }
 
 // agentDrain runs the installed bin/drain as the agent does and returns
-// the script's error (what the agent records for the job), the step's
-// (what the director's task fails with) and what the agent slept for the
-// script's integer.
-func agentDrain(t *testing.T, v vcap, params boshdrain.ScriptParams) (scriptErr, stepErr error, slept []time.Duration) {
+// what the agent slept for the script's integer, the script's error (what
+// the agent records for the job) and the step's (what the director's task
+// fails with).
+func agentDrain(t *testing.T, v vcap, params boshdrain.ScriptParams) (slept []time.Duration, scriptErr, stepErr error) {
 	t.Helper()
 	logger := boshlog.NewLogger(boshlog.LevelNone)
 	fs := boshsys.NewOsFileSystem(logger)
@@ -88,7 +88,7 @@ func agentDrain(t *testing.T, v vcap, params boshdrain.ScriptParams) (scriptErr,
 	stepErr = boshscript.NewParallelScript("drain", []boshscript.Script{
 		boshdrain.NewConcreteScript(fs, runner, "cellguard", path, params, &sleepRecorder{Clock: clock.NewClock()}, logger),
 	}, logger).Run()
-	return scriptErr, stepErr, clk.slept
+	return clk.slept, scriptErr, stepErr
 }
 
 func TestAgentDrainArgumentsAndEnvironment(t *testing.T) {
@@ -114,7 +114,7 @@ func TestAgentDrainArgumentsAndEnvironment(t *testing.T) {
 			v := install(t, r, "")
 			t.Setenv("STUB_CALLS", v.calls)
 			t.Setenv("STUB_DRAIN", "pass")
-			scriptErr, stepErr, slept := agentDrain(t, v, tc.params)
+			slept, scriptErr, stepErr := agentDrain(t, v, tc.params)
 			if scriptErr != nil || stepErr != nil {
 				t.Fatalf("agent: script %v, step %v\nlog:\n%s", scriptErr, stepErr, v.drainLog(t))
 			}
@@ -153,7 +153,7 @@ func TestAgentDrainVerdicts(t *testing.T) {
 			v := install(t, r, "")
 			t.Setenv("STUB_CALLS", v.calls)
 			t.Setenv("STUB_DRAIN", tc.stub)
-			scriptErr, stepErr, slept := agentDrain(t, v, update)
+			slept, scriptErr, stepErr := agentDrain(t, v, update)
 			if !tc.wantErr {
 				if scriptErr != nil || stepErr != nil {
 					t.Fatalf("the agent failed the step: script %v, step %v\nlog:\n%s", scriptErr, stepErr, v.drainLog(t))
@@ -186,7 +186,7 @@ func TestAgentDrainRealBinaryCouldNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	update := boshdrain.NewUpdateParams(applySpec(t, specV1), applySpec(t, specV2))
-	if scriptErr, stepErr, slept := agentDrain(t, v, update); scriptErr != nil || stepErr != nil || len(slept) != 1 || slept[0] != 0 {
+	if slept, scriptErr, stepErr := agentDrain(t, v, update); scriptErr != nil || stepErr != nil || len(slept) != 1 || slept[0] != 0 {
 		t.Fatalf("the agent failed the step or took no 0: script %v, step %v, slept %v\nlog:\n%s", scriptErr, stepErr, slept, v.drainLog(t))
 	}
 	for _, want := range []string{`unknown check id \"cgroup-integrty\"`, "cellguard could not run (exit 2)"} {

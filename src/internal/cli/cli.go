@@ -39,6 +39,8 @@ const (
 
 // Env is what a subcommand may touch of the outside world; tests swap it.
 type Env struct {
+	// Stdin is read by fleet-summary; nil means os.Stdin.
+	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
@@ -81,6 +83,7 @@ func Commands() []*Command {
 		uninstallCommand(),
 		versionCommand(),
 		configCommand(),
+		fleetSummaryCommand(),
 	}
 }
 

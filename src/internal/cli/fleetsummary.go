@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cloudfoundry/cellguard/src/internal/fleetsummary"
+)
+
+func fleetSummaryCommand() *Command {
+	return &Command{Name: "fleet-summary", Summary: "one screen for the whole fleet from `bosh run-errand cellguard-validate`'s output", Run: runFleetSummary}
+}
+
+const fleetSummaryHelp = `
+Reads what ` + "`bosh -d DEPLOYMENT run-errand cellguard-validate`" + ` printed, from
+FILE or stdin (no FILE, or -), and prints one screen for the fleet: the
+count of instances per verdict, one line per instance (verdict, exit code,
+each check that did not pass with its findings, "!" where it blocks) and
+one fix per check. It reads bosh-cli's three forms: a terminal's table, a
+pipe's or file's data-only table, and --json; and the errand's report in
+either cellguard_validate.format (human or json). It runs on any machine
+with the output; it reads nothing else.
+
+  bosh -d cf run-errand cellguard-validate | cellguard fleet-summary
+  bosh -d cf --json run-errand cellguard-validate > fleet.json; cellguard fleet-summary fleet.json
+
+Exit codes:
+  0  every instance passed
+  1  some instance is blocked, could not run or failed
+  2  bad flags, or the input holds no run-errand result
+`
+
+func runFleetSummary(_ context.Context, env *Env, args []string) int {
+	var c common
+	var asJSON bool
+	fs := newFlagSet(env, "fleet-summary", "fleet-summary [--json] [FILE | -]", &c)
+	fs.BoolVar(&asJSON, "json", false, "print the summary as JSON (every instance)")
+	withHelp(env, fs, fleetSummaryHelp)
+	if ok, code := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 1 {
+		errorf(env, "want at most one FILE, got %d arguments", fs.NArg())
+		return ExitCantRun
+	}
+	in, name, err := fleetInput(env, fs.Arg(0))
+	if err != nil {
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	instances, err := fleetsummary.ParseErrand(in)
+	if err == nil && len(instances) == 0 {
+		err = fleetsummary.ErrNoErrandTable
+	}
+	if err != nil {
+		errorf(env, "read %s: %v", name, err)
+		if errors.Is(err, fleetsummary.ErrNoErrandTable) {
+			hintf(env, "give it the whole output of bosh run-errand cellguard-validate (with or without --json)")
+		}
+		return ExitCantRun
+	}
+	s := fleetsummary.Summarize(instances)
+	if asJSON {
+		printJSON(env, s)
+	} else if err := fleetsummary.Write(env.Stdout, s); err != nil {
+		errorf(env, "write summary: %v", err)
+		return ExitCantRun
+	}
+	if !s.Healthy() {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// fleetInput reads FILE, or stdin for "" and "-".
+func fleetInput(env *Env, path string) ([]byte, string, error) {
+	if path == "" || path == "-" {
+		stdin := env.Stdin
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, "", fmt.Errorf("read stdin: %w", err)
+		}
+		return b, "stdin", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("read errand output: %w", err)
+	}
+	return b, path, nil
+}
