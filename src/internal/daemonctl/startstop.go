@@ -18,7 +18,6 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
@@ -138,7 +137,7 @@ func (m *Manager) start(ctx context.Context, d Daemon, verifyAfter bool) (StartR
 
 // verifyStarted reads the started unit back: loaded from the file as it is
 // on disk, with the delegation Install verifies.
-func (m *Manager) verifyStarted(ctx context.Context, conn *systemd.Conn, d Daemon) error {
+func (m *Manager) verifyStarted(ctx context.Context, conn systemdAPI, d Daemon) error {
 	u, err := conn.UnitDelegation(ctx, d.UnitName())
 	if err != nil {
 		return err
@@ -161,7 +160,7 @@ const ExecSettle = time.Second
 
 // waitRunning waits for the pidfile (when there is one) to name a live
 // process, else for the unit's MainPID to stay for ExecSettle.
-func (m *Manager) waitRunning(ctx context.Context, conn *systemd.Conn, d Daemon) (int, error) {
+func (m *Manager) waitRunning(ctx context.Context, conn systemdAPI, d Daemon) (int, error) {
 	var wait backoff
 	for {
 		if d.PIDFile != "" {
@@ -186,7 +185,7 @@ func (m *Manager) waitRunning(ctx context.Context, conn *systemd.Conn, d Daemon)
 
 // settleExec returns pid once the unit still has it as a live MainPID
 // ExecSettle later, and an error naming the exit when it does not.
-func (m *Manager) settleExec(ctx context.Context, conn *systemd.Conn, d Daemon, pid int) (int, error) {
+func (m *Manager) settleExec(ctx context.Context, conn systemdAPI, d Daemon, pid int) (int, error) {
 	select {
 	case <-ctx.Done():
 		return pid, fmt.Errorf("main process %d: no verdict within the start timeout (%w)", pid, ctx.Err())
