@@ -39,7 +39,7 @@ nothing uses:
     delegate_units (concourse.service) are kept on the same terms.
     --force-supervisor-drop-in removes them anyway, with that consequence;
   - the persisted sysctl file (live values stay until the next reboot);
-  - start's verification stamps, the Prometheus textfile, a drain lift;
+  - an older cellguard's start stamps, the Prometheus textfile, a drain lift;
   - cellguard watch's textfile and metric targets, once watch does not run
     (it runs under monit as cellguard-watch: monit stop cellguard-watch
     first, or they are kept);

@@ -6,7 +6,6 @@
 package daemonctl
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -241,7 +240,6 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 			continue
 		}
 		res.KillMode = u.KillMode
-		m.writeStamp(res.Unit, text)
 		m.Logger.Info("installed", lager.Data{"unit": res.Unit, "path": res.Path, "written": res.Written,
 			"reloaded": res.Reloaded, "delegate_controllers": u.DelegateControllers, "kill_mode": u.KillMode})
 		return res, nil
@@ -255,9 +253,6 @@ func (m *Manager) writeAndLoad(ctx context.Context, conn systemdAPI, res *Instal
 	prev *systemd.Unit) (*systemd.Unit, error) {
 	if err := os.MkdirAll(m.path(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("install %s: create %s: %w", res.Unit, dir, err)
-	}
-	if cur, err := os.ReadFile(m.path(res.Path)); err != nil || !bytes.Equal(cur, text) {
-		m.dropStamp(res.Unit) // it vouches for the file being replaced
 	}
 	w, err := safefile.WriteFileAtomic(m.path(res.Path), text, 0o644)
 	if err != nil {

@@ -51,10 +51,6 @@ func (f *fakeSystemd) Unit(_ context.Context, name string) (*systemd.Unit, error
 	return &u, nil
 }
 
-func (f *fakeSystemd) UnitDelegation(ctx context.Context, name string) (*systemd.Unit, error) {
-	return f.Unit(ctx, name)
-}
-
 func (f *fakeSystemd) UnitProcesses(_ context.Context, unit string) ([]systemd.Process, error) {
 	return f.procs[unit], nil
 }

@@ -256,14 +256,6 @@ func (m *Manager) applyPrune(ctx context.Context, conn systemdAPI, plan []pruneS
 		if st.resetFailed {
 			resetFailed = append(resetFailed, st.Unit)
 		}
-		if st.Kind != KindUnit {
-			continue
-		}
-		if _, err := os.Stat(m.stampPath(st.Unit)); err == nil {
-			m.dropStamp(st.Unit)
-			res.Items = append(res.Items, PruneItem{Path: filepath.Join(StampDir, st.Unit), Unit: st.Unit, Kind: KindStamp,
-				Action: Removed, Why: "start's record that systemd verified this unit in this boot"})
-		}
 	}
 	if !removedAny(res) || conn == nil {
 		return res, errors.Join(errs...)
@@ -446,14 +438,13 @@ func markedRegular(p string) (bool, error) {
 }
 
 // removeStaleTemps removes temp files a killed write left where cellguard
-// writes for systemd: the unit directories, the supervisor drop-in
-// directories and the stamp directory.
+// writes for systemd: the unit directories and the supervisor drop-in
+// directories.
 func (m *Manager) removeStaleTemps(now time.Time) ([]PruneItem, error) {
 	unitTarget := func(t string) bool { _, ok := unitfile.DaemonOf(t); return ok }
 	dirs := map[string]func(string) bool{
 		PersistentUnitDir: unitTarget,
 		RuntimeUnitDir:    unitTarget,
-		StampDir:          func(string) bool { return true },
 	}
 	dropDirs, err := filepath.Glob(m.path(filepath.Join(PersistentUnitDir, "*.service.d")))
 	errs := []error{err}
@@ -473,15 +464,21 @@ func (m *Manager) removeStaleTemps(now time.Time) ([]PruneItem, error) {
 	return items, errors.Join(errs...)
 }
 
-// RemoveStamps removes the verification stamps (StampDir) and the
-// directory, which hold nothing but cellguard's own shortcut.
+// legacyStampDir held start's verification stamps until they were
+// dropped: a shortcut of about 5 ms that spread state into Install, start,
+// Prune and uninstall (issue 24). It lives in /run, so a reboot clears it;
+// on a VM upgraded in place, uninstall removes it.
+const legacyStampDir = "/run/cellguard/verified"
+
+// RemoveStamps removes the verification stamps an older cellguard left
+// (legacyStampDir) and the directory.
 func (m *Manager) RemoveStamps() ([]PruneItem, error) {
-	dir := m.path(StampDir)
+	dir := m.path(legacyStampDir)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {
-		return nil, fmt.Errorf("list %s: %w", StampDir, err)
+		return nil, fmt.Errorf("list %s: %w", legacyStampDir, err)
 	}
 	var items []PruneItem
 	var errs []error
@@ -493,10 +490,10 @@ func (m *Manager) RemoveStamps() ([]PruneItem, error) {
 			errs = append(errs, err)
 			continue
 		}
-		items = append(items, PruneItem{Path: filepath.Join(StampDir, e.Name()), Kind: KindStamp, Action: Removed,
-			Why: "start's record that systemd verified this unit in this boot"})
+		items = append(items, PruneItem{Path: filepath.Join(legacyStampDir, e.Name()), Kind: KindStamp, Action: Removed,
+			Why: "a verification stamp of an older cellguard's start; nothing reads it now"})
 	}
-	for _, d := range []string{StampDir, filepath.Dir(StampDir)} {
+	for _, d := range []string{legacyStampDir, filepath.Dir(legacyStampDir)} {
 		_, err := safefile.RemoveDirIfEmpty(m.path(d))
 		errs = append(errs, err)
 	}

@@ -185,7 +185,7 @@ func TestPruneTellsDelegatedUnitsFromTheSupervisor(t *testing.T) {
 
 func TestRemoveStamps(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, StampDir)
+	dir := filepath.Join(root, legacyStampDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestRemoveStamps(t *testing.T) {
 		t.Fatalf("RemoveStamps = %+v, %v", items, err)
 	}
 	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
-		t.Errorf("%s left: %v", filepath.Dir(StampDir), err)
+		t.Errorf("%s left: %v", filepath.Dir(legacyStampDir), err)
 	}
 	if items, err := m.RemoveStamps(); err != nil || len(items) != 0 {
 		t.Errorf("second run: %+v %v", items, err)

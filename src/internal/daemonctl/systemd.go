@@ -14,7 +14,6 @@ import (
 type systemdAPI interface {
 	Version(ctx context.Context) (string, error)
 	Unit(ctx context.Context, name string) (*systemd.Unit, error)
-	UnitDelegation(ctx context.Context, name string) (*systemd.Unit, error)
 	UnitProcesses(ctx context.Context, unit string) ([]systemd.Process, error)
 	UnitByPID(ctx context.Context, pid int) (string, error)
 	Reload(ctx context.Context) error
