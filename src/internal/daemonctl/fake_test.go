@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
@@ -95,3 +96,24 @@ func (f *fakeSystemd) ResetFailed(_ context.Context, unit string) error {
 }
 func (f *fakeSystemd) RealizeCgroups(context.Context, string) error { return nil }
 func (f *fakeSystemd) Close()                                       {}
+
+// renderedUnit is the unit Install writes for daemon (a /bin/true start).
+func renderedUnit(t *testing.T, daemon string) []byte {
+	t.Helper()
+	b, err := unitfile.Render(unitfile.Spec{Name: daemon, Start: []string{"/bin/true"}, Type: unitfile.TypeExec,
+		Delegate: unitfile.DelegateV1, KillMode: unitfile.KillModeNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// supervisorDropIn is the drop-in protect-supervisor writes for runit.service.
+func supervisorDropIn(t *testing.T) []byte {
+	t.Helper()
+	b, err := unitfile.RenderSupervisorDropIn("runit.service", unitfile.DelegateV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

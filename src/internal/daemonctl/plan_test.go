@@ -302,18 +302,8 @@ func TestPruneKeepsWhatIsInUse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	unit := func(daemon string) []byte {
-		b, err := unitfile.Render(unitfile.Spec{Name: daemon, Start: []string{"/bin/true"}, Type: unitfile.TypeExec,
-			Delegate: unitfile.DelegateV1, KillMode: unitfile.KillModeNone})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	drop, err := unitfile.RenderSupervisorDropIn("runit.service", unitfile.DelegateV1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	unit := func(daemon string) []byte { return renderedUnit(t, daemon) }
+	drop := supervisorDropIn(t)
 	const supPath = "/etc/systemd/system/runit.service.d/50-cellguard-delegate.conf"
 	write("/etc/systemd/system/cellguard-busy.service", unit("busy"))
 	write("/etc/systemd/system/cellguard-crashed.service", unit("crashed"))
@@ -363,5 +353,26 @@ func TestPruneKeepsWhatIsInUse(t *testing.T) {
 	}
 	if sd.reloads != 2 {
 		t.Errorf("reloads %d after the forced run, want 2", sd.reloads)
+	}
+}
+
+// start's and stop's decision on systemd's job result: only "done" goes
+// on to wait for the process; any other result fails with where to look.
+func TestJudgeJob(t *testing.T) {
+	d := Daemon{Name: "garden"}
+	if err := judgeJob("start", d, "done"); err != nil {
+		t.Errorf("done: %v", err)
+	}
+	for _, jr := range []systemd.JobResult{"failed", "canceled", "timeout", "dependency", "skipped", "odd"} {
+		err := judgeJob("stop", d, jr)
+		if err == nil {
+			t.Errorf("%s: no error", jr)
+			continue
+		}
+		for _, w := range []string{"stop cellguard-garden.service: job " + jr.Explain(), "journalctl -u cellguard-garden.service", "cellguard unit status garden"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q lacks %q", jr, err, w)
+			}
+		}
 	}
 }

@@ -26,17 +26,9 @@ func TestPruneWithoutSystemd(t *testing.T) {
 	now := time.Now()
 	unit := func(name string) []byte {
 		d, _ := unitfile.DaemonOf(name)
-		b, err := unitfile.Render(unitfile.Spec{Name: d, Start: []string{"/bin/true"}, Type: unitfile.TypeExec,
-			Delegate: unitfile.DelegateV1, KillMode: unitfile.KillModeNone})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return renderedUnit(t, d)
 	}
-	drop, err := unitfile.RenderSupervisorDropIn("runit.service", unitfile.DelegateV1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	drop := supervisorDropIn(t)
 	files := map[string][]byte{
 		"etc/systemd/system/cellguard-garden.service":                          unit("cellguard-garden.service"), // configured: kept
 		"etc/systemd/system/cellguard-old.service":                             unit("cellguard-old.service"),    // removed
