@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
 )
 
 func startCommand() *Command {
@@ -31,8 +29,7 @@ func startStop(ctx context.Context, env *Env, args []string, start bool) int {
 	fs := newFlagSet(env, verb, verb+" NAME [--config F] [flags]\n\n"+
 		"What monit's "+verb+" program calls. With systemd: "+verb+"s cellguard-NAME.service over D-Bus,\n"+
 		"reports the job result, then waits (bounded) for the pidfile's process to "+map[bool]string{true: "run", false: "be gone"}[start]+".\n"+
-		map[bool]string{true: "First the unit is made current, as `unit install` does; when this boot already verified the\n" +
-			"same unit file (" + daemonctl.StampDir + "), systemd's read-back comes after the job instead.\n"}[start]+
+		map[bool]string{true: "First the unit is made current and read back as delegated, as `unit install` does.\n"}[start]+
 		"Without systemd (bosh-lite, warden containers) it runs the daemon's "+verb+" command directly.\n"+
 		"The daemon comes from the config's daemons entry NAME; flags override it.\n"+
 		"Exit: 0 ok, 1 the job or the wait failed, 2 bad usage.", &c)

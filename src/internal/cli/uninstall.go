@@ -10,15 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
-	"github.com/cloudfoundry/cellguard/src/internal/drain"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 )
 
 func uninstallCommand() *Command {
@@ -39,7 +36,7 @@ nothing uses:
     delegate_units (concourse.service) are kept on the same terms.
     --force-supervisor-drop-in removes them anyway, with that consequence;
   - the persisted sysctl file (live values stay until the next reboot);
-  - start's verification stamps, the Prometheus textfile, a drain lift;
+  - an older cellguard's start stamps, the Prometheus textfile, a drain lift;
   - cellguard watch's textfile and metric targets, once watch does not run
     (it runs under monit as cellguard-watch: monit stop cellguard-watch
     first, or they are kept);
@@ -51,9 +48,11 @@ Exit codes: 0 done (kept items included), 1 a removal failed, 2 bad usage
 or config.
 `
 
-// uninstallTextfileHead starts every textfile validate and drain write.
-var uninstallTextfileHead = []byte("# HELP cellguard_")
+// textfileHead starts every textfile validate, drain and watch write.
+var textfileHead = []byte("# HELP cellguard_")
 
+// runUninstall removes the inventory (inventory.go) for everything, not
+// for the config as pre-start's prune does.
 func runUninstall(ctx context.Context, env *Env, args []string) int {
 	var c common
 	var f daemonFlags
@@ -75,64 +74,8 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 		return ExitCantRun
 	}
 	defer done()
-	now := env.now()
-
-	res, err := m.Prune(ctx, daemonctl.PruneOptions{ForceSupervisorDropIn: force, Uninstall: true, Now: now})
-	items, errs := res.Items, []error{err}
-	stamps, err := m.RemoveStamps()
-	items, errs = append(items, stamps...), append(errs, err)
-
-	sysctlFile := cfg.Sysctl.File
-	if sysctlFile == "" {
-		sysctlFile = sysctl.DefaultFile
-	}
-	removed, err := sysctl.Host{Root: f.root}.RemoveFile(sysctlFile)
-	switch {
-	case errors.Is(err, sysctl.ErrNotOurs):
-		items = append(items, daemonctl.PruneItem{Path: sysctlFile, Kind: "sysctl-file", Action: daemonctl.Kept, Why: err.Error()})
-	case err != nil:
-		errs = append(errs, err)
-	case removed:
-		items = append(items, daemonctl.PruneItem{Path: sysctlFile, Kind: "sysctl-file", Action: daemonctl.Removed,
-			Why: "the persisted sysctl profile; live values stay as they are until the next reboot"})
-	}
-
-	if promFile == "" {
-		promFile = cfg.Validator.PrometheusFile
-	}
-	if promFile != "" {
-		it, err := removeOwnFile(f.root, promFile, "prometheus-textfile", uninstallTextfileHead,
-			"validate's and drain's gauges; node_exporter stops exporting them")
-		items, errs = appendItem(items, it), append(errs, err)
-	}
-	watchItems, err := removeWatchFiles(f.root, cfg.Watch.Textfile)
-	items, errs = append(items, watchItems...), append(errs, err)
-	lifted, err := drain.CancelLift(hostroot.Join(f.root, liftFile))
-	errs = append(errs, err)
-	if lifted {
-		items = append(items, daemonctl.PruneItem{Path: liftFile, Kind: "drain-lift", Action: daemonctl.Removed, Why: "an operator's drain lift"})
-	}
-	for _, p := range []string{sysctlFile, promFile, liftFile, cfg.Watch.Textfile, metricTargetsFile} {
-		if p == "" {
-			continue
-		}
-		base := filepath.Base(p)
-		temps, err := safefile.RemoveStaleTemps(hostroot.Join(f.root, filepath.Dir(p)), func(t string) bool { return t == base }, time.Minute, now)
-		errs = append(errs, err)
-		for _, hp := range temps {
-			items = append(items, daemonctl.PruneItem{Path: filepath.Join(filepath.Dir(p), filepath.Base(hp)), Kind: daemonctl.KindTempFile,
-				Action: daemonctl.Removed, Why: "a temp file left by a write that was killed before its rename"})
-		}
-	}
-	// The lift's directory is cellguard's alone; leave it only when
-	// something else is in it.
-	_, err = safefile.RemoveDirIfEmpty(hostroot.Join(f.root, filepath.Dir(liftFile)))
-	errs = append(errs, err)
-	// pre-start's data directory (metric_targets.yml's), once empty
-	_, err = safefile.RemoveDirIfEmpty(hostroot.Join(f.root, filepath.Dir(metricTargetsFile)))
-	errs = append(errs, err)
-
-	err = errors.Join(errs...)
+	u := &uninstaller{m: m, root: f.root, now: env.now(), force: force}
+	items, err := u.run(ctx, inventory(cfg, promFile, liftFile))
 	var kept int
 	for _, it := range items {
 		if it.Action == daemonctl.Kept {
@@ -150,50 +93,6 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 		return failure(env, err)
 	}
 	return ExitOK
-}
-
-// The files of `cellguard watch` (jobs/cellguard/templates/bin/watch_ctl.erb
-// and pre-start.erb): its pid, and the copy of the metric targets
-// metrics-discovery's registrar reads from /var/vcap/data/*/.
-const (
-	watchPIDFile      = "/var/vcap/sys/run/cellguard/watch.pid"
-	metricTargetsFile = "/var/vcap/data/cellguard/metric_targets.yml"
-)
-
-// removeWatchFiles removes watch's textfile and the metric targets, unless
-// watch still runs: it would write its textfile again, and the targets
-// point scrapers at it. Removing the addon stops watch (monit), and a
-// recreate then drops both.
-func removeWatchFiles(root, textfile string) ([]daemonctl.PruneItem, error) {
-	paths := []string{metricTargetsFile}
-	if textfile != "" {
-		paths = append(paths, textfile)
-	}
-	if pid, ok := watchRunning(root); ok {
-		var items []daemonctl.PruneItem
-		for _, p := range paths {
-			if _, err := os.Stat(hostroot.Join(root, p)); err == nil {
-				items = append(items, daemonctl.PruneItem{Path: p, Kind: "watch-file", Action: daemonctl.Kept,
-					Why: fmt.Sprintf("cellguard watch runs (pid %d, monit job cellguard-watch) and would write it again; "+
-						"stop it first (sudo /var/vcap/bosh/bin/monit stop cellguard-watch) and run uninstall again, "+
-						"or remove the addon (monit then stops watch) and recreate the VM", pid)})
-			}
-		}
-		return items, nil
-	}
-	var items []daemonctl.PruneItem
-	var errs []error
-	removed, err := safefile.RemoveIfExists(hostroot.Join(root, metricTargetsFile))
-	errs = append(errs, err)
-	if removed {
-		items = append(items, daemonctl.PruneItem{Path: metricTargetsFile, Kind: "watch-file", Action: daemonctl.Removed,
-			Why: "the metric targets metrics-discovery's registrar read for cellguard watch"})
-	}
-	if textfile != "" {
-		it, err := removeOwnFile(root, textfile, "watch-file", uninstallTextfileHead, "cellguard watch's gauges; node_exporter stops exporting them")
-		items, errs = appendItem(items, it), append(errs, err)
-	}
-	return items, errors.Join(errs...)
 }
 
 // watchRunning reports whether the pid in watch's pidfile runs cellguard

@@ -6,7 +6,6 @@
 package daemonctl
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -54,7 +53,9 @@ type Manager struct {
 	Delegate string
 
 	deprecationLogged bool
-	conn              *systemd.Conn // dialed on first use, shared by every operation
+	// conn is dialed on first use and shared by every operation; a test
+	// sets it to a fake before the first.
+	conn systemdAPI
 }
 
 func (m *Manager) path(p string) string { return filepath.Join(m.rootDir(), p) }
@@ -64,17 +65,17 @@ func (m *Manager) rootDir() string { return hostroot.Dir(m.Root) }
 // HasSystemd reports whether systemd manages this system. An explicit D-Bus
 // address means the caller knows it does.
 func (m *Manager) HasSystemd() bool {
-	return m.DBus.Address != "" || systemd.Booted(m.rootDir())
+	return m.conn != nil || m.DBus.Address != "" || systemd.Booted(m.rootDir())
 }
 
 // dial returns the Manager's connection, dialing it on first use: `cellguard
 // start` installs and then starts over one connection, not two.
-func (m *Manager) dial(ctx context.Context) (*systemd.Conn, error) {
-	if !m.HasSystemd() {
-		return nil, systemd.ErrNoSystemd
-	}
+func (m *Manager) dial(ctx context.Context) (systemdAPI, error) {
 	if m.conn != nil {
 		return m.conn, nil
+	}
+	if !m.HasSystemd() {
+		return nil, systemd.ErrNoSystemd
 	}
 	c, err := systemd.Dial(ctx, m.DBus)
 	if err != nil {
@@ -107,7 +108,7 @@ func (m *Manager) delegate() string {
 // delegateFor is delegate for the systemd behind conn: one that predates
 // controller lists in Delegate= (systemd.DelegateListSince) ignores the v1
 // list, so it gets "yes", which there delegates every controller.
-func (m *Manager) delegateFor(ctx context.Context, conn *systemd.Conn) string {
+func (m *Manager) delegateFor(ctx context.Context, conn systemdAPI) string {
 	d := m.delegate()
 	if m.Delegate != "" || d != unitfile.DelegateV1 {
 		return d
@@ -194,7 +195,8 @@ type InstallResult struct {
 
 // Install writes the daemon's unit and reloads systemd when (and only when)
 // the content changed or systemd says it needs a reload (a previous run that
-// died between write and Reload). Nothing is written on invalid input.
+// died between write and Reload). Nothing is written on invalid input. The
+// decisions are initialKillMode, needsReload and judgeInstalled.
 func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) {
 	res := InstallResult{Unit: d.UnitName(), Path: filepath.Join(d.unitDir(), d.UnitName())}
 	s, err := m.spec(d, unitfile.KillModeNone)
@@ -213,70 +215,95 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 		return res, err
 	}
 	m.noteKillModeDeprecation(ctx, conn)
-
-	killMode := unitfile.KillModeNone
-	prev, err := conn.Unit(ctx, res.Unit)
+	u, err := conn.Unit(ctx, res.Unit)
 	if err != nil {
 		return res, err
 	}
-	if prev.LoadState == "loaded" && prev.KillMode == unitfile.KillModeProcess && m.unitFileSets(res.Path, "KillMode", unitfile.KillModeProcess) {
-		// An earlier install found KillMode=none refused; don't flip back and
-		// forth (and Reload) on every run.
-		killMode = unitfile.KillModeProcess
-	}
-	for attempt := 0; attempt < 2; attempt++ {
-		s.KillMode = killMode
+	s.KillMode = initialKillMode(u, m.unitFileSets(res.Path, "KillMode", unitfile.KillModeProcess))
+	// At most two rounds: KillMode=none, then process if systemd refused none.
+	for range 2 {
 		text, err := unitfile.Render(s)
 		if err != nil {
 			return res, fmt.Errorf("install %s: %w", res.Unit, err)
 		}
-		if err := os.MkdirAll(m.path(d.unitDir()), 0o755); err != nil {
-			return res, fmt.Errorf("install %s: create %s: %w", res.Unit, d.unitDir(), err)
+		if u, err = m.writeAndLoad(ctx, conn, &res, d.unitDir(), text, u); err != nil {
+			return res, err
 		}
-		if cur, err := os.ReadFile(m.path(res.Path)); err != nil || !bytes.Equal(cur, text) {
-			m.dropStamp(res.Unit) // it vouches for the file being replaced
-		}
-		w, err := safefile.WriteFileAtomic(m.path(res.Path), text, 0o644)
+		retry, err := judgeInstalled(u, res.Path, s.KillMode, s.Delegate)
 		if err != nil {
 			return res, fmt.Errorf("install %s: %w", res.Unit, err)
 		}
-		res.Written = res.Written || w.Changed
-		u := prev // nothing changed on disk: what systemd said a moment ago holds
-		if w.Changed {
-			if u, err = conn.Unit(ctx, res.Unit); err != nil {
-				return res, err
-			}
-		}
-		if w.Changed || u.NeedDaemonReload || u.LoadState != "loaded" {
-			if err := conn.Reload(ctx); err != nil {
-				return res, err
-			}
-			res.Reloaded = true
-			if u, err = conn.Unit(ctx, res.Unit); err != nil {
-				return res, err
-			}
-		}
-		prev = u
-		if u.LoadState != "loaded" {
-			return res, fmt.Errorf("install %s: systemd did not load %s (LoadState=%s); see `journalctl -b | grep %s`",
-				res.Unit, res.Path, u.LoadState, res.Unit)
-		}
-		if killMode == unitfile.KillModeNone && u.KillMode != unitfile.KillModeNone {
+		if retry != "" {
 			m.Logger.Info("kill-mode-none-refused-falling-back", lager.Data{"unit": res.Unit, "kill_mode_read_back": u.KillMode,
 				"reason": "this systemd does not honour KillMode=none; KillMode=process (containerd's choice) still leaves container processes alone when the daemon stops"})
-			killMode = unitfile.KillModeProcess
+			s.KillMode = retry
 			continue
 		}
-		if err := verifyDelegation(u, s.Delegate); err != nil {
-			return res, fmt.Errorf("install %s: %w", res.Unit, err)
-		}
 		res.KillMode = u.KillMode
-		m.writeStamp(res.Unit, text)
 		m.Logger.Info("installed", lager.Data{"unit": res.Unit, "path": res.Path, "written": res.Written,
 			"reloaded": res.Reloaded, "delegate_controllers": u.DelegateControllers, "kill_mode": u.KillMode})
 		return res, nil
 	}
 	return res, fmt.Errorf("install %s: KillMode could not be set to none or process", res.Unit)
+}
+
+// writeAndLoad writes the unit file text, reloads systemd when needed and
+// returns what systemd then says of the unit; prev is what it said before.
+func (m *Manager) writeAndLoad(ctx context.Context, conn systemdAPI, res *InstallResult, dir string, text []byte,
+	prev *systemd.Unit) (*systemd.Unit, error) {
+	if err := os.MkdirAll(m.path(dir), 0o755); err != nil {
+		return nil, fmt.Errorf("install %s: create %s: %w", res.Unit, dir, err)
+	}
+	w, err := safefile.WriteFileAtomic(m.path(res.Path), text, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("install %s: %w", res.Unit, err)
+	}
+	res.Written = res.Written || w.Changed
+	u := prev // nothing changed on disk: what systemd said a moment ago holds
+	if w.Changed {
+		if u, err = conn.Unit(ctx, res.Unit); err != nil {
+			return nil, err
+		}
+	}
+	if !needsReload(w.Changed, u) {
+		return u, nil
+	}
+	if err := conn.Reload(ctx); err != nil {
+		return nil, err
+	}
+	res.Reloaded = true
+	return conn.Unit(ctx, res.Unit)
+}
+
+// initialKillMode is the KillMode Install writes first: none, unless an
+// earlier install found none refused and settled on process (loaded, and
+// the file on disk says so): flipping back would Reload on every run.
+func initialKillMode(prev *systemd.Unit, fileSetsProcess bool) string {
+	if prev.LoadState == "loaded" && prev.KillMode == unitfile.KillModeProcess && fileSetsProcess {
+		return unitfile.KillModeProcess
+	}
+	return unitfile.KillModeNone
+}
+
+// needsReload says whether systemd must reread unit files: the file
+// changed, or systemd says its copy is stale (a run that died between
+// write and Reload) or never loaded it.
+func needsReload(changed bool, u *systemd.Unit) bool {
+	return changed || u.NeedDaemonReload || u.LoadState != "loaded"
+}
+
+// judgeInstalled judges what systemd read back after the unit file at path
+// was written with killMode: an error when the unit is not loaded or not
+// delegated as asked; retry names the KillMode to write instead when
+// systemd refused none.
+func judgeInstalled(u *systemd.Unit, path, killMode, delegate string) (retry string, err error) {
+	if u.LoadState != "loaded" {
+		return "", fmt.Errorf("systemd did not load %s (LoadState=%s); see `journalctl -b | grep %s`", path, u.LoadState, u.Name)
+	}
+	if killMode == unitfile.KillModeNone && u.KillMode != unitfile.KillModeNone {
+		return unitfile.KillModeProcess, nil
+	}
+	return "", verifyDelegation(u, delegate)
 }
 
 // unitFileSets reports whether the unit file at p sets name to value in
@@ -302,7 +329,7 @@ func verifyDelegation(u *systemd.Unit, delegate string) error {
 }
 
 // noteKillModeDeprecation logs once per Manager why KillMode=none stays.
-func (m *Manager) noteKillModeDeprecation(ctx context.Context, conn *systemd.Conn) {
+func (m *Manager) noteKillModeDeprecation(ctx context.Context, conn systemdAPI) {
 	if m.deprecationLogged {
 		return
 	}

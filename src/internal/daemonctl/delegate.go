@@ -10,7 +10,6 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
@@ -66,7 +65,7 @@ func (m *Manager) DelegateUnit(ctx context.Context, name string) (DelegateResult
 // systemd has not read it), realizes the delegated cgroups once per boot
 // when the unit runs, and verifies what systemd reads back. A unit systemd
 // does not know yet only gets the file.
-func (m *Manager) delegateInPlace(ctx context.Context, conn *systemd.Conn, name string,
+func (m *Manager) delegateInPlace(ctx context.Context, conn systemdAPI, name string,
 	render func(delegate string) ([]byte, error)) (DelegateResult, error) {
 	res := DelegateResult{Unit: name}
 	delegate := m.delegateFor(ctx, conn)

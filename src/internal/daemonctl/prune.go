@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -102,18 +103,11 @@ const SupervisorDropInKept = "removing its Delegate= drop-in from a running unit
 // is not running (or with ForceSupervisorDropIn); and the temp files a
 // killed write left. What is in use is kept, with why and how to finish.
 // Nothing is ever stopped, signalled or moved. systemd reloads once, when
-// something was removed.
+// something was removed. It reads (ownFiles, unitUse), decides
+// (planPrune) and applies (applyPrune).
 func (m *Manager) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
 	var res PruneResult
-	now := opts.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	keep := map[string]bool{}
-	for _, n := range opts.Keep {
-		keep[n] = true
-	}
-	var conn *systemd.Conn
+	var conn systemdAPI
 	if m.HasSystemd() {
 		c, err := m.dial(ctx)
 		if err != nil {
@@ -121,103 +115,31 @@ func (m *Manager) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 		}
 		conn = c
 	}
-	var errs []error
-	var resetFailed []string
-	removeFile := func(it PruneItem, failed bool) {
-		if _, err := safefile.RemoveIfExists(m.path(it.Path)); err != nil {
-			errs = append(errs, err)
-			return
+	files, err := m.ownFiles()
+	errs := []error{err}
+	var targets []ownFile
+	uses := map[string]unitUse{}
+	for _, f := range files {
+		if opts.wants(f) {
+			continue
 		}
-		it.Action = Removed
-		res.Items = append(res.Items, it)
-		if failed {
-			resetFailed = append(resetFailed, it.Unit)
+		if _, seen := uses[f.Unit]; !seen {
+			use, err := m.unitUse(ctx, conn, f.Unit)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			uses[f.Unit] = use
 		}
+		targets = append(targets, f)
 	}
-
-	units, err := m.ownUnitFiles()
+	res, err = m.applyPrune(ctx, conn, planPrune(targets, uses, opts))
 	errs = append(errs, err)
-	for _, p := range units {
-		name := filepath.Base(p)
-		daemon, _ := unitfile.DaemonOf(name)
-		if keep[daemon] {
-			continue
-		}
-		it := PruneItem{Path: p, Unit: name, Kind: KindUnit}
-		use, failed, err := m.inUse(ctx, conn, name)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		why := fmt.Sprintf("daemon %q is no longer in cellguard.daemons", daemon)
-		if opts.Uninstall {
-			why = "cellguard uninstall"
-		}
-		if use != "" {
-			it.Action, it.Why = Kept, fmt.Sprintf("%s, but %s; nothing is stopped: stop the daemon through its job "+
-				"(with a monit file that no longer calls cellguard), then run pre-start or `cellguard uninstall` again, "+
-				"or recreate the VM", why, use)
-			res.Items = append(res.Items, it)
-			continue
-		}
-		it.Why = why + ", and the unit is inactive with no process left"
-		removeFile(it, failed)
-		if _, err := os.Stat(m.stampPath(name)); err == nil {
-			m.dropStamp(name)
-			res.Items = append(res.Items, PruneItem{Path: filepath.Join(StampDir, name), Unit: name, Kind: KindStamp,
-				Action: Removed, Why: "start's record that systemd verified this unit in this boot"})
-		}
-	}
 
-	keepDelegated := map[string]bool{}
-	for _, u := range opts.KeepDelegated {
-		keepDelegated[u] = true
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
 	}
-	dropIns, err := m.ownDropIns()
-	errs = append(errs, err)
-	for _, d := range dropIns {
-		kind, why := KindSupervisorDropIn, "cellguard.supervisor.protect is false"
-		if d.delegated {
-			kind, why = KindDelegateDropIn, fmt.Sprintf("%s is no longer in cellguard.delegate_units", d.unit)
-		}
-		if keepDelegated[d.unit] || !d.delegated && opts.KeepSupervisor {
-			continue
-		}
-		if opts.Uninstall {
-			why = "cellguard uninstall"
-		}
-		it := PruneItem{Path: d.path, Unit: d.unit, Kind: kind}
-		use, _, err := m.inUse(ctx, conn, d.unit)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		switch {
-		case use != "" && !opts.ForceSupervisorDropIn:
-			it.Action, it.Why = Kept, why+", but "+use+": "+SupervisorDropInKept
-			res.Items = append(res.Items, it)
-			continue
-		case use != "":
-			it.Why = "removed although " + use + " (--force-supervisor-drop-in): expect the container processes below it to " +
-				"leave their cgroups (measured on systemd 252: cpu and blkio to the root at this reload once no other unit " +
-				"needs them, at times on into the unit's cgroup at a later unit with accounting; docs/lifecycle.md)"
-		default:
-			it.Why = why + ", and the unit is not running"
-		}
-		removeFile(it, false)
-	}
-
-	if removedAny(res) && conn != nil {
-		if err := conn.Reload(ctx); err != nil {
-			errs = append(errs, err)
-		} else {
-			res.Reloaded = true
-		}
-		for _, u := range resetFailed {
-			errs = append(errs, conn.ResetFailed(ctx, u))
-		}
-	}
-
 	temps, err := m.removeStaleTemps(now)
 	res.Items = append(res.Items, temps...)
 	errs = append(errs, err)
@@ -232,6 +154,122 @@ func (m *Manager) Prune(ctx context.Context, opts PruneOptions) (PruneResult, er
 	return res, errors.Join(errs...)
 }
 
+// ownFile is a file of cellguard's in the unit directories.
+type ownFile struct {
+	Path string
+	Unit string
+	Kind string // KindUnit, KindSupervisorDropIn or KindDelegateDropIn
+}
+
+// wants reports whether the config still asks for f.
+func (o PruneOptions) wants(f ownFile) bool {
+	switch f.Kind {
+	case KindUnit:
+		daemon, _ := unitfile.DaemonOf(f.Unit)
+		return slices.Contains(o.Keep, daemon)
+	case KindDelegateDropIn:
+		return slices.Contains(o.KeepDelegated, f.Unit)
+	default:
+		return o.KeepSupervisor || slices.Contains(o.KeepDelegated, f.Unit)
+	}
+}
+
+// unitUse is what systemd says of the unit a removal touches.
+type unitUse struct {
+	// Why the unit is in use (running, or processes left in its cgroup);
+	// "" when it is not.
+	Why string
+	// Failed: not in use, but systemd holds it as failed, a state to reset
+	// once its file is gone.
+	Failed bool
+}
+
+// pruneStep is one decision of planPrune: an item, and whether applying
+// it also resets the unit's failed state.
+type pruneStep struct {
+	PruneItem
+	resetFailed bool
+}
+
+// planPrune decides, for each file the config no longer asks for, whether
+// it goes and why, from what systemd said of its unit (uses, by unit):
+// a unit in use is kept; a drop-in on a running unit is kept unless
+// ForceSupervisorDropIn, which says what the removal will do.
+func planPrune(targets []ownFile, uses map[string]unitUse, opts PruneOptions) []pruneStep {
+	var plan []pruneStep
+	for _, f := range targets {
+		use := uses[f.Unit]
+		why := opts.reason(f)
+		step := pruneStep{PruneItem: PruneItem{Path: f.Path, Unit: f.Unit, Kind: f.Kind, Action: Removed}}
+		switch {
+		case f.Kind == KindUnit && use.Why != "":
+			step.Action, step.Why = Kept, fmt.Sprintf("%s, but %s; nothing is stopped: stop the daemon through its job "+
+				"(with a monit file that no longer calls cellguard), then run pre-start or `cellguard uninstall` again, "+
+				"or recreate the VM", why, use.Why)
+		case f.Kind == KindUnit:
+			step.Why = why + ", and the unit is inactive with no process left"
+			step.resetFailed = use.Failed
+		case use.Why != "" && !opts.ForceSupervisorDropIn:
+			step.Action, step.Why = Kept, why+", but "+use.Why+": "+SupervisorDropInKept
+		case use.Why != "":
+			step.Why = "removed although " + use.Why + " (--force-supervisor-drop-in): expect the container processes below it to " +
+				"leave their cgroups (measured on systemd 252: cpu and blkio to the root at this reload once no other unit " +
+				"needs them, at times on into the unit's cgroup at a later unit with accounting; docs/lifecycle.md)"
+		default:
+			step.Why = why + ", and the unit is not running"
+		}
+		plan = append(plan, step)
+	}
+	return plan
+}
+
+// reason says why the config no longer asks for f.
+func (o PruneOptions) reason(f ownFile) string {
+	switch {
+	case o.Uninstall:
+		return "cellguard uninstall"
+	case f.Kind == KindUnit:
+		daemon, _ := unitfile.DaemonOf(f.Unit)
+		return fmt.Sprintf("daemon %q is no longer in cellguard.daemons", daemon)
+	case f.Kind == KindDelegateDropIn:
+		return fmt.Sprintf("%s is no longer in cellguard.delegate_units", f.Unit)
+	}
+	return "cellguard.supervisor.protect is false"
+}
+
+// applyPrune removes what plan says goes, then reloads systemd once and
+// resets the failed state of removed units that systemd held as failed.
+func (m *Manager) applyPrune(ctx context.Context, conn systemdAPI, plan []pruneStep) (PruneResult, error) {
+	var res PruneResult
+	var errs []error
+	var resetFailed []string
+	for _, st := range plan {
+		if st.Action == Kept {
+			res.Items = append(res.Items, st.PruneItem)
+			continue
+		}
+		if _, err := safefile.RemoveIfExists(m.path(st.Path)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.Items = append(res.Items, st.PruneItem)
+		if st.resetFailed {
+			resetFailed = append(resetFailed, st.Unit)
+		}
+	}
+	if !removedAny(res) || conn == nil {
+		return res, errors.Join(errs...)
+	}
+	if err := conn.Reload(ctx); err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
+	res.Reloaded = true
+	for _, u := range resetFailed {
+		errs = append(errs, conn.ResetFailed(ctx, u))
+	}
+	return res, errors.Join(errs...)
+}
+
 func removedAny(r PruneResult) bool {
 	for _, it := range r.Items {
 		if it.Action == Removed {
@@ -241,43 +279,75 @@ func removedAny(r PruneResult) bool {
 	return false
 }
 
-// inUse says why unit is in use ("" when it is not): running, or stopped
-// with processes still in its cgroup. failed reports a unit systemd holds
-// as failed, whose state should be reset once its file is gone. Without
-// systemd nothing runs under a unit.
-func (m *Manager) inUse(ctx context.Context, conn *systemd.Conn, unit string) (why string, failed bool, err error) {
+// unitUse asks systemd whether unit is in use. Without systemd nothing
+// runs under a unit.
+func (m *Manager) unitUse(ctx context.Context, conn systemdAPI, unit string) (unitUse, error) {
 	if conn == nil {
-		return "", false, nil
+		return unitUse{}, nil
 	}
 	u, err := conn.Unit(ctx, unit)
 	if err != nil {
-		return "", false, err
+		return unitUse{}, err
 	}
-	switch u.ActiveState {
-	case "inactive", "failed", "":
-	default:
-		return fmt.Sprintf("%s is %s (%s, main pid %d)", unit, u.ActiveState, u.SubState, u.MainPID), false, nil
+	if !stopped(u) {
+		return judgeUse(u, nil), nil
 	}
 	procs, err := conn.UnitProcesses(ctx, unit)
 	if err != nil {
-		return "", false, err
+		return unitUse{}, err
 	}
-	if len(procs) > 0 {
-		pids := make([]string, 0, len(procs))
-		for i, p := range procs {
-			if i == 5 {
-				pids = append(pids, "...")
-				break
-			}
-			pids = append(pids, fmt.Sprintf("%d (%s)", p.PID, p.Cmdline))
-		}
-		n := fmt.Sprintf("%d processes are", len(procs))
-		if len(procs) == 1 {
-			n = "1 process is"
-		}
-		return fmt.Sprintf("%s is %s but %s still in its cgroup: %s", unit, u.ActiveState, n, strings.Join(pids, ", ")), false, nil
+	return judgeUse(u, procs), nil
+}
+
+func stopped(u *systemd.Unit) bool {
+	switch u.ActiveState {
+	case "inactive", "failed", "":
+		return true
 	}
-	return "", u.ActiveState == "failed", nil
+	return false
+}
+
+// judgeUse says why unit u is in use: running, or stopped with processes
+// still in its cgroup (with KillMode=none systemd kills nothing on stop,
+// so what the stop command left stays there).
+func judgeUse(u *systemd.Unit, procs []systemd.Process) unitUse {
+	if !stopped(u) {
+		return unitUse{Why: fmt.Sprintf("%s is %s (%s, main pid %d)", u.Name, u.ActiveState, u.SubState, u.MainPID)}
+	}
+	if len(procs) == 0 {
+		return unitUse{Failed: u.ActiveState == "failed"}
+	}
+	pids := make([]string, 0, len(procs))
+	for i, p := range procs {
+		if i == 5 {
+			pids = append(pids, "...")
+			break
+		}
+		pids = append(pids, fmt.Sprintf("%d (%s)", p.PID, p.Cmdline))
+	}
+	n := fmt.Sprintf("%d processes are", len(procs))
+	if len(procs) == 1 {
+		n = "1 process is"
+	}
+	return unitUse{Why: fmt.Sprintf("%s is %s but %s still in its cgroup: %s", u.Name, u.ActiveState, n, strings.Join(pids, ", "))}
+}
+
+// ownFiles lists cellguard's unit files and delegation drop-ins.
+func (m *Manager) ownFiles() ([]ownFile, error) {
+	units, err := m.ownUnitFiles()
+	var files []ownFile
+	for _, p := range units {
+		files = append(files, ownFile{Path: p, Unit: filepath.Base(p), Kind: KindUnit})
+	}
+	dropIns, derr := m.ownDropIns()
+	for _, d := range dropIns {
+		kind := KindSupervisorDropIn
+		if d.delegated {
+			kind = KindDelegateDropIn
+		}
+		files = append(files, ownFile{Path: d.path, Unit: d.unit, Kind: kind})
+	}
+	return files, errors.Join(err, derr)
 }
 
 // ownUnitFiles lists the unit files of cellguard's in both unit
@@ -368,14 +438,13 @@ func markedRegular(p string) (bool, error) {
 }
 
 // removeStaleTemps removes temp files a killed write left where cellguard
-// writes for systemd: the unit directories, the supervisor drop-in
-// directories and the stamp directory.
+// writes for systemd: the unit directories and the supervisor drop-in
+// directories.
 func (m *Manager) removeStaleTemps(now time.Time) ([]PruneItem, error) {
 	unitTarget := func(t string) bool { _, ok := unitfile.DaemonOf(t); return ok }
 	dirs := map[string]func(string) bool{
 		PersistentUnitDir: unitTarget,
 		RuntimeUnitDir:    unitTarget,
-		StampDir:          func(string) bool { return true },
 	}
 	dropDirs, err := filepath.Glob(m.path(filepath.Join(PersistentUnitDir, "*.service.d")))
 	errs := []error{err}
@@ -395,15 +464,21 @@ func (m *Manager) removeStaleTemps(now time.Time) ([]PruneItem, error) {
 	return items, errors.Join(errs...)
 }
 
-// RemoveStamps removes the verification stamps (StampDir) and the
-// directory, which hold nothing but cellguard's own shortcut.
+// legacyStampDir held start's verification stamps until they were
+// dropped: a shortcut of about 5 ms that spread state into Install, start,
+// Prune and uninstall (issue 24). It lives in /run, so a reboot clears it;
+// on a VM upgraded in place, uninstall removes it.
+const legacyStampDir = "/run/cellguard/verified"
+
+// RemoveStamps removes the verification stamps an older cellguard left
+// (legacyStampDir) and the directory.
 func (m *Manager) RemoveStamps() ([]PruneItem, error) {
-	dir := m.path(StampDir)
+	dir := m.path(legacyStampDir)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {
-		return nil, fmt.Errorf("list %s: %w", StampDir, err)
+		return nil, fmt.Errorf("list %s: %w", legacyStampDir, err)
 	}
 	var items []PruneItem
 	var errs []error
@@ -415,10 +490,10 @@ func (m *Manager) RemoveStamps() ([]PruneItem, error) {
 			errs = append(errs, err)
 			continue
 		}
-		items = append(items, PruneItem{Path: filepath.Join(StampDir, e.Name()), Kind: KindStamp, Action: Removed,
-			Why: "start's record that systemd verified this unit in this boot"})
+		items = append(items, PruneItem{Path: filepath.Join(legacyStampDir, e.Name()), Kind: KindStamp, Action: Removed,
+			Why: "a verification stamp of an older cellguard's start; nothing reads it now"})
 	}
-	for _, d := range []string{StampDir, filepath.Dir(StampDir)} {
+	for _, d := range []string{legacyStampDir, filepath.Dir(legacyStampDir)} {
 		_, err := safefile.RemoveDirIfEmpty(m.path(d))
 		errs = append(errs, err)
 	}

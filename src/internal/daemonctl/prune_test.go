@@ -26,17 +26,9 @@ func TestPruneWithoutSystemd(t *testing.T) {
 	now := time.Now()
 	unit := func(name string) []byte {
 		d, _ := unitfile.DaemonOf(name)
-		b, err := unitfile.Render(unitfile.Spec{Name: d, Start: []string{"/bin/true"}, Type: unitfile.TypeExec,
-			Delegate: unitfile.DelegateV1, KillMode: unitfile.KillModeNone})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return renderedUnit(t, d)
 	}
-	drop, err := unitfile.RenderSupervisorDropIn("runit.service", unitfile.DelegateV1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	drop := supervisorDropIn(t)
 	files := map[string][]byte{
 		"etc/systemd/system/cellguard-garden.service":                          unit("cellguard-garden.service"), // configured: kept
 		"etc/systemd/system/cellguard-old.service":                             unit("cellguard-old.service"),    // removed
@@ -185,7 +177,7 @@ func TestPruneTellsDelegatedUnitsFromTheSupervisor(t *testing.T) {
 
 func TestRemoveStamps(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, StampDir)
+	dir := filepath.Join(root, legacyStampDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +192,7 @@ func TestRemoveStamps(t *testing.T) {
 		t.Fatalf("RemoveStamps = %+v, %v", items, err)
 	}
 	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
-		t.Errorf("%s left: %v", filepath.Dir(StampDir), err)
+		t.Errorf("%s left: %v", filepath.Dir(legacyStampDir), err)
 	}
 	if items, err := m.RemoveStamps(); err != nil || len(items) != 0 {
 		t.Errorf("second run: %+v %v", items, err)

@@ -55,7 +55,7 @@ func (c *Conn) UnitProcesses(ctx context.Context, unit string) ([]Process, error
 // a unit whose file was removed does not linger as "not-found failed". A
 // unit that is not loaded or not failed is nothing to reset.
 func (c *Conn) ResetFailed(ctx context.Context, unit string) error {
-	err := c.manager().CallWithContext(ctx, managerIface+".ResetFailedUnit", 0, unit).Store()
+	err := c.sd.ResetFailedUnitContext(ctx, unit)
 	if err != nil && !noSuchUnit(err) {
 		return fmt.Errorf("reset failed state of %s: %w", unit, err)
 	}

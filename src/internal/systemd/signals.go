@@ -71,132 +71,107 @@ var cgroupInterfaces = []string{
 const (
 	propertiesIface = "org.freedesktop.DBus.Properties"
 	busIface        = "org.freedesktop.DBus"
-	managerName     = "org.freedesktop.systemd1"
 	unitPathPrefix  = "/org/freedesktop/systemd1/unit"
 )
 
 // EventBuffer is how many signals may wait unread: a storm of unit starts
-// sends dozens per start, and a reader that falls behind must not stall
-// the connection's dispatch, which also ends the jobs cellguard starts.
+// sends dozens per start, and a reader that falls behind drops (it scans
+// anyway) rather than pile them up.
 const EventBuffer = 4096
 
 // Watch subscribes to the signals after which processes may have moved
-// and returns them as Events. The signals arrive through the connection's
-// one dispatch (systemd.go), which also ends jobs; Watch adds match rules
-// and a reader. The channel is closed when the connection is lost
-// (systemd's private socket closes on daemon-reexec; the bus connection
-// when dbus-daemon goes away) or ctx ends: the caller dials again. The
-// connection should be one of the watcher's own: the match rules stay for
-// its whole life, and a connection has at most one Watch.
+// and returns them as Events. They arrive on go-systemd's signal
+// connection, which godbus hands every signal to each of its readers:
+// go-systemd's (job results) and Watch's. The channel is closed when the
+// connection is lost (systemd's private socket closes on daemon-reexec;
+// the bus connection when dbus-daemon goes away) or ctx ends: the caller
+// dials again. The connection should be one of the watcher's own: the
+// match rules stay for its whole life, and a connection has at most one
+// Watch.
 func (c *Conn) Watch(ctx context.Context) (<-chan Event, error) {
-	private := strings.HasSuffix(c.Address, PrivateSocket)
-	if !private {
-		// On a bus, signals reach us only through match rules (connect
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.watching {
+		return nil, errors.New("watch systemd: this connection is watched already")
+	}
+	if !strings.HasSuffix(c.Address, PrivateSocket) {
+		// On a bus, signals reach us only through match rules (go-systemd
 		// added JobRemoved's); a private socket (peer to peer, no bus
 		// daemon) delivers every signal.
-		rules := [][]godbus.MatchOption{
-			{godbus.WithMatchInterface(managerIface), godbus.WithMatchMember("UnitNew")},
-			{godbus.WithMatchInterface(managerIface), godbus.WithMatchMember("Reloading")},
-			{godbus.WithMatchInterface(busIface), godbus.WithMatchMember("NameOwnerChanged"),
-				godbus.WithMatchArg(0, managerName)},
-		}
-		// PropertiesChanged only on the interfaces of units that have
-		// cgroups, where ControlGroup lives: the Unit interface's, which
-		// every state change sends with ~60 properties, were most of the
-		// signals (and of watch's CPU) in a storm of unit starts
-		// (docs/performance.md).
-		for _, iface := range cgroupInterfaces {
-			rules = append(rules, []godbus.MatchOption{godbus.WithMatchInterface(propertiesIface),
-				godbus.WithMatchMember("PropertiesChanged"), godbus.WithMatchPathNamespace(unitPathPrefix),
-				godbus.WithMatchArg(0, iface)})
-		}
-		for _, r := range rules {
-			if err := c.bus.AddMatchSignalContext(ctx, r...); err != nil {
+		for _, r := range watchRules() {
+			if err := c.signals.AddMatchSignalContext(ctx, r...); err != nil {
 				return nil, fmt.Errorf("watch systemd: add match: %w", err)
 			}
 		}
 	}
-	raw := make(chan *godbus.Signal, EventBuffer)
-	c.watchMu.Lock()
-	if c.watch != nil {
-		c.watchMu.Unlock()
-		return nil, errors.New("watch systemd: this connection is watched already")
-	}
-	c.watch = raw
-	c.watchMu.Unlock()
 	if err := c.subscribe(ctx); err != nil {
-		c.stopWatch(raw)
 		return nil, err
 	}
+	raw := make(chan *godbus.Signal, EventBuffer)
+	c.signals.Signal(raw)
+	c.watching = true
 	out := make(chan Event, EventBuffer)
-	go func() {
-		defer close(out)
-		defer c.stopWatch(raw)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case s, ok := <-raw:
-				if !ok {
-					return // dispatch ended: the connection is gone
-				}
-				e, ok := toEvent(s)
-				if !ok {
-					continue
-				}
-				if e.Kind == ManagerRestarted {
-					// A new systemd on the bus: make sure it knows we listen.
-					if err := c.subscribe(ctx); err != nil {
-						return // the caller dials again
-					}
-				}
-				select {
-				case out <- e:
-				default: // the reader is behind: it scans anyway, drop
-				}
-			}
-		}
-	}()
+	go c.forward(ctx, raw, out)
 	return out, nil
 }
 
-// toWatch hands a signal to Watch's reader, if any, without waiting: a
-// reader that is behind scans anyway, and dispatch must go on ending jobs.
-func (c *Conn) toWatch(s *godbus.Signal) {
-	c.watchMu.Lock()
-	defer c.watchMu.Unlock()
-	if c.watch != nil {
+// watchRules are the match rules Watch adds on a bus.
+func watchRules() [][]godbus.MatchOption {
+	rules := [][]godbus.MatchOption{
+		{godbus.WithMatchInterface(managerIface), godbus.WithMatchMember("UnitNew")},
+		{godbus.WithMatchInterface(managerIface), godbus.WithMatchMember("Reloading")},
+		{godbus.WithMatchInterface(busIface), godbus.WithMatchMember("NameOwnerChanged"),
+			godbus.WithMatchArg(0, managerName)},
+	}
+	// PropertiesChanged only on the interfaces of units that have
+	// cgroups, where ControlGroup lives: the Unit interface's, which
+	// every state change sends with ~60 properties, were most of the
+	// signals (and of watch's CPU) in a storm of unit starts
+	// (docs/performance.md).
+	for _, iface := range cgroupInterfaces {
+		rules = append(rules, []godbus.MatchOption{godbus.WithMatchInterface(propertiesIface),
+			godbus.WithMatchMember("PropertiesChanged"), godbus.WithMatchPathNamespace(unitPathPrefix),
+			godbus.WithMatchArg(0, iface)})
+	}
+	return rules
+}
+
+// forward turns raw signals into Events until the connection closes raw
+// or ctx ends, then closes out.
+func (c *Conn) forward(ctx context.Context, raw chan *godbus.Signal, out chan<- Event) {
+	defer close(out)
+	defer c.signals.RemoveSignal(raw)
+	for {
 		select {
-		case c.watch <- s:
-		default:
+		case <-ctx.Done():
+			return
+		case s, ok := <-raw:
+			if !ok {
+				return // godbus closed it: the connection is gone
+			}
+			e, ok := toEvent(s)
+			if !ok {
+				continue
+			}
+			if e.Kind == ManagerRestarted {
+				// A new systemd on the bus: make sure it knows we listen.
+				if err := c.subscribe(ctx); err != nil {
+					return // the caller dials again
+				}
+			}
+			select {
+			case out <- e:
+			default: // the reader is behind: it scans anyway, drop
+			}
 		}
-	}
-}
-
-// endWatch tells Watch's reader that no more signals come: dispatch
-// ended with the connection.
-func (c *Conn) endWatch() {
-	c.watchMu.Lock()
-	defer c.watchMu.Unlock()
-	if c.watch != nil {
-		close(c.watch)
-		c.watch = nil
-	}
-}
-
-// stopWatch detaches Watch's reader raw, unless dispatch did already.
-func (c *Conn) stopWatch(raw chan *godbus.Signal) {
-	c.watchMu.Lock()
-	defer c.watchMu.Unlock()
-	if c.watch == raw {
-		c.watch = nil
 	}
 }
 
 // subscribe asks systemd to emit unit and job signals, which it sends
-// only while some client is subscribed.
+// only while some client is subscribed; on a bus the subscriber is the
+// connection that asks, so it asks on the one that listens.
 func (c *Conn) subscribe(ctx context.Context) error {
-	err := c.manager().CallWithContext(ctx, managerIface+".Subscribe", 0).Err
+	err := c.signals.Object(managerName, managerPath).CallWithContext(ctx, managerIface+".Subscribe", 0).Err
 	var de godbus.Error
 	if errors.As(err, &de) && de.Name == "org.freedesktop.systemd1.AlreadySubscribed" {
 		return nil

@@ -22,6 +22,12 @@ const (
 	SystemBusSocket = "/run/dbus/system_bus_socket"
 )
 
+const (
+	managerName  = "org.freedesktop.systemd1"
+	managerPath  = "/org/freedesktop/systemd1"
+	managerIface = "org.freedesktop.systemd1.Manager"
+)
+
 // ErrNoSystemd means systemd is not the init system here (bosh-lite and
 // warden containers), so there is nothing to talk to.
 var ErrNoSystemd = errors.New("systemd is not running as init (no /run/systemd/system)")
@@ -40,18 +46,20 @@ type Options struct {
 	Address string
 }
 
-// Conn is one connection to systemd's manager, for calls and for the
-// signals that end the jobs it starts (see doc.go for why one).
+// Conn is go-systemd's connection to systemd's manager (its dbus.Conn,
+// which makes the calls and follows the jobs cellguard starts), with the
+// two godbus connections it was handed: calls, for the methods go-systemd
+// lacks (GetUnitProcesses; the Manager's Version under a context), and
+// signals, which Watch reads beside go-systemd (signals.go).
 type Conn struct {
-	bus     *godbus.Conn
+	sd      *sd.Conn
+	calls   *godbus.Conn
+	signals *godbus.Conn
 	Address string
-	cancel  context.CancelFunc // ends the connection's context (godbus closes it)
+	cancel  context.CancelFunc // ends the connections' context (godbus closes them)
 
-	jobsMu sync.Mutex
-	jobs   map[godbus.ObjectPath]chan<- JobResult // waiting for JobRemoved
-
-	watchMu sync.Mutex
-	watch   chan *godbus.Signal // every signal, for Watch (signals.go); nil when none
+	watchMu  sync.Mutex
+	watching bool
 }
 
 // DialTimeout bounds each address's connect and authentication handshake
@@ -65,12 +73,11 @@ var DialTimeout = 15 * time.Second
 func Dial(ctx context.Context, opts Options) (*Conn, error) {
 	addrs := []string{opts.Address}
 	if opts.Address == "" {
-		// The system bus first: systemd sends every client of its private
-		// socket every signal it emits, which a start job makes dozens
-		// of (each unit's PropertiesChanged), and decoding them made
-		// `cellguard start` 1.5-2 ms slower than through the bus, which
-		// forwards only the signals asked for (docs/performance.md). The
-		// private socket still works where no bus daemon runs.
+		// The system bus first, as go-systemd's NewWithContext: systemd
+		// sends every client of its private socket every signal it emits,
+		// which a start job makes dozens of, while the bus forwards only
+		// the signals asked for (docs/performance.md). The private socket
+		// still works where no bus daemon runs.
 		addrs = []string{"unix:path=" + SystemBusSocket, "unix:path=" + PrivateSocket}
 	}
 	var errs []error
@@ -132,84 +139,56 @@ func dialOne(ctx context.Context, address string) (*Conn, error) {
 	}
 }
 
-// connect dials address, authenticates, says Hello to a bus (systemd's
-// private socket is peer-to-peer: no bus daemon, no Hello) and starts
-// following JobRemoved signals, as go-systemd's connection does on its
-// second connection.
+// connect makes go-systemd's connection to address. go-systemd dials
+// twice (one connection for calls, one for the JobRemoved signals); each
+// dial authenticates and says Hello to a bus (systemd's private socket is
+// peer to peer: no bus daemon, no Hello), as go-systemd's own
+// NewSystemConnectionContext and NewSystemdConnectionContext do (go-systemd
+// v22.7.0, dbus/dbus.go), but to the address cellguard was given (a box's
+// bus, /proc/PID/root/...).
 func connect(ctx context.Context, address string) (*Conn, error) {
-	bus, err := godbus.Dial(address, godbus.WithContext(ctx))
+	private := strings.HasSuffix(address, PrivateSocket)
+	var dialed []*godbus.Conn
+	conn, err := sd.NewConnection(func() (*godbus.Conn, error) {
+		bus, err := godbus.Dial(address, godbus.WithContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		if err := bus.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+			bus.Close()
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+		if !private {
+			if err := bus.Hello(); err != nil {
+				bus.Close()
+				return nil, fmt.Errorf("hello: %w", err)
+			}
+		}
+		dialed = append(dialed, bus)
+		return bus, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := bus.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-		bus.Close()
-		return nil, fmt.Errorf("auth: %w", err)
-	}
-	if !strings.HasSuffix(address, PrivateSocket) {
-		if err := bus.Hello(); err != nil {
-			bus.Close()
-			return nil, fmt.Errorf("hello: %w", err)
-		}
-		// The bus forwards only the signals a client asks for; systemd's
-		// private socket sends every client all of them.
-		if err := bus.AddMatchSignal(godbus.WithMatchInterface(managerIface), godbus.WithMatchMember("JobRemoved")); err != nil {
-			bus.Close()
-			return nil, fmt.Errorf("subscribe to JobRemoved: %w", err)
-		}
-	}
-	c := &Conn{bus: bus, Address: address, jobs: map[godbus.ObjectPath]chan<- JobResult{}}
-	signals := make(chan *godbus.Signal, 64)
-	bus.Signal(signals)
-	go c.dispatch(signals)
-	return c, nil
-}
-
-// dispatch hands each JobRemoved to the job's waiter, and every signal to
-// Watch's reader when there is one; godbus closes signals when the
-// connection closes.
-func (c *Conn) dispatch(signals <-chan *godbus.Signal) {
-	defer c.endWatch()
-	for sig := range signals {
-		c.toWatch(sig)
-		if sig.Name != managerIface+".JobRemoved" {
-			continue
-		}
-		var (
-			id           uint32
-			job          godbus.ObjectPath
-			unit, result string
-		)
-		if err := godbus.Store(sig.Body, &id, &job, &unit, &result); err != nil {
-			continue
-		}
-		c.jobsMu.Lock()
-		if ch, ok := c.jobs[job]; ok {
-			ch <- JobResult(result)
-			delete(c.jobs, job)
-		}
-		c.jobsMu.Unlock()
-	}
+	return &Conn{sd: conn, calls: dialed[0], signals: dialed[1], Address: address}, nil
 }
 
 // Close closes the connection.
 func (c *Conn) Close() {
-	c.bus.Close()
+	c.sd.Close()
 	if c.cancel != nil {
 		c.cancel()
 	}
 }
 
-const managerIface = "org.freedesktop.systemd1.Manager"
-
-func (c *Conn) manager() godbus.BusObject {
-	return c.bus.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1")
-}
+// manager is systemd's manager object on the calls connection.
+func (c *Conn) manager() godbus.BusObject { return c.calls.Object(managerName, managerPath) }
 
 // Version returns the Manager's Version property ("252.38-1~deb12u1").
+// go-systemd's GetManagerProperty takes no context.
 func (c *Conn) Version(ctx context.Context) (string, error) {
 	var v godbus.Variant
-	err := c.manager().CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0,
-		managerIface, "Version").Store(&v)
+	err := c.manager().CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, managerIface, "Version").Store(&v)
 	if err != nil {
 		return "", fmt.Errorf("read systemd Version: %w", err)
 	}
@@ -220,123 +199,44 @@ func (c *Conn) Version(ctx context.Context) (string, error) {
 	return s, nil
 }
 
-// KillModeNoneDeprecatedSince is the systemd release that started logging
-// KillMode=none as deprecated and unsafe (systemd v246 NEWS); it still
-// honours it.
-const KillModeNoneDeprecatedSince = 246
-
-// DelegateListSince is the first systemd whose Delegate= takes a list of
-// controllers (systemd v236 NEWS: "Delegate= now optionally takes a list of
-// controllers (instead of a boolean, as before)"). systemd 229 ignores the
-// list and reads back Delegate=false; its Delegate=yes kept every controller
-// of a running unit's subtree in place when a new unit started (measured,
-// src/tests/harness/seed000-matrix.sh, layouts +protect and +yes on xenial).
-const DelegateListSince = 236
-
-// ParseVersion returns the major version of systemd from the Manager's
-// Version property or from `systemctl --version`: "252.38-1~deb12u1" ->
-// 252, "v256.5" -> 256, "256~rc3" -> 256, "245 (245.4-4ubuntu3)" -> 245,
-// "systemd 252 (252.39-1~deb12u2)\n+PAM ..." -> 252.
-func ParseVersion(s string) (int, error) {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	line = strings.TrimSpace(line)
-	if rest, ok := strings.CutPrefix(line, "systemd"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
-		line = strings.TrimSpace(rest)
-	}
-	v := strings.TrimPrefix(line, "v")
-	end := 0
-	for end < len(v) && v[end] >= '0' && v[end] <= '9' {
-		end++
-	}
-	if end == 0 {
-		return 0, fmt.Errorf("parse systemd version %q: no version number", line)
-	}
-	n, err := strconv.Atoi(v[:end])
-	if err != nil {
-		return 0, fmt.Errorf("parse systemd version %q: %w", line, err)
-	}
-	return n, nil
-}
-
 // Reload is `daemon-reload`: systemd rereads unit files.
 func (c *Conn) Reload(ctx context.Context) error {
-	if err := c.manager().CallWithContext(ctx, managerIface+".Reload", 0).Store(); err != nil {
+	if err := c.sd.ReloadContext(ctx); err != nil {
 		return fmt.Errorf("reload systemd: %w", err)
 	}
 	return nil
 }
 
-// JobResult is what systemd says of a finished job.
-type JobResult string
-
-// Explain puts a job result in words for an operator.
-func (r JobResult) Explain() string {
-	switch r {
-	case "done":
-		return "done: the job completed"
-	case "canceled":
-		return "canceled: another job replaced it before it finished (someone started or stopped the unit meanwhile)"
-	case "timeout":
-		return "timeout: the unit did not finish starting or stopping within its TimeoutStartSec/TimeoutStopSec"
-	case "failed":
-		return "failed: the command exited non-zero, was killed, or the unit's main process could not be found"
-	case "dependency":
-		return "dependency: a unit this one requires failed"
-	case "skipped":
-		return "skipped: the job did not apply in the unit's current state"
-	}
-	return string(r) + ": unknown job result"
-}
-
 // Start starts unit (mode "replace") and waits for the job to finish.
 func (c *Conn) Start(ctx context.Context, unit string) (JobResult, error) {
-	return c.job(ctx, "start", "StartUnit", unit)
+	return job(ctx, "start", unit, c.sd.StartUnitContext)
 }
 
 // Stop stops unit (mode "replace") and waits for the job to finish.
 func (c *Conn) Stop(ctx context.Context, unit string) (JobResult, error) {
-	return c.job(ctx, "stop", "StopUnit", unit)
+	return job(ctx, "stop", unit, c.sd.StopUnitContext)
 }
 
-// job enqueues a job with method and waits for its JobRemoved. The waiter
-// is registered before dispatch can see the signal: dispatch takes jobsMu
-// to deliver, and the call holds it until the job's path is known.
-func (c *Conn) job(ctx context.Context, verb, method, unit string) (JobResult, error) {
-	ch := make(chan JobResult, 1)
-	var job godbus.ObjectPath
-	c.jobsMu.Lock()
-	err := c.manager().CallWithContext(ctx, managerIface+"."+method, 0, unit, "replace").Store(&job)
-	if err == nil {
-		c.jobs[job] = ch
-	}
-	c.jobsMu.Unlock()
-	if err != nil {
+// job enqueues a job and waits for go-systemd to hand over its result. The
+// channel has room for it: go-systemd sends while it holds its job table's
+// lock, so a waiter that gave up must not block it.
+func job(ctx context.Context, verb, unit string,
+	enqueue func(context.Context, string, string, chan<- string) (int, error)) (JobResult, error) {
+	done := make(chan string, 1)
+	if _, err := enqueue(ctx, unit, "replace", done); err != nil {
 		return "", fmt.Errorf("%s %s: %w", verb, unit, err)
 	}
 	select {
-	case r := <-ch:
-		return r, nil
+	case r := <-done:
+		return JobResult(r), nil
 	case <-ctx.Done():
-		c.jobsMu.Lock()
-		delete(c.jobs, job)
-		c.jobsMu.Unlock()
 		return "", fmt.Errorf("%s %s: waiting for the job: %w", verb, unit, ctx.Err())
 	}
 }
 
 // UnitByPID returns the name of the unit whose cgroup holds pid.
 func (c *Conn) UnitByPID(ctx context.Context, pid int) (string, error) {
-	var path godbus.ObjectPath
-	err := c.manager().CallWithContext(ctx, managerIface+".GetUnitByPID", 0, uint32(pid)).Store(&path)
-	var id godbus.Variant
-	if err == nil {
-		err = c.bus.Object("org.freedesktop.systemd1", path).CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0,
-			"org.freedesktop.systemd1.Unit", "Id").Store(&id)
-	}
-	name, ok := id.Value().(string)
-	if err == nil && !ok {
-		err = fmt.Errorf("unit Id of type %T", id.Value())
-	}
+	name, err := c.sd.GetUnitNameByPID(ctx, uint32(pid))
 	if err != nil {
 		return "", fmt.Errorf("find unit of pid %d: %w", pid, err)
 	}
@@ -346,7 +246,7 @@ func (c *Conn) UnitByPID(ctx context.Context, pid int) (string, error) {
 // SetUnitProperties sets properties at runtime (not persisted), like
 // `systemctl set-property --runtime`.
 func (c *Conn) SetUnitProperties(ctx context.Context, unit string, props ...sd.Property) error {
-	if err := c.manager().CallWithContext(ctx, managerIface+".SetUnitProperties", 0, unit, true, props).Store(); err != nil {
+	if err := c.sd.SetUnitPropertiesContext(ctx, unit, true, props...); err != nil {
 		return fmt.Errorf("set properties of %s: %w", unit, err)
 	}
 	return nil

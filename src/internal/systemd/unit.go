@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-
-	sd "github.com/coreos/go-systemd/v22/dbus"
-	godbus "github.com/godbus/dbus/v5"
 )
 
 // Unit is what cellguard reads of a unit.
@@ -29,47 +26,39 @@ type Unit struct {
 }
 
 // Unit reads a unit's state and cgroup properties in one GetAll with an
-// empty interface name, as `systemctl show` does: systemd answers with the
-// properties of every interface the unit has. Each message about a unit
-// that is not running loads it from disk and unloads it again, so one
-// message instead of two (Unit, then Service) is ~3 ms off `cellguard
-// start`, and one per property (tried) cost ~1 ms each
-// (docs/performance.md).
+// empty interface name (go-systemd's GetAllProperties), as `systemctl
+// show` does: systemd answers with the properties of every interface the
+// unit has. Each message about a unit that is not running loads it from
+// disk and unloads it again, so one message instead of two (Unit, then
+// Service) is ~3 ms off `cellguard start` (docs/performance.md).
 func (c *Conn) Unit(ctx context.Context, name string) (*Unit, error) {
-	var vals map[string]godbus.Variant
-	err := c.bus.Object("org.freedesktop.systemd1", unitPath(name)).
-		CallWithContext(ctx, "org.freedesktop.DBus.Properties.GetAll", 0, "").Store(&vals)
+	vals, err := c.sd.GetAllPropertiesContext(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("read properties of %s: %w", name, err)
 	}
 	return unitFrom(name, vals), nil
 }
 
-// unitFrom fills a Unit from properties by name; one a read did not ask
-// for, or a type lacks (a scope has no MainPID), stays zero.
-func unitFrom(name string, vals map[string]godbus.Variant) *Unit {
+// unitFrom fills a Unit from properties by name; one a type lacks (a
+// scope has no MainPID) stays zero.
+func unitFrom(name string, vals map[string]any) *Unit {
 	u := &Unit{Name: name}
-	u.LoadState, _ = vals["LoadState"].Value().(string)
-	u.ActiveState, _ = vals["ActiveState"].Value().(string)
-	u.SubState, _ = vals["SubState"].Value().(string)
-	u.FragmentPath, _ = vals["FragmentPath"].Value().(string)
-	u.DropInPaths, _ = vals["DropInPaths"].Value().([]string)
-	u.NeedDaemonReload, _ = vals["NeedDaemonReload"].Value().(bool)
-	u.Result, _ = vals["Result"].Value().(string)
-	u.MainPID, _ = vals["MainPID"].Value().(uint32)
-	u.ControlGroup, _ = vals["ControlGroup"].Value().(string)
-	u.Delegate, _ = vals["Delegate"].Value().(bool)
-	u.DelegateControllers, _ = vals["DelegateControllers"].Value().([]string)
-	u.KillMode, _ = vals["KillMode"].Value().(string)
-	u.TasksMax, _ = vals["TasksMax"].Value().(uint64)
-	u.Type, _ = vals["Type"].Value().(string)
+	u.LoadState, _ = vals["LoadState"].(string)
+	u.ActiveState, _ = vals["ActiveState"].(string)
+	u.SubState, _ = vals["SubState"].(string)
+	u.FragmentPath, _ = vals["FragmentPath"].(string)
+	u.DropInPaths, _ = vals["DropInPaths"].([]string)
+	u.NeedDaemonReload, _ = vals["NeedDaemonReload"].(bool)
+	u.Result, _ = vals["Result"].(string)
+	u.MainPID, _ = vals["MainPID"].(uint32)
+	u.ControlGroup, _ = vals["ControlGroup"].(string)
+	u.Delegate, _ = vals["Delegate"].(bool)
+	u.DelegateControllers, _ = vals["DelegateControllers"].([]string)
+	u.KillMode, _ = vals["KillMode"].(string)
+	u.TasksMax, _ = vals["TasksMax"].(uint64)
+	u.Type, _ = vals["Type"].(string)
 	sort.Strings(u.DelegateControllers)
 	return u
-}
-
-// unitPath is the object path systemd gives a unit by name.
-func unitPath(name string) godbus.ObjectPath {
-	return godbus.ObjectPath("/org/freedesktop/systemd1/unit/" + sd.PathBusEscape(name))
 }
 
 // Delegates reports whether the unit delegates every controller in want
@@ -89,39 +78,4 @@ func (u *Unit) Delegates(want []string) (bool, []string) {
 		}
 	}
 	return len(missing) == 0, missing
-}
-
-// unitProps and serviceProps are what UnitDelegation reads.
-var (
-	unitProps    = []string{"LoadState", "NeedDaemonReload"}
-	serviceProps = []string{"Delegate", "DelegateControllers", "KillMode"}
-)
-
-// UnitDelegation reads only what says whether a service is loaded as its
-// file reads and delegated: one Get per property, all in flight at once.
-// On a running unit that is ~10x cheaper than Unit's GetAll of ~400
-// properties; on a stopped one each Get loads the unit from disk again,
-// so Unit is the better read there.
-func (c *Conn) UnitDelegation(ctx context.Context, name string) (*Unit, error) {
-	obj := c.bus.Object("org.freedesktop.systemd1", unitPath(name))
-	type get struct {
-		prop string
-		call *godbus.Call
-	}
-	var gets []get
-	for _, p := range unitProps {
-		gets = append(gets, get{p, obj.GoWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, nil, "org.freedesktop.systemd1.Unit", p)})
-	}
-	for _, p := range serviceProps {
-		gets = append(gets, get{p, obj.GoWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, nil, "org.freedesktop.systemd1.Service", p)})
-	}
-	vals := map[string]godbus.Variant{}
-	for _, g := range gets {
-		var v godbus.Variant
-		if err := (<-g.call.Done).Store(&v); err != nil {
-			return nil, fmt.Errorf("read %s of %s: %w", g.prop, name, err)
-		}
-		vals[g.prop] = v
-	}
-	return unitFrom(name, vals), nil
 }

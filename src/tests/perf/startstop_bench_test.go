@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/benchcycle"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
@@ -45,10 +44,8 @@ func config(startArgs string) string {
 // starting and stopping a daemon: its ctl script run directly (what monit
 // did before cellguard), `systemctl start/stop` of the delegated unit, and
 // `cellguard start/stop` (monit's start/stop programs now: the unit made
-// current, the job over D-Bus, the wait for the pidfile's process), once
-// as monit runs it after a daemon crash (the unit verified earlier this
-// boot, read back after the job) and once with that stamp removed before
-// each start (the first start of a boot: read back before the job). Then
+// current and read back as delegated, the job over D-Bus, the wait for the
+// pidfile's process). Then
 // the idempotent pre-start: `cellguard unit install` with nothing to
 // change, timed, with systemd's Reloading signals counted on a bus
 // connection of our own: none may come (a Fatal, not a timing). Times are
@@ -77,16 +74,12 @@ func BenchmarkStartStop(b *testing.B) {
 			{Name: "ctl script", Start: []string{ctlPath, "start"}, Stop: []string{ctlPath, "stop"}, Detach: true, Wait: true},
 			{Name: "systemctl", Start: []string{"systemctl", "start", unitName}, Stop: []string{"systemctl", "stop", unitName}, Wait: true},
 			{Name: "cellguard", Start: []string{cellguard, "start", "bench", cfg}, Stop: []string{cellguard, "stop", "bench", cfg}, Wait: true},
-			// The first start of a boot, or after a config change: no stamp,
-			// so the unit is read back before the job (daemonctl.StampDir).
-			{Name: "cellguard, verify first", Start: []string{cellguard, "start", "bench", cfg}, Stop: []string{cellguard, "stop", "bench", cfg},
-				Wait: true, Prepare: []string{"rm", "-f", daemonctl.StampDir + "/" + unitName}},
 		}})
 		if n := reloads.Settle(b) - before; n != 0 {
 			b.Fatalf("%d systemd reloads during %d cellguard starts with an unchanged unit", n, cycleRuns)
 		}
 		b.Logf("start/stop latency inside the box, %d runs each, round-robin (ms: median / p95 / max):", cycleRuns)
-		for _, v := range []string{"ctl script", "systemctl", "cellguard", "cellguard, verify first"} {
+		for _, v := range []string{"ctl script", "systemctl", "cellguard"} {
 			r := res[v]
 			b.Logf("  %-23s start %s   stop %s", v, stats(r.Start), stats(r.Stop))
 			name := strings.NewReplacer(", ", "-", " ", "-").Replace(v)
