@@ -99,11 +99,14 @@ golang-blob:
 # mount namespace; then the Go benchmarks of the hot paths, and leaked-netns's scan on
 # this host with 1,000 and 5,000 extra sockets (root: it duplicates their fds); then
 # start/stop latency and cellguard watch (detection, heal, idle, storm) on a real systemd.
-# BENCHFLAGS="--scales 1,10 --runs 5" for a quick run.
+# cellbench runs the cellguard of BASELINE (the previous release's commit, built
+# from a git worktree of this repository) in turn with $(BIN) on the same cells
+# and prints them side by side. BENCHFLAGS="--scales 1,10 --runs 5" for a quick run.
 BENCHFLAGS ?=
+BASELINE ?= 0f6ea25
 bench: build
 	$(GO) build -o bin/cellbench ./src/cmd/cellbench
-	unshare --mount --propagation private bin/cellbench run --tmpfs --bin $(BIN) $(BENCHFLAGS)
+	GO=$(GO) unshare --mount --propagation private bin/cellbench run --tmpfs --bin $(BIN) --baseline $(BASELINE) $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem ./src/internal/procfs ./src/internal/cgroup ./src/internal/runcstate ./src/internal/checks
 	$(GO) test -run '^$$' -bench ScanLive -benchtime 10x ./src/internal/netns
 	$(GO) test -run '^$$' -bench 'StartStop|Watch' -benchtime 1x -timeout 60m ./src/tests/perf

@@ -5,8 +5,13 @@
 // disagree or a command does not run.
 //
 //	cellbench gen --dir D [--scale 1] [--escaped 0.01]   write one cell and keep it
-//	cellbench run --bin bin/cellguard [--scales 1,10,100] [--runs 11]
+//	cellbench run --bin bin/cellguard [--scales 1,10,100] [--runs 11] [--baseline REV]
 //	cellbench cycle SPEC-JSON   time start/stop variants (inside the systemd box; see src/tests/perf)
+//
+// With --baseline, run builds the cellguard of git revision REV from a
+// worktree of this repository and runs it in turn with --bin on the same
+// cells, and prints the two side by side: ratios from one run, on one
+// machine at one load, are what a shared machine can compare.
 //
 // run writes each cell into a fresh directory under --dir and removes it
 // after; with --tmpfs (root, inside `unshare --mount`) that directory is a
@@ -15,6 +20,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -110,21 +116,26 @@ type runFlags struct {
 	seed         uint64
 	dir          string
 	tmpfs        bool
+	baseline     string // git revision to build and compare against
+	baseBin      string
 }
 
 // result is one size's measurements.
 type result struct {
-	spec          fakehost.Spec
-	escapedPIDs   int
-	genTime       time.Duration
-	genBytes      int64
-	clean, dirty  timings // cellguard
-	cleanRSS      int64   // KB, max over runs
-	dirtyRSS      int64
-	baseline      timings
-	baselineRSS   int64
-	baselineSkips string
-	found         string // findings comparison, printed
+	spec         fakehost.Spec
+	escapedPIDs  int
+	genTime      time.Duration
+	genBytes     int64
+	clean, dirty timings // cellguard
+	cleanRSS     int64   // KB, max over runs
+	dirtyRSS     int64
+	// The baseline revision's cellguard on the same cells, in turn.
+	baseClean, baseDirty       timings
+	baseCleanRSS, baseDirtyRSS int64
+	baseline                   timings
+	baselineRSS                int64
+	baselineSkips              string
+	found                      string // findings comparison, printed
 }
 
 func run(args []string) error {
@@ -139,6 +150,7 @@ func run(args []string) error {
 	fs.Uint64Var(&f.seed, "seed", 1, "picks the escaped processes")
 	fs.StringVar(&f.dir, "dir", "/dev/shm", "where the cells are written (one at a time, removed after)")
 	fs.BoolVar(&f.tmpfs, "tmpfs", false, "mount a tmpfs of its own for each cell (root, in a private mount namespace: unshare --mount)")
+	fs.StringVar(&f.baseline, "baseline", "", "git revision whose cellguard runs in turn with --bin on the same cells (built from a worktree of this repository)")
 	_ = fs.Parse(args)
 	for _, s := range strings.Split(*scales, ",") {
 		k, err := strconv.Atoi(strings.TrimSpace(s))
@@ -163,6 +175,11 @@ func run(args []string) error {
 		return err
 	}
 	version, _ := exec.Command(f.bin, "version").Output()
+	if f.baseline != "" {
+		if f.baseBin, err = buildRevision(f.baseline, tmp); err != nil {
+			return err
+		}
+	}
 	if f.tmpfs {
 		if err := privateMountNS(); err != nil {
 			return err
@@ -181,6 +198,9 @@ func run(args []string) error {
 		}
 	}
 	printTable(os.Stdout, results)
+	if f.baseBin != "" {
+		printBaseline(os.Stdout, f.baseline, results)
+	}
 	return nil
 }
 
@@ -276,12 +296,18 @@ func (f *runFlags) measure(k int) (*result, error) {
 
 	// Escaped cell: cellguard, then the baseline; both must report the truth.
 	var got []string
-	r.dirty, r.dirtyRSS, got, err = f.cellguard(root, f.runs, len(truth) > 0)
+	runs, err := f.cellguards(root, f.runs, len(truth) > 0)
 	if err != nil {
 		return r, err
 	}
-	if !slices.Equal(got, truth) {
-		return r, fmt.Errorf("%dx: cellguard reported %d escapes, the cell has %d:\n%s", k, len(got), len(truth), diff(got, truth))
+	r.dirty, r.dirtyRSS, got = runs[0].times, runs[0].rss, runs[0].escapes
+	for _, b := range runs {
+		if !slices.Equal(b.escapes, truth) {
+			return r, fmt.Errorf("%dx: %s reported %d escapes, the cell has %d:\n%s", k, b.bin, len(b.escapes), len(truth), diff(b.escapes, truth))
+		}
+	}
+	if len(runs) > 1 {
+		r.baseDirty, r.baseDirtyRSS = runs[1].times, runs[1].rss
 	}
 	r.found = fmt.Sprintf("%dx: planted %d escapes (%d pids); cellguard found the same %d", k, len(truth), len(w.EscapedPIDs), len(got))
 	if f.baselineMax == 0 || s.Processes() <= f.baselineMax {
@@ -306,12 +332,17 @@ func (f *runFlags) measure(k int) (*result, error) {
 	if err := w.Heal(); err != nil {
 		return r, err
 	}
-	r.clean, r.cleanRSS, got, err = f.cellguard(root, f.runs, false)
-	if err != nil {
+	if runs, err = f.cellguards(root, f.runs, false); err != nil {
 		return r, err
 	}
-	if len(got) > 0 {
-		return r, fmt.Errorf("%dx: healed cell still has escapes: %v", k, got)
+	for _, b := range runs {
+		if len(b.escapes) > 0 {
+			return r, fmt.Errorf("%dx: %s: healed cell still has escapes: %v", k, b.bin, b.escapes)
+		}
+	}
+	r.clean, r.cleanRSS = runs[0].times, runs[0].rss
+	if len(runs) > 1 {
+		r.baseClean, r.baseCleanRSS = runs[1].times, runs[1].rss
 	}
 	fmt.Printf("cellguard clean median %s ms (CPU %s), escaped median %s ms (CPU %s), baseline %s\n",
 		ms(median(r.clean.wall)), ms(median(r.clean.cpu)), ms(median(r.dirty.wall)), ms(median(r.dirty.cpu)),
@@ -329,44 +360,67 @@ func (t *timings) add(wall time.Duration, ps *os.ProcessState) {
 	t.cpu = append(t.cpu, ps.UserTime()+ps.SystemTime())
 }
 
-// cellguard runs validate --phase drain runs times and returns the
-// timings, the peak RSS and the escapes of the last run's JSON report.
-func (f *runFlags) cellguard(root string, runs int, wantBlocked bool) (timings, int64, []string, error) {
-	var times timings
-	var rss int64
-	var escapes []string
+// binRuns are one binary's runs on one cell.
+type binRuns struct {
+	bin string
+	// old skips the drain stdout check: releases before the contract
+	// printed "0" even when a check blocked.
+	old     bool
+	times   timings
+	rss     int64 // KB, max over runs
+	escapes []string
+}
+
+// cellguards runs validate --phase drain runs times with --bin and, when
+// set, the baseline's binary in turn (so load that comes and goes falls on
+// both alike), and returns each one's timings, peak RSS and the escapes of
+// its last run's JSON report.
+func (f *runFlags) cellguards(root string, runs int, wantBlocked bool) ([]binRuns, error) {
+	out := []binRuns{{bin: f.bin}}
+	if f.baseBin != "" {
+		out = append(out, binRuns{bin: f.baseBin, old: true})
+	}
 	for i := 0; i < runs+1; i++ { // the first run warms the page cache and is dropped
-		cmd, rssOf := measured(f.bin, "validate", "--phase", "drain", "--root", root, "--format", "json", "--log-file", "/dev/null")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		start := time.Now()
-		err := cmd.Run()
-		el := time.Since(start)
-		runRSS := rssOf(cmd) // always: it also removes GNU time's output file
-		code := cmd.ProcessState.ExitCode()
-		want := 0
-		if wantBlocked {
-			want = 1
-		}
-		if code != want {
-			return times, 0, nil, fmt.Errorf("%s: exit %d, want %d (%v)\n%s", cmd, code, want, err, tail(stderr.Bytes()))
-		}
-		// The drain contract: "0" when nothing blocks, nothing when it does.
-		if wantOut := map[bool]string{false: "0", true: ""}[wantBlocked]; strings.TrimSpace(stdout.String()) != wantOut {
-			return times, 0, nil, fmt.Errorf("%s: drain stdout %q, want %q", cmd, stdout.String(), wantOut)
-		}
-		if i == 0 {
-			continue
-		}
-		times.add(el, cmd.ProcessState)
-		rss = max(rss, runRSS)
-		if i == runs {
-			if escapes, err = reportEscapes(stderr.Bytes()); err != nil {
-				return times, 0, nil, err
+		for j := range out {
+			if err := out[j].once(root, wantBlocked, i > 0, i == runs); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return times, rss, escapes, nil
+	return out, nil
+}
+
+// once runs validate one time; keep records it, last reads its escapes.
+func (b *binRuns) once(root string, wantBlocked, keep, last bool) error {
+	cmd, rssOf := measured(b.bin, "validate", "--phase", "drain", "--root", root, "--format", "json", "--log-file", "/dev/null")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	el := time.Since(start)
+	runRSS := rssOf(cmd) // always: it also removes GNU time's output file
+	code := cmd.ProcessState.ExitCode()
+	want := 0
+	if wantBlocked {
+		want = 1
+	}
+	if code != want {
+		return fmt.Errorf("%s: exit %d, want %d (%v)\n%s", cmd, code, want, err, tail(stderr.Bytes()))
+	}
+	// The drain contract: "0" when nothing blocks, nothing when it does.
+	if wantOut := map[bool]string{false: "0", true: ""}[wantBlocked]; !b.old && strings.TrimSpace(stdout.String()) != wantOut {
+		return fmt.Errorf("%s: drain stdout %q, want %q", cmd, stdout.String(), wantOut)
+	}
+	if !keep {
+		return nil
+	}
+	b.times.add(el, cmd.ProcessState)
+	b.rss = max(b.rss, runRSS)
+	if !last {
+		return nil
+	}
+	b.escapes, err = reportEscapes(stderr.Bytes())
+	return err
 }
 
 // reportEscapes reads cgroup-integrity's failed findings from a JSON
@@ -633,4 +687,66 @@ func du(dir string) string {
 	}
 	used := (st.Blocks - st.Bfree) * uint64(st.Bsize)
 	return fmt.Sprintf("%.0f MB of pages, %d inodes", float64(used)/1e6, st.Files-st.Ffree)
+}
+
+// buildRevision builds cellguard at git revision rev as make build does,
+// from a detached worktree of the repository cellbench runs in (removed
+// after), into dir.
+func buildRevision(rev, dir string) (string, error) {
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return "", fmt.Errorf("--baseline: find the repository: %w (run cellbench inside it)", err)
+	}
+	repo := strings.TrimSpace(string(top))
+	git := func(args ...string) error {
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("git %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	src := filepath.Join(dir, "baseline-src")
+	if err := git("worktree", "add", "--detach", src, rev); err != nil {
+		return "", fmt.Errorf("--baseline: %w", err)
+	}
+	defer func() {
+		if err := git("worktree", "remove", "--force", src); err != nil {
+			fmt.Fprintf(os.Stderr, "cellbench: cleanup: %v\n", err)
+		}
+	}()
+	bin := filepath.Join(dir, "cellguard-baseline")
+	gobin := cmp.Or(os.Getenv("GO"), "go")
+	cmd := exec.Command(gobin, "build", "-trimpath", "-ldflags",
+		"-X github.com/cloudfoundry/cellguard/src/internal/cli.Version="+rev, "-o", bin, "./src/cmd/cellguard")
+	cmd.Dir, cmd.Env = src, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("--baseline: build cellguard at %s: %w\n%s", rev, err, out)
+	}
+	return bin, nil
+}
+
+// printBaseline prints each size's runs of --bin beside the baseline's, and
+// their ratios (--bin / baseline): medians of runs made in turn.
+func printBaseline(w io.Writer, rev string, rs []*result) {
+	fmt.Fprintf(w, "\nagainst %s (built from a worktree of this repository), the same cells, runs in turn; ratio = this / %s:\n", rev, rev)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "size\tcell\tthis ms\tbase ms\twall ratio\tthis CPU ms\tbase CPU ms\tCPU ratio\tthis RSS MB\tbase RSS MB\t")
+	for _, r := range rs {
+		for _, c := range []struct {
+			name       string
+			this, base timings
+			tRSS, bRSS int64
+		}{{"clean", r.clean, r.baseClean, r.cleanRSS, r.baseCleanRSS}, {"escaped", r.dirty, r.baseDirty, r.dirtyRSS, r.baseDirtyRSS}} {
+			tw1, bw, tc, bc := median(c.this.wall), median(c.base.wall), median(c.this.cpu), median(c.base.cpu)
+			fmt.Fprintf(tw, "%dx\t%s\t%s\t%s\t%.2f\t%s\t%s\t%.2f\t%.1f\t%.1f\t\n", r.spec.Containers/250, c.name,
+				ms(tw1), ms(bw), float64(tw1)/float64(max(bw, 1)), ms(tc), ms(bc), float64(tc)/float64(max(bc, 1)),
+				float64(c.tRSS)/1024, float64(c.bRSS)/1024)
+		}
+	}
+	tw.Flush()
+	// The waits are cgroup-integrity's recheckDelays and leaked-netns's
+	// netnsConfirm (package checks); a --root other than / skips them.
+	fmt.Fprintln(w, "confirmation wait, not in these times: on the live root a cell with suspects sleeps 100+200+400+800 ms")
+	fmt.Fprintln(w, "(1.5 s, cgroup-integrity) before it confirms them, and one with a namespace held only by a file 200 ms more")
+	fmt.Fprintln(w, "(leaked-netns); under --root <cell> both are skipped, so \"escaped\" above is the work alone.")
 }

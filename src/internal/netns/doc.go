@@ -5,12 +5,19 @@
 // netlink socket kept a deleted pod's namespace, and its ipvlan address,
 // alive). Neither lsns nor /proc/*/ns/net shows such a namespace.
 //
-// A scan reads, under a root prefix: every process's and thread's
-// ns/net link, every mount namespace's mountinfo (nsfs bind mounts), and
-// every process's fd links. A socket's namespace is not in /proc; the live
-// Probe duplicates the socket with pidfd_getfd(2) and asks it with
-// ioctl(SIOCGSKNS), which neither stops the holder nor changes its
-// descriptor (measured: ~20 µs a socket, shared/harness/FINDINGS.md).
+// A scan reads, under a root prefix, every process's fd links first: a
+// namespace held by a file is held by an nsfs file or a socket, and a host
+// where no process holds either has no leak, so nothing more is read.
+// Otherwise every process's ns/net link (the namespaces some process is
+// in need no further look). A socket's namespace is not in /proc: the
+// tables of its holder's namespace (/proc/net/tcp, unix, netlink...), read
+// once per namespace from inside it, settle most sockets; the live Probe
+// asks only the rest one by one, duplicating the socket with pidfd_getfd(2)
+// and asking it with ioctl(SIOCGSKNS), which neither stops the holder nor
+// changes its descriptor (measured: ~20 µs a socket,
+// shared/harness/FINDINGS.md). Threads' ns/net links and every mount
+// namespace's mountinfo (nsfs bind mounts) are read only when a namespace
+// is held by nothing but files.
 // What a leaked namespace still holds (its interfaces and addresses) is
 // read by entering it on a locked OS thread that returns to its own
 // namespace before it is unlocked, so nothing else of cellguard ever runs

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 )
 
 // Live is the probe of the live host: pidfd_getfd(2) and SIOCGSKNS, and
@@ -104,39 +107,78 @@ func (Live) Inspect(h Holder, inode uint64) ([]Interface, error) {
 	if err := unix.Fstat(nsfd, &st); err != nil || st.Ino != inode {
 		return nil, fmt.Errorf("the file of pid %d fd %d no longer holds net:[%d]", h.PID, h.FD, inode)
 	}
-	type result struct {
-		ifs []Interface
-		err error
+	var ifs []Interface
+	err = inNS(nsfd, inode, func() error {
+		var err error
+		ifs, err = interfaces()
+		return err
+	})
+	return ifs, err
+}
+
+// Sockets enters the namespace pid is in, once it has checked that it is
+// ns, and reads the socket inodes its tables list from there: a file under
+// /proc/<pid>/net belongs to whatever namespace pid is in when it is
+// opened, and a holder may move between namespaces meanwhile (seed 003's
+// agent did).
+func (Live) Sockets(pid int, ns uint64) (map[uint64]bool, error) {
+	nsfd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open network namespace of pid %d: %w", pid, err)
 	}
-	done := make(chan result, 1)
+	defer unix.Close(nsfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(nsfd, &st); err != nil || st.Ino != ns {
+		return nil, fmt.Errorf("pid %d is no longer in net:[%d]", pid, ns)
+	}
+	set := map[uint64]bool{}
+	err = inNS(nsfd, ns, func() error {
+		buf := make([]byte, 0, 64<<10)
+		for i, t := range SocketTables {
+			b, err := procfs.ReadInto("/proc/thread-self/net/"+t.Name, buf[:0])
+			if err != nil {
+				continue // a family not built into this kernel
+			}
+			AddTableSockets(set, i, b)
+			buf = b
+		}
+		return nil
+	})
+	return set, err
+}
+
+// inNS runs fn on a locked OS thread that enters the namespace nsfd
+// (inode) and returns to its own namespace before it is unlocked, so no
+// other code of this process ever runs there.
+func inNS(nsfd int, inode uint64, fn func() error) error {
+	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("open own network namespace: %w", err)}
+			done <- fmt.Errorf("open own network namespace: %w", err)
 			return
 		}
 		defer unix.Close(orig)
 		if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("enter net:[%d]: %w", inode, err)}
+			done <- fmt.Errorf("enter net:[%d]: %w", inode, err)
 			return
 		}
-		ifs, err := interfaces()
+		err = fn()
 		// Back before the thread is handed back. Should that fail, it
 		// stays locked: the runtime ends it with this goroutine (or, were
 		// it the main thread, parks it for good), so no other code runs
-		// in the leaked namespace. Leaving a thread to end is not enough
-		// by itself: the main thread is never ended, and /proc/<pid>/ns/net
+		// in the namespace. Leaving a thread to end is not enough by
+		// itself: the main thread is never ended, and /proc/<pid>/ns/net
 		// is the main thread's.
 		if unix.Setns(orig, unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}
-		done <- result{ifs, err}
+		done <- err
 	}()
-	r := <-done
-	return r.ifs, r.err
+	return <-done
 }
 
 // interfaces lists the current thread's namespace's interfaces over

@@ -84,3 +84,38 @@ func flatAddrs(l *netns.Leak) []string {
 	}
 	return out
 }
+
+// asking counts the sockets the live probe was asked about one by one.
+type asking struct {
+	netns.Live
+	asked int
+}
+
+func (a *asking) SocketNS(pid, fd int, sock uint64) (uint64, error) {
+	a.asked++
+	return a.Live.SocketNS(pid, fd, sock)
+}
+
+// The kernel's socket tables settle the sockets of the namespaces
+// processes are in: of 500 extra sockets in the helper's own namespace,
+// none is asked one by one, and the socket that alone holds a namespace
+// still is, and its leak is found.
+func TestLiveTablesSettleSocketsInKnownNamespaces(t *testing.T) {
+	testkit.RequireRoot(t, "pidfd_getfd, setns and a new network namespace")
+	leakyns.Start(t, leakyns.Sockets, 500)
+	h := leakyns.Start(t, leakyns.Socket, 0)
+	p := &asking{}
+	res, err := (&netns.Scanner{Root: "/", Probe: p}).Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range res.Leaks {
+		found = found || l.Inode == h.Inode
+	}
+	if !found || res.Sockets < 500 || p.asked >= 100 {
+		t.Fatalf("leak net:[%d] found %v; %d sockets, %d asked one by one (want the leak found, under 100 asked); leaks %+v",
+			h.Inode, found, res.Sockets, p.asked, res.Leaks)
+	}
+	t.Logf("%d sockets, %d asked one by one, %d unresolved", res.Sockets, p.asked, res.Unresolved)
+}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
@@ -62,6 +65,10 @@ type Probe interface {
 	// SocketNS returns the inode of the network namespace of socket
 	// inode sock that pid holds as fd.
 	SocketNS(pid, fd int, sock uint64) (uint64, error)
+	// Sockets returns the inodes of the sockets that namespace ns lists
+	// in its tables (SocketTables), reached through pid, which is in it;
+	// an error when pid is no longer in ns.
+	Sockets(pid int, ns uint64) (map[uint64]bool, error)
 	// Inspect lists the interfaces of the namespace inode that h holds.
 	Inspect(h Holder, inode uint64) ([]Interface, error)
 }
@@ -94,13 +101,31 @@ const maxHolders = 16
 
 // scanState is what one pass read.
 type scanState struct {
-	in      map[uint64]bool     // namespaces some process or thread is in, or a mount names
-	held    map[uint64][]Holder // the first maxHolders holders of each namespace
-	count   map[uint64]int      // all of them
-	sockets map[uint64]bool     // socket inodes asked (forked processes share them)
+	in    map[uint64]bool     // namespaces some process or thread is in, or a mount names
+	held  map[uint64][]Holder // the first maxHolders holders of each namespace
+	count map[uint64]int      // all of them
 }
 
-// Scan finds the leaked namespaces.
+// ref is an open file that may hold a network namespace: an nsfs file,
+// whose link names it, or a socket, whose namespace is found later (0
+// until then, and when it cannot be).
+type ref struct {
+	pid, fd int
+	kind    string // "nsfs" or "socket"
+	sock    uint64
+	ns      uint64
+}
+
+var (
+	netLink    = []byte("net:[")
+	socketLink = []byte("socket:[")
+)
+
+// Scan finds the leaked namespaces. It reads every process's open files
+// first: a host where none is an nsfs file or a socket has no leak, and
+// nothing else is read. Then every process's namespace; a socket listed in
+// its holder's namespace's tables is settled there, and only the others are
+// asked one by one.
 func (s *Scanner) Scan() (Result, error) {
 	var res Result
 	root := hostroot.Dir(s.Root)
@@ -114,20 +139,28 @@ func (s *Scanner) Scan() (Result, error) {
 		return res, fmt.Errorf("scan network namespaces: %w", err)
 	}
 	sort.Ints(pids)
-	st := scanState{in: map[uint64]bool{}, held: map[uint64][]Holder{}, count: map[uint64]int{}, sockets: map[uint64]bool{}}
 	r := fs.NewReader()
 	defer r.Close()
-	for _, pid := range pids {
-		if ns, err := linkInode(r, pid, "ns/net"); err == nil {
+	refs := openFiles(r, pids, self, &res)
+	if len(refs) == 0 {
+		return res, nil
+	}
+	st := scanState{in: map[uint64]bool{}, held: map[uint64][]Holder{}, count: map[uint64]int{}}
+	nsOf := make([]uint64, len(pids))
+	for i, pid := range pids {
+		if ns, err := r.NSInode(pid, "net"); err == nil {
+			nsOf[i] = ns
 			st.in[ns] = true
 		}
-		if pid == self {
+	}
+	s.resolve(refs, pids, nsOf, &res)
+	for _, x := range refs {
+		if x.ns == 0 {
 			continue
 		}
-		if err := s.files(r, fs, pid, &st, &res); err != nil {
-			return res, err
+		if st.count[x.ns]++; len(st.held[x.ns]) < maxHolders {
+			st.held[x.ns] = append(st.held[x.ns], Holder{PID: x.pid, FD: x.fd, Kind: x.kind})
 		}
-		res.Processes++
 	}
 	cands := candidates(&st)
 	if len(cands) == 0 {
@@ -147,8 +180,12 @@ func (s *Scanner) Scan() (Result, error) {
 		sleep(s.Confirm)
 		cands = s.confirm(fs, pids, &st, cands)
 	}
+	comms := map[int]string{}
 	for _, ino := range cands {
 		hs := st.held[ino]
+		for i := range hs {
+			hs[i].Comm = comm(r, hs[i].PID, comms)
+		}
 		l := Leak{Inode: ino, Holders: hs, Held: max(st.count[ino], len(hs))}
 		if s.Probe != nil {
 			var err error
@@ -163,79 +200,90 @@ func (s *Scanner) Scan() (Result, error) {
 	return res, nil
 }
 
-// files reads pid's fd links: nsfs files of a network namespace are
-// holders; sockets are asked for their namespace, once per socket.
-func (s *Scanner) files(r *procfs.Reader, fs procfs.FS, pid int, st *scanState, res *Result) error {
-	dir := fs.Path(pid, "fd")
-	f, err := os.Open(dir)
-	if err != nil {
-		if procfs.IsDenied(err) {
-			res.Denied++
-		}
-		return nil // gone, or a kernel thread's empty table
-	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return nil
-	}
-	fds := make([]int, 0, len(names))
-	for _, name := range names {
-		if fd, err := strconv.Atoi(name); err == nil {
-			fds = append(fds, fd)
-		}
-	}
-	sort.Ints(fds) // holders reported in fd order
-	comm := ""
-	for _, fd := range fds {
-		l, err := r.Readlink(pid, "fd/"+strconv.Itoa(fd))
-		if err != nil {
-			continue // closed meanwhile
-		}
-		var kind string
-		var ns uint64
-		switch {
-		case bytes.HasPrefix(l, []byte("net:[")):
-			kind = "nsfs"
-			if ns, err = procfs.ParseNSLink(l); err != nil {
-				continue
-			}
-			res.NSFiles++
-		case bytes.HasPrefix(l, []byte("socket:[")):
-			sock, err := procfs.ParseNSLink(l)
-			if err != nil || st.sockets[sock] {
-				continue
-			}
-			st.sockets[sock] = true
-			res.Sockets++
-			if s.Probe == nil {
-				res.Unresolved++
-				continue
-			}
-			kind = "socket"
-			if ns, err = s.Probe.SocketNS(pid, fd, sock); err != nil {
-				if errors.Is(err, ErrProbe) {
-					res.Unresolved++
-					if res.ProbeErr == nil {
-						res.ProbeErr = err
-					}
-				}
-				continue // closed or exited meanwhile
-			}
-		default:
+// openFiles lists, in pid and fd order, every nsfs file of a network
+// namespace and every socket (once: forked processes share them) that the
+// processes other than self hold.
+func openFiles(r *procfs.Reader, pids []int, self int, res *Result) []ref {
+	var refs []ref
+	seen := map[uint64]bool{}
+	for _, pid := range pids {
+		if pid == self {
 			continue
 		}
-		if comm == "" {
-			comm = "?"
-			if stt, err := r.Stat(pid); err == nil {
-				comm = stt.Comm
+		res.Processes++
+		err := r.FDLinks(pid, func(fd int, l []byte) {
+			switch {
+			case bytes.HasPrefix(l, netLink):
+				if ns, err := procfs.ParseNSLink(l); err == nil {
+					res.NSFiles++
+					refs = append(refs, ref{pid: pid, fd: fd, kind: "nsfs", ns: ns})
+				}
+			case bytes.HasPrefix(l, socketLink):
+				if sock, err := procfs.ParseNSLink(l); err == nil && !seen[sock] {
+					seen[sock] = true
+					res.Sockets++
+					refs = append(refs, ref{pid: pid, fd: fd, kind: "socket", sock: sock})
+				}
+			}
+		})
+		if err == unix.EACCES || err == unix.EPERM {
+			res.Denied++
+		} // else gone, or a kernel thread's empty table
+	}
+	return refs
+}
+
+// resolve finds each socket's namespace. Most sockets are in their
+// holder's own namespace: its tables, read once per namespace, settle them
+// without asking the probe for each (pidfd_getfd and an ioctl a socket).
+func (s *Scanner) resolve(refs []ref, pids []int, nsOf []uint64, res *Result) {
+	tables := map[uint64]map[uint64]bool{}
+	for i := range refs {
+		x := &refs[i]
+		if x.kind != "socket" {
+			continue
+		}
+		if s.Probe == nil {
+			res.Unresolved++
+			continue
+		}
+		if j, ok := slices.BinarySearch(pids, x.pid); ok && nsOf[j] != 0 {
+			own := nsOf[j]
+			set, read := tables[own]
+			if !read {
+				set, _ = s.Probe.Sockets(x.pid, own) // nil: ask each socket
+				tables[own] = set
+			}
+			if set[x.sock] {
+				x.ns = own
+				continue
 			}
 		}
-		if st.count[ns]++; len(st.held[ns]) < maxHolders {
-			st.held[ns] = append(st.held[ns], Holder{PID: pid, Comm: comm, FD: fd, Kind: kind})
+		ns, err := s.Probe.SocketNS(x.pid, x.fd, x.sock)
+		if err != nil {
+			if errors.Is(err, ErrProbe) {
+				res.Unresolved++
+				if res.ProbeErr == nil {
+					res.ProbeErr = err
+				}
+			}
+			continue // closed or exited meanwhile
 		}
+		x.ns = ns
 	}
-	return nil
+}
+
+// comm is pid's command name, "?" when it cannot be read.
+func comm(r *procfs.Reader, pid int, seen map[int]string) string {
+	if c, ok := seen[pid]; ok {
+		return c
+	}
+	c := "?"
+	if st, err := r.Stat(pid); err == nil {
+		c = st.Comm
+	}
+	seen[pid] = c
+	return c
 }
 
 // candidates are the held namespaces nothing else keeps, sorted.

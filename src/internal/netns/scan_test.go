@@ -16,6 +16,19 @@ type fakeProbe struct {
 	ns     map[uint64]uint64 // socket inode -> namespace
 	asked  int
 	refuse bool
+	// tables are what each namespace's socket tables list; read counts
+	// the namespaces whose tables were read.
+	tables map[uint64][]uint64
+	read   int
+}
+
+func (p *fakeProbe) Sockets(pid int, ns uint64) (map[uint64]bool, error) {
+	p.read++
+	set := map[uint64]bool{}
+	for _, s := range p.tables[ns] {
+		set[s] = true
+	}
+	return set, nil
 }
 
 func (p *fakeProbe) SocketNS(pid, fd int, sock uint64) (uint64, error) {
@@ -108,6 +121,32 @@ func TestScan(t *testing.T) {
 	}
 	if res.Processes != 6 || res.Sockets != 7 || res.NSFiles != 1 || res.Unresolved != 0 || waited != time.Second {
 		t.Fatalf("counts %+v, waited %v", res, waited)
+	}
+}
+
+// A socket its holder's namespace lists in its tables is settled there:
+// the probe is asked only for the one it does not list (the leak), and each
+// namespace's tables are read once.
+func TestScanSettlesSocketsByTheirNamespaceTables(t *testing.T) {
+	const leaked, pod = 4026532700, 4026532701
+	probe := &fakeProbe{
+		ns:     map[uint64]uint64{900: hostNet, 901: leaked, 902: hostNet, 903: pod},
+		tables: map[uint64][]uint64{hostNet: {900, 902, 950}, pod: {903}},
+	}
+	tr := tree(t,
+		proc{pid: 1, comm: "systemd", net: hostNet, fds: map[int]string{3: "socket:[902]"}},
+		proc{pid: 40, comm: "agent", net: hostNet, fds: map[int]string{3: "socket:[900]", 4: "socket:[901]"}},
+		proc{pid: 70, comm: "app", net: pod, fds: map[int]string{3: "socket:[903]"}},
+	)
+	res, err := (&Scanner{Root: tr.Root, Probe: probe}).Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Leaks) != 1 || res.Leaks[0].Inode != leaked || res.Leaks[0].Holders[0] != (Holder{PID: 40, Comm: "agent", FD: 4, Kind: "socket"}) {
+		t.Fatalf("leaks %+v", res.Leaks)
+	}
+	if probe.asked != 1 || probe.read != 2 || res.Sockets != 4 {
+		t.Fatalf("asked the probe for %d sockets (want 1), read %d namespaces' tables (want 2), counted %d sockets (want 4)", probe.asked, probe.read, res.Sockets)
 	}
 }
 

@@ -65,6 +65,9 @@ type Reader struct {
 	// comms interns command names: a cell runs thousands of processes
 	// under a few dozen names.
 	comms map[string]string
+	// dents and fds are FDLinks's directory buffer and fd list.
+	dents []byte
+	fds   []int
 }
 
 // maxComms bounds the interned command names.
@@ -131,16 +134,22 @@ func (r *Reader) readProc(pid int, name string) ([]byte, error) {
 // openAtZ is openat(2) of the NUL-terminated relative path z.
 func openAtZ(dir int, z []byte) (int, error) {
 	for {
-		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dir), uintptr(unsafe.Pointer(&z[0])),
-			uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
-		if errno == unix.EINTR {
-			continue
+		fd, err := openAtZFlags(dir, z, unix.O_RDONLY|unix.O_CLOEXEC)
+		if err != unix.EINTR {
+			return fd, err
 		}
-		if errno != 0 {
-			return -1, errno
-		}
-		return int(fd), nil
 	}
+}
+
+// openAtZFlags is one openat(2) of the NUL-terminated relative path z; the
+// error is the bare errno, EINTR included.
+func openAtZFlags(dir int, z []byte, flags int) (int, error) {
+	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dir), uintptr(unsafe.Pointer(&z[0])),
+		uintptr(flags), 0, 0, 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
 }
 
 // readlinkAtZ is readlinkat(2) of the NUL-terminated relative path z.
@@ -484,13 +493,14 @@ func (fs FS) PIDs(dst []int) ([]int, error) {
 		if n <= 0 {
 			return dst, nil
 		}
-		dst = appendDirentPIDs(dst, buf[:n])
+		dst = appendDirentNums(dst, buf[:n], 1)
 	}
 }
 
-// appendDirentPIDs walks linux_dirent64 records: ino u64, off u64,
-// reclen u16, type u8, NUL-terminated name.
-func appendDirentPIDs(dst []int, b []byte) []int {
+// appendDirentNums appends the names that are decimal numbers of at least
+// lo, walking linux_dirent64 records: ino u64, off u64, reclen u16, type u8,
+// NUL-terminated name.
+func appendDirentNums(dst []int, b []byte, lo int) []int {
 	for len(b) >= 19 {
 		reclen := int(b[16]) | int(b[17])<<8 // little-endian on every target we build
 		if reclen < 19 || reclen > len(b) {
@@ -500,8 +510,8 @@ func appendDirentPIDs(dst []int, b []byte) []int {
 		if i := bytes.IndexByte(name, 0); i >= 0 {
 			name = name[:i]
 		}
-		if pid, ok := atoi(name); ok && pid > 0 {
-			dst = append(dst, pid)
+		if n, ok := atoi(name); ok && n >= lo {
+			dst = append(dst, n)
 		}
 		b = b[reclen:]
 	}

@@ -99,6 +99,11 @@ type Runtime struct {
 // <namespace>/<id>/state.json is containerd-style, filtered by namespaces
 // (empty: all). Missing roots and containers deleted mid-scan are normal.
 func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error) {
+	return discover(root, runtimeRoots, namespaces, nil)
+}
+
+// discover is Discover, through cache when it is not nil.
+func discover(root string, runtimeRoots, namespaces []string, cache *Cache) (*Discovery, error) {
 	if len(runtimeRoots) == 0 {
 		runtimeRoots = StandardRoots()
 	}
@@ -163,7 +168,7 @@ func Discover(root string, runtimeRoots, namespaces []string) (*Discovery, error
 			}
 		}
 	}
-	d.loadAll(cands)
+	d.loadAll(cands, cache)
 	sort.Slice(d.Containers, func(i, j int) bool { return d.Containers[i].StatePath < d.Containers[j].StatePath })
 	n := map[string]int{}
 	for _, c := range d.Containers {
@@ -204,11 +209,17 @@ const loadWorkers = 4
 
 // loadAll loads every candidate and keeps containers and problems in
 // candidate order, as a sequential loop would.
-func (d *Discovery) loadAll(cands []candidate) {
+func (d *Discovery) loadAll(cands []candidate, cache *Cache) {
 	type result struct {
-		c    Container
-		ok   bool
-		prob []Problem
+		c       Container
+		ok      bool
+		prob    []Problem
+		id      fileID
+		decoded bool
+	}
+	var old map[string]cached // read-only while the workers run
+	if cache != nil {
+		old = cache.files
 	}
 	res := make([]result, len(cands))
 	var next atomic.Int64
@@ -225,18 +236,59 @@ func (d *Discovery) loadAll(cands []candidate) {
 					return
 				}
 				var one Discovery
-				res[i].c, res[i].ok, buf = one.load(cands[i], buf, known)
-				res[i].prob = one.Problems
+				r := &res[i]
+				if cache != nil {
+					r.c, r.ok, r.id, r.decoded, buf = one.loadCached(cands[i], buf, known, old)
+				} else {
+					r.c, r.ok, buf = one.load(cands[i], buf, known)
+				}
+				r.prob = one.Problems
 			}
 		}()
 	}
 	wg.Wait()
+	var files map[string]cached
+	if cache != nil {
+		files = make(map[string]cached, len(res))
+		cache.Decoded = 0
+	}
 	for _, r := range res {
 		d.Problems = append(d.Problems, r.prob...)
 		if r.ok {
 			d.Containers = append(d.Containers, r.c)
+			if files != nil && r.c.CgroupPath == "" && r.c.Runtime != "crun" {
+				files[r.c.StatePath] = cached{id: r.id, state: r.c.State}
+			}
+		}
+		if r.decoded {
+			cache.Decoded++
 		}
 	}
+	if cache != nil {
+		cache.files = files
+	}
+}
+
+// loadCached is load for a runc state file whose identity (fileID) is the
+// one old recorded for its path: the state decoded then, without reading
+// it. Anything else (crun's two files, a changed or new file) is loaded;
+// decoded says so.
+func (d *Discovery) loadCached(k candidate, buf []byte, known *Known, old map[string]cached) (Container, bool, fileID, bool, []byte) {
+	var st unix.Stat_t
+	if k.file != runcStateFile || unix.Fstatat(k.dirfd, k.rel+"/"+k.file, &st, 0) != nil {
+		c, ok, b := d.load(k, buf, known)
+		return c, ok, fileID{}, true, b
+	}
+	id := idOf(&st)
+	path := filepath.Join(k.rootDir, k.rel, k.file)
+	if prev, ok := old[path]; ok && prev.id == id {
+		var fi unix.Stat_t
+		ferr := unix.Fstatat(k.dirfd, k.rel+"/exec.fifo", &fi, unix.AT_SYMLINK_NOFOLLOW)
+		return Container{Runtime: k.kind, RootDir: k.rr, Namespace: k.ns, ID: k.id, StatePath: path,
+			Created: ferr == nil, State: prev.state}, true, id, false, buf
+	}
+	c, ok, b := d.load(k, buf, known)
+	return c, ok, id, true, b
 }
 
 func (d *Discovery) load(k candidate, buf []byte, known *Known) (Container, bool, []byte) {

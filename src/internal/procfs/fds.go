@@ -1,0 +1,79 @@
+package procfs
+
+import (
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// NSInode returns the inode of pid's namespace of kind ("net", "mnt") from
+// its ns/<kind> link, read relative to the reader's open /proc. Errors are
+// the bare errno (ENOENT: gone, or no such link in a fixture tree), so that
+// a scan of every process allocates nothing for the ones it cannot read.
+func (r *Reader) NSInode(pid int, kind string) (uint64, error) {
+	if !r.rel(pid, "ns/"+kind) {
+		return 0, unix.EBADF
+	}
+	l, err := r.readlinkAt(r.dir, r.name)
+	if err != nil {
+		return 0, err
+	}
+	return ParseNSLink(l)
+}
+
+// FDLinks calls fn with each open fd of pid, in ascending order, and the
+// target of its link (valid only during the call). The fd directory is
+// opened relative to the reader's /proc and each link read relative to it:
+// a scan of every process's files then allocates nothing per process or
+// per fd. Errors are the bare errno: ENOENT when the process is gone (or a
+// fixture tree has no fd directory), EACCES when its files are not ours to
+// read. A link that went away while reading is skipped.
+func (r *Reader) FDLinks(pid int, fn func(fd int, link []byte)) error {
+	if !r.rel(pid, "fd") {
+		return unix.EBADF
+	}
+	dir, err := openDirAtZ(r.dir, r.name)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	if r.dents == nil {
+		r.dents = make([]byte, 8<<10)
+	}
+	r.fds = r.fds[:0]
+	for {
+		n, err := unix.Getdents(dir, r.dents)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n <= 0 {
+			break
+		}
+		r.fds = appendDirentNums(r.fds, r.dents[:n], 0)
+	}
+	slices.Sort(r.fds) // a fixture tree lists them in any order
+	for _, fd := range r.fds {
+		r.name = strconv.AppendInt(r.name[:0], int64(fd), 10)
+		r.name = append(r.name, 0)
+		l, err := r.readlinkAt(dir, r.name)
+		if err != nil {
+			continue // closed meanwhile
+		}
+		fn(fd, l)
+	}
+	return nil
+}
+
+// openDirAtZ opens the NUL-terminated relative path z as a directory.
+func openDirAtZ(dir int, z []byte) (int, error) {
+	for {
+		fd, err := openAtZFlags(dir, z, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
