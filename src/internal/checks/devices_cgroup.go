@@ -147,13 +147,18 @@ func devNum(s string) int64 {
 }
 
 // missingDevices (opencontainers/cgroups has an emulator for this, but it
-// is unexported: devices/devices_emulator.go) applies rules in order as
-// the kernel does to a fresh
-// devices cgroup (which allows everything): a deny of "a" makes the default
-// deny and drops every exception, an allow of "a" makes it allow, other
-// allows add exceptions. It returns the allows the list does not cover.
+// is unexported: devices/devices_emulator.go) applies rules in order from
+// a default deny, as runc since 1.0.0-rc91 builds its target (buildEmulator
+// in libcontainer/cgroups/fs/devices.go: "This defaults to a white-list"):
+// a deny of "a" makes the default deny and drops every exception, an allow
+// of "a" makes it allow, other allows add exceptions. Garden records no
+// leading deny of "a" (its containers' rules start with "c *:* m"), so a
+// default allow would want "a *:* rwm" of every Garden container. Older
+// runc wrote the rules onto a cgroup that allowed everything, which covers
+// any allow list, so they are not reported either way. It returns the
+// allows the list does not cover.
 func missingDevices(rules, list []runcstate.DeviceRule) []runcstate.DeviceRule {
-	allowAll := true
+	allowAll := false
 	var want []runcstate.DeviceRule
 	for _, r := range rules {
 		switch {

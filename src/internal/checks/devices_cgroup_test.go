@@ -24,6 +24,15 @@ const (
 		{"type":99,"major":136,"minor":-1,"permissions":"rwm","allow":true},{"type":99,"major":5,"minor":2,"permissions":"rwm","allow":true},
 		{"type":99,"major":10,"minor":200,"permissions":"rwm","allow":true}]`
 	runcDevicesList = "b *:* m\nc *:* m\nc 1:3 rwm\nc 1:5 rwm\nc 1:7 rwm\nc 1:8 rwm\nc 1:9 rwm\nc 5:0 rwm\nc 5:2 rwm\nc 10:200 rwm\nc 136:* rwm\n"
+	// Garden v1.58.0's unprivileged container as runc 1.1.5 recorded it
+	// (src/tests/garden, TestTodayOnNoble): no leading deny of "a"; the
+	// kernel's devices.list for it is runcDevicesList.
+	gardenDeviceRules = `[{"type":99,"major":-1,"minor":-1,"permissions":"m","allow":true},{"type":98,"major":-1,"minor":-1,"permissions":"m","allow":true},
+		{"type":99,"major":1,"minor":3,"permissions":"rwm","allow":true},{"type":99,"major":1,"minor":8,"permissions":"rwm","allow":true},
+		{"type":99,"major":1,"minor":7,"permissions":"rwm","allow":true},{"type":99,"major":5,"minor":0,"permissions":"rwm","allow":true},
+		{"type":99,"major":1,"minor":5,"permissions":"rwm","allow":true},{"type":99,"major":1,"minor":9,"permissions":"rwm","allow":true},
+		{"type":99,"major":136,"minor":-1,"permissions":"rwm","allow":true},{"type":99,"major":5,"minor":2,"permissions":"rwm","allow":true},
+		{"type":99,"major":10,"minor":200,"permissions":"rwm","allow":true}]`
 )
 
 // setDevices records rules in c1's state and writes its devices.list.
@@ -61,6 +70,10 @@ func TestDevicesCgroup(t *testing.T) {
 		{"a privileged container allows all", `[{"type":97,"major":-1,"minor":-1,"permissions":"rwm","allow":true}]`, "a *:* rwm\n", nil},
 		{"a privileged container denied", `[{"type":97,"major":-1,"minor":-1,"permissions":"rwm","allow":true}]`, "c 1:3 rwm\n", []string{"a *:* rwm"}},
 		{"the list allows more", runcDeviceRules, "a *:* rwm\n", nil},
+		// runc starts from deny when no rule says otherwise
+		{"Garden's rules as recorded", gardenDeviceRules, runcDevicesList, nil},
+		{"Garden's rules, deny all left behind", gardenDeviceRules, "", []string{"c *:* m", "b *:* m", "c 1:3 rwm", "c 1:8 rwm", "c 1:7 rwm",
+			"c 5:0 rwm", "c 1:5 rwm", "c 1:9 rwm", "c 136:* rwm", "c 5:2 rwm", "c 10:200 rwm"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := fakehost.New(t, cgroup.Hybrid)
