@@ -12,13 +12,14 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // CgroupIntegrity compares every container process's cgroups with the
 // runtime state that created it.
 type CgroupIntegrity struct {
-	host *host
+	host *snapshot.Source
 	// Fix moves escaped processes back (--fix).
 	Fix bool
 	// Sleep waits before an escape is confirmed; nil means time.Sleep.
@@ -26,6 +27,9 @@ type CgroupIntegrity struct {
 	// Confirm are the waits before an escape counts; nil means
 	// recheckDelays.
 	Confirm []time.Duration
+	// Reread reads a suspect again after each wait; nil means the
+	// snapshot's (/proc under its root).
+	Reread snapshot.Rereader
 }
 
 var _ validator.Check = (*CgroupIntegrity)(nil)
@@ -65,17 +69,17 @@ func (*CgroupIntegrity) Meta() validator.Meta {
 // escape is one process outside its container's cgroup in one hierarchy.
 type escape struct {
 	c      *runcstate.Container
-	cm     *cgroupMembers
+	cm     *snapshot.Members
 	pid    int
 	comm   string
 	start  uint64
 	ns     uint64 // pid namespace the scan read, 0 when not read
-	exp    expectation
+	exp    snapshot.Expectation
 	actual string
 }
 
 func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error) {
-	v, err := ci.host.get()
+	v, err := ci.host.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +97,13 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 		if delays == nil {
 			delays = recheckDelays
 		}
+		rr := ci.Reread
+		if rr == nil {
+			rr = v.Rereader()
+		}
 		for _, d := range delays {
 			sleep(d)
-			if escapes = ci.confirm(v, escapes); len(escapes) == 0 {
+			if escapes = confirm(rr, escapes); len(escapes) == 0 {
 				break
 			}
 		}
@@ -109,19 +117,19 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 			fs = append(fs, e.finding(validator.Fail, "escaped"))
 		}
 	}
-	fs = append(fs, runtimesFound(v.disc)...)
+	fs = append(fs, runtimesFound(v.Discovery())...)
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
-		Detail: fmt.Sprintf("%d containers, %d container processes checked on a %s cgroup host", nContainers, nProcs, v.layout.Mode),
+		Detail: fmt.Sprintf("%d containers, %d container processes checked on a %s cgroup host", nContainers, nProcs, v.Layout().Mode),
 		Data: map[string]string{"containers": strconv.Itoa(nContainers), "processes": strconv.Itoa(nProcs),
-			"cgroup_mode": v.layout.Mode.String(), "unreadable_processes": strconv.Itoa(v.denied)},
+			"cgroup_mode": v.Layout().Mode.String(), "unreadable_processes": strconv.Itoa(v.Denied())},
 	})
 	return fs, nil
 }
 
 // scan finds the escapes of every container.
-func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape, nContainers, nProcs int, skipped []validator.Finding, err error) {
-	r := v.proc.NewReader()
+func (ci *CgroupIntegrity) scan(ctx context.Context, v *snapshot.Host) (escapes []escape, nContainers, nProcs int, skipped []validator.Finding, err error) {
+	r := v.ProcFS().NewReader()
 	defer r.Close()
 	var m cgroup.Membership
 	var members []int
@@ -129,14 +137,14 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 	// lists (escaped from every hierarchy), each attributed to one
 	// container. A listed process is checked against the container that
 	// lists it.
-	unlisted := v.unlistedOwners()
-	for i := range v.disc.Containers {
+	unlisted := v.UnlistedOwners()
+	for i := range v.Discovery().Containers {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, 0, nil, err
 		}
-		c := &v.disc.Containers[i]
-		cm := &v.members[i]
-		if len(cm.exps) == 0 {
+		c := &v.Discovery().Containers[i]
+		cm := v.Members(i)
+		if len(cm.Exps) == 0 {
 			// No cgroups at all (a rootless container) is nothing to check;
 			// cgroups on no hierarchy mounted here means we cannot check.
 			f := validator.Finding{
@@ -144,11 +152,11 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 				Detail: fmt.Sprintf("state %s records no cgroups", c.StatePath),
 				Data:   map[string]string{"state": c.StatePath},
 			}
-			if len(cm.unmapped) > 0 {
+			if len(cm.Unmapped) > 0 {
 				f.Status = validator.Warn
 				f.Detail = fmt.Sprintf("cannot check: state %s records cgroups (%s) on no hierarchy mounted under %s",
-					c.StatePath, strings.Join(cm.unmapped, ", "), cgroup.MountDir)
-				f.Data["unmapped"] = strings.Join(cm.unmapped, ",")
+					c.StatePath, strings.Join(cm.Unmapped, ", "), cgroup.MountDir)
+				f.Data["unmapped"] = strings.Join(cm.Unmapped, ",")
 			}
 			skipped = append(skipped, f)
 			continue
@@ -156,19 +164,19 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 		nContainers++
 		members = members[:0]
 		initPID := 0 // known to be the container's by its start time
-		if p := v.initOf(c); p != nil {
-			members = append(members, p.pid)
-			initPID = p.pid
+		if p := v.InitOf(c); p != nil {
+			members = append(members, p.PID)
+			initPID = p.PID
 		}
 		members = append(members, unlisted[i]...)
-		for _, l := range cm.listed {
+		for _, l := range cm.Listed {
 			members = append(members, l...)
 		}
 		sort.Ints(members)
 		members = compactInts(members)
 		for _, pid := range members {
 			nProcs++
-			if cm.inAll(pid) {
+			if cm.InAll(pid) {
 				continue // listed in the container's cgroup in every hierarchy
 			}
 			b, err := r.Cgroup(pid)
@@ -180,20 +188,20 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 				return nil, 0, 0, nil, err
 			}
 			if err := cgroup.ParseProcCgroup(b, &m); err != nil {
-				return nil, 0, 0, nil, fmt.Errorf("parse %s: %w", v.proc.Path(pid, "cgroup"), err)
+				return nil, 0, 0, nil, fmt.Errorf("parse %s: %w", v.ProcFS().Path(pid, "cgroup"), err)
 			}
-			if pid != initPID && cm.reused(pid, &m) {
+			if pid != initPID && reused(cm, pid, &m) {
 				nProcs--
 				continue
 			}
-			for _, e := range cm.exps {
-				actual, ok := m.Lookup(e.key)
-				if !ok || cgroup.Under(string(actual), e.rel) {
+			for _, e := range cm.Exps {
+				actual, ok := m.Lookup(e.Key)
+				if !ok || cgroup.Under(string(actual), e.Rel) {
 					continue
 				}
 				esc := escape{c: c, cm: cm, pid: pid, exp: e, actual: string(actual)}
-				if p := v.find(pid); p != nil {
-					esc.comm, esc.start, esc.ns = p.stat.Comm, p.stat.StartTime, p.ns
+				if p := v.Find(pid); p != nil {
+					esc.comm, esc.start, esc.ns = p.Stat.Comm, p.Stat.StartTime, p.NS
 				}
 				escapes = append(escapes, esc)
 			}
@@ -205,42 +213,34 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape,
 // confirm re-reads each suspect and keeps those still outside (and still
 // the same process, and still the container's). A process outside in
 // several hierarchies is several escapes in a row: it is read once for all.
-func (ci *CgroupIntegrity) confirm(v *view, escapes []escape) []escape {
-	r := v.proc.NewReader()
-	defer r.Close()
-	var m cgroup.Membership
+func confirm(rr snapshot.Rereader, escapes []escape) []escape {
 	var out []escape
 	for i := 0; i < len(escapes); {
 		j := i + 1
 		for j < len(escapes) && escapes[j].pid == escapes[i].pid && escapes[j].c == escapes[i].c {
 			j++
 		}
-		out = append(out, stillOutside(v, r, &m, &escapes[i])...)
+		if now, err := rr.Reread(escapes[i].pid); err == nil {
+			out = append(out, stillOutside(&now, &escapes[i])...)
+		}
 		i = j
 	}
 	return out
 }
 
-// stillOutside reads the suspect e0 (one escape of the process; the
-// others differ only in hierarchy) through its pinned /proc directory, so
-// that every read is of one process, and returns its escapes as they are
-// now: it is the process the scan saw (start time), still the container's
-// (in one of its cgroups, or in the pid namespace that tied it to the
+// stillOutside judges the suspect e0 (one escape of the process; the
+// others differ only in hierarchy) as it is now and returns its escapes:
+// it is the process the scan saw (start time), still the container's (in
+// one of its cgroups, or in the pid namespace that tied it to the
 // container), and each hierarchy it is outside in now is one escape. Under
 // fast pid reuse a pid can go to another process within the clock tick the
 // start time counts in; such a process is outside every container cgroup
 // and in the host's namespace, so it is dropped here.
-func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, e0 *escape) []escape {
-	p, err := v.proc.Pin(e0.pid)
-	if err != nil {
+func stillOutside(now *snapshot.Now, e0 *escape) []escape {
+	if now.Stat.StartTime != e0.start {
 		return nil
 	}
-	defer p.Close()
-	st, err := r.PinnedStat(p)
-	if err != nil || st.StartTime != e0.start {
-		return nil
-	}
-	if isRuncInit(st.Comm, nil) && e0.pid != e0.c.State.InitProcessPid {
+	if isRuncInit(now.Stat.Comm, nil) && e0.pid != e0.c.State.InitProcessPid {
 		// A `runc exec` still joining: runc writes its cgroups only after
 		// it entered the container's namespaces, one hierarchy after
 		// another, and on a cell busy forking each write can take tens of
@@ -248,36 +248,29 @@ func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, e0 *escape) [
 		// further is stuck-runc-init's finding.
 		return nil
 	}
-	b, err := r.PinnedCgroup(p)
-	if err != nil || cgroup.ParseProcCgroup(b, m) != nil {
-		return nil
-	}
-	// Every hierarchy is read again, not only the suspect ones: systemd
+	// Every hierarchy is judged again, not only the suspect ones: systemd
 	// moves a unit's processes one controller after another, and a scan
 	// that came in between must heal (or report) the whole move at once,
 	// not half of it now and the rest in the next scan.
 	var out []escape
-	for _, x := range e0.cm.exps {
-		actual, ok := m.Lookup(x.key)
-		if !ok || cgroup.Under(string(actual), x.rel) {
+	inside := false
+	for _, x := range e0.cm.Exps {
+		actual, ok := now.Cgroup(x.Key)
+		if !ok {
+			continue
+		}
+		if cgroup.Under(actual, x.Rel) {
+			inside = true
 			continue
 		}
 		e := *e0
-		e.exp, e.actual = x, string(actual)
+		e.exp, e.actual = x, actual
 		out = append(out, e)
 	}
-	if len(out) == 0 {
-		return nil
+	if len(out) == 0 || inside {
+		return out // inside in another hierarchy: the container's
 	}
-	for _, x := range e0.cm.exps {
-		if a, ok := m.Lookup(x.key); ok && cgroup.Under(string(a), x.rel) {
-			return out // inside in another hierarchy: the container's
-		}
-	}
-	if e0.ns == 0 {
-		return nil
-	}
-	if ns, err := r.PinnedPidNS(p); err != nil || ns != e0.ns {
+	if e0.ns == 0 || now.PidNS != e0.ns {
 		return nil
 	}
 	return out
@@ -285,13 +278,13 @@ func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, e0 *escape) [
 
 // fix moves each escaped process back, re-reads /proc/<pid>/cgroup and
 // reports what moved. It never signals or kills anything.
-func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []validator.Finding {
+func (ci *CgroupIntegrity) fix(v *snapshot.Host, escapes []escape) []validator.Finding {
 	var fs []validator.Finding
-	r := v.proc.NewReader()
+	r := v.ProcFS().NewReader()
 	defer r.Close()
 	var m cgroup.Membership
 	for _, e := range escapes {
-		err := v.layout.Move(e.exp.h, e.exp.rel, e.pid)
+		err := v.Layout().Move(e.exp.Hierarchy, e.exp.Rel, e.pid)
 		if errors.Is(err, procfs.ErrGone) {
 			continue // exited meanwhile: nothing left to fix
 		}
@@ -311,10 +304,10 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []validator.Finding {
 		}
 		var now string
 		if err == nil {
-			a, _ := m.Lookup(e.exp.key)
+			a, _ := m.Lookup(e.exp.Key)
 			now = string(a)
 		}
-		if err != nil || !cgroup.Under(now, e.exp.rel) {
+		if err != nil || !cgroup.Under(now, e.exp.Rel) {
 			f := e.finding(validator.Fail, "moved it back but it is still outside")
 			if err != nil {
 				f.Data["fix_error"] = err.Error()
@@ -337,15 +330,15 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []validator.Finding {
 // that wrapped hands pids out again at once). That process never was the
 // container's. A real escapee is still inside where it is still listed; one
 // moved out of every hierarchy is found by its pid namespace.
-func (m *cgroupMembers) reused(pid int, now *cgroup.Membership) bool {
+func reused(m *snapshot.Members, pid int, now *cgroup.Membership) bool {
 	listed := false
-	for j, l := range m.listed {
+	for j, l := range m.Listed {
 		i := sort.SearchInts(l, pid)
 		if i == len(l) || l[i] != pid {
 			continue
 		}
 		listed = true
-		if actual, ok := now.Lookup(m.exps[j].key); !ok || cgroup.Under(string(actual), m.exps[j].rel) {
+		if actual, ok := now.Lookup(m.Exps[j].Key); !ok || cgroup.Under(string(actual), m.Exps[j].Rel) {
 			return false
 		}
 	}
@@ -357,13 +350,13 @@ func (e escape) finding(st validator.Status, what string) validator.Finding {
 	switch what {
 	case "escaped":
 		detail = fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s",
-			e.pid, e.comm, e.exp.h.Name, e.actual, e.exp.rel)
+			e.pid, e.comm, e.exp.Hierarchy.Name, e.actual, e.exp.Rel)
 	case "fixed":
 		detail = fmt.Sprintf("pid %d (%s) had escaped in %s to %s; moved back to %s",
-			e.pid, e.comm, e.exp.h.Name, e.actual, e.exp.rel)
+			e.pid, e.comm, e.exp.Hierarchy.Name, e.actual, e.exp.Rel)
 	default:
 		detail = fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s; %s",
-			e.pid, e.comm, e.exp.h.Name, e.actual, e.exp.rel, what)
+			e.pid, e.comm, e.exp.Hierarchy.Name, e.actual, e.exp.Rel, what)
 	}
 	return validator.Finding{
 		Subject: e.c.Name(),
@@ -375,8 +368,8 @@ func (e escape) finding(st validator.Status, what string) validator.Finding {
 			"state":     e.c.StatePath,
 			"pid":       strconv.Itoa(e.pid),
 			"comm":      e.comm,
-			"hierarchy": e.exp.h.Name,
-			"expected":  e.exp.rel,
+			"hierarchy": e.exp.Hierarchy.Name,
+			"expected":  e.exp.Rel,
 			"actual":    e.actual,
 		},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -32,7 +33,7 @@ type AuditedDaemon struct {
 // the condition that makes seed-000 impossible rather than detected after
 // the fact.
 type DelegationAudit struct {
-	host *host
+	host *snapshot.Source
 	// Dial reaches the manager; nil (fixture roots) skips the check.
 	Dial    SystemdDialer
 	Daemons []AuditedDaemon
@@ -83,17 +84,17 @@ func (*DelegationAudit) Meta() validator.Meta {
 }
 
 func (a *DelegationAudit) Run(ctx context.Context) ([]validator.Finding, error) {
-	v, err := a.host.get()
+	v, err := a.host.Get()
 	if err != nil {
 		return nil, err
 	}
-	if !systemd.Booted(v.root) {
+	if !systemd.Booted(v.Root()) {
 		return []validator.Finding{{Subject: "systemd", Status: validator.Skip,
-			Detail: fmt.Sprintf("systemd is not the init system under %s (no /run/systemd/system): no unit can delegate, nothing to audit", v.root)}}, nil
+			Detail: fmt.Sprintf("systemd is not the init system under %s (no /run/systemd/system): no unit can delegate, nothing to audit", v.Root())}}, nil
 	}
 	if a.Dial == nil {
 		return []validator.Finding{{Subject: "systemd", Status: validator.Skip,
-			Detail: fmt.Sprintf("no D-Bus connection to the systemd of %s was configured", v.root)}}, nil
+			Detail: fmt.Sprintf("no D-Bus connection to the systemd of %s was configured", v.Root())}}, nil
 	}
 	timeout := a.Timeout
 	if timeout <= 0 {
@@ -106,12 +107,12 @@ func (a *DelegationAudit) Run(ctx context.Context) ([]validator.Finding, error) 
 		return nil, fmt.Errorf("audit delegation: %w", err)
 	}
 	defer conn.Close()
-	au := &audit{conn: conn, v1: v.layout.Mode == cgroup.Legacy || v.layout.Mode == cgroup.Hybrid,
-		mode: v.layout.Mode, units: map[string]unitRead{}}
+	au := &audit{conn: conn, v1: v.Layout().Mode == cgroup.Legacy || v.Layout().Mode == cgroup.Hybrid,
+		mode: v.Layout().Mode, units: map[string]unitRead{}}
 
 	var fs []validator.Finding
 	for _, d := range a.Daemons {
-		fs = append(fs, au.daemon(ctx, v.root, d)...)
+		fs = append(fs, au.daemon(ctx, v.Root(), d)...)
 	}
 	for _, name := range a.Units {
 		fs = append(fs, au.inPlace(ctx, name))
@@ -123,9 +124,9 @@ func (a *DelegationAudit) Run(ctx context.Context) ([]validator.Finding, error) 
 	fs = append(fs, cfs...)
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
-		Detail: fmt.Sprintf("%d daemons, %d units delegated in place and %d containers audited, %d units read on a %s cgroup host", len(a.Daemons), len(a.Units), n, len(au.units), v.layout.Mode),
+		Detail: fmt.Sprintf("%d daemons, %d units delegated in place and %d containers audited, %d units read on a %s cgroup host", len(a.Daemons), len(a.Units), n, len(au.units), v.Layout().Mode),
 		Data: map[string]string{"daemons": strconv.Itoa(len(a.Daemons)), "containers": strconv.Itoa(n),
-			"units": strconv.Itoa(len(au.units)), "cgroup_mode": v.layout.Mode.String()},
+			"units": strconv.Itoa(len(au.units)), "cgroup_mode": v.Layout().Mode.String()},
 	})
 	return fs, nil
 }
@@ -306,7 +307,7 @@ func (p placement) own() bool {
 
 // containers audits the unit above every container's cgroup, one finding
 // per unit (the fix is per unit) listing its containers.
-func (au *audit) containers(ctx context.Context, v *view) ([]validator.Finding, int, error) {
+func (au *audit) containers(ctx context.Context, v *snapshot.Host) ([]validator.Finding, int, error) {
 	type group struct {
 		unit       string
 		parent     string // for containers outside every unit: their parent cgroup
@@ -319,8 +320,8 @@ func (au *audit) containers(ctx context.Context, v *view) ([]validator.Finding, 
 	var order []string
 	var skipped []validator.Finding
 	n := 0
-	for i := range v.disc.Containers {
-		c := &v.disc.Containers[i]
+	for i := range v.Discovery().Containers {
+		c := &v.Discovery().Containers[i]
 		p, ok := au.place(v, c)
 		if !ok {
 			skipped = append(skipped, validator.Finding{Subject: c.Name(), Status: validator.Skip,
@@ -409,26 +410,26 @@ func (au *audit) containers(ctx context.Context, v *view) ([]validator.Finding, 
 // place finds a container's cgroup in the hierarchy systemd tracks units by:
 // name=systemd on v1 and hybrid hosts, the v2 hierarchy otherwise (or on a
 // hybrid host whose state has no name=systemd path).
-func (au *audit) place(v *view, c *runcstate.Container) (placement, bool) {
+func (au *audit) place(v *snapshot.Host, c *runcstate.Container) (placement, bool) {
 	paths := c.State.CgroupPaths
 	for _, key := range []string{"name=systemd", ""} {
 		abs, ok := paths[key]
 		if !ok {
 			continue
 		}
-		h, rel, ok := v.layout.Split(abs)
-		if !ok || v.layout.ForKey(key) != h {
+		h, rel, ok := v.Layout().Split(abs)
+		if !ok || v.Layout().ForKey(key) != h {
 			continue
 		}
 		return placement{cgroup: rel, units: cgroupUnits(rel)}, true
 	}
 	// No tracking hierarchy recorded: any controller's path still shows
 	// the units above (systemd mirrors its tree into every hierarchy).
-	exps, _ := v.expectations(c)
+	exps, _ := v.Expectations(c)
 	if len(exps) == 0 {
 		return placement{}, false
 	}
-	return placement{cgroup: exps[0].rel, units: cgroupUnits(exps[0].rel)}, true
+	return placement{cgroup: exps[0].Rel, units: cgroupUnits(exps[0].Rel)}, true
 }
 
 // unitSuffixes are the unit types that own cgroups.
