@@ -2,7 +2,6 @@ package checks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -20,8 +19,6 @@ import (
 // runtime state that created it.
 type CgroupIntegrity struct {
 	host *snapshot.Source
-	// Fix moves escaped processes back (--fix).
-	Fix bool
 	// Sleep waits before an escape is confirmed; nil means time.Sleep.
 	Sleep func(time.Duration)
 	// Confirm are the waits before an escape counts; nil means
@@ -66,16 +63,63 @@ func (*CgroupIntegrity) Meta() validator.Meta {
 	}
 }
 
-// escape is one process outside its container's cgroup in one hierarchy.
-type escape struct {
-	c      *runcstate.Container
-	cm     *snapshot.Members
-	pid    int
-	comm   string
-	start  uint64
-	ns     uint64 // pid namespace the scan read, 0 when not read
-	exp    snapshot.Expectation
-	actual string
+// Escape is one process outside its container's cgroup in one hierarchy:
+// cgroup-integrity's evidence (Finding.Evidence), what watch counts and
+// package heal moves back.
+type Escape struct {
+	Container string // the runtime state's name: "<namespace>/<id>" or "<id>"
+	Runtime   string
+	State     string // the state file that records the cgroups
+	PID       int
+	Comm      string
+	// Want is the hierarchy and the cgroup the state records.
+	Want snapshot.Expectation
+	// Actual is the process's cgroup in that hierarchy when confirmed.
+	Actual string
+}
+
+// Finding renders the escape as cgroup-integrity reports it.
+func (e Escape) Finding() validator.Finding {
+	return validator.Finding{
+		Subject: e.Container,
+		Status:  validator.Fail,
+		Detail: fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s",
+			e.PID, e.Comm, e.Want.Hierarchy.Name, e.Actual, e.Want.Rel),
+		Data: map[string]string{
+			"container": e.Container,
+			"runtime":   e.Runtime,
+			"state":     e.State,
+			"pid":       strconv.Itoa(e.PID),
+			"comm":      e.Comm,
+			"hierarchy": e.Want.Hierarchy.Name,
+			"expected":  e.Want.Rel,
+		},
+		// Where the process is changes while the escape lasts.
+		Measured: map[string]string{"actual": e.Actual},
+		Evidence: e,
+	}
+}
+
+// Escapes are the escapes among findings, in their order.
+func Escapes(fs []validator.Finding) []Escape {
+	var out []Escape
+	for _, f := range fs {
+		if e, ok := f.Evidence.(Escape); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// suspect is an escape the scan saw, with what confirming it needs: the
+// container it is judged against, the process's start time and the pid
+// namespace the scan read (0 when not read).
+type suspect struct {
+	Escape
+	c     *runcstate.Container
+	cm    *snapshot.Members
+	start uint64
+	ns    uint64
 }
 
 func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error) {
@@ -110,12 +154,8 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 	}
 	var fs []validator.Finding
 	fs = append(fs, skipped...)
-	if ci.Fix && len(escapes) > 0 {
-		fs = append(fs, ci.fix(v, escapes)...)
-	} else {
-		for _, e := range escapes {
-			fs = append(fs, e.finding(validator.Fail, "escaped"))
-		}
+	for _, e := range escapes {
+		fs = append(fs, e.Finding())
 	}
 	fs = append(fs, runtimesFound(v.Discovery())...)
 	fs = append(fs, validator.Finding{
@@ -128,7 +168,7 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 }
 
 // scan finds the escapes of every container.
-func (ci *CgroupIntegrity) scan(ctx context.Context, v *snapshot.Host) (escapes []escape, nContainers, nProcs int, skipped []validator.Finding, err error) {
+func (ci *CgroupIntegrity) scan(ctx context.Context, v *snapshot.Host) (escapes []suspect, nContainers, nProcs int, skipped []validator.Finding, err error) {
 	r := v.ProcFS().NewReader()
 	defer r.Close()
 	var m cgroup.Membership
@@ -199,9 +239,10 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *snapshot.Host) (escapes 
 				if !ok || cgroup.Under(string(actual), e.Rel) {
 					continue
 				}
-				esc := escape{c: c, cm: cm, pid: pid, exp: e, actual: string(actual)}
+				esc := suspect{Escape: Escape{Container: c.Name(), Runtime: c.Runtime, State: c.StatePath, PID: pid,
+					Want: e, Actual: string(actual)}, c: c, cm: cm}
 				if p := v.Find(pid); p != nil {
-					esc.comm, esc.start, esc.ns = p.Stat.Comm, p.Stat.StartTime, p.NS
+					esc.Comm, esc.start, esc.ns = p.Stat.Comm, p.Stat.StartTime, p.NS
 				}
 				escapes = append(escapes, esc)
 			}
@@ -213,14 +254,14 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *snapshot.Host) (escapes 
 // confirm re-reads each suspect and keeps those still outside (and still
 // the same process, and still the container's). A process outside in
 // several hierarchies is several escapes in a row: it is read once for all.
-func confirm(rr snapshot.Rereader, escapes []escape) []escape {
-	var out []escape
+func confirm(rr snapshot.Rereader, escapes []suspect) []suspect {
+	var out []suspect
 	for i := 0; i < len(escapes); {
 		j := i + 1
-		for j < len(escapes) && escapes[j].pid == escapes[i].pid && escapes[j].c == escapes[i].c {
+		for j < len(escapes) && escapes[j].PID == escapes[i].PID && escapes[j].c == escapes[i].c {
 			j++
 		}
-		if now, err := rr.Reread(escapes[i].pid); err == nil {
+		if now, err := rr.Reread(escapes[i].PID); err == nil {
 			out = append(out, stillOutside(&now, &escapes[i])...)
 		}
 		i = j
@@ -236,11 +277,11 @@ func confirm(rr snapshot.Rereader, escapes []escape) []escape {
 // fast pid reuse a pid can go to another process within the clock tick the
 // start time counts in; such a process is outside every container cgroup
 // and in the host's namespace, so it is dropped here.
-func stillOutside(now *snapshot.Now, e0 *escape) []escape {
+func stillOutside(now *snapshot.Now, e0 *suspect) []suspect {
 	if now.Stat.StartTime != e0.start {
 		return nil
 	}
-	if isRuncInit(now.Stat.Comm, nil) && e0.pid != e0.c.State.InitProcessPid {
+	if isRuncInit(now.Stat.Comm, nil) && e0.PID != e0.c.State.InitProcessPid {
 		// A `runc exec` still joining: runc writes its cgroups only after
 		// it entered the container's namespaces, one hierarchy after
 		// another, and on a cell busy forking each write can take tens of
@@ -252,7 +293,7 @@ func stillOutside(now *snapshot.Now, e0 *escape) []escape {
 	// moves a unit's processes one controller after another, and a scan
 	// that came in between must heal (or report) the whole move at once,
 	// not half of it now and the rest in the next scan.
-	var out []escape
+	var out []suspect
 	inside := false
 	for _, x := range e0.cm.Exps {
 		actual, ok := now.Cgroup(x.Key)
@@ -264,7 +305,7 @@ func stillOutside(now *snapshot.Now, e0 *escape) []escape {
 			continue
 		}
 		e := *e0
-		e.exp, e.actual = x, actual
+		e.Want, e.Actual = x, actual
 		out = append(out, e)
 	}
 	if len(out) == 0 || inside {
@@ -274,53 +315,6 @@ func stillOutside(now *snapshot.Now, e0 *escape) []escape {
 		return nil
 	}
 	return out
-}
-
-// fix moves each escaped process back, re-reads /proc/<pid>/cgroup and
-// reports what moved. It never signals or kills anything.
-func (ci *CgroupIntegrity) fix(v *snapshot.Host, escapes []escape) []validator.Finding {
-	var fs []validator.Finding
-	r := v.ProcFS().NewReader()
-	defer r.Close()
-	var m cgroup.Membership
-	for _, e := range escapes {
-		err := v.Layout().Move(e.exp.Hierarchy, e.exp.Rel, e.pid)
-		if errors.Is(err, procfs.ErrGone) {
-			continue // exited meanwhile: nothing left to fix
-		}
-		if err != nil {
-			f := e.finding(validator.Fail, "moving it back failed")
-			f.Data["fix_error"] = err.Error()
-			fs = append(fs, f)
-			continue
-		}
-		// Verify from the kernel's side, not from our write's success.
-		b, err := r.Cgroup(e.pid)
-		if procfs.IsGone(err) {
-			continue
-		}
-		if err == nil {
-			err = cgroup.ParseProcCgroup(b, &m)
-		}
-		var now string
-		if err == nil {
-			a, _ := m.Lookup(e.exp.Key)
-			now = string(a)
-		}
-		if err != nil || !cgroup.Under(now, e.exp.Rel) {
-			f := e.finding(validator.Fail, "moved it back but it is still outside")
-			if err != nil {
-				f.Data["fix_error"] = err.Error()
-			}
-			f.Data["after_fix"] = now
-			fs = append(fs, f)
-			continue
-		}
-		f := e.finding(validator.Warn, "fixed")
-		f.Data["fixed"] = "true"
-		fs = append(fs, f)
-	}
-	return fs
 }
 
 // reused reports whether pid, listed by the container in some hierarchy,
@@ -343,36 +337,6 @@ func reused(m *snapshot.Members, pid int, now *cgroup.Membership) bool {
 		}
 	}
 	return listed
-}
-
-func (e escape) finding(st validator.Status, what string) validator.Finding {
-	var detail string
-	switch what {
-	case "escaped":
-		detail = fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s",
-			e.pid, e.comm, e.exp.Hierarchy.Name, e.actual, e.exp.Rel)
-	case "fixed":
-		detail = fmt.Sprintf("pid %d (%s) had escaped in %s to %s; moved back to %s",
-			e.pid, e.comm, e.exp.Hierarchy.Name, e.actual, e.exp.Rel)
-	default:
-		detail = fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s; %s",
-			e.pid, e.comm, e.exp.Hierarchy.Name, e.actual, e.exp.Rel, what)
-	}
-	return validator.Finding{
-		Subject: e.c.Name(),
-		Status:  st,
-		Detail:  detail,
-		Data: map[string]string{
-			"container": e.c.Name(),
-			"runtime":   e.c.Runtime,
-			"state":     e.c.StatePath,
-			"pid":       strconv.Itoa(e.pid),
-			"comm":      e.comm,
-			"hierarchy": e.exp.Hierarchy.Name,
-			"expected":  e.exp.Rel,
-			"actual":    e.actual,
-		},
-	}
 }
 
 func compactInts(s []int) []int {

@@ -35,6 +35,11 @@ func run(t *testing.T, d Deps, id string) []validator.Finding {
 				t.Fatalf("%s: %v", id, err)
 			}
 			subjectOnce(t, id, fs)
+			for i := range fs {
+				// The tests read every key the check wrote, as JSON shows
+				// them.
+				fs[i].Data = fs[i].AllData()
+			}
 			return fs
 		}
 	}
@@ -427,30 +432,6 @@ func TestCgroupIntegritySlowJoinIsNotReported(t *testing.T) {
 	}
 }
 
-// The fixture does not play kernel: writing cgroup.procs changes nothing in
-// /proc/<pid>/cgroup. So --fix must write the pid into the recorded cgroup,
-// and then, re-reading, refuse to call it fixed.
-func TestCgroupIntegrityFixWritesAndVerifies(t *testing.T) {
-	h := fakehost.New(t, cgroup.Legacy)
-	h.RunContainer(garden("c1"), 100, 2, 500)
-	h.Move(101, "blkio", "/system.slice")
-	if err := os.WriteFile(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := deps(h)
-	d.Fix = true
-	bad := failures(run(t, d, "cgroup-integrity"))
-	if len(bad) != 1 || bad[0].Status != validator.Fail || bad[0].Data["after_fix"] != "/system.slice" {
-		t.Fatalf("got %+v", bad)
-	}
-	b, err := os.ReadFile(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs"))
-	if err != nil || string(b) != "101" {
-		t.Fatalf("fix wrote %q to the recorded cgroup (%v)", b, err)
-	}
-}
-
-// A v1 path on a v2 host cannot be checked: say so. No cgroups at all (a
-// rootless container) is nothing to check.
 func TestCgroupIntegrityContainerWithoutMountedCgroups(t *testing.T) {
 	h := fakehost.New(t, cgroup.Unified)
 	h.Write("run/runc/x/state.json", `{"id":"x","init_process_pid":7,"init_process_start":1,

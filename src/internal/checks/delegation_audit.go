@@ -50,8 +50,9 @@ const delegationAuditTimeout = 15 * time.Second
 
 func (*DelegationAudit) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "delegation-audit",
-		Title: "container cgroups and runtime daemons sit in delegated systemd units",
+		ID:       "delegation-audit",
+		Measured: []string{"active_state"},
+		Title:    "container cgroups and runtime daemons sit in delegated systemd units",
 		Severity: map[validator.Phase]validator.Severity{
 			// Pre-start runs after `cellguard unit install` and right
 			// before monit starts the daemons: a unit that is not

@@ -33,8 +33,6 @@ type Deps struct {
 	Snapshot *snapshot.Source
 	// Reread reads a suspect again to confirm it; nil reads /proc.
 	Reread snapshot.Rereader
-	// Fix lets cgroup-integrity move escaped processes back.
-	Fix bool
 	// Confirm are the waits before a suspected escape counts (each one a
 	// re-read); nil means the validator's 1.5s in four rounds. watch passes
 	// a shorter schedule to report within a second (docs/validator.md).
@@ -89,7 +87,7 @@ func All(d Deps) []validator.Check {
 		d.Sleep = func(time.Duration) {}
 	}
 	return []validator.Check{
-		&CgroupIntegrity{host: h, Fix: d.Fix, Sleep: d.Sleep, Confirm: d.Confirm, Reread: d.Reread},
+		&CgroupIntegrity{host: h, Sleep: d.Sleep, Confirm: d.Confirm, Reread: d.Reread},
 		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots},
 		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},
 		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase,

@@ -32,8 +32,9 @@ var _ validator.Check = (*RuntimeVersions)(nil)
 
 func (*RuntimeVersions) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "runtime-versions",
-		Title: "runc, crun, containerd, its runc shim and dockerd are not affected by a known advisory",
+		ID:       "runtime-versions",
+		Measured: []string{"version_output"},
+		Title:    "runc, crun, containerd, its runc shim and dockerd are not affected by a known advisory",
 		Severity: map[validator.Phase]validator.Severity{
 			// At drain the old runtime is on its way out and blocking
 			// would stop the very update that replaces it.

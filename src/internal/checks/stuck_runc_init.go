@@ -41,8 +41,9 @@ var _ validator.Check = (*StuckRuncInit)(nil)
 
 func (*StuckRuncInit) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "stuck-runc-init",
-		Title: "no runc init is stuck and runc's pipes have their full capacity",
+		ID:       "stuck-runc-init",
+		Measured: []string{"age_seconds", "capacity_bytes"},
+		Title:    "no runc init is stuck and runc's pipes have their full capacity",
 		Severity: map[validator.Phase]validator.Severity{
 			validator.PreStart: validator.Warning,
 			validator.Drain:    validator.Warning,
