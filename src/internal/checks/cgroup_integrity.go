@@ -169,10 +169,8 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 
 // scan finds the escapes of every container.
 func (ci *CgroupIntegrity) scan(ctx context.Context, v *snapshot.Host) (escapes []suspect, nContainers, nProcs int, skipped []validator.Finding, err error) {
-	r := v.ProcFS().NewReader()
-	defer r.Close()
-	var m cgroup.Membership
-	var members []int
+	j := judging{v: v, r: v.ProcFS().NewReader()}
+	defer j.r.Close()
 	// "Everything in its pid namespace": the processes no container cgroup
 	// lists (escaped from every hierarchy), each attributed to one
 	// container. A listed process is checked against the container that
@@ -185,70 +183,97 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *snapshot.Host) (escapes 
 		c := &v.Discovery().Containers[i]
 		cm := v.Members(i)
 		if len(cm.Exps) == 0 {
-			// No cgroups at all (a rootless container) is nothing to check;
-			// cgroups on no hierarchy mounted here means we cannot check.
-			f := validator.Finding{
-				Subject: c.Name(), Status: validator.Skip,
-				Detail: fmt.Sprintf("state %s records no cgroups", c.StatePath),
-				Data:   map[string]string{"state": c.StatePath},
-			}
-			if len(cm.Unmapped) > 0 {
-				f.Status = validator.Warn
-				f.Detail = fmt.Sprintf("cannot check: state %s records cgroups (%s) on no hierarchy mounted under %s",
-					c.StatePath, strings.Join(cm.Unmapped, ", "), cgroup.MountDir)
-				f.Data["unmapped"] = strings.Join(cm.Unmapped, ",")
-			}
-			skipped = append(skipped, f)
+			skipped = append(skipped, uncheckable(c, cm))
 			continue
 		}
 		nContainers++
-		members = members[:0]
-		initPID := 0 // known to be the container's by its start time
-		if p := v.InitOf(c); p != nil {
-			members = append(members, p.PID)
-			initPID = p.PID
+		n, err := j.container(c, cm, unlisted[i], &escapes)
+		if err != nil {
+			return nil, 0, 0, nil, err
 		}
-		members = append(members, unlisted[i]...)
-		for _, l := range cm.Listed {
-			members = append(members, l...)
-		}
-		sort.Ints(members)
-		members = compactInts(members)
-		for _, pid := range members {
-			nProcs++
-			if cm.InAll(pid) {
-				continue // listed in the container's cgroup in every hierarchy
-			}
-			b, err := r.Cgroup(pid)
-			if err != nil {
-				if procfs.IsGone(err) || procfs.IsDenied(err) {
-					nProcs--
-					continue
-				}
-				return nil, 0, 0, nil, err
-			}
-			if err := cgroup.ParseProcCgroup(b, &m); err != nil {
-				return nil, 0, 0, nil, fmt.Errorf("parse %s: %w", v.ProcFS().Path(pid, "cgroup"), err)
-			}
-			if pid != initPID && reused(cm, pid, &m) {
-				nProcs--
-				continue
-			}
-			for _, e := range cm.Exps {
-				actual, ok := m.Lookup(e.Key)
-				if !ok || cgroup.Under(string(actual), e.Rel) {
-					continue
-				}
-				esc := suspect{Escape: Escape{Container: c.Name(), Runtime: c.Runtime, State: c.StatePath, PID: pid,
-					Want: e, Actual: string(actual)}, c: c, cm: cm}
-				if p := v.Find(pid); p != nil {
-					esc.Comm, esc.start, esc.ns = p.Stat.Comm, p.Stat.StartTime, p.NS
-				}
-				escapes = append(escapes, esc)
-			}
-		}
+		nProcs += n
 	}
 	return escapes, nContainers, nProcs, skipped, nil
+}
+
+// uncheckable is the finding of a container with no cgroup to check: none
+// at all (a rootless container) is nothing to check; cgroups on no
+// hierarchy mounted here means we cannot check.
+func uncheckable(c *runcstate.Container, cm *snapshot.Members) validator.Finding {
+	f := validator.Finding{
+		Subject: c.Name(), Status: validator.Skip,
+		Detail: fmt.Sprintf("state %s records no cgroups", c.StatePath),
+		Data:   map[string]string{"state": c.StatePath},
+	}
+	if len(cm.Unmapped) > 0 {
+		f.Status = validator.Warn
+		f.Detail = fmt.Sprintf("cannot check: state %s records cgroups (%s) on no hierarchy mounted under %s",
+			c.StatePath, strings.Join(cm.Unmapped, ", "), cgroup.MountDir)
+		f.Data["unmapped"] = strings.Join(cm.Unmapped, ",")
+	}
+	return f
+}
+
+// judging is one scan's reader and reused buffers.
+type judging struct {
+	v       *snapshot.Host
+	r       *procfs.Reader
+	m       cgroup.Membership
+	members []int
+}
+
+// container appends the suspects among c's processes (its init, the
+// processes its cgroups list, and unlisted, those only its pid namespace
+// ties to it) to escapes and returns how many processes it checked. A
+// process listed in every hierarchy is inside without reading its
+// /proc/<pid>/cgroup.
+func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlisted []int, escapes *[]suspect) (int, error) {
+	j.members = j.members[:0]
+	initPID := 0 // known to be the container's by its start time
+	if p := j.v.InitOf(c); p != nil {
+		j.members = append(j.members, p.PID)
+		initPID = p.PID
+	}
+	j.members = append(j.members, unlisted...)
+	for _, l := range cm.Listed {
+		j.members = append(j.members, l...)
+	}
+	sort.Ints(j.members)
+	j.members = compactInts(j.members)
+	nProcs := 0
+	for _, pid := range j.members {
+		if cm.InAll(pid) {
+			nProcs++
+			continue
+		}
+		b, err := j.r.Cgroup(pid)
+		if procfs.IsGone(err) || procfs.IsDenied(err) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if err := cgroup.ParseProcCgroup(b, &j.m); err != nil {
+			return 0, fmt.Errorf("parse %s: %w", j.v.ProcFS().Path(pid, "cgroup"), err)
+		}
+		if pid != initPID && reused(cm, pid, &j.m) {
+			continue
+		}
+		nProcs++
+		for _, e := range cm.Exps {
+			actual, ok := j.m.Lookup(e.Key)
+			if !ok || cgroup.Under(string(actual), e.Rel) {
+				continue
+			}
+			esc := suspect{Escape: Escape{Container: c.Name(), Runtime: c.Runtime, State: c.StatePath, PID: pid,
+				Want: e, Actual: string(actual)}, c: c, cm: cm}
+			if p := j.v.Find(pid); p != nil {
+				esc.Comm, esc.start, esc.ns = p.Stat.Comm, p.Stat.StartTime, p.NS
+			}
+			*escapes = append(*escapes, esc)
+		}
+	}
+	return nProcs, nil
 }
 
 // confirm re-reads each suspect and keeps those still outside (and still

@@ -306,21 +306,36 @@ func (p placement) own() bool {
 	return len(p.units) > 0 && len(p.units) == len(strings.Split(strings.Trim(p.cgroup, "/"), "/"))
 }
 
+// containerGroup is the containers below one unit (or, outside every unit,
+// below one parent cgroup): one finding, since the fix is per unit.
+type containerGroup struct {
+	unit       string
+	parent     string // for containers outside every unit: their parent cgroup
+	own        bool
+	containers []string
+	cgroups    []string
+	chain      []string
+}
+
 // containers audits the unit above every container's cgroup, one finding
 // per unit (the fix is per unit) listing its containers.
 func (au *audit) containers(ctx context.Context, v *snapshot.Host) ([]validator.Finding, int, error) {
-	type group struct {
-		unit       string
-		parent     string // for containers outside every unit: their parent cgroup
-		own        bool
-		containers []string
-		cgroups    []string
-		chain      []string
+	groups, skipped, n := au.group(v)
+	fs := skipped
+	for _, g := range groups {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		fs = append(fs, au.judgeGroup(ctx, g))
 	}
-	groups := map[string]*group{}
-	var order []string
-	var skipped []validator.Finding
-	n := 0
+	return fs, n, nil
+}
+
+// group places every container and groups them by the unit above them, in
+// the order first seen; containers with no cgroup on a mounted hierarchy
+// are skips. n counts the containers placed.
+func (au *audit) group(v *snapshot.Host) (groups []*containerGroup, skipped []validator.Finding, n int) {
+	byKey := map[string]*containerGroup{}
 	for i := range v.Discovery().Containers {
 		c := &v.Discovery().Containers[i]
 		p, ok := au.place(v, c)
@@ -332,80 +347,72 @@ func (au *audit) containers(ctx context.Context, v *snapshot.Host) ([]validator.
 		}
 		n++
 		key := "unit " + p.nearest()
-		g := &group{unit: p.nearest(), own: p.own(), chain: p.units}
+		g := &containerGroup{unit: p.nearest(), own: p.own(), chain: p.units}
 		if g.unit == "" {
 			g.parent = path.Dir(p.cgroup)
 			key = "root " + g.parent
 		} else if g.own {
 			key = "own " + g.unit
 		}
-		if old, ok := groups[key]; ok {
+		if old, ok := byKey[key]; ok {
 			g = old
 		} else {
-			groups[key] = g
-			order = append(order, key)
+			byKey[key] = g
+			groups = append(groups, g)
 		}
 		g.containers = append(g.containers, c.Name())
 		g.cgroups = append(g.cgroups, p.cgroup)
 	}
-	var fs []validator.Finding
-	for _, key := range order {
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
-		}
-		g := groups[key]
-		data := map[string]string{
-			"containers":      strings.Join(g.containers, " "),
-			"container_count": strconv.Itoa(len(g.containers)),
-			"cgroup":          g.cgroups[0],
-			"units":           strings.Join(g.chain, " "),
-		}
-		count := plural(len(g.containers), "container")
-		switch {
-		case g.unit == "":
-			data["parent"] = g.parent
-			fs = append(fs, validator.Finding{Subject: g.parent, Status: validator.Warn, Data: data,
-				Detail: fmt.Sprintf("%s under %s, outside every systemd unit and so outside every delegated subtree: "+
-					"no unit's Delegate= covers them and systemd's cgroup tree is shared with them on this %s host", count, g.parent, au.mode)})
-		case g.own:
-			u, err := au.unit(ctx, g.unit)
-			if err != nil {
-				fs = append(fs, validator.Finding{Subject: g.unit, Status: validator.Error, Detail: err.Error(), Data: data})
-				continue
-			}
-			d := unitData(u, nil)
-			for k, v := range data {
-				d[k] = v
-			}
-			st := validator.Pass
-			detail := fmt.Sprintf("%s in the cgroup of %s itself (runc's systemd cgroup driver): systemd keeps its processes where runc recorded them", count, g.unit)
-			if u.LoadState != "loaded" {
-				st = validator.Warn
-				detail = fmt.Sprintf("%s in the cgroup of %s, which systemd does not know (LoadState=%s)", count, g.unit, u.LoadState)
-			}
-			fs = append(fs, validator.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d})
-		default:
-			u, err := au.unit(ctx, g.unit)
-			if err != nil {
-				fs = append(fs, validator.Finding{Subject: g.unit, Status: validator.Error, Detail: err.Error(), Data: data})
-				continue
-			}
-			st, why, d := au.judge(u)
-			for k, v := range data {
-				d[k] = v
-			}
-			detail := fmt.Sprintf("%s below %s: %s", count, g.unit, why)
-			if st == validator.Fail {
-				verb := "are"
-				if len(g.containers) == 1 {
-					verb = "is"
-				}
-				detail = fmt.Sprintf("%s below %s %s exposed to seed-000: %s", count, g.unit, verb, why)
-			}
-			fs = append(fs, validator.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d})
-		}
+	return groups, skipped, n
+}
+
+// judgeGroup is the finding of one group: outside every unit, in a unit's
+// own cgroup (a scope of runc's systemd driver), or below a unit that must
+// delegate.
+func (au *audit) judgeGroup(ctx context.Context, g *containerGroup) validator.Finding {
+	data := map[string]string{
+		"containers":      strings.Join(g.containers, " "),
+		"container_count": strconv.Itoa(len(g.containers)),
+		"cgroup":          g.cgroups[0],
+		"units":           strings.Join(g.chain, " "),
 	}
-	return append(skipped, fs...), n, nil
+	count := plural(len(g.containers), "container")
+	if g.unit == "" {
+		data["parent"] = g.parent
+		return validator.Finding{Subject: g.parent, Status: validator.Warn, Data: data,
+			Detail: fmt.Sprintf("%s under %s, outside every systemd unit and so outside every delegated subtree: "+
+				"no unit's Delegate= covers them and systemd's cgroup tree is shared with them on this %s host", count, g.parent, au.mode)}
+	}
+	u, err := au.unit(ctx, g.unit)
+	if err != nil {
+		return validator.Finding{Subject: g.unit, Status: validator.Error, Detail: err.Error(), Data: data}
+	}
+	if g.own {
+		d := unitData(u, nil)
+		for k, v := range data {
+			d[k] = v
+		}
+		st := validator.Pass
+		detail := fmt.Sprintf("%s in the cgroup of %s itself (runc's systemd cgroup driver): systemd keeps its processes where runc recorded them", count, g.unit)
+		if u.LoadState != "loaded" {
+			st = validator.Warn
+			detail = fmt.Sprintf("%s in the cgroup of %s, which systemd does not know (LoadState=%s)", count, g.unit, u.LoadState)
+		}
+		return validator.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d}
+	}
+	st, why, d := au.judge(u)
+	for k, v := range data {
+		d[k] = v
+	}
+	detail := fmt.Sprintf("%s below %s: %s", count, g.unit, why)
+	if st == validator.Fail {
+		verb := "are"
+		if len(g.containers) == 1 {
+			verb = "is"
+		}
+		detail = fmt.Sprintf("%s below %s %s exposed to seed-000: %s", count, g.unit, verb, why)
+	}
+	return validator.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d}
 }
 
 // place finds a container's cgroup in the hierarchy systemd tracks units by:
