@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -32,7 +33,7 @@ func BenchmarkSynthCell(b *testing.B) {
 		b.Run(tc.name+"/scan", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := scan(d); err != nil {
+				if _, err := snapshot.Read(snapshot.Spec{Root: d.Root}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -2,7 +2,6 @@ package checks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -12,20 +11,22 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // CgroupIntegrity compares every container process's cgroups with the
 // runtime state that created it.
 type CgroupIntegrity struct {
-	host *host
-	// Fix moves escaped processes back (--fix).
-	Fix bool
+	host *snapshot.Source
 	// Sleep waits before an escape is confirmed; nil means time.Sleep.
 	Sleep func(time.Duration)
 	// Confirm are the waits before an escape counts; nil means
 	// recheckDelays.
 	Confirm []time.Duration
+	// Reread reads a suspect again after each wait; nil means the
+	// snapshot's (/proc under its root).
+	Reread snapshot.Rereader
 }
 
 var _ validator.Check = (*CgroupIntegrity)(nil)
@@ -62,20 +63,67 @@ func (*CgroupIntegrity) Meta() validator.Meta {
 	}
 }
 
-// escape is one process outside its container's cgroup in one hierarchy.
-type escape struct {
-	c      *runcstate.Container
-	cm     *cgroupMembers
-	pid    int
-	comm   string
-	start  uint64
-	ns     uint64 // pid namespace the scan read, 0 when not read
-	exp    expectation
-	actual string
+// Escape is one process outside its container's cgroup in one hierarchy:
+// cgroup-integrity's evidence (Finding.Evidence), what watch counts and
+// package heal moves back.
+type Escape struct {
+	Container string // the runtime state's name: "<namespace>/<id>" or "<id>"
+	Runtime   string
+	State     string // the state file that records the cgroups
+	PID       int
+	Comm      string
+	// Want is the hierarchy and the cgroup the state records.
+	Want snapshot.Expectation
+	// Actual is the process's cgroup in that hierarchy when confirmed.
+	Actual string
+}
+
+// Finding renders the escape as cgroup-integrity reports it.
+func (e Escape) Finding() validator.Finding {
+	return validator.Finding{
+		Subject: e.Container,
+		Status:  validator.Fail,
+		Detail: fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s",
+			e.PID, e.Comm, e.Want.Hierarchy.Name, e.Actual, e.Want.Rel),
+		Data: map[string]string{
+			"container": e.Container,
+			"runtime":   e.Runtime,
+			"state":     e.State,
+			"pid":       strconv.Itoa(e.PID),
+			"comm":      e.Comm,
+			"hierarchy": e.Want.Hierarchy.Name,
+			"expected":  e.Want.Rel,
+		},
+		// Where the process is changes while the escape lasts.
+		Measured: map[string]string{"actual": e.Actual},
+		Evidence: e,
+	}
+}
+
+// Escapes are the escapes among findings, in their order.
+func Escapes(fs []validator.Finding) []Escape {
+	var out []Escape
+	for _, f := range fs {
+		if e, ok := f.Evidence.(Escape); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// suspect is an escape the scan saw, with what confirming it needs: the
+// container it is judged against, the process's start time and the pid
+// namespace the scan read (0 when not read).
+type suspect struct {
+	Escape
+	c     *runcstate.Container
+	cm    *snapshot.Members
+	start uint64
+	ns    uint64
 }
 
 func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error) {
-	v, err := ci.host.get()
+	v, err := ci.host.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -93,154 +141,172 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 		if delays == nil {
 			delays = recheckDelays
 		}
+		rr := ci.Reread
+		if rr == nil {
+			rr = v.Rereader()
+		}
 		for _, d := range delays {
 			sleep(d)
-			if escapes = ci.confirm(v, escapes); len(escapes) == 0 {
+			if escapes = confirm(rr, escapes); len(escapes) == 0 {
 				break
 			}
 		}
 	}
 	var fs []validator.Finding
 	fs = append(fs, skipped...)
-	if ci.Fix && len(escapes) > 0 {
-		fs = append(fs, ci.fix(v, escapes)...)
-	} else {
-		for _, e := range escapes {
-			fs = append(fs, e.finding(validator.Fail, "escaped"))
-		}
+	for _, e := range escapes {
+		fs = append(fs, e.Finding())
 	}
-	fs = append(fs, runtimesFound(v.disc)...)
+	fs = append(fs, runtimesFound(v.Discovery())...)
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
-		Detail: fmt.Sprintf("%d containers, %d container processes checked on a %s cgroup host", nContainers, nProcs, v.layout.Mode),
+		Detail: fmt.Sprintf("%d containers, %d container processes checked on a %s cgroup host", nContainers, nProcs, v.Layout().Mode),
 		Data: map[string]string{"containers": strconv.Itoa(nContainers), "processes": strconv.Itoa(nProcs),
-			"cgroup_mode": v.layout.Mode.String(), "unreadable_processes": strconv.Itoa(v.denied)},
+			"cgroup_mode": v.Layout().Mode.String(), "unreadable_processes": strconv.Itoa(v.Denied())},
 	})
 	return fs, nil
 }
 
 // scan finds the escapes of every container.
-func (ci *CgroupIntegrity) scan(ctx context.Context, v *view) (escapes []escape, nContainers, nProcs int, skipped []validator.Finding, err error) {
-	r := v.proc.NewReader()
-	defer r.Close()
-	var m cgroup.Membership
-	var members []int
+func (ci *CgroupIntegrity) scan(ctx context.Context, v *snapshot.Host) (escapes []suspect, nContainers, nProcs int, skipped []validator.Finding, err error) {
+	j := judging{v: v, r: v.ProcFS().NewReader()}
+	defer j.r.Close()
 	// "Everything in its pid namespace": the processes no container cgroup
 	// lists (escaped from every hierarchy), each attributed to one
 	// container. A listed process is checked against the container that
 	// lists it.
-	unlisted := v.unlistedOwners()
-	for i := range v.disc.Containers {
+	unlisted := v.UnlistedOwners()
+	for i := range v.Discovery().Containers {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, 0, nil, err
 		}
-		c := &v.disc.Containers[i]
-		cm := &v.members[i]
-		if len(cm.exps) == 0 {
-			// No cgroups at all (a rootless container) is nothing to check;
-			// cgroups on no hierarchy mounted here means we cannot check.
-			f := validator.Finding{
-				Subject: c.Name(), Status: validator.Skip,
-				Detail: fmt.Sprintf("state %s records no cgroups", c.StatePath),
-				Data:   map[string]string{"state": c.StatePath},
-			}
-			if len(cm.unmapped) > 0 {
-				f.Status = validator.Warn
-				f.Detail = fmt.Sprintf("cannot check: state %s records cgroups (%s) on no hierarchy mounted under %s",
-					c.StatePath, strings.Join(cm.unmapped, ", "), cgroup.MountDir)
-				f.Data["unmapped"] = strings.Join(cm.unmapped, ",")
-			}
-			skipped = append(skipped, f)
+		c := &v.Discovery().Containers[i]
+		cm := v.Members(i)
+		if len(cm.Exps) == 0 {
+			skipped = append(skipped, uncheckable(c, cm))
 			continue
 		}
 		nContainers++
-		members = members[:0]
-		initPID := 0 // known to be the container's by its start time
-		if p := v.initOf(c); p != nil {
-			members = append(members, p.pid)
-			initPID = p.pid
+		n, err := j.container(c, cm, unlisted[i], &escapes)
+		if err != nil {
+			return nil, 0, 0, nil, err
 		}
-		members = append(members, unlisted[i]...)
-		for _, l := range cm.listed {
-			members = append(members, l...)
-		}
-		sort.Ints(members)
-		members = compactInts(members)
-		for _, pid := range members {
-			nProcs++
-			if cm.inAll(pid) {
-				continue // listed in the container's cgroup in every hierarchy
-			}
-			b, err := r.Cgroup(pid)
-			if err != nil {
-				if procfs.IsGone(err) || procfs.IsDenied(err) {
-					nProcs--
-					continue
-				}
-				return nil, 0, 0, nil, err
-			}
-			if err := cgroup.ParseProcCgroup(b, &m); err != nil {
-				return nil, 0, 0, nil, fmt.Errorf("parse %s: %w", v.proc.Path(pid, "cgroup"), err)
-			}
-			if pid != initPID && cm.reused(pid, &m) {
-				nProcs--
-				continue
-			}
-			for _, e := range cm.exps {
-				actual, ok := m.Lookup(e.key)
-				if !ok || cgroup.Under(string(actual), e.rel) {
-					continue
-				}
-				esc := escape{c: c, cm: cm, pid: pid, exp: e, actual: string(actual)}
-				if p := v.find(pid); p != nil {
-					esc.comm, esc.start, esc.ns = p.stat.Comm, p.stat.StartTime, p.ns
-				}
-				escapes = append(escapes, esc)
-			}
-		}
+		nProcs += n
 	}
 	return escapes, nContainers, nProcs, skipped, nil
+}
+
+// uncheckable is the finding of a container with no cgroup to check: none
+// at all (a rootless container) is nothing to check; cgroups on no
+// hierarchy mounted here means we cannot check.
+func uncheckable(c *runcstate.Container, cm *snapshot.Members) validator.Finding {
+	f := validator.Finding{
+		Subject: c.Name(), Status: validator.Skip,
+		Detail: fmt.Sprintf("state %s records no cgroups", c.StatePath),
+		Data:   map[string]string{"state": c.StatePath},
+	}
+	if len(cm.Unmapped) > 0 {
+		f.Status = validator.Warn
+		f.Detail = fmt.Sprintf("cannot check: state %s records cgroups (%s) on no hierarchy mounted under %s",
+			c.StatePath, strings.Join(cm.Unmapped, ", "), cgroup.MountDir)
+		f.Data["unmapped"] = strings.Join(cm.Unmapped, ",")
+	}
+	return f
+}
+
+// judging is one scan's reader and reused buffers.
+type judging struct {
+	v       *snapshot.Host
+	r       *procfs.Reader
+	m       cgroup.Membership
+	members []int
+}
+
+// container appends the suspects among c's processes (its init, the
+// processes its cgroups list, and unlisted, those only its pid namespace
+// ties to it) to escapes and returns how many processes it checked. A
+// process listed in every hierarchy is inside without reading its
+// /proc/<pid>/cgroup.
+func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlisted []int, escapes *[]suspect) (int, error) {
+	j.members = j.members[:0]
+	initPID := 0 // known to be the container's by its start time
+	if p := j.v.InitOf(c); p != nil {
+		j.members = append(j.members, p.PID)
+		initPID = p.PID
+	}
+	j.members = append(j.members, unlisted...)
+	for _, l := range cm.Listed {
+		j.members = append(j.members, l...)
+	}
+	sort.Ints(j.members)
+	j.members = compactInts(j.members)
+	nProcs := 0
+	for _, pid := range j.members {
+		if cm.InAll(pid) {
+			nProcs++
+			continue
+		}
+		b, err := j.r.Cgroup(pid)
+		if procfs.IsGone(err) || procfs.IsDenied(err) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if err := cgroup.ParseProcCgroup(b, &j.m); err != nil {
+			return 0, fmt.Errorf("parse %s: %w", j.v.ProcFS().Path(pid, "cgroup"), err)
+		}
+		if pid != initPID && reused(cm, pid, &j.m) {
+			continue
+		}
+		nProcs++
+		for _, e := range cm.Exps {
+			actual, ok := j.m.Lookup(e.Key)
+			if !ok || cgroup.Under(string(actual), e.Rel) {
+				continue
+			}
+			esc := suspect{Escape: Escape{Container: c.Name(), Runtime: c.Runtime, State: c.StatePath, PID: pid,
+				Want: e, Actual: string(actual)}, c: c, cm: cm}
+			if p := j.v.Find(pid); p != nil {
+				esc.Comm, esc.start, esc.ns = p.Stat.Comm, p.Stat.StartTime, p.NS
+			}
+			*escapes = append(*escapes, esc)
+		}
+	}
+	return nProcs, nil
 }
 
 // confirm re-reads each suspect and keeps those still outside (and still
 // the same process, and still the container's). A process outside in
 // several hierarchies is several escapes in a row: it is read once for all.
-func (ci *CgroupIntegrity) confirm(v *view, escapes []escape) []escape {
-	r := v.proc.NewReader()
-	defer r.Close()
-	var m cgroup.Membership
-	var out []escape
+func confirm(rr snapshot.Rereader, escapes []suspect) []suspect {
+	var out []suspect
 	for i := 0; i < len(escapes); {
 		j := i + 1
-		for j < len(escapes) && escapes[j].pid == escapes[i].pid && escapes[j].c == escapes[i].c {
+		for j < len(escapes) && escapes[j].PID == escapes[i].PID && escapes[j].c == escapes[i].c {
 			j++
 		}
-		out = append(out, stillOutside(v, r, &m, &escapes[i])...)
+		if now, err := rr.Reread(escapes[i].PID); err == nil {
+			out = append(out, stillOutside(&now, &escapes[i])...)
+		}
 		i = j
 	}
 	return out
 }
 
-// stillOutside reads the suspect e0 (one escape of the process; the
-// others differ only in hierarchy) through its pinned /proc directory, so
-// that every read is of one process, and returns its escapes as they are
-// now: it is the process the scan saw (start time), still the container's
-// (in one of its cgroups, or in the pid namespace that tied it to the
+// stillOutside judges the suspect e0 (one escape of the process; the
+// others differ only in hierarchy) as it is now and returns its escapes:
+// it is the process the scan saw (start time), still the container's (in
+// one of its cgroups, or in the pid namespace that tied it to the
 // container), and each hierarchy it is outside in now is one escape. Under
 // fast pid reuse a pid can go to another process within the clock tick the
 // start time counts in; such a process is outside every container cgroup
 // and in the host's namespace, so it is dropped here.
-func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, e0 *escape) []escape {
-	p, err := v.proc.Pin(e0.pid)
-	if err != nil {
+func stillOutside(now *snapshot.Now, e0 *suspect) []suspect {
+	if now.Stat.StartTime != e0.start {
 		return nil
 	}
-	defer p.Close()
-	st, err := r.PinnedStat(p)
-	if err != nil || st.StartTime != e0.start {
-		return nil
-	}
-	if isRuncInit(st.Comm, nil) && e0.pid != e0.c.State.InitProcessPid {
+	if isRuncInit(now.Stat.Comm, nil) && e0.PID != e0.c.State.InitProcessPid {
 		// A `runc exec` still joining: runc writes its cgroups only after
 		// it entered the container's namespaces, one hierarchy after
 		// another, and on a cell busy forking each write can take tens of
@@ -248,86 +314,32 @@ func stillOutside(v *view, r *procfs.Reader, m *cgroup.Membership, e0 *escape) [
 		// further is stuck-runc-init's finding.
 		return nil
 	}
-	b, err := r.PinnedCgroup(p)
-	if err != nil || cgroup.ParseProcCgroup(b, m) != nil {
-		return nil
-	}
-	// Every hierarchy is read again, not only the suspect ones: systemd
+	// Every hierarchy is judged again, not only the suspect ones: systemd
 	// moves a unit's processes one controller after another, and a scan
 	// that came in between must heal (or report) the whole move at once,
 	// not half of it now and the rest in the next scan.
-	var out []escape
-	for _, x := range e0.cm.exps {
-		actual, ok := m.Lookup(x.key)
-		if !ok || cgroup.Under(string(actual), x.rel) {
+	var out []suspect
+	inside := false
+	for _, x := range e0.cm.Exps {
+		actual, ok := now.Cgroup(x.Key)
+		if !ok {
+			continue
+		}
+		if cgroup.Under(actual, x.Rel) {
+			inside = true
 			continue
 		}
 		e := *e0
-		e.exp, e.actual = x, string(actual)
+		e.Want, e.Actual = x, actual
 		out = append(out, e)
 	}
-	if len(out) == 0 {
-		return nil
+	if len(out) == 0 || inside {
+		return out // inside in another hierarchy: the container's
 	}
-	for _, x := range e0.cm.exps {
-		if a, ok := m.Lookup(x.key); ok && cgroup.Under(string(a), x.rel) {
-			return out // inside in another hierarchy: the container's
-		}
-	}
-	if e0.ns == 0 {
-		return nil
-	}
-	if ns, err := r.PinnedPidNS(p); err != nil || ns != e0.ns {
+	if e0.ns == 0 || now.PidNS != e0.ns {
 		return nil
 	}
 	return out
-}
-
-// fix moves each escaped process back, re-reads /proc/<pid>/cgroup and
-// reports what moved. It never signals or kills anything.
-func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []validator.Finding {
-	var fs []validator.Finding
-	r := v.proc.NewReader()
-	defer r.Close()
-	var m cgroup.Membership
-	for _, e := range escapes {
-		err := v.layout.Move(e.exp.h, e.exp.rel, e.pid)
-		if errors.Is(err, procfs.ErrGone) {
-			continue // exited meanwhile: nothing left to fix
-		}
-		if err != nil {
-			f := e.finding(validator.Fail, "moving it back failed")
-			f.Data["fix_error"] = err.Error()
-			fs = append(fs, f)
-			continue
-		}
-		// Verify from the kernel's side, not from our write's success.
-		b, err := r.Cgroup(e.pid)
-		if procfs.IsGone(err) {
-			continue
-		}
-		if err == nil {
-			err = cgroup.ParseProcCgroup(b, &m)
-		}
-		var now string
-		if err == nil {
-			a, _ := m.Lookup(e.exp.key)
-			now = string(a)
-		}
-		if err != nil || !cgroup.Under(now, e.exp.rel) {
-			f := e.finding(validator.Fail, "moved it back but it is still outside")
-			if err != nil {
-				f.Data["fix_error"] = err.Error()
-			}
-			f.Data["after_fix"] = now
-			fs = append(fs, f)
-			continue
-		}
-		f := e.finding(validator.Warn, "fixed")
-		f.Data["fixed"] = "true"
-		fs = append(fs, f)
-	}
-	return fs
 }
 
 // reused reports whether pid, listed by the container in some hierarchy,
@@ -337,49 +349,19 @@ func (ci *CgroupIntegrity) fix(v *view, escapes []escape) []validator.Finding {
 // that wrapped hands pids out again at once). That process never was the
 // container's. A real escapee is still inside where it is still listed; one
 // moved out of every hierarchy is found by its pid namespace.
-func (m *cgroupMembers) reused(pid int, now *cgroup.Membership) bool {
+func reused(m *snapshot.Members, pid int, now *cgroup.Membership) bool {
 	listed := false
-	for j, l := range m.listed {
+	for j, l := range m.Listed {
 		i := sort.SearchInts(l, pid)
 		if i == len(l) || l[i] != pid {
 			continue
 		}
 		listed = true
-		if actual, ok := now.Lookup(m.exps[j].key); !ok || cgroup.Under(string(actual), m.exps[j].rel) {
+		if actual, ok := now.Lookup(m.Exps[j].Key); !ok || cgroup.Under(string(actual), m.Exps[j].Rel) {
 			return false
 		}
 	}
 	return listed
-}
-
-func (e escape) finding(st validator.Status, what string) validator.Finding {
-	var detail string
-	switch what {
-	case "escaped":
-		detail = fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s",
-			e.pid, e.comm, e.exp.h.Name, e.actual, e.exp.rel)
-	case "fixed":
-		detail = fmt.Sprintf("pid %d (%s) had escaped in %s to %s; moved back to %s",
-			e.pid, e.comm, e.exp.h.Name, e.actual, e.exp.rel)
-	default:
-		detail = fmt.Sprintf("pid %d (%s) escaped in %s: in %s, state says %s; %s",
-			e.pid, e.comm, e.exp.h.Name, e.actual, e.exp.rel, what)
-	}
-	return validator.Finding{
-		Subject: e.c.Name(),
-		Status:  st,
-		Detail:  detail,
-		Data: map[string]string{
-			"container": e.c.Name(),
-			"runtime":   e.c.Runtime,
-			"state":     e.c.StatePath,
-			"pid":       strconv.Itoa(e.pid),
-			"comm":      e.comm,
-			"hierarchy": e.exp.h.Name,
-			"expected":  e.exp.rel,
-			"actual":    e.actual,
-		},
-	}
 }
 
 func compactInts(s []int) []int {

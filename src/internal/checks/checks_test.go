@@ -11,6 +11,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -34,6 +35,11 @@ func run(t *testing.T, d Deps, id string) []validator.Finding {
 				t.Fatalf("%s: %v", id, err)
 			}
 			subjectOnce(t, id, fs)
+			for i := range fs {
+				// The tests read every key the check wrote, as JSON shows
+				// them.
+				fs[i].Data = fs[i].AllData()
+			}
 			return fs
 		}
 	}
@@ -426,30 +432,6 @@ func TestCgroupIntegritySlowJoinIsNotReported(t *testing.T) {
 	}
 }
 
-// The fixture does not play kernel: writing cgroup.procs changes nothing in
-// /proc/<pid>/cgroup. So --fix must write the pid into the recorded cgroup,
-// and then, re-reading, refuse to call it fixed.
-func TestCgroupIntegrityFixWritesAndVerifies(t *testing.T) {
-	h := fakehost.New(t, cgroup.Legacy)
-	h.RunContainer(garden("c1"), 100, 2, 500)
-	h.Move(101, "blkio", "/system.slice")
-	if err := os.WriteFile(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := deps(h)
-	d.Fix = true
-	bad := failures(run(t, d, "cgroup-integrity"))
-	if len(bad) != 1 || bad[0].Status != validator.Fail || bad[0].Data["after_fix"] != "/system.slice" {
-		t.Fatalf("got %+v", bad)
-	}
-	b, err := os.ReadFile(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs"))
-	if err != nil || string(b) != "101" {
-		t.Fatalf("fix wrote %q to the recorded cgroup (%v)", b, err)
-	}
-}
-
-// A v1 path on a v2 host cannot be checked: say so. No cgroups at all (a
-// rootless container) is nothing to check.
 func TestCgroupIntegrityContainerWithoutMountedCgroups(t *testing.T) {
 	h := fakehost.New(t, cgroup.Unified)
 	h.Write("run/runc/x/state.json", `{"id":"x","init_process_pid":7,"init_process_start":1,
@@ -557,7 +539,7 @@ func TestStuckRuncInit(t *testing.T) {
 	h.Add(fakehost.Proc{PID: 74, Comm: "sleep", Args: []string{"sleep", "init"}, Start: 1000, FDs: map[int]string{3: "pipe:[333]"}})
 
 	var asked []string
-	s := &StuckRuncInit{host: newHost(deps(h)), Now: func() time.Time { return fixtureNow },
+	s := &StuckRuncInit{host: snapshot.Lazy(snapshot.Spec{Root: h.Root}), Now: func() time.Time { return fixtureNow },
 		PipeCapacity: func(_ procfs.FS, pid, fd int) (int, error) {
 			asked = append(asked, fmt.Sprintf("%d/%d", pid, fd))
 			if pid == 73 && fd == 3 {
@@ -614,5 +596,80 @@ func TestVerdictThroughFramework(t *testing.T) {
 	rep = validator.Run(context.Background(), All(d), validator.Options{Phase: validator.Drain, Ignore: []string{"cgroup-integrity"}})
 	if rep.Blocked {
 		t.Fatal("an ignored check does not block")
+	}
+}
+
+// rereads is a fake snapshot.Rereader: what each pid looks like when read
+// again, and how often it was.
+type rereads struct {
+	t     *testing.T
+	now   func(pid int) (procfs.Stat, string, uint64, error)
+	calls map[int]int
+}
+
+func (r *rereads) Reread(pid int) (snapshot.Now, error) {
+	r.calls[pid]++
+	st, cg, ns, err := r.now(pid)
+	if err != nil {
+		return snapshot.Now{}, err
+	}
+	n, err := snapshot.NewNow(st, cg, ns)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return n, nil
+}
+
+// Confirming a suspect is an explicit step on the Rereader: a fake decides
+// what the process looks like after each wait, without touching the tree,
+// and the check judges only that (the scan's tree still shows the escape).
+func TestCgroupIntegrityConfirmsThroughTheRereader(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	h.RunContainer(garden("c1"), 100, 2, 500)
+	h.Move(101, "", "/system.slice/garden.service")
+	p := h.Get(101)
+	stat := procfs.Stat{PID: 101, Comm: "app", State: 'S', PPID: 100, StartTime: p.Start}
+	ns := fakehost.NSOf(100)
+	for _, tc := range []struct {
+		name  string
+		now   func(rounds int) (procfs.Stat, string, uint64, error)
+		want  int // escapes confirmed
+		calls int // rereads of pid 101
+	}{
+		{"stays outside", func(int) (procfs.Stat, string, uint64, error) {
+			return stat, "0::/system.slice/garden.service\n", ns, nil
+		}, 1, len(recheckDelays)},
+		{"back inside after the second wait", func(n int) (procfs.Stat, string, uint64, error) {
+			if n >= 2 {
+				return stat, "0::/garden/c1\n", ns, nil
+			}
+			return stat, "0::/system.slice/garden.service\n", ns, nil
+		}, 0, 2},
+		{"pid reused by another process", func(int) (procfs.Stat, string, uint64, error) {
+			other := stat
+			other.StartTime++
+			return other, "0::/system.slice/garden.service\n", ns, nil
+		}, 0, 1},
+		{"gone", func(int) (procfs.Stat, string, uint64, error) {
+			return procfs.Stat{}, "", 0, procfs.ErrGone
+		}, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := &rereads{t: t, calls: map[int]int{}}
+			rr.now = func(pid int) (procfs.Stat, string, uint64, error) {
+				if pid != 101 {
+					t.Fatalf("reread pid %d, not a suspect", pid)
+				}
+				return tc.now(rr.calls[pid])
+			}
+			d := deps(h)
+			d.Reread = rr
+			if bad := failures(run(t, d, "cgroup-integrity")); len(bad) != tc.want {
+				t.Fatalf("want %d escapes, got %+v", tc.want, bad)
+			}
+			if rr.calls[101] != tc.calls {
+				t.Fatalf("pid 101 reread %d times, want %d", rr.calls[101], tc.calls)
+			}
+		})
 	}
 }

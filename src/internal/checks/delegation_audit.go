@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -32,7 +33,7 @@ type AuditedDaemon struct {
 // the condition that makes seed-000 impossible rather than detected after
 // the fact.
 type DelegationAudit struct {
-	host *host
+	host *snapshot.Source
 	// Dial reaches the manager; nil (fixture roots) skips the check.
 	Dial    SystemdDialer
 	Daemons []AuditedDaemon
@@ -49,8 +50,9 @@ const delegationAuditTimeout = 15 * time.Second
 
 func (*DelegationAudit) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "delegation-audit",
-		Title: "container cgroups and runtime daemons sit in delegated systemd units",
+		ID:       "delegation-audit",
+		Measured: []string{"active_state"},
+		Title:    "container cgroups and runtime daemons sit in delegated systemd units",
 		Severity: map[validator.Phase]validator.Severity{
 			// Pre-start runs after `cellguard unit install` and right
 			// before monit starts the daemons: a unit that is not
@@ -83,17 +85,17 @@ func (*DelegationAudit) Meta() validator.Meta {
 }
 
 func (a *DelegationAudit) Run(ctx context.Context) ([]validator.Finding, error) {
-	v, err := a.host.get()
+	v, err := a.host.Get()
 	if err != nil {
 		return nil, err
 	}
-	if !systemd.Booted(v.root) {
+	if !systemd.Booted(v.Root()) {
 		return []validator.Finding{{Subject: "systemd", Status: validator.Skip,
-			Detail: fmt.Sprintf("systemd is not the init system under %s (no /run/systemd/system): no unit can delegate, nothing to audit", v.root)}}, nil
+			Detail: fmt.Sprintf("systemd is not the init system under %s (no /run/systemd/system): no unit can delegate, nothing to audit", v.Root())}}, nil
 	}
 	if a.Dial == nil {
 		return []validator.Finding{{Subject: "systemd", Status: validator.Skip,
-			Detail: fmt.Sprintf("no D-Bus connection to the systemd of %s was configured", v.root)}}, nil
+			Detail: fmt.Sprintf("no D-Bus connection to the systemd of %s was configured", v.Root())}}, nil
 	}
 	timeout := a.Timeout
 	if timeout <= 0 {
@@ -106,12 +108,12 @@ func (a *DelegationAudit) Run(ctx context.Context) ([]validator.Finding, error) 
 		return nil, fmt.Errorf("audit delegation: %w", err)
 	}
 	defer conn.Close()
-	au := &audit{conn: conn, v1: v.layout.Mode == cgroup.Legacy || v.layout.Mode == cgroup.Hybrid,
-		mode: v.layout.Mode, units: map[string]unitRead{}}
+	au := &audit{conn: conn, v1: v.Layout().Mode == cgroup.Legacy || v.Layout().Mode == cgroup.Hybrid,
+		mode: v.Layout().Mode, units: map[string]unitRead{}}
 
 	var fs []validator.Finding
 	for _, d := range a.Daemons {
-		fs = append(fs, au.daemon(ctx, v.root, d)...)
+		fs = append(fs, au.daemon(ctx, v.Root(), d)...)
 	}
 	for _, name := range a.Units {
 		fs = append(fs, au.inPlace(ctx, name))
@@ -123,9 +125,9 @@ func (a *DelegationAudit) Run(ctx context.Context) ([]validator.Finding, error) 
 	fs = append(fs, cfs...)
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
-		Detail: fmt.Sprintf("%d daemons, %d units delegated in place and %d containers audited, %d units read on a %s cgroup host", len(a.Daemons), len(a.Units), n, len(au.units), v.layout.Mode),
+		Detail: fmt.Sprintf("%d daemons, %d units delegated in place and %d containers audited, %d units read on a %s cgroup host", len(a.Daemons), len(a.Units), n, len(au.units), v.Layout().Mode),
 		Data: map[string]string{"daemons": strconv.Itoa(len(a.Daemons)), "containers": strconv.Itoa(n),
-			"units": strconv.Itoa(len(au.units)), "cgroup_mode": v.layout.Mode.String()},
+			"units": strconv.Itoa(len(au.units)), "cgroup_mode": v.Layout().Mode.String()},
 	})
 	return fs, nil
 }
@@ -304,23 +306,38 @@ func (p placement) own() bool {
 	return len(p.units) > 0 && len(p.units) == len(strings.Split(strings.Trim(p.cgroup, "/"), "/"))
 }
 
+// containerGroup is the containers below one unit (or, outside every unit,
+// below one parent cgroup): one finding, since the fix is per unit.
+type containerGroup struct {
+	unit       string
+	parent     string // for containers outside every unit: their parent cgroup
+	own        bool
+	containers []string
+	cgroups    []string
+	chain      []string
+}
+
 // containers audits the unit above every container's cgroup, one finding
 // per unit (the fix is per unit) listing its containers.
-func (au *audit) containers(ctx context.Context, v *view) ([]validator.Finding, int, error) {
-	type group struct {
-		unit       string
-		parent     string // for containers outside every unit: their parent cgroup
-		own        bool
-		containers []string
-		cgroups    []string
-		chain      []string
+func (au *audit) containers(ctx context.Context, v *snapshot.Host) ([]validator.Finding, int, error) {
+	groups, skipped, n := au.group(v)
+	fs := skipped
+	for _, g := range groups {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		fs = append(fs, au.judgeGroup(ctx, g))
 	}
-	groups := map[string]*group{}
-	var order []string
-	var skipped []validator.Finding
-	n := 0
-	for i := range v.disc.Containers {
-		c := &v.disc.Containers[i]
+	return fs, n, nil
+}
+
+// group places every container and groups them by the unit above them, in
+// the order first seen; containers with no cgroup on a mounted hierarchy
+// are skips. n counts the containers placed.
+func (au *audit) group(v *snapshot.Host) (groups []*containerGroup, skipped []validator.Finding, n int) {
+	byKey := map[string]*containerGroup{}
+	for i := range v.Discovery().Containers {
+		c := &v.Discovery().Containers[i]
 		p, ok := au.place(v, c)
 		if !ok {
 			skipped = append(skipped, validator.Finding{Subject: c.Name(), Status: validator.Skip,
@@ -330,105 +347,97 @@ func (au *audit) containers(ctx context.Context, v *view) ([]validator.Finding, 
 		}
 		n++
 		key := "unit " + p.nearest()
-		g := &group{unit: p.nearest(), own: p.own(), chain: p.units}
+		g := &containerGroup{unit: p.nearest(), own: p.own(), chain: p.units}
 		if g.unit == "" {
 			g.parent = path.Dir(p.cgroup)
 			key = "root " + g.parent
 		} else if g.own {
 			key = "own " + g.unit
 		}
-		if old, ok := groups[key]; ok {
+		if old, ok := byKey[key]; ok {
 			g = old
 		} else {
-			groups[key] = g
-			order = append(order, key)
+			byKey[key] = g
+			groups = append(groups, g)
 		}
 		g.containers = append(g.containers, c.Name())
 		g.cgroups = append(g.cgroups, p.cgroup)
 	}
-	var fs []validator.Finding
-	for _, key := range order {
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
-		}
-		g := groups[key]
-		data := map[string]string{
-			"containers":      strings.Join(g.containers, " "),
-			"container_count": strconv.Itoa(len(g.containers)),
-			"cgroup":          g.cgroups[0],
-			"units":           strings.Join(g.chain, " "),
-		}
-		count := plural(len(g.containers), "container")
-		switch {
-		case g.unit == "":
-			data["parent"] = g.parent
-			fs = append(fs, validator.Finding{Subject: g.parent, Status: validator.Warn, Data: data,
-				Detail: fmt.Sprintf("%s under %s, outside every systemd unit and so outside every delegated subtree: "+
-					"no unit's Delegate= covers them and systemd's cgroup tree is shared with them on this %s host", count, g.parent, au.mode)})
-		case g.own:
-			u, err := au.unit(ctx, g.unit)
-			if err != nil {
-				fs = append(fs, validator.Finding{Subject: g.unit, Status: validator.Error, Detail: err.Error(), Data: data})
-				continue
-			}
-			d := unitData(u, nil)
-			for k, v := range data {
-				d[k] = v
-			}
-			st := validator.Pass
-			detail := fmt.Sprintf("%s in the cgroup of %s itself (runc's systemd cgroup driver): systemd keeps its processes where runc recorded them", count, g.unit)
-			if u.LoadState != "loaded" {
-				st = validator.Warn
-				detail = fmt.Sprintf("%s in the cgroup of %s, which systemd does not know (LoadState=%s)", count, g.unit, u.LoadState)
-			}
-			fs = append(fs, validator.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d})
-		default:
-			u, err := au.unit(ctx, g.unit)
-			if err != nil {
-				fs = append(fs, validator.Finding{Subject: g.unit, Status: validator.Error, Detail: err.Error(), Data: data})
-				continue
-			}
-			st, why, d := au.judge(u)
-			for k, v := range data {
-				d[k] = v
-			}
-			detail := fmt.Sprintf("%s below %s: %s", count, g.unit, why)
-			if st == validator.Fail {
-				verb := "are"
-				if len(g.containers) == 1 {
-					verb = "is"
-				}
-				detail = fmt.Sprintf("%s below %s %s exposed to seed-000: %s", count, g.unit, verb, why)
-			}
-			fs = append(fs, validator.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d})
-		}
+	return groups, skipped, n
+}
+
+// judgeGroup is the finding of one group: outside every unit, in a unit's
+// own cgroup (a scope of runc's systemd driver), or below a unit that must
+// delegate.
+func (au *audit) judgeGroup(ctx context.Context, g *containerGroup) validator.Finding {
+	data := map[string]string{
+		"containers":      strings.Join(g.containers, " "),
+		"container_count": strconv.Itoa(len(g.containers)),
+		"cgroup":          g.cgroups[0],
+		"units":           strings.Join(g.chain, " "),
 	}
-	return append(skipped, fs...), n, nil
+	count := plural(len(g.containers), "container")
+	if g.unit == "" {
+		data["parent"] = g.parent
+		return validator.Finding{Subject: g.parent, Status: validator.Warn, Data: data,
+			Detail: fmt.Sprintf("%s under %s, outside every systemd unit and so outside every delegated subtree: "+
+				"no unit's Delegate= covers them and systemd's cgroup tree is shared with them on this %s host", count, g.parent, au.mode)}
+	}
+	u, err := au.unit(ctx, g.unit)
+	if err != nil {
+		return validator.Finding{Subject: g.unit, Status: validator.Error, Detail: err.Error(), Data: data}
+	}
+	if g.own {
+		d := unitData(u, nil)
+		for k, v := range data {
+			d[k] = v
+		}
+		st := validator.Pass
+		detail := fmt.Sprintf("%s in the cgroup of %s itself (runc's systemd cgroup driver): systemd keeps its processes where runc recorded them", count, g.unit)
+		if u.LoadState != "loaded" {
+			st = validator.Warn
+			detail = fmt.Sprintf("%s in the cgroup of %s, which systemd does not know (LoadState=%s)", count, g.unit, u.LoadState)
+		}
+		return validator.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d}
+	}
+	st, why, d := au.judge(u)
+	for k, v := range data {
+		d[k] = v
+	}
+	detail := fmt.Sprintf("%s below %s: %s", count, g.unit, why)
+	if st == validator.Fail {
+		verb := "are"
+		if len(g.containers) == 1 {
+			verb = "is"
+		}
+		detail = fmt.Sprintf("%s below %s %s exposed to seed-000: %s", count, g.unit, verb, why)
+	}
+	return validator.Finding{Subject: g.unit, Status: st, Detail: detail, Data: d}
 }
 
 // place finds a container's cgroup in the hierarchy systemd tracks units by:
 // name=systemd on v1 and hybrid hosts, the v2 hierarchy otherwise (or on a
 // hybrid host whose state has no name=systemd path).
-func (au *audit) place(v *view, c *runcstate.Container) (placement, bool) {
+func (au *audit) place(v *snapshot.Host, c *runcstate.Container) (placement, bool) {
 	paths := c.State.CgroupPaths
 	for _, key := range []string{"name=systemd", ""} {
 		abs, ok := paths[key]
 		if !ok {
 			continue
 		}
-		h, rel, ok := v.layout.Split(abs)
-		if !ok || v.layout.ForKey(key) != h {
+		h, rel, ok := v.Layout().Split(abs)
+		if !ok || v.Layout().ForKey(key) != h {
 			continue
 		}
 		return placement{cgroup: rel, units: cgroupUnits(rel)}, true
 	}
 	// No tracking hierarchy recorded: any controller's path still shows
 	// the units above (systemd mirrors its tree into every hierarchy).
-	exps, _ := v.expectations(c)
+	exps, _ := v.Expectations(c)
 	if len(exps) == 0 {
 		return placement{}, false
 	}
-	return placement{cgroup: exps[0].rel, units: cgroupUnits(exps[0].rel)}, true
+	return placement{cgroup: exps[0].Rel, units: cgroupUnits(exps[0].Rel)}, true
 }
 
 // unitSuffixes are the unit types that own cgroups.

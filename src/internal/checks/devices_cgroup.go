@@ -11,13 +11,14 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // DevicesCgroup compares what each container's v1 devices cgroup allows
 // (devices.list) with the device rules its runtime state records.
 type DevicesCgroup struct {
-	host *host
+	host *snapshot.Source
 }
 
 var _ validator.Check = (*DevicesCgroup)(nil)
@@ -47,27 +48,27 @@ func (*DevicesCgroup) Meta() validator.Meta {
 }
 
 func (d *DevicesCgroup) Run(ctx context.Context) ([]validator.Finding, error) {
-	v, err := d.host.get()
+	v, err := d.host.Get()
 	if err != nil {
 		return nil, err
 	}
-	h := v.layout.ForKey("devices")
-	if h == nil || v.layout.Mode == cgroup.Unified {
+	h := v.Layout().ForKey("devices")
+	if h == nil || v.Layout().Mode == cgroup.Unified {
 		return []validator.Finding{{Subject: "devices", Status: validator.Skip,
-			Detail: fmt.Sprintf("no v1 devices hierarchy on this %s host (v2 filters devices with eBPF, which has no list to read)", v.layout.Mode)}}, nil
+			Detail: fmt.Sprintf("no v1 devices hierarchy on this %s host (v2 filters devices with eBPF, which has no list to read)", v.Layout().Mode)}}, nil
 	}
 	var fs []validator.Finding
 	decoded := map[string][]runcstate.DeviceRule{} // a cell's containers share their rules
 	checked := 0
-	for i := range v.disc.Containers {
+	for i := range v.Discovery().Containers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c := &v.disc.Containers[i]
-		if c.State.Config.Cgroups == nil || len(c.State.Config.Cgroups.Devices) == 0 || v.initOf(c) == nil {
+		c := &v.Discovery().Containers[i]
+		if c.State.Config.Cgroups == nil || len(c.State.Config.Cgroups.Devices) == 0 || v.InitOf(c) == nil {
 			continue // no rules recorded (crun, old runc), or not running: runtime-ghosts' finding
 		}
-		rel, ok := devicesCgroupOf(&v.members[i], h)
+		rel, ok := devicesCgroupOf(v.Members(i), h)
 		if !ok {
 			continue
 		}
@@ -81,7 +82,7 @@ func (d *DevicesCgroup) Run(ctx context.Context) ([]validator.Finding, error) {
 			}
 			decoded[raw] = rules
 		}
-		b, err := os.ReadFile(filepath.Join(v.layout.Path(h, rel), "devices.list"))
+		b, err := os.ReadFile(filepath.Join(v.Layout().Path(h, rel), "devices.list"))
 		if errors.Is(err, os.ErrNotExist) {
 			continue // the cgroup went away with the container
 		}
@@ -108,10 +109,10 @@ func (d *DevicesCgroup) Run(ctx context.Context) ([]validator.Finding, error) {
 
 // devicesCgroupOf is the container's recorded cgroup in the devices
 // hierarchy h.
-func devicesCgroupOf(m *cgroupMembers, h *cgroup.Hierarchy) (string, bool) {
-	for _, e := range m.exps {
-		if e.h == h {
-			return e.rel, true
+func devicesCgroupOf(m *snapshot.Members, h *cgroup.Hierarchy) (string, bool) {
+	for _, e := range m.Exps {
+		if e.Hierarchy == h {
+			return e.Rel, true
 		}
 	}
 	return "", false

@@ -6,6 +6,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -26,8 +27,12 @@ type Deps struct {
 	ExtraCgroupRoots []string
 	// RuncInitMaxAge is how old a `runc init` may get; 0 means the default.
 	RuncInitMaxAge time.Duration
-	// Fix lets cgroup-integrity move escaped processes back.
-	Fix bool
+	// Snapshot is the run's read of the host, shared by the checks that
+	// judge processes and cgroups; nil reads it under Root, RuntimeRoots and
+	// Namespaces when the first check asks. watch passes its own per scan.
+	Snapshot *snapshot.Source
+	// Reread reads a suspect again to confirm it; nil reads /proc.
+	Reread snapshot.Rereader
 	// Confirm are the waits before a suspected escape counts (each one a
 	// re-read); nil means the validator's 1.5s in four rounds. watch passes
 	// a shorter schedule to report within a second (docs/validator.md).
@@ -74,12 +79,15 @@ type Deps struct {
 
 // All is the one list of the validator's checks, in report order.
 func All(d Deps) []validator.Check {
-	h := newHost(d) // one scan of /proc and the runtime roots, shared
+	h := d.Snapshot
+	if h == nil {
+		h = snapshot.Lazy(snapshot.Spec{Root: d.Root, RuntimeRoots: d.RuntimeRoots, Namespaces: d.Namespaces})
+	}
 	if d.Sleep == nil && !hostroot.IsLive(d.Root) {
 		d.Sleep = func(time.Duration) {}
 	}
 	return []validator.Check{
-		&CgroupIntegrity{host: h, Fix: d.Fix, Sleep: d.Sleep, Confirm: d.Confirm},
+		&CgroupIntegrity{host: h, Sleep: d.Sleep, Confirm: d.Confirm, Reread: d.Reread},
 		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots},
 		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},
 		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase,

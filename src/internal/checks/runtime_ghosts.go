@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -19,7 +20,7 @@ import (
 // another process, and processes in a runtime's cgroup subtree that no state
 // claims.
 type RuntimeGhosts struct {
-	host *host
+	host *snapshot.Source
 	// ExtraRoots are cgroup paths searched for orphans besides the parents
 	// of known containers' cgroups (e.g. "/garden" when no container runs,
 	// or kubelet's "/kubepods.slice", which the job accepts only as an
@@ -53,12 +54,12 @@ func (*RuntimeGhosts) Meta() validator.Meta {
 }
 
 func (g *RuntimeGhosts) Run(ctx context.Context) ([]validator.Finding, error) {
-	v, err := g.host.get()
+	v, err := g.host.Get()
 	if err != nil {
 		return nil, err
 	}
 	var fs []validator.Finding
-	for _, p := range v.disc.Problems {
+	for _, p := range v.Discovery().Problems {
 		fs = append(fs, validator.Finding{
 			Subject: p.Path, Status: validator.Fail,
 			Detail: fmt.Sprintf("unreadable runtime state: %v", p.Err),
@@ -66,10 +67,10 @@ func (g *RuntimeGhosts) Run(ctx context.Context) ([]validator.Finding, error) {
 		})
 	}
 	ghosts := 0
-	for i := range v.disc.Containers {
-		c := &v.disc.Containers[i]
+	for i := range v.Discovery().Containers {
+		c := &v.Discovery().Containers[i]
 		if f, ok := ghost(v, c); ok {
-			remaining(v, &v.members[i], &f)
+			remaining(v, v.Members(i), &f)
 			fs = append(fs, f)
 			ghosts++
 		}
@@ -82,13 +83,13 @@ func (g *RuntimeGhosts) Run(ctx context.Context) ([]validator.Finding, error) {
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d states under %s, %d ghosts, %d orphan processes",
-			len(v.disc.Containers), strings.Join(v.disc.Roots, ", "), ghosts, len(orphans)),
+			len(v.Discovery().Containers), strings.Join(v.Discovery().Roots, ", "), ghosts, len(orphans)),
 	})
 	return fs, nil
 }
 
 // ghost says whether c's init process is gone or reused.
-func ghost(v *view, c *runcstate.Container) (validator.Finding, bool) {
+func ghost(v *snapshot.Host, c *runcstate.Container) (validator.Finding, bool) {
 	st := c.State
 	if st.InitProcessPid <= 0 {
 		return validator.Finding{}, false
@@ -98,18 +99,18 @@ func ghost(v *view, c *runcstate.Container) (validator.Finding, bool) {
 		"pid": strconv.Itoa(st.InitProcessPid), "recorded_start": strconv.FormatUint(uint64(st.InitProcessStart), 10),
 	}
 	f := validator.Finding{Subject: c.Name(), Status: validator.Fail, Data: data}
-	p := v.find(st.InitProcessPid)
+	p := v.Find(st.InitProcessPid)
 	switch {
 	case p == nil:
 		data["kind"] = "init-gone"
 		f.Detail = fmt.Sprintf("init pid %d is gone; state %s is a ghost", st.InitProcessPid, c.StatePath)
-	case p.stat.StartTime != uint64(st.InitProcessStart):
+	case p.Stat.StartTime != uint64(st.InitProcessStart):
 		data["kind"] = "pid-reused"
-		data["comm"] = p.stat.Comm
-		data["actual_start"] = strconv.FormatUint(p.stat.StartTime, 10)
+		data["comm"] = p.Stat.Comm
+		data["actual_start"] = strconv.FormatUint(p.Stat.StartTime, 10)
 		f.Detail = fmt.Sprintf("init pid %d is now %q (started at tick %d, state recorded %d): the pid was reused; state %s is a ghost",
-			st.InitProcessPid, p.stat.Comm, p.stat.StartTime, st.InitProcessStart, c.StatePath)
-	case p.stat.State == 'Z':
+			st.InitProcessPid, p.Stat.Comm, p.Stat.StartTime, st.InitProcessStart, c.StatePath)
+	case p.Stat.State == 'Z':
 		data["kind"] = "init-zombie"
 		f.Detail = fmt.Sprintf("init pid %d exited and was not reaped; state %s is a ghost", st.InitProcessPid, c.StatePath)
 	default:
@@ -122,9 +123,9 @@ func ghost(v *view, c *runcstate.Container) (validator.Finding, bool) {
 // cgroups (seed 002: after a worker or daemon restarted behind the
 // platform's back, a container's init is gone while its other processes
 // run on, and nothing that reads the state will stop them).
-func remaining(v *view, m *cgroupMembers, f *validator.Finding) {
+func remaining(v *snapshot.Host, m *snapshot.Members, f *validator.Finding) {
 	var pids []int
-	for _, l := range m.listed {
+	for _, l := range m.Listed {
 		pids = append(pids, l...)
 	}
 	sort.Ints(pids)
@@ -135,8 +136,8 @@ func remaining(v *view, m *cgroupMembers, f *validator.Finding) {
 	var ps []string
 	for _, pid := range pids {
 		comm := "?"
-		if p := v.find(pid); p != nil {
-			comm = p.stat.Comm
+		if p := v.Find(pid); p != nil {
+			comm = p.Stat.Comm
 		}
 		ps = append(ps, fmt.Sprintf("%d (%s)", pid, comm))
 	}
@@ -151,8 +152,8 @@ func remaining(v *view, m *cgroupMembers, f *validator.Finding) {
 // orphans walks the runtime's cgroup subtrees in one reference hierarchy
 // (a process leaked by a failed destroy sits in every hierarchy, so one is
 // enough) and reports processes in cgroups no state owns.
-func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]validator.Finding, error) {
-	ref := referenceHierarchy(v.layout)
+func (g *RuntimeGhosts) orphans(ctx context.Context, v *snapshot.Host) ([]validator.Finding, error) {
+	ref := referenceHierarchy(v.Layout())
 	if ref == nil {
 		return nil, nil
 	}
@@ -160,13 +161,13 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]validator.Findi
 	owned := map[string]bool{}
 	claimedNS := map[uint64]bool{}
 	parents := map[string]bool{}
-	for i := range v.disc.Containers {
-		c := &v.disc.Containers[i]
-		if ns := v.pidNS(c); ns != 0 {
+	for i := range v.Discovery().Containers {
+		c := &v.Discovery().Containers[i]
+		if ns := v.PidNS(c); ns != 0 {
 			claimedNS[ns] = true
 		}
 		for _, abs := range c.State.CgroupPaths {
-			h, rel, ok := v.layout.Split(abs)
+			h, rel, ok := v.Layout().Split(abs)
 			if !ok || h != ref {
 				continue
 			}
@@ -184,7 +185,7 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]validator.Findi
 	var buf []byte
 	var pids []int
 	for _, rel := range roots {
-		err := cgroup.Walk(v.layout.Path(ref, rel), rel, func(dir, rel string) error {
+		err := cgroup.Walk(v.Layout().Path(ref, rel), rel, func(dir, rel string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -200,18 +201,18 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *view) ([]validator.Findi
 				return err
 			}
 			for _, pid := range pids {
-				p := v.find(pid)
+				p := v.Find(pid)
 				if p == nil {
 					continue // started after the scan or already gone
 				}
-				if _, listed := v.listedBy[pid]; listed || claimedNS[p.ns] {
+				if _, listed := v.ListedBy(pid); listed || claimedNS[p.NS] {
 					continue // a container's process out of place: cgroup-integrity's finding
 				}
 				out = append(out, validator.Finding{
 					Subject: rel, Status: validator.Fail,
-					Detail: fmt.Sprintf("pid %d (%s) is in %s:%s, which no runtime state claims", pid, p.stat.Comm, ref.Name, rel),
+					Detail: fmt.Sprintf("pid %d (%s) is in %s:%s, which no runtime state claims", pid, p.Stat.Comm, ref.Name, rel),
 					Data: map[string]string{
-						"kind": "orphan", "pid": strconv.Itoa(pid), "comm": p.stat.Comm,
+						"kind": "orphan", "pid": strconv.Itoa(pid), "comm": p.Stat.Comm,
 						"hierarchy": ref.Name, "cgroup": rel,
 					},
 				})

@@ -32,8 +32,9 @@ var _ validator.Check = (*RuntimeVersions)(nil)
 
 func (*RuntimeVersions) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "runtime-versions",
-		Title: "runc, crun, containerd, its runc shim and dockerd are not affected by a known advisory",
+		ID:       "runtime-versions",
+		Measured: []string{"version_output"},
+		Title:    "runc, crun, containerd, its runc shim and dockerd are not affected by a known advisory",
 		Severity: map[validator.Phase]validator.Severity{
 			// At drain the old runtime is on its way out and blocking
 			// would stop the very update that replaces it.
@@ -124,22 +125,7 @@ func (c *RuntimeVersions) Run(ctx context.Context) ([]validator.Finding, error) 
 // judgeRuntime turns one probed binary into findings: one summary, one per
 // matching advisory.
 func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase validator.Phase, conds *advisoryConditions) []validator.Finding {
-	base := map[string]string{
-		"component": info.Component, "path": info.Path, "source": info.Source,
-		"version_output": firstLineOf(info.RawVersion),
-	}
-	if info.Distro != "" {
-		base["package_version"] = info.Distro
-	}
-	if info.Commit != "" {
-		base["commit"] = info.Commit
-	}
-	if info.Component == runtimever.Runc {
-		base["runc_features"] = strconv.FormatBool(info.Features)
-	}
-	if len(info.Notes) > 0 {
-		base["notes"] = strings.Join(info.Notes, "; ")
-	}
+	base := probeData(info)
 	if info.VersionErr != nil {
 		d := cloneData(base)
 		return []validator.Finding{{
@@ -204,6 +190,27 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase valida
 		summary += "; " + strings.Join(info.Notes, "; ")
 	}
 	return append([]validator.Finding{{Subject: info.Path, Status: validator.Pass, Detail: summary, Data: base}}, out...)
+}
+
+// probeData is what every finding of a probed binary says about it.
+func probeData(info runtimever.Info) map[string]string {
+	d := map[string]string{
+		"component": info.Component, "path": info.Path, "source": info.Source,
+		"version_output": firstLineOf(info.RawVersion),
+	}
+	if info.Distro != "" {
+		d["package_version"] = info.Distro
+	}
+	if info.Commit != "" {
+		d["commit"] = info.Commit
+	}
+	if info.Component == runtimever.Runc {
+		d["runc_features"] = strconv.FormatBool(info.Features)
+	}
+	if len(info.Notes) > 0 {
+		d["notes"] = strings.Join(info.Notes, "; ")
+	}
+	return d
 }
 
 // advisoryStatus maps an advisory's severity in this phase to a finding: a

@@ -9,8 +9,10 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
-// KindRuntime marks the findings that name a runtime root found
-// (Data["kind"]); cli logs them, so the log says what was looked at.
+// KindRuntime is Data["kind"] of the findings that name a runtime root
+// found, for operators reading the JSON. Their Evidence is the
+// runcstate.Runtime, which cli logs, so the log says what was looked at
+// even when every check passed.
 const KindRuntime = "runtime"
 
 // runtimesFound is one finding per runtime root found, by name and root,
@@ -34,6 +36,7 @@ func runtimesFound(d *runcstate.Discovery) []validator.Finding {
 			Detail: fmt.Sprintf("runtime root %s: %s", r.Root, plural(r.Containers, "container")),
 			Data: map[string]string{"kind": KindRuntime, "runtime": r.Name, "root": r.Root,
 				"containers": strconv.Itoa(r.Containers)},
+			Evidence: r,
 		})
 	}
 	return fs

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -29,7 +30,7 @@ const minPipePages = 16
 // StuckRuncInit finds `runc init` processes older than MaxAge and pipes
 // held by runc processes with less than the default capacity.
 type StuckRuncInit struct {
-	host   *host
+	host   *snapshot.Source
 	MaxAge time.Duration
 	Now    func() time.Time
 	// PipeCapacity reads a pipe's capacity; nil means procfs.PipeCapacity.
@@ -40,8 +41,9 @@ var _ validator.Check = (*StuckRuncInit)(nil)
 
 func (*StuckRuncInit) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "stuck-runc-init",
-		Title: "no runc init is stuck and runc's pipes have their full capacity",
+		ID:       "stuck-runc-init",
+		Measured: []string{"age_seconds", "capacity_bytes"},
+		Title:    "no runc init is stuck and runc's pipes have their full capacity",
 		Severity: map[validator.Phase]validator.Severity{
 			validator.PreStart: validator.Warning,
 			validator.Drain:    validator.Warning,
@@ -61,7 +63,7 @@ func (*StuckRuncInit) Meta() validator.Meta {
 }
 
 func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
-	v, err := s.host.get()
+	v, err := s.host.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -80,23 +82,23 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 	minCap := minPipePages * os.Getpagesize()
 	// Which container a runc init belongs to: its pid is the state's init.
 	byInit := map[int]string{}
-	for i := range v.disc.Containers {
-		c := &v.disc.Containers[i]
+	for i := range v.Discovery().Containers {
+		c := &v.Discovery().Containers[i]
 		byInit[c.State.InitProcessPid] = c.Name()
 	}
-	r := v.proc.NewReader()
+	r := v.ProcFS().NewReader()
 	defer r.Close()
 	var fs []validator.Finding
 	inits, runcs := 0, 0
-	for i := range v.procs {
+	for i := range v.Procs() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p := &v.procs[i]
-		if !strings.HasPrefix(p.stat.Comm, "runc") {
+		p := &v.Procs()[i]
+		if !strings.HasPrefix(p.Stat.Comm, "runc") {
 			continue
 		}
-		args, err := r.Cmdline(p.pid)
+		args, err := r.Cmdline(p.PID)
 		if err != nil && !procfs.IsGone(err) {
 			return nil, err
 		}
@@ -104,21 +106,21 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 			continue
 		}
 		runcs++
-		if isRuncInit(p.stat.Comm, args) {
+		if isRuncInit(p.Stat.Comm, args) {
 			inits++
-			started := procfs.StartedAt(v.boot, p.stat.StartTime)
+			started := procfs.StartedAt(v.Boot(), p.Stat.StartTime)
 			if age := now().Sub(started); age > maxAge {
-				subject := byInit[p.pid]
+				subject := byInit[p.PID]
 				if subject == "" {
-					subject = "pid " + strconv.Itoa(p.pid)
+					subject = "pid " + strconv.Itoa(p.PID)
 				}
 				fs = append(fs, validator.Finding{
 					Subject: subject, Status: validator.Fail,
-					Detail: fmt.Sprintf("runc init pid %d (%s) has run for %s (limit %s)", p.pid, p.stat.Comm, age.Round(time.Second), maxAge),
+					Detail: fmt.Sprintf("runc init pid %d (%s) has run for %s (limit %s)", p.PID, p.Stat.Comm, age.Round(time.Second), maxAge),
 					Data: map[string]string{
-						"kind": "stuck-init", "pid": strconv.Itoa(p.pid), "comm": p.stat.Comm,
+						"kind": "stuck-init", "pid": strconv.Itoa(p.PID), "comm": p.Stat.Comm,
 						"started_at": started.UTC().Format(time.RFC3339), "age_seconds": strconv.Itoa(int(age.Seconds())),
-						"container": byInit[p.pid],
+						"container": byInit[p.PID],
 					},
 				})
 			}
@@ -144,8 +146,8 @@ func isRuncInit(comm string, args []string) bool {
 
 // smallPipes reports pipes of p below the default capacity. Descriptors
 // that vanish or cannot be opened are skipped.
-func (s *StuckRuncInit) smallPipes(v *view, r *procfs.Reader, p *proc, capOf func(procfs.FS, int, int) (int, error), minCap int) []validator.Finding {
-	ents, err := os.ReadDir(v.proc.Path(p.pid, "fd"))
+func (s *StuckRuncInit) smallPipes(v *snapshot.Host, r *procfs.Reader, p *snapshot.Proc, capOf func(procfs.FS, int, int) (int, error), minCap int) []validator.Finding {
+	ents, err := os.ReadDir(v.ProcFS().Path(p.PID, "fd"))
 	if err != nil {
 		return nil // gone, or not ours to read
 	}
@@ -155,16 +157,16 @@ func (s *StuckRuncInit) smallPipes(v *view, r *procfs.Reader, p *proc, capOf fun
 		if err != nil {
 			continue
 		}
-		l, err := r.Readlink(p.pid, "fd/"+e.Name())
+		l, err := r.Readlink(p.PID, "fd/"+e.Name())
 		if err != nil || !strings.HasPrefix(string(l), "pipe:[") {
 			continue
 		}
 		pipe := string(l)
-		n, err := capOf(v.proc, p.pid, fd)
+		n, err := capOf(v.ProcFS(), p.PID, fd)
 		if err != nil {
 			if !procfs.IsGone(err) && !errors.Is(err, procfs.ErrNotPipe) && !errors.Is(err, os.ErrPermission) {
 				out = append(out, validator.Finding{
-					Subject: "pid " + strconv.Itoa(p.pid), Status: validator.Skip,
+					Subject: "pid " + strconv.Itoa(p.PID), Status: validator.Skip,
 					Detail: fmt.Sprintf("could not read capacity of %s on fd %d: %v", pipe, fd, err),
 				})
 			}
@@ -172,11 +174,11 @@ func (s *StuckRuncInit) smallPipes(v *view, r *procfs.Reader, p *proc, capOf fun
 		}
 		if n < minCap {
 			out = append(out, validator.Finding{
-				Subject: "pid " + strconv.Itoa(p.pid), Status: validator.Fail,
+				Subject: "pid " + strconv.Itoa(p.PID), Status: validator.Fail,
 				Detail: fmt.Sprintf("pid %d (%s) holds %s on fd %d with capacity %d bytes (%d pages, default %d): fs.pipe-user-pages-soft is exhausted for its user",
-					p.pid, p.stat.Comm, pipe, fd, n, n/os.Getpagesize(), minPipePages),
+					p.PID, p.Stat.Comm, pipe, fd, n, n/os.Getpagesize(), minPipePages),
 				Data: map[string]string{
-					"kind": "small-pipe", "pid": strconv.Itoa(p.pid), "comm": p.stat.Comm, "fd": strconv.Itoa(fd),
+					"kind": "small-pipe", "pid": strconv.Itoa(p.PID), "comm": p.Stat.Comm, "fd": strconv.Itoa(fd),
 					"pipe": pipe, "capacity_bytes": strconv.Itoa(n),
 				},
 			})

@@ -26,8 +26,9 @@ var _ validator.Check = (*SysctlProfile)(nil)
 
 func (*SysctlProfile) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "sysctl-profile",
-		Title: "the container-host sysctl profile is in force, live and at boot",
+		ID:       "sysctl-profile",
+		Measured: []string{"live"},
+		Title:    "the container-host sysctl profile is in force, live and at boot",
 		Severity: map[validator.Phase]validator.Severity{
 			// Pre-start runs `cellguard sysctl apply` first, so drift here is
 			// what apply cannot fix: another sysctl.d file or /etc/sysctl.conf

@@ -93,10 +93,6 @@ func (c *SystemdCgroupMode) Run(ctx context.Context) ([]validator.Finding, error
 	if installed == nil {
 		installed = SystemctlVersion{Root: c.Root}
 	}
-	type source struct {
-		name string
-		v    int
-	}
 	var sources []source
 	var fs []validator.Finding
 	if c.Running != nil && systemd.Booted(c.Root) {
@@ -125,31 +121,11 @@ func (c *SystemdCgroupMode) Run(ctx context.Context) ([]validator.Finding, error
 	if len(sources) == 0 {
 		return fs, nil
 	}
-	v1 := mode == cgroup.Legacy || mode == cgroup.Hybrid
 	forced := cmdlineHas(c.Root, legacyForceArg)
 	maxV := 0
 	for _, s := range sources {
-		if s.v > maxV {
-			maxV = s.v
-		}
-		d := map[string]string{"systemd": strconv.Itoa(s.v), "which": s.name, "cgroup_mode": mode.String(),
-			"legacy_force": strconv.FormatBool(forced)}
-		f := validator.Finding{Subject: "systemd " + s.name, Data: d}
-		switch {
-		case !v1 || s.v < systemdRefusesV1:
-			f.Status = validator.Pass
-			f.Detail = fmt.Sprintf("systemd %d (%s) supports the %s cgroup mode", s.v, s.name, mode)
-		case s.v >= systemdDropsV1:
-			f.Status = validator.Fail
-			f.Detail = fmt.Sprintf("systemd %d (%s) has no cgroup v1 support (removed in %d) and this host uses cgroup %s: it will not boot", s.v, s.name, systemdDropsV1, mode)
-		case forced:
-			f.Status = validator.Warn
-			f.Detail = fmt.Sprintf("systemd %d (%s) on cgroup %s boots only because the kernel command line has %s; systemd %d drops cgroup v1 entirely", s.v, s.name, mode, legacyForceArg, systemdDropsV1)
-		default:
-			f.Status = validator.Fail
-			f.Detail = fmt.Sprintf("systemd %d (%s) refuses to boot on cgroup v1 and this host uses cgroup %s without %s on the kernel command line", s.v, s.name, mode, legacyForceArg)
-		}
-		fs = append(fs, f)
+		maxV = max(maxV, s.v)
+		fs = append(fs, judgeSystemd(s, mode, forced))
 	}
 	if maxV >= systemd.KillModeNoneDeprecatedSince {
 		units, err := killModeNoneUnits(c.Root)
@@ -164,6 +140,37 @@ func (c *SystemdCgroupMode) Run(ctx context.Context) ([]validator.Finding, error
 		}
 	}
 	return fs, nil
+}
+
+// source is one systemd version read: the running manager's or the
+// installed binary's.
+type source struct {
+	name string
+	v    int
+}
+
+// judgeSystemd says whether systemd of version s boots on a host in cgroup
+// mode (forced: with the kernel's legacy-force argument).
+func judgeSystemd(s source, mode cgroup.Mode, forced bool) validator.Finding {
+	v1 := mode == cgroup.Legacy || mode == cgroup.Hybrid
+	d := map[string]string{"systemd": strconv.Itoa(s.v), "which": s.name, "cgroup_mode": mode.String(),
+		"legacy_force": strconv.FormatBool(forced)}
+	f := validator.Finding{Subject: "systemd " + s.name, Data: d}
+	switch {
+	case !v1 || s.v < systemdRefusesV1:
+		f.Status = validator.Pass
+		f.Detail = fmt.Sprintf("systemd %d (%s) supports the %s cgroup mode", s.v, s.name, mode)
+	case s.v >= systemdDropsV1:
+		f.Status = validator.Fail
+		f.Detail = fmt.Sprintf("systemd %d (%s) has no cgroup v1 support (removed in %d) and this host uses cgroup %s: it will not boot", s.v, s.name, systemdDropsV1, mode)
+	case forced:
+		f.Status = validator.Warn
+		f.Detail = fmt.Sprintf("systemd %d (%s) on cgroup %s boots only because the kernel command line has %s; systemd %d drops cgroup v1 entirely", s.v, s.name, mode, legacyForceArg, systemdDropsV1)
+	default:
+		f.Status = validator.Fail
+		f.Detail = fmt.Sprintf("systemd %d (%s) refuses to boot on cgroup v1 and this host uses cgroup %s without %s on the kernel command line", s.v, s.name, mode, legacyForceArg)
+	}
+	return f
 }
 
 func cmdlineHas(root, arg string) bool {

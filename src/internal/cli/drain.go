@@ -157,10 +157,11 @@ func (d *drainRun) run(ctx context.Context) (code int) {
 	}
 	budget := d.budget(cfg)
 	logger.Info("starting", lager.Data{"root": f.root, "checks": validator.IDs(v.registry), "ignore": v.opts.Ignore,
-		"fix": v.deps.Fix, "budget": budget.String(), "block_on_shutdown": d.blockOnShutdown(cfg)})
+		"fix": v.fix, "budget": budget.String(), "block_on_shutdown": d.blockOnShutdown(cfg)})
 	bctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	rep := validator.Run(bctx, v.registry, v.opts)
+	v.heal(&rep)
 	safefile.Crash("drain")
 	if rep.Incomplete {
 		var unfinished []string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,10 +14,12 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/heal"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -114,13 +117,14 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		cr.print(env)
 		return ExitCantRun
 	}
-	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": validator.IDs(v.registry), "ignore": v.opts.Ignore, "fix": v.deps.Fix})
+	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": validator.IDs(v.registry), "ignore": v.opts.Ignore, "fix": v.fix})
 	rep := validator.Run(ctx, v.registry, v.opts)
 	if err := ctx.Err(); err != nil {
 		logger.Error("interrupted", err)
 		errorf(env, "interrupted: %v", err)
 		return ExitCantRun
 	}
+	v.heal(&rep)
 	// Drain: stdout is BOSH's, and holds only the integer.
 	out := env.Stdout
 	if phase == validator.Drain {
@@ -152,11 +156,23 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 }
 
 // validation is what one validator run needs: the checks' deps from the
-// config and flags, the registry, and the policy checked against it.
+// config and flags, the registry bound to the run's snapshot, the policy
+// checked against it, and whether to heal what they find.
 type validation struct {
 	deps     checks.Deps
+	snap     *snapshot.Source
 	registry []validator.Check
 	opts     validator.Options
+	fix      bool
+}
+
+// heal moves back what the checks confirmed escaped, when asked (--fix,
+// validator.fix), and puts what each move did in the report: judged, then
+// acted on.
+func (v *validation) heal(rep *validator.Report) {
+	if v.fix {
+		heal.Report(rep, v.snap, heal.Mover{})
+	}
 }
 
 // cantRun is why cellguard could not run, with a hint for humans.
@@ -177,7 +193,8 @@ func (c *cantRun) print(env *Env) {
 // It fails when the registry or the policy is wrong, or /proc cannot be
 // read under root: nothing could be validated.
 func newValidation(cfg *config.Config, phase validator.Phase, root string, runtimeRoots, extraIgnore []string, fix bool) (*validation, *cantRun) {
-	d := validatorDeps(root, cfg, phase, runtimeRoots, fix)
+	d := validatorDeps(root, cfg, phase, runtimeRoots)
+	d.Snapshot = snapshot.Lazy(snapshotSpec(d))
 	registry := checks.All(d)
 	if err := validator.Validate(registry); err != nil {
 		return nil, &cantRun{err: err}
@@ -191,7 +208,7 @@ func newValidation(cfg *config.Config, phase validator.Phase, root string, runti
 	if err := procfs.New(root).Readable(); err != nil {
 		return nil, &cantRun{err: err, hint: "run as root on the host, or point --root at a tree holding proc/ and sys/fs/cgroup/"}
 	}
-	return &validation{deps: d, registry: registry, opts: opts}, nil
+	return &validation{deps: d, snap: d.Snapshot, registry: registry, opts: opts, fix: fix || cfg.Validator.Fix}, nil
 }
 
 // policyOptions checks the config's ignore and blocking lists (plus
@@ -284,14 +301,14 @@ func logResults(logger lager.Logger, rep validator.Report) {
 		}
 		logger.Info("check", data)
 		for _, fd := range r.Findings {
-			if fd.Data["kind"] == checks.KindRuntime {
+			if rt, ok := fd.Evidence.(runcstate.Runtime); ok {
 				// What was looked at, by name and root: the log says it
 				// even when every check passed.
-				logger.Info("runtime-found", lager.Data{"runtime": fd.Data["runtime"], "root": fd.Data["root"], "containers": fd.Data["containers"]})
+				logger.Info("runtime-found", lager.Data{"runtime": rt.Name, "root": rt.Root, "containers": strconv.Itoa(rt.Containers)})
 				continue
 			}
-			if fd.Status == validator.Fail || fd.Status == validator.Warn || fd.Status == validator.Error {
-				logger.Info("finding", lager.Data{"check": r.ID, "subject": fd.Subject, "status": fd.Status, "detail": fd.Detail, "data": fd.Data})
+			if fd.Status.IsProblem() {
+				logger.Info("finding", lager.Data{"check": r.ID, "subject": fd.Subject, "status": fd.Status, "detail": fd.Detail, "data": fd.AllData()})
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -12,7 +13,7 @@ import (
 // validate and watch alike: one code path, the same checks on the same
 // settings. runtimeRoots (flags) replace the config's when given; with
 // neither, the default roots are scanned.
-func validatorDeps(root string, cfg *config.Config, phase validator.Phase, runtimeRoots []string, fix bool) checks.Deps {
+func validatorDeps(root string, cfg *config.Config, phase validator.Phase, runtimeRoots []string) checks.Deps {
 	vc := cfg.Validator
 	d := checks.Deps{
 		Root:             root,
@@ -20,7 +21,6 @@ func validatorDeps(root string, cfg *config.Config, phase validator.Phase, runti
 		Namespaces:       vc.Namespaces,
 		ExtraCgroupRoots: append(append([]string(nil), vc.ExtraCgroupRoots...), vc.ExtraCgroupSlices...),
 		RuncInitMaxAge:   vc.RuncInitMaxAge.Duration,
-		Fix:              fix || vc.Fix,
 		Phase:            phase,
 		RuntimeBinaries:  vc.RuntimeBinaries,
 		AdvisoriesFile:   vc.AdvisoriesFile,
@@ -51,4 +51,9 @@ func validatorPolicy(vc config.Validator, phase validator.Phase, ignore []string
 		p.Blocking = map[validator.Phase][]string{phase: splitList(list)}
 	}
 	return p
+}
+
+// snapshotSpec is what the checks' snapshot reads, from their deps.
+func snapshotSpec(d checks.Deps) snapshot.Spec {
+	return snapshot.Spec{Root: d.Root, RuntimeRoots: d.RuntimeRoots, Namespaces: d.Namespaces}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"strings"
 	"time"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
+	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 	"github.com/cloudfoundry/cellguard/src/internal/watch"
@@ -147,16 +148,18 @@ func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.L
 	}
 
 	// The same checks as validate, with drain's severities and policy.
-	base := validatorDeps(f.root, cfg, validator.Drain, f.runtimeRoots, false)
+	base := validatorDeps(f.root, cfg, validator.Drain, f.runtimeRoots)
 	base.Confirm = watch.ConfirmSchedule
 	// Every period runs runtime-versions: exec each runtime once per file.
 	base.ProbeCache = &runtimever.ProbeCache{}
-	registry := func(heal bool) []validator.Check {
+	// Each scan reads the host once and binds the checks to that read.
+	spec := snapshotSpec(base)
+	registry := func(src *snapshot.Source) []validator.Check {
 		d := base
-		d.Fix = heal
+		d.Snapshot = src
 		return checks.All(d)
 	}
-	reg := registry(false)
+	reg := checks.All(base)
 	if err := validator.Validate(reg); err != nil {
 		return watch.Config{}, err
 	}
@@ -170,6 +173,7 @@ func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.L
 	}
 	out := watch.Config{
 		Registry:      registry,
+		Read:          func() (*snapshot.Host, error) { return snapshot.Read(spec) },
 		OnEvent:       checks.OnEvent,
 		Options:       opts,
 		Period:        wc.Period.Duration,

@@ -54,7 +54,7 @@ func Human(w io.Writer, rep validator.Report) error {
 		}
 		n := 0
 		for _, f := range r.Findings {
-			if !counts(f) {
+			if !f.Status.IsProblem() {
 				continue
 			}
 			n++
@@ -85,17 +85,11 @@ func statusWord(s validator.Status) string {
 	return string(s)
 }
 
-// counts reports whether a finding is evidence of a problem (not a pass
-// summary or a skip note).
-func counts(f validator.Finding) bool {
-	return f.Status == validator.Fail || f.Status == validator.Warn || f.Status == validator.Error
-}
-
 // Count is the number of problem findings of a result.
 func Count(r validator.Result) int {
 	n := 0
 	for _, f := range r.Findings {
-		if counts(f) {
+		if f.Status.IsProblem() {
 			n++
 		}
 	}

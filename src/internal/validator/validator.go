@@ -2,9 +2,11 @@ package validator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -48,6 +50,9 @@ type Meta struct {
 	References []string
 	// Fix: what the operator should do when it fails.
 	Fix string
+	// Measured names the Data keys of the check's findings that change
+	// while the problem stays the same (Finding.Measured).
+	Measured []string
 }
 
 // SeverityIn returns the check's severity in phase p.
@@ -58,13 +63,109 @@ func (m Meta) SeverityIn(p Phase) Severity {
 	return Warning
 }
 
+// IsProblem says whether a finding or result with this status is a problem
+// an operator hears about (counted, logged, watched until it clears), not a
+// pass summary or a skip note. It is the one rule; report, watch, metrics
+// and cli ask it.
+func (s Status) IsProblem() bool { return s == Fail || s == Warn || s == Error }
+
 // Finding is one piece of evidence a check produced. Reports print it as
 // "subject: detail", so Detail does not repeat the subject.
 type Finding struct {
-	Subject string            `json:"subject,omitempty"` // container id, pid, unit, sysctl key
+	Subject string `json:"subject,omitempty"` // container id, pid, unit, sysctl key
+	Status  Status `json:"status"`
+	Detail  string `json:"detail"`
+	// Data is machine-readable evidence for operators (JSON, logs): what
+	// identifies the problem (hierarchy, expected).
+	Data map[string]string `json:"data,omitempty"`
+	// Measured is evidence that changes while the problem stays the same
+	// (where an escaped process is now, an age, a live value). JSON and logs
+	// show it in "data" with Data; it is not part of Identity, or watch
+	// would report the same problem again every scan. A check names its
+	// measured keys in Meta.Measured and Run moves them here.
+	Measured map[string]string `json:"-"`
+	// Evidence is the check's typed account of the finding (checks.Escape,
+	// checks.RuntimeRoot) for the packages that act on it: they read it,
+	// never Data's keys, which are for operators. Not in JSON.
+	Evidence any `json:"-"`
+}
+
+// AllData is Data and Measured in one map, as JSON and logs show them.
+func (f Finding) AllData() map[string]string {
+	if len(f.Measured) == 0 {
+		return f.Data
+	}
+	out := make(map[string]string, len(f.Data)+len(f.Measured))
+	for k, v := range f.Data {
+		out[k] = v
+	}
+	for k, v := range f.Measured {
+		out[k] = v
+	}
+	return out
+}
+
+// findingJSON is a Finding as --format json has always written it: one
+// "data" object.
+type findingJSON struct {
+	Subject string            `json:"subject,omitempty"`
 	Status  Status            `json:"status"`
 	Detail  string            `json:"detail"`
-	Data    map[string]string `json:"data,omitempty"` // machine-readable evidence (hierarchy, expected, actual)
+	Data    map[string]string `json:"data,omitempty"`
+}
+
+// MarshalJSON writes Data and Measured as one "data" object: the JSON
+// report is an operator contract and keeps its shape.
+func (f Finding) MarshalJSON() ([]byte, error) {
+	return json.Marshal(findingJSON{Subject: f.Subject, Status: f.Status, Detail: f.Detail, Data: f.AllData()})
+}
+
+// Identity names the problem a finding of check id reports, the same from
+// one run to the next while the problem lasts: its subject, status and
+// Data, without Measured.
+func (f Finding) Identity(id string) string {
+	parts := make([]string, 0, 3+len(f.Data))
+	parts = append(parts, id, f.Subject, string(f.Status))
+	ks := make([]string, 0, len(f.Data))
+	for k := range f.Data {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	for _, k := range ks {
+		parts = append(parts, k+"="+f.Data[k])
+	}
+	return strings.Join(parts, "\x00")
+}
+
+// measure moves the keys of f.Data that keys name into f.Measured. Data is
+// copied first: checks may share one map among findings.
+func (f *Finding) measure(keys []string) {
+	var moved map[string]string
+	for _, k := range keys {
+		if v, ok := f.Data[k]; ok {
+			if moved == nil {
+				moved = map[string]string{}
+			}
+			moved[k] = v
+		}
+	}
+	if moved == nil {
+		return
+	}
+	data := make(map[string]string, len(f.Data))
+	for k, v := range f.Data {
+		if _, ok := moved[k]; !ok {
+			data[k] = v
+		}
+	}
+	if f.Measured == nil {
+		f.Measured = moved
+	} else {
+		for k, v := range moved {
+			f.Measured[k] = v
+		}
+	}
+	f.Data = data
 }
 
 // Check is implemented by every check.
@@ -302,6 +403,11 @@ func runOne(ctx context.Context, c Check, m Meta, opts Options, now func() time.
 		}
 	}()
 	findings, err := c.Run(ctx)
+	if len(m.Measured) > 0 {
+		for i := range findings {
+			findings[i].measure(m.Measured)
+		}
+	}
 	res.Findings = findings
 	res.Duration = now().Sub(start).Seconds()
 	switch {
@@ -313,12 +419,33 @@ func runOne(ctx context.Context, c Check, m Meta, opts Options, now func() time.
 	default:
 		res.Status = worst(findings)
 	}
+	res.settle()
+	return res
+}
+
+// settle applies the severity to the status and says whether it blocks.
+func (res *Result) settle() {
 	if res.Status == Fail && res.Severity != Blocking {
 		// A non-blocking check's failure is a warning by definition.
 		res.Status = Warn
 	}
 	res.Blocking = res.Severity == Blocking && (res.Status == Fail || res.Status == Error) && !res.Ignored
-	return res
+}
+
+// SetFindings replaces result i's findings with what acting on them left
+// (heal's outcomes) and judges it and the report again, as Run would have.
+// A check that could not run keeps its error.
+func (rep *Report) SetFindings(i int, fs []Finding) {
+	res := &rep.Results[i]
+	res.Findings = fs
+	if res.Error == "" {
+		res.Status = worst(fs)
+		res.settle()
+	}
+	rep.Blocked = false
+	for _, r := range rep.Results {
+		rep.Blocked = rep.Blocked || r.Blocking
+	}
 }
 
 var rank = map[Status]int{Skip: 0, Pass: 1, Warn: 2, Fail: 3, Error: 4}

@@ -3,7 +3,8 @@
 // whenever systemd may have moved processes, and on a period, and reports
 // what changed: a log line when a finding appears and when it clears,
 // Prometheus metrics on /metrics and in a node_exporter textfile, and,
-// when asked, heals escaped processes through cgroup-integrity's fix.
+// when asked, heals the escapes the checks confirmed (package heal) within
+// its budget.
 //
 // Policy (which checks, severities, where to listen) comes from the
 // caller (cli/watch.go); this package owns the loop, coalescing,
@@ -20,7 +21,9 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
+	"github.com/cloudfoundry/cellguard/src/internal/heal"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -61,9 +64,8 @@ const (
 	// between starts in a storm of 10 a second, so a storm's settle scans
 	// are covered by its next bursts' scans and cost nothing extra.
 	settleDelay = 250 * time.Millisecond
-	// DefaultHealPerMinute bounds heals: a fight with something that keeps
-	// moving processes out must not become a busy loop.
-	DefaultHealPerMinute = 60
+	// DefaultHealPerMinute is heal.DefaultPerMinute.
+	DefaultHealPerMinute = heal.DefaultPerMinute
 	// eventCPUShare bounds the CPU event-driven scans may take on average:
 	// after a scan that used c of CPU, the next event scan waits until
 	// c/eventCPUShare has passed since this one began. A storm of unit
@@ -84,9 +86,11 @@ var ConfirmSchedule = []time.Duration{100 * time.Millisecond, 200 * time.Millise
 
 // Config is what the caller decides.
 type Config struct {
-	// Registry returns the checks for one scan, each call with a scan of
-	// its own; heal says whether cgroup-integrity may move processes back.
-	Registry func(heal bool) []validator.Check
+	// Registry returns the checks bound to one scan's read of the host.
+	Registry func(src *snapshot.Source) []validator.Check
+	// Read reads the host for one scan; nil means snapshot.Read of Root
+	// and RuntimeRoots.
+	Read func() (*snapshot.Host, error)
 	// OnEvent are the check ids run after systemd events; the period runs
 	// them all.
 	OnEvent []string
@@ -96,9 +100,12 @@ type Config struct {
 	// Debounce is how long events must be quiet before an event scan
 	// starts (bounded by maxDebounce from the first).
 	Debounce time.Duration
-	// Heal moves escaped processes back (cgroup-integrity's --fix).
+	// Heal moves escaped processes back (validate --fix's heal), at most
+	// HealPerMinute a minute.
 	Heal          bool
 	HealPerMinute int
+	// Healer heals; nil means heal.Mover.
+	Healer heal.Healer
 	// Systemd yields systemd's events; nil means none (periodic scans
 	// only, e.g. systemd is not init here).
 	Systemd Source
@@ -130,7 +137,7 @@ type Watcher struct {
 	m       *metrics.Watch
 	open    map[string]openFinding
 	roots   map[string]bool
-	bucket  *bucket
+	budget  *heal.Budget
 	lastTF  time.Time
 	tfBad   bool
 	changed bool // the open findings changed since the textfile was written
@@ -157,7 +164,7 @@ func New(cfg Config) *Watcher {
 		m:      metrics.NewWatch(Triggers),
 		open:   map[string]openFinding{},
 		roots:  map[string]bool{},
-		bucket: newBucket(cfg.HealPerMinute, time.Now()),
+		budget: heal.NewBudget(cfg.HealPerMinute, time.Now()),
 	}
 }
 
@@ -232,8 +239,9 @@ func (w *Watcher) Run(ctx context.Context) {
 func (w *Watcher) scan(ctx context.Context, trigger string, full bool) time.Duration {
 	cpu0 := processCPU()
 	start := time.Now()
-	heal := w.cfg.Heal && w.bucket.available(start)
-	registry := w.cfg.Registry(heal)
+	healing := w.cfg.Heal && w.budget.Available(start)
+	src := snapshot.From(w.read)
+	registry := w.cfg.Registry(src)
 	if !full {
 		registry = subset(registry, w.cfg.OnEvent)
 	}
@@ -241,19 +249,37 @@ func (w *Watcher) scan(ctx context.Context, trigger string, full bool) time.Dura
 	if ctx.Err() != nil {
 		return 0
 	}
+	if healing {
+		heal.Report(&rep, src, w.healer())
+	}
 	end := time.Now()
 	w.scans++
-	w.report(rep, trigger, heal, end)
+	w.report(rep, trigger, healing, end)
 	w.checkRoots()
 	cpu := processCPU() - cpu0
 	w.m.Scans.WithLabelValues(trigger).Inc()
 	w.m.ScanDuration.Observe(end.Sub(start).Seconds())
 	w.m.ScanCPU.Add(cpu.Seconds())
 	w.m.LastScan.Set(float64(end.UnixNano()) / 1e9)
-	w.log.Debug("scan", lager.Data{"trigger": trigger, "checks": len(registry), "heal": heal,
+	w.log.Debug("scan", lager.Data{"trigger": trigger, "checks": len(registry), "heal": healing,
 		"duration": end.Sub(start).Seconds(), "cpu": cpu.Seconds()})
 	w.writeTextfile(end)
 	return cpu
+}
+
+// read reads the host for one scan.
+func (w *Watcher) read() (*snapshot.Host, error) {
+	if w.cfg.Read != nil {
+		return w.cfg.Read()
+	}
+	return snapshot.Read(snapshot.Spec{Root: w.cfg.Root, RuntimeRoots: w.cfg.RuntimeRoots})
+}
+
+func (w *Watcher) healer() heal.Healer {
+	if w.cfg.Healer != nil {
+		return w.cfg.Healer
+	}
+	return heal.Mover{}
 }
 
 func subset(registry []validator.Check, ids []string) []validator.Check {

@@ -25,6 +25,10 @@ import (
 	"code.cloudfoundry.org/lager/v3/lagertest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/heal"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -37,9 +41,10 @@ type fakeCheck struct {
 	// err makes the check unable to run.
 	err  error
 	runs int
-	// heal is what the last registry build asked for.
-	heal bool
 }
+
+// escapeCheck is the id of the fake check whose findings are escapes.
+const escapeCheck = "cgroup-integrity"
 
 func (f *fakeCheck) Meta() validator.Meta {
 	m := validator.Meta{ID: f.id, Title: f.id, Story: "s", Fix: "f"}
@@ -68,25 +73,49 @@ func (f *fakeCheck) count() int {
 	return f.runs
 }
 
-func escapeFinding(pid, hierarchy, actual string) validator.Finding {
-	return validator.Finding{Subject: "c1", Status: validator.Fail, Detail: "pid " + pid + " escaped in " + hierarchy,
-		Data: map[string]string{"container": "c1", "pid": pid, "hierarchy": hierarchy, "expected": "/garden/c1", "actual": actual}}
+func escapeOf(pid int, hierarchy, actual string) checks.Escape {
+	return checks.Escape{Container: "c1", PID: pid, Comm: "app", Actual: actual,
+		Want: snapshot.Expectation{Hierarchy: &cgroup.Hierarchy{Name: hierarchy}, Key: hierarchy, Rel: "/garden/c1"}}
+}
+
+func escapeFinding(pid int, hierarchy, actual string) validator.Finding {
+	return escapeOf(pid, hierarchy, actual).Finding()
+}
+
+// fakeHealer moves what it is told to, or fails; it records its calls.
+type fakeHealer struct {
+	calls int
+	fail  bool
+}
+
+func (h *fakeHealer) Heal(_ *snapshot.Host, es []checks.Escape) []heal.Outcome {
+	h.calls++
+	out := make([]heal.Outcome, len(es))
+	for i, e := range es {
+		out[i] = heal.Outcome{Escape: e, Written: true, Moved: !h.fail}
+		if h.fail {
+			out[i].After = e.Actual
+		}
+	}
+	return out
 }
 
 type fixture struct {
 	integrity, versions *fakeCheck
+	healer              *fakeHealer
 	logger              *lagertest.TestLogger
 	w                   *Watcher
 }
 
 func newFixture(t *testing.T, mod func(*Config)) *fixture {
 	fx := &fixture{integrity: &fakeCheck{id: escapeCheck}, versions: &fakeCheck{id: "runtime-versions"},
-		logger: lagertest.NewTestLogger("watch")}
+		healer: &fakeHealer{}, logger: lagertest.NewTestLogger("watch")}
 	cfg := Config{
-		Registry: func(heal bool) []validator.Check {
-			fx.integrity.heal = heal
+		Registry: func(*snapshot.Source) []validator.Check {
 			return []validator.Check{fx.integrity, fx.versions}
 		},
+		Read:    func() (*snapshot.Host, error) { return &snapshot.Host{}, nil },
+		Healer:  fx.healer,
 		OnEvent: []string{escapeCheck},
 		Options: validator.Options{Phase: validator.Drain},
 		Logger:  fx.logger,
@@ -124,9 +153,9 @@ func TestFindingLoggedOnceWhenItAppearsAndWhenItClears(t *testing.T) {
 	fx := newFixture(t, nil)
 	ctx := context.Background()
 	fx.w.scan(ctx, TriggerStart, true)
-	fx.integrity.set(nil, escapeFinding("101", "cpu", "/"))
+	fx.integrity.set(nil, escapeFinding(101, "cpu", "/"))
 	fx.w.scan(ctx, "job", false)
-	fx.integrity.set(nil, escapeFinding("101", "cpu", "/system.slice"))
+	fx.integrity.set(nil, escapeFinding(101, "cpu", "/system.slice"))
 	fx.w.scan(ctx, "job", false)
 	fx.w.scan(ctx, TriggerPeriod, true)
 	if got := testutil.ToFloat64(fx.w.m.Escaped); got != 1 {
@@ -187,48 +216,49 @@ func TestCheckErrorLoggedOnce(t *testing.T) {
 	}
 }
 
-// Heals are logged and counted per process (one process fixed in two
+// Heals are logged and counted per process (one process moved back in two
 // hierarchies is one heal), and the budget stops healing until it refills.
 func TestHealCountedAndRateLimited(t *testing.T) {
 	fx := newFixture(t, func(c *Config) { c.Heal, c.HealPerMinute = true, 2 })
 	ctx := context.Background()
-	fixed := func(pid, h string) validator.Finding {
-		f := escapeFinding(pid, h, "/")
-		f.Status, f.Data["fixed"] = validator.Warn, "true"
-		return f
-	}
-	fx.integrity.set(nil, fixed("101", "cpu"), fixed("101", "blkio"), fixed("102", "cpu"))
+	fx.integrity.set(nil, escapeFinding(101, "cpu", "/"), escapeFinding(101, "blkio", "/"), escapeFinding(102, "cpu", "/"))
 	fx.w.scan(ctx, "job", false)
-	if !fx.integrity.heal {
+	if fx.healer.calls != 1 {
 		t.Fatal("the first scan did not heal")
 	}
 	if got := testutil.ToFloat64(fx.w.m.Healed); got != 2 {
 		t.Errorf("cellguard_healed_processes_total = %v, want 2", got)
 	}
+	if got := testutil.ToFloat64(fx.w.m.Escaped); got != 0 {
+		t.Errorf("cellguard_escaped_processes = %v after every heal held", got)
+	}
 	if n := count(fx.messages(), "healed"); n != 3 {
 		t.Errorf("%d healed lines, want one per move", n)
 	}
+	if n := count(fx.messages(), "finding"); n != 0 {
+		t.Errorf("%d finding lines for escapes healed in the scan that saw them", n)
+	}
 	// The budget (2 a minute) is spent: the next escape is reported, not healed.
-	fx.integrity.set(nil, escapeFinding("103", "cpu", "/"))
+	fx.integrity.set(nil, escapeFinding(103, "cpu", "/"))
 	fx.w.scan(ctx, "job", false)
-	if fx.integrity.heal {
+	if fx.healer.calls != 1 {
 		t.Fatal("healed past the budget")
 	}
 	if got := testutil.ToFloat64(fx.w.m.HealRateLimited); got != 1 {
 		t.Errorf("cellguard_heal_rate_limited_total = %v", got)
 	}
-	fx.w.bucket.at = fx.w.bucket.at.Add(-time.Minute)
+	fx.w.budget = heal.NewBudget(2, time.Now().Add(-time.Minute))
 	fx.w.scan(ctx, "job", false)
-	if !fx.integrity.heal {
+	if fx.healer.calls != 2 {
 		t.Fatal("did not heal after the budget refilled")
 	}
 	// The same process healed again in a later scan is a heal again, and
 	// the log says which scan each move back was in.
-	fx.integrity.set(nil, fixed("101", "cpu"))
-	fx.w.bucket.at = fx.w.bucket.at.Add(-time.Minute)
+	fx.integrity.set(nil, escapeFinding(101, "cpu", "/"))
+	fx.w.budget = heal.NewBudget(2, time.Now().Add(-time.Minute))
 	fx.w.scan(ctx, "settle", false)
-	if got := testutil.ToFloat64(fx.w.m.Healed); got != 3 {
-		t.Errorf("cellguard_healed_processes_total = %v after a later scan healed 101 again, want 3", got)
+	if got := testutil.ToFloat64(fx.w.m.Healed); got != 4 {
+		t.Errorf("cellguard_healed_processes_total = %v after later scans healed 103 and 101 again, want 4", got)
 	}
 	var scans []any
 	for _, l := range fx.logger.Logs() {
@@ -236,27 +266,29 @@ func TestHealCountedAndRateLimited(t *testing.T) {
 			scans = append(scans, l.Data["scan"])
 		}
 	}
-	if fmt.Sprint(scans) != "[1 1 1 4]" {
-		t.Errorf("healed lines' scans %v, want [1 1 1 4]", scans)
+	if fmt.Sprint(scans) != "[1 1 1 3 4]" {
+		t.Errorf("healed lines' scans %v, want [1 1 1 3 4]", scans)
 	}
 }
 
-func TestBucket(t *testing.T) {
-	now := time.Unix(0, 0)
-	b := newBucket(60, now)
-	b.take(60, now)
-	if b.available(now) {
-		t.Fatal("available with the budget spent")
+// A heal that did not hold is still an escape: counted as escaped and as a
+// failed heal, logged as a finding, and it takes from the budget.
+func TestHealThatDidNotHoldIsStillEscaped(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.Heal = true })
+	fx.healer.fail = true
+	fx.integrity.set(nil, escapeFinding(101, "cpu", "/"), escapeFinding(101, "blkio", "/"))
+	fx.w.scan(context.Background(), "job", false)
+	if got := testutil.ToFloat64(fx.w.m.Escaped); got != 1 {
+		t.Errorf("cellguard_escaped_processes = %v, want 1", got)
 	}
-	if !b.available(now.Add(time.Second)) {
-		t.Fatal("one token a second at 60 a minute")
+	if got := testutil.ToFloat64(fx.w.m.HealFailed); got != 2 {
+		t.Errorf("cellguard_heal_failures_total = %v, want 2 (one per hierarchy)", got)
 	}
-	b.take(100, now.Add(time.Second))
-	if b.available(now.Add(time.Minute)) {
-		t.Fatal("a debt of 99 is not repaid within a minute")
+	if got := testutil.ToFloat64(fx.w.m.Healed); got != 0 {
+		t.Errorf("cellguard_healed_processes_total = %v", got)
 	}
-	if !b.available(now.Add(2*time.Minute)) || b.tokens > 60 {
-		t.Fatalf("tokens %v after two minutes", b.tokens)
+	if msgs := fx.messages(); count(msgs, "finding") != 2 || count(msgs, "healed") != 0 {
+		t.Fatalf("log: %v", msgs)
 	}
 }
 
@@ -378,7 +410,7 @@ func TestTextfile(t *testing.T) {
 	if err := os.Mkdir(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fx.integrity.set(nil, escapeFinding("101", "cpu", "/"))
+	fx.integrity.set(nil, escapeFinding(101, "cpu", "/"))
 	fx.w.scan(ctx, "job", false)
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,8 @@ func escapesFound(t *testing.T, root string) (escapes, others []string) {
 				others = append(others, id+": "+f.Detail)
 				continue
 			}
-			escapes = append(escapes, strings.Join([]string{f.Data["pid"], f.Data["hierarchy"], f.Data["expected"], f.Data["actual"]}, " "))
+			e := f.Evidence.(checks.Escape)
+			escapes = append(escapes, strings.Join([]string{strconv.Itoa(e.PID), e.Want.Hierarchy.Name, e.Want.Rel, e.Actual}, " "))
 		}
 	}
 	slices.Sort(escapes)

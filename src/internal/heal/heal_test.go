@@ -1,0 +1,120 @@
+package heal
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
+)
+
+// judge runs the checks on h with one snapshot, as validate does, and
+// returns the report and that snapshot.
+func judge(t *testing.T, h *fakehost.Host) (validator.Report, *snapshot.Source) {
+	t.Helper()
+	src := snapshot.Lazy(snapshot.Spec{Root: h.Root})
+	var cs []validator.Check
+	for _, c := range checks.All(checks.Deps{Root: h.Root, Snapshot: src, Sleep: func(time.Duration) {}}) {
+		if c.Meta().ID == "cgroup-integrity" {
+			cs = append(cs, c)
+		}
+	}
+	return validator.Run(context.Background(), cs, validator.Options{Phase: validator.Drain}), src
+}
+
+// The fixture does not play kernel: writing cgroup.procs changes nothing in
+// /proc/<pid>/cgroup. So the Mover must write the pid into the recorded
+// cgroup and then, reading it back, refuse to call it moved.
+func TestMoverWritesAndVerifies(t *testing.T) {
+	h := fakehost.New(t, cgroup.Legacy)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 2, 500)
+	h.Move(101, "blkio", "/system.slice")
+	procs := filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs")
+	if err := os.WriteFile(procs, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, src := judge(t, h)
+	outs := Report(&rep, src, Mover{})
+	if len(outs) != 1 || !outs[0].Written || outs[0].Moved || outs[0].After != "/system.slice" {
+		t.Fatalf("outcomes %+v", outs)
+	}
+	r := rep.Results[0]
+	var bad []validator.Finding
+	for _, f := range r.Findings {
+		if f.Status.IsProblem() {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) != 1 || bad[0].Status != validator.Fail || bad[0].AllData()["after_fix"] != "/system.slice" || !rep.Blocked {
+		t.Fatalf("report %+v", rep)
+	}
+	if b, err := os.ReadFile(procs); err != nil || string(b) != "101" {
+		t.Fatalf("heal wrote %q to the recorded cgroup (%v)", b, err)
+	}
+}
+
+// moved is a Healer whose moves hold, or are of processes gone.
+type moved struct{ gone bool }
+
+func (m moved) Heal(_ *snapshot.Host, es []checks.Escape) []Outcome {
+	out := make([]Outcome, len(es))
+	for i, e := range es {
+		out[i] = Outcome{Escape: e, Written: !m.gone, Moved: !m.gone, Gone: m.gone}
+	}
+	return out
+}
+
+// What the heal did replaces the escape in the report, and the verdict
+// follows: an escape moved back is a warning and blocks nothing; one whose
+// process is gone is no finding at all.
+func TestReportJudgesAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		h      Healer
+		status validator.Status
+		n      int
+	}{
+		{"moved", moved{}, validator.Warn, 1},
+		{"gone", moved{gone: true}, validator.Pass, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fakehost.New(t, cgroup.Unified)
+			h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 2, 500)
+			h.Move(101, "", "/system.slice")
+			rep, src := judge(t, h)
+			if !rep.Blocked {
+				t.Fatal("the escape did not block before the heal")
+			}
+			Report(&rep, src, tc.h)
+			r := rep.Results[0]
+			n := 0
+			for _, f := range r.Findings {
+				if f.Status.IsProblem() {
+					n++
+					if f.AllData()["fixed"] != "true" || f.Status != validator.Warn {
+						t.Errorf("finding %+v", f)
+					}
+				}
+			}
+			if rep.Blocked || r.Blocking || r.Status != tc.status || n != tc.n {
+				t.Fatalf("after the heal: blocked %v, status %s, %d problems: %+v", rep.Blocked, r.Status, n, r)
+			}
+		})
+	}
+}
+
+// A report without escapes never asks for the snapshot.
+func TestReportWithoutEscapesReadsNothing(t *testing.T) {
+	src := snapshot.From(func() (*snapshot.Host, error) { return nil, errors.New("read") })
+	rep := validator.Report{Results: []validator.Result{{ID: "x", Findings: []validator.Finding{{Status: validator.Fail}}}}}
+	if outs := Report(&rep, src, Mover{}); len(outs) != 0 {
+		t.Fatalf("outcomes %+v", outs)
+	}
+}

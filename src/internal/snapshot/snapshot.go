@@ -1,0 +1,442 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+)
+
+// Spec says what to read: where the host is and which runtime state.
+type Spec struct {
+	// Root prefixes every host path (/proc, /sys/fs/cgroup, runtime roots);
+	// "/" or "" is the live host.
+	Root string
+	// RuntimeRoots are runc state roots; empty means runcstate.StandardRoots.
+	RuntimeRoots []string
+	// Namespaces filters containerd namespaces; empty means all.
+	Namespaces []string
+}
+
+// Host is one read of the host: the cgroup layout, the runtime states,
+// what each container's cgroup.procs listed, and every process's stat. It
+// is immutable once Read returns (its accessors hand out the snapshot's
+// own slices: callers read them and never write), so every check of a run
+// judges the same host, and concurrently.
+type Host struct {
+	root   string
+	proc   procfs.FS
+	layout *cgroup.Layout
+	disc   *runcstate.Discovery
+	boot   time.Time
+	// procs holds every process that could be read, sorted by pid.
+	procs []Proc
+	// members[i] is what the cgroup.procs files of container i list.
+	members []Members
+	// listedBy maps every pid some container cgroup lists (in any
+	// hierarchy) to that container's index.
+	listedBy map[int]int
+	// hostNS is the pid namespace of the root's pid 1: a container "in"
+	// it has no pid namespace of its own.
+	hostNS uint64
+	// denied counts processes whose stat could not be read (EACCES).
+	denied int
+}
+
+// Root is the root prefix the host was read under.
+func (v *Host) Root() string { return v.root }
+
+// ProcFS is /proc under the root, for the reads a check makes of its own
+// (cmdline, fds) after the snapshot.
+func (v *Host) ProcFS() procfs.FS { return v.proc }
+
+// Layout is the host's cgroup hierarchies.
+func (v *Host) Layout() *cgroup.Layout { return v.layout }
+
+// Discovery is the runtime state found, one Container per state file.
+func (v *Host) Discovery() *runcstate.Discovery { return v.disc }
+
+// Boot is the host's boot time, for process start times.
+func (v *Host) Boot() time.Time { return v.boot }
+
+// Procs are the processes read, sorted by pid.
+func (v *Host) Procs() []Proc { return v.procs }
+
+// Members is what container i (an index into Discovery().Containers)
+// listed in its cgroups.
+func (v *Host) Members(i int) *Members { return &v.members[i] }
+
+// ListedBy returns the index of the container whose cgroup listed pid.
+func (v *Host) ListedBy(pid int) (int, bool) {
+	i, ok := v.listedBy[pid]
+	return i, ok
+}
+
+// HostNS is the pid namespace of the root's pid 1; 0 when unreadable.
+func (v *Host) HostNS() uint64 { return v.hostNS }
+
+// Denied counts the processes whose stat could not be read (EACCES).
+func (v *Host) Denied() int { return v.denied }
+
+// Members are a container's expectations and, per expectation, the
+// sorted pids its cgroup.procs listed.
+type Members struct {
+	// Exps are where the container's processes must be, one per hierarchy.
+	Exps []Expectation
+	// Unmapped are the state's cgroup keys on no hierarchy mounted here.
+	Unmapped []string
+	// Listed[j] are the pids the cgroup of Exps[j] listed, sorted.
+	Listed [][]int
+}
+
+// InAll reports whether pid was listed in the container's cgroup in every
+// hierarchy: then it is in place without reading /proc/<pid>/cgroup.
+func (m *Members) InAll(pid int) bool {
+	for _, l := range m.Listed {
+		i := sort.SearchInts(l, pid)
+		if i == len(l) || l[i] != pid {
+			return false
+		}
+	}
+	return len(m.Listed) > 0
+}
+
+// Proc is one process as the snapshot read it.
+type Proc struct {
+	PID int
+	// NS is the pid namespace; 0 when not read: unreadable, a zombie, or
+	// listed in a container cgroup (see Read).
+	NS   uint64
+	Stat procfs.Stat
+	ok   bool
+}
+
+// scanWorkers splits the per-process reads: they are syscall-bound, and a
+// cell has two or more cores.
+const scanWorkers = 2
+
+// Read reads the host, in this order: the cgroup layout, the runtime
+// states, each container's cgroup.procs in each hierarchy, then stat of
+// every process and the pid namespace of those not listed in any container
+// cgroup (plus the inits). Listed processes are the bulk on a cell; their
+// namespace is not needed, since being listed already ties them to their
+// container.
+func Read(s Spec) (*Host, error) {
+	root := hostroot.Dir(s.Root)
+	v := &Host{root: root, proc: procfs.New(root)}
+	var err error
+	// The boot time first: a tree without proc/stat is named for that,
+	// before anything reads a process.
+	if v.boot, err = v.proc.BootTime(); err != nil {
+		return nil, err
+	}
+	if v.layout, err = cgroup.Discover(root); err != nil {
+		return nil, err
+	}
+	if v.disc, err = runcstate.Discover(root, s.RuntimeRoots, s.Namespaces); err != nil {
+		return nil, err
+	}
+	v.members = make([]Members, len(v.disc.Containers))
+	if err := v.readMembers(); err != nil {
+		return nil, err
+	}
+	// Listing /proc (after the cgroup.procs reads, see above) overlaps
+	// building the index below, which only indexes what was read.
+	type listing struct {
+		pids []int
+		err  error
+	}
+	listed := make(chan listing, 1)
+	go func() {
+		pids, err := v.proc.PIDs(make([]int, 0, 4096))
+		sort.Ints(pids)
+		listed <- listing{pids, err}
+	}()
+	v.indexListed()
+	l := <-listed
+	if l.err != nil {
+		return nil, l.err
+	}
+	if err := v.readProcs(l.pids); err != nil {
+		return nil, err
+	}
+	v.readHostNS()
+	return v, nil
+}
+
+// indexListed builds listedBy from the cgroup.procs read.
+func (v *Host) indexListed() {
+	n := 0
+	for i := range v.members {
+		if ls := v.members[i].Listed; len(ls) > 0 {
+			n += len(ls[0])
+		}
+	}
+	v.listedBy = make(map[int]int, n)
+	for i := range v.members {
+		for _, l := range v.members[i].Listed {
+			for _, pid := range l {
+				if _, ok := v.listedBy[pid]; !ok {
+					v.listedBy[pid] = i
+				}
+			}
+		}
+	}
+}
+
+// readProcs reads stat of every pid, and the pid namespace of those no
+// container cgroup lists and of the containers' inits, split over
+// scanWorkers. Processes gone meanwhile are left out; those whose stat is
+// denied are counted.
+func (v *Host) readProcs(pids []int) error {
+	inits := make(map[int]bool, len(v.disc.Containers))
+	for i := range v.disc.Containers {
+		if pid := v.disc.Containers[i].State.InitProcessPid; pid > 0 {
+			inits[pid] = true
+		}
+	}
+	procs := make([]Proc, len(pids))
+	errs := make([]error, scanWorkers)
+	denied := make([]int, scanWorkers)
+	var wg sync.WaitGroup
+	for w := 0; w < scanWorkers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := v.proc.NewReader()
+			defer r.Close()
+			for i := w; i < len(pids); i += scanWorkers {
+				p, err := v.readProc(r, pids[i], inits)
+				switch {
+				case procfs.IsDenied(err):
+					denied[w]++
+				case err != nil:
+					errs[w] = fmt.Errorf("scan processes: %w", err)
+					return
+				}
+				procs[i] = p
+			}
+		}(w)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	v.procs = procs[:0]
+	for _, p := range procs {
+		if p.ok {
+			v.procs = append(v.procs, p)
+		}
+	}
+	for _, n := range denied {
+		v.denied += n
+	}
+	return nil
+}
+
+// readProc reads one process: a zero Proc (not ok) when it is gone, an
+// error matching procfs.IsDenied when its stat is not ours to read.
+func (v *Host) readProc(r *procfs.Reader, pid int, inits map[int]bool) (Proc, error) {
+	st, err := r.Stat(pid)
+	if procfs.IsGone(err) {
+		return Proc{}, nil
+	}
+	if err != nil {
+		return Proc{}, err
+	}
+	p := Proc{PID: pid, Stat: st, ok: true}
+	if _, listed := v.listedBy[pid]; inits[pid] || !listed {
+		// Zombies have no namespaces, and a ptrace-protected process
+		// hides them: both stay 0, "unknown".
+		if ns, err := r.PidNS(pid); err == nil {
+			p.NS = ns
+		} else if !procfs.IsGone(err) && !procfs.IsDenied(err) {
+			return Proc{}, err
+		}
+	}
+	return p, nil
+}
+
+// readHostNS reads the pid namespace of the root's pid 1.
+func (v *Host) readHostNS() {
+	r := v.proc.NewReader()
+	defer r.Close()
+	if ns, err := r.PidNS(1); err == nil {
+		v.hostNS = ns
+	} else if hostroot.IsLive(v.root) {
+		// pid 1 may hide its namespaces (a sandbox's init does); ours is
+		// the host's when we run on the host.
+		if ns, err := r.PidNS(os.Getpid()); err == nil {
+			v.hostNS = ns
+		}
+	}
+}
+
+// readMembers reads every container's cgroup.procs in every hierarchy it
+// has a path in, split over scanWorkers.
+func (v *Host) readMembers() error {
+	errs := make([]error, scanWorkers)
+	var wg sync.WaitGroup
+	for w := 0; w < scanWorkers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			pr := v.layout.NewProcsReader()
+			defer pr.Close()
+			for i := w; i < len(v.disc.Containers); i += scanWorkers {
+				m := &v.members[i]
+				m.Exps, m.Unmapped = v.Expectations(&v.disc.Containers[i])
+				m.Listed = make([][]int, len(m.Exps))
+				for j, e := range m.Exps {
+					pids, err := pr.Read(e.Hierarchy, e.Rel)
+					if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
+						errs[w] = err
+						return
+					}
+					sort.Ints(pids)
+					m.Listed[j] = pids
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Find returns the process pid as read, or nil.
+func (v *Host) Find(pid int) *Proc {
+	i := sort.Search(len(v.procs), func(i int) bool { return v.procs[i].PID >= pid })
+	if i < len(v.procs) && v.procs[i].PID == pid {
+		return &v.procs[i]
+	}
+	return nil
+}
+
+// InitOf returns the container's init process when it is alive and is the
+// process runc started (same start time), else nil.
+func (v *Host) InitOf(c *runcstate.Container) *Proc {
+	st := c.State
+	if st.InitProcessPid <= 0 {
+		return nil
+	}
+	p := v.Find(st.InitProcessPid)
+	if p == nil || p.Stat.StartTime != uint64(st.InitProcessStart) || p.Stat.State == 'Z' {
+		return nil
+	}
+	return p
+}
+
+// PidNS returns the pid namespace the container's processes run in, or 0
+// when it has none distinct from the host's. Containers that joined
+// another's namespace (Garden's peas) share it.
+func (v *Host) PidNS(c *runcstate.Container) uint64 {
+	p := v.InitOf(c)
+	if p == nil || p.NS == 0 || !c.State.HasPidNS() || p.NS == v.hostNS {
+		return 0
+	}
+	return p.NS
+}
+
+// UnlistedOwners attributes the processes that run in a container's pid
+// namespace but that no container cgroup lists (they escaped every
+// hierarchy) to a container: the one whose init they are, else the nearest
+// ancestor that is a container's init or is listed by a container, else the
+// container that created the namespace. Garden's peas share their sandbox's
+// namespace; ancestry keeps a pea's escapee the pea's.
+func (v *Host) UnlistedOwners() map[int][]int {
+	initIdx := map[int]int{}
+	creator := map[uint64]int{}
+	for i := range v.disc.Containers {
+		c := &v.disc.Containers[i]
+		p := v.InitOf(c)
+		if p == nil {
+			continue
+		}
+		initIdx[p.PID] = i
+		if ns := v.PidNS(c); ns != 0 && c.State.NewPidNS() {
+			creator[ns] = i
+		}
+	}
+	out := map[int][]int{}
+	for i := range v.procs {
+		p := &v.procs[i]
+		if p.NS == 0 || p.NS == v.hostNS {
+			continue
+		}
+		if _, listed := v.listedBy[p.PID]; listed {
+			continue
+		}
+		owner, found := initIdx[p.PID]
+		for cur, hops := p.Stat.PPID, 0; !found && cur > 1 && hops < 64; hops++ {
+			if owner, found = initIdx[cur]; found {
+				break
+			}
+			if owner, found = v.listedBy[cur]; found {
+				break
+			}
+			q := v.Find(cur)
+			if q == nil || (q.NS != 0 && q.NS != p.NS) {
+				break // left the namespace: a runtime process, not the container's
+			}
+			cur = q.Stat.PPID
+		}
+		if !found {
+			owner, found = creator[p.NS]
+		}
+		if found {
+			out[owner] = append(out[owner], p.PID)
+		}
+	}
+	return out
+}
+
+// Expectation is where a container's processes must be in one hierarchy.
+type Expectation struct {
+	Hierarchy *cgroup.Hierarchy
+	Key       string // for Membership.Lookup
+	Rel       string // cgroup path inside the hierarchy
+}
+
+// Expectations maps state.json cgroup_paths onto the host's hierarchies,
+// one per hierarchy (runc records "cpu" and "cpuacct" separately even when
+// they share one). Paths on hierarchies not mounted here are returned as
+// unmapped.
+func (v *Host) Expectations(c *runcstate.Container) (exps []Expectation, unmapped []string) {
+	if c.CgroupPath != "" {
+		// crun: one path, joined in every hierarchy mounted.
+		rel := path.Clean("/" + c.CgroupPath)
+		for _, h := range v.layout.Hierarchies {
+			exps = append(exps, Expectation{Hierarchy: h, Key: h.Key(), Rel: rel})
+		}
+		return exps, nil
+	}
+	keys := make([]string, 0, len(c.State.CgroupPaths))
+	for k := range c.State.CgroupPaths {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	seen := map[*cgroup.Hierarchy]bool{}
+	for _, k := range keys {
+		h, rel, ok := v.layout.Split(c.State.CgroupPaths[k])
+		// The key must name the hierarchy the path is in: on a v2 host
+		// /sys/fs/cgroup/memory/x is a v2 cgroup named "memory", not v1's.
+		if !ok || v.layout.ForKey(k) != h {
+			unmapped = append(unmapped, k)
+			continue
+		}
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		exps = append(exps, Expectation{Hierarchy: h, Key: h.Key(), Rel: rel})
+	}
+	return exps, unmapped
+}

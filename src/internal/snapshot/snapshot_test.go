@@ -1,0 +1,77 @@
+package snapshot
+
+import (
+	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+)
+
+func garden(id string) fakehost.Container {
+	return fakehost.Container{RuntimeRoot: "/run/runc", ID: id, Cgroup: "/garden/" + id}
+}
+
+// One read holds what the checks judge: processes by pid, what each
+// container's cgroups listed, and who owns a process no cgroup lists.
+func TestReadIndexesTheHost(t *testing.T) {
+	h := fakehost.New(t, cgroup.Hybrid)
+	h.RunContainer(garden("c1"), 100, 3, 500)
+	h.RunContainer(garden("c2"), 200, 2, 600)
+	// 102 leaves c1's cgroups in every hierarchy: only its pid namespace
+	// ties it to c1.
+	for _, hier := range h.Hierarchies() {
+		h.Move(102, hier, "/")
+	}
+	v, err := Read(Spec{Root: h.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(v.Discovery().Containers); n != 2 {
+		t.Fatalf("%d containers", n)
+	}
+	ps := v.Procs()
+	for i := 1; i < len(ps); i++ {
+		if ps[i-1].PID >= ps[i].PID {
+			t.Fatalf("procs not sorted by pid: %d before %d", ps[i-1].PID, ps[i].PID)
+		}
+	}
+	if p := v.Find(201); p == nil || p.Stat.StartTime != h.Get(201).Start {
+		t.Fatalf("Find(201) = %+v", p)
+	}
+	if v.Find(999) != nil {
+		t.Fatal("Find of a pid never read")
+	}
+	c1 := -1
+	for i, c := range v.Discovery().Containers {
+		if c.Name() == "c1" {
+			c1 = i
+		}
+	}
+	if i, ok := v.ListedBy(101); !ok || i != c1 {
+		t.Fatalf("ListedBy(101) = %d %v, want c1 (%d)", i, ok, c1)
+	}
+	if _, ok := v.ListedBy(102); ok {
+		t.Fatal("102 left every cgroup but is listed")
+	}
+	m := v.Members(c1)
+	if len(m.Exps) != len(h.Hierarchies()) || !m.InAll(101) || m.InAll(102) {
+		t.Fatalf("c1 members %+v", m)
+	}
+	if got := v.UnlistedOwners()[c1]; len(got) != 1 || got[0] != 102 {
+		t.Fatalf("unlisted of c1: %v", got)
+	}
+	if v.HostNS() != fakehost.HostNS {
+		t.Fatalf("host ns %d", v.HostNS())
+	}
+}
+
+// A Source reads once, however many checks ask.
+func TestSourceReadsOnce(t *testing.T) {
+	n := 0
+	s := From(func() (*Host, error) { n++; return &Host{}, nil })
+	a, _ := s.Get()
+	b, _ := s.Get()
+	if n != 1 || a != b {
+		t.Fatalf("read %d times", n)
+	}
+}
