@@ -169,8 +169,7 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 
 // scan finds the escapes of every container.
 func (ci *CgroupIntegrity) scan(ctx context.Context, v *snapshot.Host) (escapes []suspect, nContainers, nProcs int, skipped []validator.Finding, err error) {
-	j := judging{v: v, r: v.ProcFS().NewReader()}
-	defer j.r.Close()
+	j := judging{v: v}
 	// "Everything in its pid namespace": the processes no container cgroup
 	// lists (escaped from every hierarchy), each attributed to one
 	// container. A listed process is checked against the container that
@@ -214,10 +213,9 @@ func uncheckable(c *runcstate.Container, cm *snapshot.Members) validator.Finding
 	return f
 }
 
-// judging is one scan's reader and reused buffers.
+// judging is one scan's snapshot and reused buffers.
 type judging struct {
 	v       *snapshot.Host
-	r       *procfs.Reader
 	m       cgroup.Membership
 	members []int
 }
@@ -225,8 +223,8 @@ type judging struct {
 // container appends the suspects among c's processes (its init, the
 // processes its cgroups list, and unlisted, those only its pid namespace
 // ties to it) to escapes and returns how many processes it checked. A
-// process listed in every hierarchy is inside without reading its
-// /proc/<pid>/cgroup.
+// process listed in every hierarchy is inside; the snapshot read
+// /proc/<pid>/cgroup of the others.
 func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlisted []int, escapes *[]suspect) (int, error) {
 	j.members = j.members[:0]
 	initPID := 0 // known to be the container's by its start time
@@ -246,7 +244,7 @@ func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlist
 			nProcs++
 			continue
 		}
-		b, err := j.r.Cgroup(pid)
+		b, err := j.v.Cgroup(pid)
 		if procfs.IsGone(err) || procfs.IsDenied(err) {
 			continue
 		}

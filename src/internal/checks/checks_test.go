@@ -673,3 +673,27 @@ func TestCgroupIntegrityConfirmsThroughTheRereader(t *testing.T) {
 		})
 	}
 }
+
+// cgroup-integrity judges the snapshot it is given and reads the host only
+// through the Rereader: the process's /proc directory gone after the read
+// changes nothing until the re-read says so.
+func TestCgroupIntegrityJudgesTheSnapshot(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	h.RunContainer(garden("c1"), 100, 2, 500)
+	h.Move(101, "", "/system.slice/garden.service")
+	src := snapshot.Lazy(snapshot.Spec{Root: h.Root})
+	if _, err := src.Get(); err != nil {
+		t.Fatal(err)
+	}
+	h.RemoveProcDir(101)
+	p := h.Get(101)
+	rr := &rereads{t: t, calls: map[int]int{}, now: func(int) (procfs.Stat, string, uint64, error) {
+		return procfs.Stat{PID: 101, Comm: "app", StartTime: p.Start}, "0::/system.slice/garden.service\n", fakehost.NSOf(100), nil
+	}}
+	d := deps(h)
+	d.Snapshot, d.Reread = src, rr
+	bad := failures(run(t, d, "cgroup-integrity"))
+	if len(bad) != 1 || bad[0].Data["pid"] != "101" {
+		t.Fatalf("want pid 101's escape from the snapshot, got %+v", bad)
+	}
+}

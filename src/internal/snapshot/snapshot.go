@@ -49,6 +49,16 @@ type Host struct {
 	hostNS uint64
 	// denied counts processes whose stat could not be read (EACCES).
 	denied int
+	// unlisted is UnlistedOwners, computed once.
+	unlisted map[int][]int
+	// cgroups holds /proc/<pid>/cgroup of the processes Cgroup names.
+	cgroups map[int]cgroupFile
+}
+
+// cgroupFile is one /proc/<pid>/cgroup as read, or why it was not.
+type cgroupFile struct {
+	b   []byte
+	err error
 }
 
 // Root is the root prefix the host was read under.
@@ -169,7 +179,59 @@ func Read(s Spec) (*Host, error) {
 		return nil, err
 	}
 	v.readHostNS()
+	v.unlisted = v.unlistedOwners()
+	v.readCgroups()
 	return v, nil
+}
+
+// readCgroups reads /proc/<pid>/cgroup of every process that is its
+// container's by being its init, listed in some of its cgroups, or in its
+// pid namespace (unlisted), and not listed in every hierarchy it has: the
+// only processes whose place is not known from cgroup.procs. On a healthy
+// cell that is none, so one reader suffices.
+func (v *Host) readCgroups() {
+	v.cgroups = map[int]cgroupFile{}
+	r := v.proc.NewReader()
+	defer r.Close()
+	read := func(cm *Members, pid int) {
+		if _, done := v.cgroups[pid]; done || cm.InAll(pid) {
+			return
+		}
+		b, err := r.Cgroup(pid)
+		v.cgroups[pid] = cgroupFile{b: append([]byte(nil), b...), err: err}
+	}
+	for i := range v.disc.Containers {
+		cm := &v.members[i]
+		if len(cm.Exps) == 0 {
+			continue
+		}
+		if p := v.InitOf(&v.disc.Containers[i]); p != nil {
+			read(cm, p.PID)
+		}
+		for _, pid := range v.unlisted[i] {
+			read(cm, pid)
+		}
+		for _, l := range cm.Listed {
+			for _, pid := range l {
+				read(cm, pid)
+			}
+		}
+	}
+}
+
+// ErrNotRead means the snapshot holds no /proc/<pid>/cgroup for the pid:
+// it was listed in every hierarchy of its container, or is no container's.
+var ErrNotRead = errors.New("snapshot: cgroup of this process was not read")
+
+// Cgroup returns /proc/<pid>/cgroup as Read saw it (see readCgroups), or
+// the error reading it gave (procfs.IsGone, procfs.IsDenied), or
+// ErrNotRead.
+func (v *Host) Cgroup(pid int) ([]byte, error) {
+	f, ok := v.cgroups[pid]
+	if !ok {
+		return nil, ErrNotRead
+	}
+	return f.b, f.err
 }
 
 // indexListed builds listedBy from the cgroup.procs read.
@@ -351,7 +413,9 @@ func (v *Host) PidNS(c *runcstate.Container) uint64 {
 // ancestor that is a container's init or is listed by a container, else the
 // container that created the namespace. Garden's peas share their sandbox's
 // namespace; ancestry keeps a pea's escapee the pea's.
-func (v *Host) UnlistedOwners() map[int][]int {
+func (v *Host) UnlistedOwners() map[int][]int { return v.unlisted }
+
+func (v *Host) unlistedOwners() map[int][]int {
 	initIdx := map[int]int{}
 	creator := map[uint64]int{}
 	for i := range v.disc.Containers {

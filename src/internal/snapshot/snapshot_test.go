@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
@@ -73,5 +75,25 @@ func TestSourceReadsOnce(t *testing.T) {
 	b, _ := s.Get()
 	if n != 1 || a != b {
 		t.Fatalf("read %d times", n)
+	}
+}
+
+// The snapshot holds /proc/<pid>/cgroup of the processes whose place
+// cgroup.procs does not tell (listed in some hierarchies, or in none), and
+// not of those listed in every one.
+func TestReadHoldsTheCgroupOfProcessesNotListedEverywhere(t *testing.T) {
+	h := fakehost.New(t, cgroup.Hybrid)
+	h.RunContainer(garden("c1"), 100, 3, 500)
+	h.Move(101, "blkio", "/system.slice/garden.service")
+	v, err := Read(Spec{Root: h.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := v.Cgroup(101)
+	if err != nil || !strings.Contains(string(b), "blkio:/system.slice/garden.service") {
+		t.Fatalf("cgroup of 101: %q, %v", b, err)
+	}
+	if _, err := v.Cgroup(102); !errors.Is(err, ErrNotRead) {
+		t.Fatalf("cgroup of 102, listed everywhere: %v", err)
 	}
 }
