@@ -78,6 +78,9 @@ type Escape struct {
 	Actual string
 }
 
+// escapeMeasured: where the process is changes while the escape lasts.
+var escapeMeasured = []string{"actual"}
+
 // Finding renders the escape as cgroup-integrity reports it.
 func (e Escape) Finding() validator.Finding {
 	return validator.Finding{
@@ -93,9 +96,9 @@ func (e Escape) Finding() validator.Finding {
 			"comm":      e.Comm,
 			"hierarchy": e.Want.Hierarchy.Name,
 			"expected":  e.Want.Rel,
+			"actual":    e.Actual,
 		},
-		// Where the process is changes while the escape lasts.
-		Measured: map[string]string{"actual": e.Actual},
+		Measured: escapeMeasured,
 		Evidence: e,
 	}
 }

@@ -308,7 +308,7 @@ func logResults(logger lager.Logger, rep validator.Report) {
 				continue
 			}
 			if fd.Status.IsProblem() {
-				logger.Info("finding", lager.Data{"check": r.ID, "subject": fd.Subject, "status": fd.Status, "detail": fd.Detail, "data": fd.AllData()})
+				logger.Info("finding", lager.Data{"check": r.ID, "subject": fd.Subject, "status": fd.Status, "detail": fd.Detail, "data": fd.Data})
 			}
 		}
 	}

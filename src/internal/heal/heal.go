@@ -88,6 +88,10 @@ func move(l *cgroup.Layout, r *procfs.Reader, m *cgroup.Membership, e checks.Esc
 	return o
 }
 
+// outcomeMeasured are the data of a heal that change from one try to the
+// next while the escape stays the same.
+var outcomeMeasured = []string{"actual", "fix_error", "after_fix"}
+
 // Finding renders the outcome in place of the escape's finding: a heal
 // that held is a warning (it had escaped; the unit that moved it can do
 // so again), one that did not is still a failure. A process gone has none.
@@ -105,14 +109,15 @@ func (o Outcome) Finding() (validator.Finding, bool) {
 		f.Data["fixed"] = "true"
 	case !o.Written:
 		f.Detail += "; moving it back failed"
-		f.Measured["fix_error"] = o.Err.Error()
+		f.Data["fix_error"] = o.Err.Error()
 	default:
 		f.Detail += "; moved it back but it is still outside"
 		if o.Err != nil {
-			f.Measured["fix_error"] = o.Err.Error()
+			f.Data["fix_error"] = o.Err.Error()
 		}
-		f.Measured["after_fix"] = o.After
+		f.Data["after_fix"] = o.After
 	}
+	f.Measured = outcomeMeasured
 	f.Evidence = o
 	return f, true
 }

@@ -52,7 +52,7 @@ func TestMoverWritesAndVerifies(t *testing.T) {
 			bad = append(bad, f)
 		}
 	}
-	if len(bad) != 1 || bad[0].Status != validator.Fail || bad[0].AllData()["after_fix"] != "/system.slice" || !rep.Blocked {
+	if len(bad) != 1 || bad[0].Status != validator.Fail || bad[0].Data["after_fix"] != "/system.slice" || !rep.Blocked {
 		t.Fatalf("report %+v", rep)
 	}
 	if b, err := os.ReadFile(procs); err != nil || string(b) != "101" {
@@ -98,7 +98,7 @@ func TestReportJudgesAgain(t *testing.T) {
 			for _, f := range r.Findings {
 				if f.Status.IsProblem() {
 					n++
-					if f.AllData()["fixed"] != "true" || f.Status != validator.Warn {
+					if f.Data["fixed"] != "true" || f.Status != validator.Warn {
 						t.Errorf("finding %+v", f)
 					}
 				}

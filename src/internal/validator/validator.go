@@ -2,9 +2,9 @@ package validator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -78,94 +78,34 @@ type Finding struct {
 	// Data is machine-readable evidence for operators (JSON, logs): what
 	// identifies the problem (hierarchy, expected).
 	Data map[string]string `json:"data,omitempty"`
-	// Measured is evidence that changes while the problem stays the same
-	// (where an escaped process is now, an age, a live value). JSON and logs
-	// show it in "data" with Data; it is not part of Identity, or watch
-	// would report the same problem again every scan. A check names its
-	// measured keys in Meta.Measured and Run moves them here.
-	Measured map[string]string `json:"-"`
+	// Measured names the keys of Data that change while the problem stays
+	// the same (where an escaped process is now, an age, a live value): not
+	// part of Identity, or watch would report the same problem again every
+	// scan. A check names them once in Meta.Measured; Run sets them here.
+	Measured []string `json:"-"`
 	// Evidence is the check's typed account of the finding (checks.Escape,
-	// checks.RuntimeRoot) for the packages that act on it: they read it,
+	// runcstate.Runtime) for the packages that act on it: they read it,
 	// never Data's keys, which are for operators. Not in JSON.
 	Evidence any `json:"-"`
 }
 
-// AllData is Data and Measured in one map, as JSON and logs show them.
-func (f Finding) AllData() map[string]string {
-	if len(f.Measured) == 0 {
-		return f.Data
-	}
-	out := make(map[string]string, len(f.Data)+len(f.Measured))
-	for k, v := range f.Data {
-		out[k] = v
-	}
-	for k, v := range f.Measured {
-		out[k] = v
-	}
-	return out
-}
-
-// findingJSON is a Finding as --format json has always written it: one
-// "data" object.
-type findingJSON struct {
-	Subject string            `json:"subject,omitempty"`
-	Status  Status            `json:"status"`
-	Detail  string            `json:"detail"`
-	Data    map[string]string `json:"data,omitempty"`
-}
-
-// MarshalJSON writes Data and Measured as one "data" object: the JSON
-// report is an operator contract and keeps its shape.
-func (f Finding) MarshalJSON() ([]byte, error) {
-	return json.Marshal(findingJSON{Subject: f.Subject, Status: f.Status, Detail: f.Detail, Data: f.AllData()})
-}
-
 // Identity names the problem a finding of check id reports, the same from
 // one run to the next while the problem lasts: its subject, status and
-// Data, without Measured.
+// Data, without the Measured keys.
 func (f Finding) Identity(id string) string {
 	parts := make([]string, 0, 3+len(f.Data))
 	parts = append(parts, id, f.Subject, string(f.Status))
 	ks := make([]string, 0, len(f.Data))
 	for k := range f.Data {
-		ks = append(ks, k)
+		if !slices.Contains(f.Measured, k) {
+			ks = append(ks, k)
+		}
 	}
 	sort.Strings(ks)
 	for _, k := range ks {
 		parts = append(parts, k+"="+f.Data[k])
 	}
 	return strings.Join(parts, "\x00")
-}
-
-// measure moves the keys of f.Data that keys name into f.Measured. Data is
-// copied first: checks may share one map among findings.
-func (f *Finding) measure(keys []string) {
-	var moved map[string]string
-	for _, k := range keys {
-		if v, ok := f.Data[k]; ok {
-			if moved == nil {
-				moved = map[string]string{}
-			}
-			moved[k] = v
-		}
-	}
-	if moved == nil {
-		return
-	}
-	data := make(map[string]string, len(f.Data))
-	for k, v := range f.Data {
-		if _, ok := moved[k]; !ok {
-			data[k] = v
-		}
-	}
-	if f.Measured == nil {
-		f.Measured = moved
-	} else {
-		for k, v := range moved {
-			f.Measured[k] = v
-		}
-	}
-	f.Data = data
 }
 
 // Check is implemented by every check.
@@ -405,7 +345,9 @@ func runOne(ctx context.Context, c Check, m Meta, opts Options, now func() time.
 	findings, err := c.Run(ctx)
 	if len(m.Measured) > 0 {
 		for i := range findings {
-			findings[i].measure(m.Measured)
+			if findings[i].Measured == nil {
+				findings[i].Measured = m.Measured
+			}
 		}
 	}
 	res.Findings = findings

@@ -60,7 +60,7 @@ func (w *Watcher) report(rep validator.Report, trigger string, healing bool, now
 			w.open[k] = openFinding{check: r.ID, subject: f.Subject, detail: f.Detail}
 			w.changed = true
 			w.log.Info("finding", lager.Data{"check": r.ID, "subject": f.Subject, "status": f.Status,
-				"detail": f.Detail, "data": f.AllData(), "trigger": trigger})
+				"detail": f.Detail, "data": f.Data, "trigger": trigger})
 		}
 	}
 	w.escapes(rep, healing, now)
@@ -94,7 +94,7 @@ func (w *Watcher) escapes(rep validator.Report, healing bool, now time.Time) {
 				switch {
 				case ev.Moved:
 					healedPIDs[processOf(ev.Escape)] = true
-					w.log.Info("healed", lager.Data{"check": r.ID, "subject": f.Subject, "detail": f.Detail, "data": f.AllData(), "scan": w.scans})
+					w.log.Info("healed", lager.Data{"check": r.ID, "subject": f.Subject, "detail": f.Detail, "data": f.Data, "scan": w.scans})
 				case ev.Failed():
 					escaped[processOf(ev.Escape)] = true
 					failed++
