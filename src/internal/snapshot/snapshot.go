@@ -266,30 +266,22 @@ func (v *Host) readProcs(pids []int) error {
 		}
 	}
 	procs := make([]Proc, len(pids))
-	errs := make([]error, scanWorkers)
 	denied := make([]int, scanWorkers)
-	var wg sync.WaitGroup
-	for w := 0; w < scanWorkers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			r := v.proc.NewReader()
-			defer r.Close()
-			for i := w; i < len(pids); i += scanWorkers {
-				p, err := v.readProc(r, pids[i], inits)
-				switch {
-				case procfs.IsDenied(err):
-					denied[w]++
-				case err != nil:
-					errs[w] = fmt.Errorf("scan processes: %w", err)
-					return
-				}
-				procs[i] = p
+	err := striped(len(pids), func(w int) (func(i int) error, func()) {
+		r := v.proc.NewReader()
+		return func(i int) error {
+			p, err := v.readProc(r, pids[i], inits)
+			switch {
+			case procfs.IsDenied(err):
+				denied[w]++
+			case err != nil:
+				return fmt.Errorf("scan processes: %w", err)
 			}
-		}(w)
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+			procs[i] = p
+			return nil
+		}, func() { r.Close() }
+	})
+	if err != nil {
 		return err
 	}
 	v.procs = procs[:0]
@@ -345,26 +337,41 @@ func (v *Host) readHostNS() {
 // readMembers reads every container's cgroup.procs in every hierarchy it
 // has a path in, split over scanWorkers.
 func (v *Host) readMembers() error {
+	return striped(len(v.disc.Containers), func(int) (func(i int) error, func()) {
+		pr := v.layout.NewProcsReader()
+		return func(i int) error {
+			m := &v.members[i]
+			m.Exps, m.Unmapped = v.Expectations(&v.disc.Containers[i])
+			m.Listed = make([][]int, len(m.Exps))
+			for j, e := range m.Exps {
+				pids, err := pr.Read(e.Hierarchy, e.Rel)
+				if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
+					return err
+				}
+				sort.Ints(pids)
+				m.Listed[j] = pids
+			}
+			return nil
+		}, pr.Close
+	})
+}
+
+// striped runs each(i) for every 0 <= i < n on scanWorkers goroutines,
+// worker w taking i = w, w+scanWorkers, ...; open gives worker w its each
+// (over a reader of its own: readers are not safe for concurrent use) and
+// what closes it. A worker stops at its first error; the errors are joined.
+func striped(n int, open func(w int) (each func(i int) error, done func())) error {
 	errs := make([]error, scanWorkers)
 	var wg sync.WaitGroup
 	for w := 0; w < scanWorkers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			pr := v.layout.NewProcsReader()
-			defer pr.Close()
-			for i := w; i < len(v.disc.Containers); i += scanWorkers {
-				m := &v.members[i]
-				m.Exps, m.Unmapped = v.Expectations(&v.disc.Containers[i])
-				m.Listed = make([][]int, len(m.Exps))
-				for j, e := range m.Exps {
-					pids, err := pr.Read(e.Hierarchy, e.Rel)
-					if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
-						errs[w] = err
-						return
-					}
-					sort.Ints(pids)
-					m.Listed[j] = pids
+			each, done := open(w)
+			defer done()
+			for i := w; i < n; i += scanWorkers {
+				if errs[w] = each(i); errs[w] != nil {
+					return
 				}
 			}
 		}(w)
