@@ -118,3 +118,48 @@ func TestReportWithoutEscapesReadsNothing(t *testing.T) {
 		t.Fatalf("outcomes %+v", outs)
 	}
 }
+
+// Each outcome renders as validate --fix always reported it: the detail's
+// ending, the status and the data keys (JSON's contract), and which keys
+// are measurements.
+func TestOutcomeFinding(t *testing.T) {
+	e := checks.Escape{Container: "c1", PID: 101, Comm: "app", Actual: "/system.slice",
+		Want: snapshot.Expectation{Hierarchy: &cgroup.Hierarchy{Name: "blkio"}, Key: "blkio", Rel: "/garden/c1"}}
+	for _, tc := range []struct {
+		name   string
+		o      Outcome
+		status validator.Status
+		detail string
+		data   map[string]string
+	}{
+		{"moved", Outcome{Escape: e, Written: true, Moved: true}, validator.Warn,
+			"pid 101 (app) had escaped in blkio to /system.slice; moved back to /garden/c1", map[string]string{"fixed": "true"}},
+		{"write failed", Outcome{Escape: e, Err: errors.New("EACCES")}, validator.Fail,
+			"pid 101 (app) escaped in blkio: in /system.slice, state says /garden/c1; moving it back failed", map[string]string{"fix_error": "EACCES"}},
+		{"still outside", Outcome{Escape: e, Written: true, After: "/system.slice"}, validator.Fail,
+			"pid 101 (app) escaped in blkio: in /system.slice, state says /garden/c1; moved it back but it is still outside", map[string]string{"after_fix": "/system.slice"}},
+		{"read back failed", Outcome{Escape: e, Written: true, Err: errors.New("parse")}, validator.Fail,
+			"pid 101 (app) escaped in blkio: in /system.slice, state says /garden/c1; moved it back but it is still outside", map[string]string{"fix_error": "parse", "after_fix": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, ok := tc.o.Finding()
+			if !ok || f.Status != tc.status || f.Detail != tc.detail || f.Subject != "c1" {
+				t.Fatalf("finding %+v", f)
+			}
+			for k, v := range tc.data {
+				if got, ok := f.Data[k]; !ok || got != v {
+					t.Errorf("data[%s] = %q, want %q", k, got, v)
+				}
+			}
+			if f.Data["pid"] != "101" || f.Data["hierarchy"] != "blkio" {
+				t.Errorf("escape's data lost: %v", f.Data)
+			}
+			if o, ok := f.Evidence.(Outcome); !ok || o.Escape.PID != 101 {
+				t.Errorf("evidence %#v", f.Evidence)
+			}
+		})
+	}
+	if _, ok := (Outcome{Escape: e, Gone: true}).Finding(); ok {
+		t.Error("a process gone has a finding")
+	}
+}

@@ -286,3 +286,50 @@ func TestRunSurvivesAPanickingCheck(t *testing.T) {
 		t.Errorf("other check: %+v", r)
 	}
 }
+
+// A finding's identity is its check, subject, status and Data without the
+// keys the check names as measurements: where an escaped process is now
+// changes nothing, which hierarchy it is in does.
+func TestIdentityLeavesOutMeasured(t *testing.T) {
+	f := func(hier, actual string) Finding {
+		return Finding{Subject: "c1", Status: Fail, Measured: []string{"actual"},
+			Data: map[string]string{"hierarchy": hier, "actual": actual}}
+	}
+	if f("cpu", "/").Identity("x") != f("cpu", "/system.slice").Identity("x") {
+		t.Error("a measurement changed the identity")
+	}
+	if f("cpu", "/").Identity("x") == f("blkio", "/").Identity("x") {
+		t.Error("another hierarchy is the same problem")
+	}
+	if f("cpu", "/").Identity("x") == f("cpu", "/").Identity("y") {
+		t.Error("another check's finding is the same problem")
+	}
+}
+
+// Run names each finding's measured keys from the check's Meta, and
+// SetFindings judges a result and the report again.
+func TestMeasuredFromMetaAndSetFindings(t *testing.T) {
+	c := &fakeMeasuring{}
+	rep := Run(context.Background(), []Check{c}, Options{Phase: Drain})
+	if !rep.Blocked || len(rep.Results[0].Findings[0].Measured) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	rep.SetFindings(0, []Finding{{Status: Warn, Detail: "moved back"}})
+	if r := rep.Results[0]; rep.Blocked || r.Blocking || r.Status != Warn {
+		t.Fatalf("after SetFindings: %+v", rep)
+	}
+	if !Warn.IsProblem() || !Error.IsProblem() || Pass.IsProblem() || Skip.IsProblem() {
+		t.Error("IsProblem")
+	}
+}
+
+type fakeMeasuring struct{}
+
+func (*fakeMeasuring) Meta() Meta {
+	return Meta{ID: "m", Title: "m", Story: "s", Fix: "f", Measured: []string{"age"},
+		Severity: map[Phase]Severity{Drain: Blocking}}
+}
+
+func (*fakeMeasuring) Run(context.Context) ([]Finding, error) {
+	return []Finding{{Status: Fail, Detail: "d", Data: map[string]string{"age": "3"}}}, nil
+}
