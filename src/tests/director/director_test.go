@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -24,33 +25,17 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
 	"golang.org/x/sys/unix"
 )
-
-// labEnv is STATE/env.json, the interface other scripts read.
-type labEnv struct {
-	Netns         string `json:"netns"`
-	Bridge        string `json:"bridge"`
-	Gateway       string `json:"gateway"`
-	CIDR          string `json:"cidr"`
-	DirectorURL   string `json:"director_url"`
-	CACert        string `json:"ca_cert"`
-	Client        string `json:"client"`
-	ClientSecret  string `json:"client_secret"`
-	NatsURL       string `json:"nats_url"`
-	NatsCA        string `json:"nats_ca"`
-	BlobstorePath string `json:"blobstore_path"`
-	CPIPath       string `json:"cpi_path"`
-	StateDir      string `json:"state_dir"`
-}
 
 // lab is one director.sh state directory under test.
 type lab struct {
 	t     *testing.T
 	repo  string
 	state string
-	bosh  string
-	env   labEnv
+	bosh  *boshlab.Bosh
+	env   boshlab.Env
 	pids  map[string]bool // the lab's processes while up: pid files and their children
 }
 
@@ -91,22 +76,18 @@ func (l *lab) script(args ...string) (string, time.Duration, error) {
 	return out, time.Since(start), err
 }
 
-// boshCLI runs bosh-cli in the lab's network namespace, as the director's
-// admin unless env says otherwise.
-func (l *lab) boshCLI(env []string, args ...string) (string, error) {
-	base := []string{
-		"BOSH_ENVIRONMENT=" + l.env.DirectorURL, "BOSH_CA_CERT=" + l.env.CACert,
-		"BOSH_CLIENT=" + l.env.Client, "BOSH_CLIENT_SECRET=" + l.env.ClientSecret,
-		"HOME=" + filepath.Join(l.state, "..", "home"),
-	}
-	all := append([]string{"--net=" + l.env.Netns, "--", l.bosh, "-n"}, args...)
-	return runCmd(l.t, l.repo, append(base, env...), "nsenter", all...)
+// boshCLI runs bosh-cli in the lab's network namespace as the director's
+// admin (boshlab.Bosh, its output logged under the test's base directory);
+// a non-zero exit is the error.
+func (l *lab) boshCLI(args ...string) (string, error) {
+	r, err := l.bosh.MustRun(context.Background(), args...)
+	return r.Output, err
 }
 
 func (l *lab) timed(what string, args ...string) string {
 	l.t.Helper()
 	start := time.Now()
-	out, err := l.boshCLI(nil, args...)
+	out, err := l.boshCLI(args...)
 	must(l.t, "bosh "+strings.Join(args, " "), out, err)
 	l.t.Logf("%s: %.1fs", what, time.Since(start).Seconds())
 	return out
@@ -138,7 +119,12 @@ func TestDirector(t *testing.T) {
 	cpi := writeCPI(t, repo, base)
 
 	out, err := runCmd(t, repo, nil, "bash", "ci/scripts/bosh-cli.sh")
-	l.bosh = strings.TrimSpace(lastLine(must(t, "bosh-cli", out, err)))
+	boshBin := strings.TrimSpace(lastLine(must(t, "bosh-cli", out, err)))
+	for _, d := range []string{"home", "bosh-logs"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	var netnsIno uint64
 	t.Cleanup(func() {
@@ -161,14 +147,11 @@ func TestDirector(t *testing.T) {
 	must(t, "director.sh up again (idempotent)", out, err)
 	t.Logf("director.sh up again while up: %.1fs", again.Seconds())
 
-	raw, err := os.ReadFile(filepath.Join(l.state, "env.json"))
-	if err != nil {
-		t.Fatalf("read env.json: %v", err)
-	}
-	if err := json.Unmarshal(raw, &l.env); err != nil {
-		t.Fatalf("parse env.json: %v\n%s", err, raw)
+	if l.env, err = boshlab.ReadEnv(filepath.Join(l.state, "env.json")); err != nil {
+		t.Fatal(err)
 	}
 	checkEnv(t, l.env, l.state, cpi)
+	l.bosh = &boshlab.Bosh{Bin: boshBin, Env: l.env, Home: filepath.Join(base, "home"), Logs: filepath.Join(base, "bosh-logs")}
 	netnsIno = inode(t, l.env.Netns)
 
 	checkIsolated(t, l)
@@ -181,16 +164,20 @@ func TestDirector(t *testing.T) {
 		}
 	}
 	l.timed("bosh login", "login")
-	out, err = l.boshCLI([]string{"BOSH_CLIENT_SECRET=not-the-secret"}, "login")
-	if err == nil || !strings.Contains(out, "Invalid credentials") {
-		t.Errorf("bosh login with a wrong secret: err %v, want Invalid credentials:\n%s", err, out)
+	wrong := *l.bosh
+	wrong.Env.ClientSecret = "not-the-secret"
+	if r, err := wrong.Run(context.Background(), "login"); err != nil || r.ExitCode == 0 || !strings.Contains(r.Output, "Invalid credentials") {
+		t.Errorf("bosh login with a wrong secret: %v, exit %d, want Invalid credentials:\n%s", err, r.ExitCode, r.Output)
 	}
 
 	out, err = runCmd(t, repo, nil, "bash", "src/tests/bosh/stemcell/build.sh", "jammy")
 	stemcell := lastLine(must(t, "build the jammy stemcell", out, err))
 	l.timed("upload-stemcell (jammy, through the front)", "upload-stemcell", stemcell)
 
-	tarball := buildRelease(t, repo, base)
+	tarball, err := boshlab.BuildRelease(context.Background(), repo, base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	l.timed("upload-release (cellguard-dev.tgz, through the front)", "upload-release", tarball)
 
 	cloud := filepath.Join(base, "cloud-config.yml")
@@ -250,26 +237,6 @@ func downOnSignal(l *lab, base string) func() {
 	}
 }
 
-// buildRelease makes the dev release tarball (ci/scripts/create-release.sh,
-// what make release runs) from a copy of the work tree, tracked and
-// untracked-but-not-ignored files, as src/tests/e2e and spec/release do: the
-// test never writes into the repository and does not race a make release
-// or those tests' builds.
-func buildRelease(t *testing.T, repo, base string) string {
-	t.Helper()
-	rel := filepath.Join(base, "release")
-	tarball := filepath.Join(base, "cellguard-dev.tgz")
-	script := `set -euo pipefail
-mkdir -p "$2"
-cd "$1" && git ls-files -z --cached --others --exclude-standard |
-  while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-  tar --null -T - -cf - | tar -xf - -C "$2"
-bash "$2/ci/scripts/create-release.sh" "$2" "$3"`
-	out, err := runCmd(t, repo, nil, "bash", "-c", script, "bash", repo, rel, tarball)
-	must(t, "build the release tarball", out, err)
-	return tarball
-}
-
 // writeCPI writes the director's CPI for this test: the nspawn CPI with a
 // config of its own; upload-stemcell needs only its info and create_stemcell.
 func writeCPI(t *testing.T, repo, base string) string {
@@ -324,9 +291,9 @@ compilation:
   network: default
 `
 
-func checkEnv(t *testing.T, env labEnv, state, cpi string) {
+func checkEnv(t *testing.T, env boshlab.Env, state, cpi string) {
 	t.Helper()
-	want := labEnv{Bridge: "cgbr0", Gateway: "10.244.0.1", CIDR: "10.244.0.0/24",
+	want := boshlab.Env{Bridge: "cgbr0", Gateway: "10.244.0.1", CIDR: "10.244.0.0/24",
 		DirectorURL: "https://10.244.0.1:25555", Client: "admin", NatsURL: "nats://10.244.0.1:4222",
 		CPIPath: cpi, StateDir: state}
 	got := env
@@ -348,7 +315,7 @@ func checkEnv(t *testing.T, env labEnv, state, cpi string) {
 // it returns that row.
 func checkTable(t *testing.T, l *lab, name, want string) map[string]any {
 	t.Helper()
-	out, err := l.boshCLI(nil, name, "--json")
+	out, err := l.boshCLI(name, "--json")
 	must(t, "bosh "+name, out, err)
 	var doc struct {
 		Tables []struct {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
 
@@ -102,7 +103,10 @@ func TestLocalCell(t *testing.T) {
 
 	tarball := os.Getenv("CELLGUARD_CELL_TARBALL")
 	if tarball == "" {
-		tarball = buildRelease(ctx, t, repo)
+		var err error
+		if tarball, err = boshlab.BuildRelease(ctx, repo, t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	story := &bytes.Buffer{}
@@ -305,27 +309,6 @@ func decode(t *testing.T, raw json.RawMessage, v any) {
 	if err := json.Unmarshal(raw, v); err != nil {
 		t.Errorf("decode facts %s: %v", raw, err)
 	}
-}
-
-// buildRelease makes a dev release tarball from a copy of the work tree
-// (tracked and untracked-but-not-ignored files, as release-e2e does), so the
-// test never writes into the repository and does not race a `make release`.
-func buildRelease(ctx context.Context, t *testing.T, repo string) string {
-	t.Helper()
-	dir := t.TempDir()
-	rel := filepath.Join(dir, "release")
-	tarball := filepath.Join(dir, "cellguard.tgz")
-	script := `set -euo pipefail
-mkdir -p "$2"
-cd "$1" && git ls-files -z --cached --others --exclude-standard |
-  while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-  tar --null -T - -cf - | tar -xf - -C "$2"
-bash "$2/ci/scripts/create-release.sh" "$2" "$3"`
-	cmd := exec.CommandContext(ctx, "bash", "-c", script, "bash", repo, rel, tarball)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the release tarball: %v\n%s", err, out)
-	}
-	return tarball
 }
 
 // show prints a fact cell.sh may not have recorded: its value, or "unrecorded"
