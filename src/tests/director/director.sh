@@ -418,7 +418,8 @@ director_up() {
       ruby "${bin}/bosh-director-worker" -c "${STATE}/director/director.yml" -n "worker_${i}"
   done
   start front "${FRONT_BIN}" -listen "${GATEWAY}:${API_PORT}" -cert "${STATE}/pki/director.pem" \
-    -key "${STATE}/pki/director.key" -backend "http://127.0.0.1:${DIRECTOR_PORT}" -spool "${STATE}/front/uploads"
+    -key "${STATE}/pki/director.key" -backend "http://127.0.0.1:${DIRECTOR_PORT}" -spool "${STATE}/front/uploads" \
+    -accel-root "${STATE}/director/tmp"
   wait_for "the director's /info through the front" 120 "director front" \
     in_lab curl -fsS --cacert "${STATE}/pki/director-ca.pem" "https://${GATEWAY}:${API_PORT}/info"
 }

@@ -10,6 +10,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -23,31 +25,77 @@ const uploadType = "application/x-compressed"
 // controllers read (`params[:nginx_upload_path]`, `consumes: :multipart`).
 const uploadField = "nginx_upload_path"
 
-// front is the director's TLS front: uploads spooled to files, everything
-// else proxied as it came.
+// accelPrefix is the internal location the director's resources
+// controller names in X-Accel-Redirect (api/controllers/resources_controller.rb:
+// File.join('/x_accel_files/', tmp_file)); bosh-release's nginx serves it
+// as an alias of /, so the rest is the file's absolute path.
+const accelPrefix = "/x_accel_files/"
+
+// front is the director's TLS front: uploads spooled to files, downloads
+// the director hands over by X-Accel-Redirect served from its files,
+// everything else proxied as it came.
 type front struct {
 	proxy *httputil.ReverseProxy
 	spool string // directory for spooled uploads; the director's job removes each after use
-	log   *log.Logger
+	// accelRoot is the only directory X-Accel-Redirect may name files in
+	// (the director's TMPDIR, where get_resource_path writes them).
+	accelRoot string
+	log       *log.Logger
 }
 
-func newFront(backend *url.URL, spool string, logger *log.Logger) *front {
-	return &front{
-		proxy: &httputil.ReverseProxy{
-			Rewrite: func(r *httputil.ProxyRequest) {
-				r.SetURL(backend)
-				// The director builds redirects (a task's URL) from Host and
-				// X-Forwarded-Proto: keep what the client dialed.
-				r.Out.Host = r.In.Host
-				r.SetXForwarded()
-			},
-			// Task output and event streams are read as they come.
-			FlushInterval: -1,
-			ErrorLog:      logger,
+func newFront(backend *url.URL, spool, accelRoot string, logger *log.Logger) *front {
+	f := &front{spool: spool, accelRoot: accelRoot, log: logger}
+	f.proxy = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(backend)
+			// The director builds redirects (a task's URL) from Host and
+			// X-Forwarded-Proto: keep what the client dialed.
+			r.Out.Host = r.In.Host
+			r.SetXForwarded()
 		},
-		spool: spool,
-		log:   logger,
+		// Task output and event streams are read as they come.
+		FlushInterval: -1,
+		ErrorLog:      logger,
+		// The director answers a resource download (bosh export-release,
+		// bosh logs) with an empty body and X-Accel-Redirect, as nginx
+		// expects; without this the client got nothing ("Expected stream
+		// to have digest ... but was sha256:e3b0c442...", the empty one).
+		ModifyResponse: f.accelRedirect,
 	}
+	return f
+}
+
+// accelRedirect replaces the body of a response that carries
+// X-Accel-Redirect with the file it names, which must lie in accelRoot.
+func (f *front) accelRedirect(resp *http.Response) error {
+	target := resp.Header.Get("X-Accel-Redirect")
+	if target == "" {
+		return nil
+	}
+	path, ok := strings.CutPrefix(target, accelPrefix)
+	if !ok || f.accelRoot == "" {
+		return fmt.Errorf("X-Accel-Redirect %q: not under %s, or no -accel-root", target, accelPrefix)
+	}
+	path = filepath.Clean("/" + path)
+	if rel, err := filepath.Rel(f.accelRoot, path); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("X-Accel-Redirect %q: %s is outside %s", target, path, f.accelRoot)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("X-Accel-Redirect %q: %w", target, err)
+	}
+	st, err := file.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		file.Close()
+		return fmt.Errorf("X-Accel-Redirect %q: not a regular file (%v)", target, err)
+	}
+	resp.Body.Close()
+	resp.Body = file
+	resp.ContentLength = st.Size()
+	resp.Header.Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	resp.Header.Del("X-Accel-Redirect")
+	f.log.Printf("served %s (%d bytes) for X-Accel-Redirect", path, st.Size())
+	return nil
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {

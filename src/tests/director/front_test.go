@@ -68,7 +68,7 @@ func TestFront(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fr := httptest.NewTLSServer(newFront(u, spoolDir, log.New(io.Discard, "", 0)))
+			fr := httptest.NewTLSServer(newFront(u, spoolDir, "", log.New(io.Discard, "", 0)))
 			defer fr.Close()
 			client := fr.Client()
 			client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -113,6 +113,55 @@ func TestFront(t *testing.T) {
 			}
 			if len(left) != tc.wantSpool {
 				t.Errorf("%d files left in the spool directory, want %d", len(left), tc.wantSpool)
+			}
+		})
+	}
+}
+
+// TestFrontAccelRedirect: a download the director hands over by
+// X-Accel-Redirect (its resources controller, for export-release and bosh
+// logs) reaches the client with the file's bytes; a path outside the
+// director's TMPDIR is refused, not served.
+func TestFrontAccelRedirect(t *testing.T) {
+	root := t.TempDir()
+	blob := filepath.Join(root, "resource-1")
+	if err := os.WriteFile(blob, []byte("compiled release bytes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("not for the client"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, target string
+		wantStatus   int
+		wantBody     string
+	}{
+		{"the director's resource", "/x_accel_files" + blob, 200, "compiled release bytes"},
+		{"a path outside its TMPDIR", "/x_accel_files" + outside, http.StatusBadGateway, ""},
+		{"a climb out of it", "/x_accel_files" + root + "/../" + filepath.Base(filepath.Dir(outside)) + "/secret", http.StatusBadGateway, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/x-gzip")
+				w.Header().Set("X-Accel-Redirect", tc.target)
+				w.WriteHeader(200)
+			}))
+			defer backend.Close()
+			u, _ := url.Parse(backend.URL)
+			fr := httptest.NewTLSServer(newFront(u, t.TempDir(), root, log.New(io.Discard, "", 0)))
+			defer fr.Close()
+			resp, err := fr.Client().Get(fr.URL + "/resources/abc")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus || (tc.wantStatus == 200 && string(b) != tc.wantBody) || strings.Contains(string(b), "not for the client") {
+				t.Errorf("GET through the front: %d %q; want %d %q", resp.StatusCode, b, tc.wantStatus, tc.wantBody)
+			}
+			if resp.Header.Get("X-Accel-Redirect") != "" {
+				t.Errorf("the client saw X-Accel-Redirect %q", resp.Header.Get("X-Accel-Redirect"))
 			}
 		})
 	}

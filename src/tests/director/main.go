@@ -2,8 +2,9 @@
 // starts it; test tooling, never shipped): TLS on the lab address, bodies
 // of type application/x-compressed spooled to a file and passed on as the
 // multipart field nginx_upload_path, as nginx's upload module does in
-// front of bosh-release's director; every other request proxied as it
-// came. The director itself serves plain http on the lab's loopback.
+// front of bosh-release's director; a response with X-Accel-Redirect
+// answered with the file it names (-accel-root), as that nginx's
+// /x_accel_files/ location does; every other request proxied as it came. The director itself serves plain http on the lab's loopback.
 //
 // director_test.go, in this package, brings the whole director up with
 // director.sh and drives it with bosh-cli.
@@ -29,14 +30,15 @@ func main() {
 	key := flag.String("key", "", "server private key (PEM)")
 	backend := flag.String("backend", "http://127.0.0.1:25556", "the director's plain-http address")
 	spoolDir := flag.String("spool", "", "directory for spooled uploads")
+	accelRoot := flag.String("accel-root", "", "the only directory X-Accel-Redirect may name files in (the director's TMPDIR)")
 	flag.Parse()
-	if err := run(*listen, *cert, *key, *backend, *spoolDir); err != nil {
+	if err := run(*listen, *cert, *key, *backend, *spoolDir, *accelRoot); err != nil {
 		fmt.Fprintf(os.Stderr, "director-front: error: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, cert, key, backend, spoolDir string) error {
+func run(listen, cert, key, backend, spoolDir, accelRoot string) error {
 	if cert == "" || key == "" || spoolDir == "" {
 		return errors.New("-cert, -key and -spool are required")
 	}
@@ -47,7 +49,7 @@ func run(listen, cert, key, backend, spoolDir string) error {
 	logger := log.New(os.Stderr, "director-front: ", log.LstdFlags|log.LUTC)
 	srv := &http.Server{
 		Addr:              listen,
-		Handler:           newFront(u, spoolDir, logger),
+		Handler:           newFront(u, spoolDir, accelRoot, logger),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          logger,
 	}
