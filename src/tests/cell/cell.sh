@@ -139,6 +139,10 @@ sdbox=${work}/sdbox.sh
 cp "${repo}/src/tests/harness/sdbox.sh" "${sdbox}"
 cpi=${work}/nspawn-cpi
 cp "${bdir}/cpi-release/src/nspawn_cpi/nspawn-cpi" "${cpi}"
+# Every expectation each scenario records when it runs to the end, and the summary
+# that fails a scenario missing one (it stopped early): copies, as above.
+cp "${here}/expectations.json" "${work}/expectations.json"
+cp "${here}/summary.jq" "${work}/summary.jq"
 
 # ---- expectations and facts (one file each per shape/scenario) ---------------------------
 # expect ID OK(true|false) DETAIL   (in a scenario: ${key} is shape/scenario)
@@ -243,23 +247,34 @@ bosh_steps() {
 SOCK=/var/vcap/sys/run/containerd/containerd.sock
 ROOTS="runc:/run/garden-runc containerd:/run/containerd/runc/garden"
 ctr_() { bx ctr --address "${SOCK}" --namespace garden "$@"; }
-# container_facts TAG: each container's pids, and for every pid each hierarchy's actual
-# cgroup next to the one runc's state.json records. Writes ${sdir}/TAG.tsv:
+# container_facts TAG: each container's processes and, for every one, each hierarchy's
+# actual cgroup next to the one runc's state.json records. Writes ${sdir}/TAG.tsv:
 # mode container pid hierarchy actual recorded
+# The processes are every one in the container's pid namespace (its init's, from
+# state.json), each read from its own /proc/<pid>/cgroup in the VM: not `runc ps`,
+# which lists the processes of the recorded devices cgroup (runc 1.1 GetAllPids on
+# v1), so a process systemd moved out of devices would be invisible to it.
 container_facts() {
-  local tag=$1 m root id pid line h path k expected
+  local tag=$1 m root id init pid line h path k expected
   for m in ${ROOTS}; do
     root=${m#*:}
     for id in $(bx runc --root "${root}" list -q 2>/dev/null); do
-      for pid in $(bx runc --root "${root}" ps --format json "${id}" 2>/dev/null | jq -r '.[]?'); do
-        while IFS= read -r line; do
-          h=${line#*:}; path=${h#*:}; h=${h%%:*}
-          k=${h%%,*}
-          expected=$(jq -r --arg k "${k}" '.cgroup_paths[$k] // empty' "${R}${root}/${id}/state.json" | sed 's|^/sys/fs/cgroup/[^/]*||')
-          [ -n "${expected}" ] || continue
-          [ -n "${h}" ] || h=unified
-          printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${m%%:*}" "${id}" "${pid}" "${h}" "${path}" "${expected:-/}"
-        done < <(bx cat "/proc/${pid}/cgroup")
+      init=$(jq -r '.init_process_pid // empty' "${R}${root}/${id}/state.json" 2>/dev/null)
+      [ -n "${init}" ] || continue
+      # One shell in the VM per container: "PID<TAB>a /proc/PID/cgroup line" for
+      # every process whose pid namespace is the init's.
+      bx sh -c 'ns=$(readlink "/proc/$1/ns/pid") || exit 0
+        for d in /proc/[0-9]*; do
+          [ "$(readlink "$d/ns/pid" 2>/dev/null)" = "${ns}" ] || continue
+          while IFS= read -r l; do printf "%s\t%s\n" "${d#/proc/}" "$l"; done <"$d/cgroup" 2>/dev/null
+        done' sh "${init}" 2>/dev/null |
+      while IFS=$'\t' read -r pid line; do
+        h=${line#*:}; path=${h#*:}; h=${h%%:*}
+        k=${h%%,*}
+        expected=$(jq -r --arg k "${k}" '.cgroup_paths[$k] // empty' "${R}${root}/${id}/state.json" | sed 's|^/sys/fs/cgroup/[^/]*||')
+        [ -n "${expected}" ] || continue
+        [ -n "${h}" ] || h=unified
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${m%%:*}" "${id}" "${pid}" "${h}" "${path}" "${expected:-/}"
       done
     done
   done >"${sdir}/${tag}.tsv"
@@ -453,7 +468,6 @@ step_trigger() {
   moved=$(jq -c '[.[].hierarchy] | unique' <<<"${esc}")
   fact escaped "${esc}"
   fact moved_hierarchies "${moved}"
-  moved_hierarchies=$(jq -r 'join(" ")' <<<"${moved}")
   say "   hierarchies systemd moved container processes in: $(jq -r 'join(", ") | if . == "" then "none" else . end' <<<"${moved}")"
   if [ "${sc}" = without ]; then
     expect seed000-reproduced "$(tf [ "$(jq length <<<"${esc}")" -gt 0 ])" \
@@ -571,7 +585,7 @@ show_drains() {
   drain_log garden "${1:-}" | tail -n 4 | indent
   say "   cellguard's drain (cellguard/drain.log, lager lines left out):"
   drain_log cellguard "${1:-}" | grep -v '^{"timestamp"' |
-    grep -E '^[0-9T:-]+Z (drain |bin/drain: )|^cellguard drain |validate --phase drain|BLOCKED|escaped in' | tail -n 14 | indent
+    grep -E '^[0-9T:-]+Z (drain |bin/drain: )|^cellguard drain |^cellguard: (error|hint): |validate --phase drain|BLOCKED|escaped in' | tail -n 14 | indent
   local failed
   failed=$(agent_log_of "${1:-}" | grep -E "drain.*script has failed with error" | tail -n 1 | sed -E 's/^[0-9_:.-]+ //')
   if [ -n "${failed}" ]; then
@@ -708,10 +722,20 @@ step_destroy() {
     # runc 1.1 lists a container's processes for kill --all in its recorded devices cgroup
     # (libcontainer/cgroups/fs GetAllPids: m.Path("devices")): the destroy goes through
     # exactly when the trigger left devices alone (seed 000's symptom needs devices moved).
-    local want=true
-    [[ " ${moved_hierarchies} " == *" devices "* ]] && want=false
-    expect destroy-as-devices-predicts "$(tf [ "${ok}" = "${want}" ])" \
-      "systemd moved the containers in ${moved_hierarchies:-nothing}; devices $([ "${want}" = true ] && echo "stayed, so containerd's kill --all reached every process" || echo "moved, so containerd's kill --all should reach nothing"): destroyed cleanly ${ok}"
+    # The prediction is this step's own devices reading of the destroyed containers
+    # (after.tsv: every process of their pid namespaces, from /proc/<pid>/cgroup); with
+    # no reading there is nothing to predict from, and the expectation fails.
+    local dev out_dev want=true
+    dev=$(awk -F'\t' -v m=" ${modes} " 'index(m, " " $1 " ") && $4 == "devices"' "${sdir}/after.tsv" 2>/dev/null)
+    out_dev=$(awk -F'\t' '$5 != $6' <<<"${dev}" | grep -c .)
+    [ "${out_dev}" -gt 0 ] && want=false
+    fact destroy_devices_reading "$(jq -nc --argjson n "$(grep -c . <<<"${dev}")" --argjson out "${out_dev}" --argjson want "${want}" '{processes: $n, outside_devices: $out, predicts_clean: $want}')"
+    if [ -z "${dev}" ]; then
+      expect destroy-as-devices-predicts false "no devices reading of the ${modes}-mode containers after the trigger: nothing to predict the destroy from (destroyed cleanly ${ok})"
+    else
+      expect destroy-as-devices-predicts "$(tf [ "${ok}" = "${want}" ])" \
+        "${out_dev} of $(grep -c . <<<"${dev}") ${modes}-mode container processes outside their recorded devices cgroup, so kill --all should $([ "${want}" = true ] && echo "reach every process" || echo "reach none of those"); destroyed cleanly ${ok}"
+    fi
   else
     expect destroyed-cleanly "${ok}" "every container killed with kill --all, every process gone, deleted (runc and containerd)"
   fi
@@ -907,8 +931,8 @@ summary=$(
   for s in "${want_shapes[@]}"; do
     for sc in "${want_scenarios[@]}"; do
       f=${work}/summary/${s}-${sc}
-      jq -s --arg name "${s}/${sc}" --arg shape "${s}" --arg sc "${sc}" \
-        '{name: $name, shape: $shape, scenario: $sc, ok: (length > 0 and all(.[]; .ok)), expectations: .}' "${f}.expect.jsonl" >"${f}.e.json"
+      jq -s --arg name "${s}/${sc}" --arg shape "${s}" --arg sc "${sc}" --slurpfile declared "${work}/expectations.json" \
+        -f "${work}/summary.jq" "${f}.expect.jsonl" >"${f}.e.json"
       jq -s 'add // {}' "${f}.facts.jsonl" >"${f}.f.json"
       jq -s '.[0] + {facts: .[1]}' "${f}.e.json" "${f}.f.json"
     done
