@@ -214,7 +214,6 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 	if err != nil {
 		return res, err
 	}
-	m.noteKillModeDeprecation(ctx, conn)
 	u, err := conn.Unit(ctx, res.Unit)
 	if err != nil {
 		return res, err
@@ -240,6 +239,9 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 			continue
 		}
 		res.KillMode = u.KillMode
+		if res.Written && res.KillMode == unitfile.KillModeNone {
+			m.noteKillModeDeprecation(ctx, conn)
+		}
 		m.Logger.Info("installed", lager.Data{"unit": res.Unit, "path": res.Path, "written": res.Written,
 			"reloaded": res.Reloaded, "delegate_controllers": u.DelegateControllers, "kill_mode": u.KillMode})
 		return res, nil
@@ -328,7 +330,10 @@ func verifyDelegation(u *systemd.Unit, delegate string) error {
 	return nil
 }
 
-// noteKillModeDeprecation logs once per Manager why KillMode=none stays.
+// noteKillModeDeprecation logs once per Manager why KillMode=none stays,
+// when Install has written a unit with it: the note is for whoever reads
+// that install's log, and asking systemd's Version on every unchanged
+// install (every `cellguard start`) cost a round trip each.
 func (m *Manager) noteKillModeDeprecation(ctx context.Context, conn systemdAPI) {
 	if m.deprecationLogged {
 		return

@@ -16,14 +16,15 @@ import (
 // it (refusing KillMode=none when told to), and reports the runtime state
 // the test sets. It decides nothing of daemonctl's.
 type fakeSystemd struct {
-	root        string
-	refuseNone  bool                         // read KillMode=none back as control-group (a systemd without it)
-	active      map[string]string            // unit: ActiveState; missing means inactive
-	procs       map[string][]systemd.Process // unit: processes left in its cgroup
-	loaded      map[string]*systemd.Unit     // what the last Reload read
-	texts       map[string]string            // the files it read then
-	reloads     int
-	resetFailed []string
+	root         string
+	refuseNone   bool                         // read KillMode=none back as control-group (a systemd without it)
+	active       map[string]string            // unit: ActiveState; missing means inactive
+	procs        map[string][]systemd.Process // unit: processes left in its cgroup
+	loaded       map[string]*systemd.Unit     // what the last Reload read
+	texts        map[string]string            // the files it read then
+	reloads      int
+	versionReads int
+	resetFailed  []string
 }
 
 func newFakeSystemd(root string) *fakeSystemd {
@@ -31,7 +32,10 @@ func newFakeSystemd(root string) *fakeSystemd {
 		loaded: map[string]*systemd.Unit{}}
 }
 
-func (f *fakeSystemd) Version(context.Context) (string, error) { return "252.39-1~deb12u2", nil }
+func (f *fakeSystemd) Version(context.Context) (string, error) {
+	f.versionReads++
+	return "252.39-1~deb12u2", nil
+}
 
 func (f *fakeSystemd) Unit(_ context.Context, name string) (*systemd.Unit, error) {
 	u := systemd.Unit{Name: name, LoadState: "not-found", ActiveState: "inactive", SubState: "dead"}

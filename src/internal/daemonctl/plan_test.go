@@ -267,14 +267,21 @@ func TestInstallFallsBackWhenKillModeNoneIsRefused(t *testing.T) {
 func TestInstallReloadsOnlyWhenNeeded(t *testing.T) {
 	root, d := fakeDaemonRoot(t)
 	sd := newFakeSystemd(root)
-	m := &Manager{Logger: lagertest.NewTestLogger("install"), Root: root, Delegate: unitfile.DelegateV1, conn: sd}
+	var m *Manager
 	for i, want := range []int{1, 1} {
+		// A Manager per install, as each `cellguard start` is a process.
+		m = &Manager{Logger: lagertest.NewTestLogger("install"), Root: root, Delegate: unitfile.DelegateV1, conn: sd}
 		res, err := m.Install(context.Background(), d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if sd.reloads != want || res.KillMode != unitfile.KillModeNone || res.Written != (i == 0) {
 			t.Errorf("install %d: %+v after %d reloads, want %d", i, res, sd.reloads, want)
+		}
+		// The KillMode=none note (systemd's Version) only when the unit was
+		// written: not on every unchanged install, which every start is.
+		if sd.versionReads != 1 {
+			t.Errorf("install %d: %d Version reads, want 1 (the first install's)", i, sd.versionReads)
 		}
 	}
 	// A run that wrote the file and died before its Reload.
