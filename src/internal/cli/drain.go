@@ -155,7 +155,7 @@ func (d *drainRun) run(ctx context.Context) (code int) {
 	if cr != nil {
 		return d.finish(cfg, nil, cr)
 	}
-	budget := d.budget(cfg)
+	budget := drainBudget(d.f.budget, cfg)
 	logger.Info("starting", lager.Data{"root": f.root, "checks": validator.IDs(v.registry), "ignore": v.opts.Ignore,
 		"fix": v.fix, "budget": budget.String(), "block_on_shutdown": d.blockOnShutdown(cfg)})
 	bctx, cancel := context.WithTimeout(ctx, budget)
@@ -191,10 +191,12 @@ func (d *drainRun) logCall() {
 	}
 }
 
-func (d *drainRun) budget(cfg *config.Config) time.Duration {
+// drainBudget is the time a drain's validation may take: the flag, else
+// the config's drain.budget, else defaultDrainBudget.
+func drainBudget(flag time.Duration, cfg *config.Config) time.Duration {
 	switch {
-	case d.f.budget > 0:
-		return d.f.budget
+	case flag > 0:
+		return flag
 	case cfg != nil && cfg.Drain.Budget.Duration > 0:
 		return cfg.Drain.Budget.Duration
 	}
@@ -221,7 +223,7 @@ func (d *drainRun) finish(cfg *config.Config, rep *validator.Report, cr *cantRun
 		cr.print(env)
 	}
 	if rep != nil && rep.Blocked {
-		in.Lift = d.activeLift(now)
+		in.Lift = activeLift(env, logger, d.f.liftFile, now)
 	}
 	dec := drain.Decide(in)
 	data := lager.Data{"event": d.call.Event, "job_change": d.call.JobChange, "outcome": dec.Outcome, "block": dec.Block, "reason": dec.Reason}
@@ -250,6 +252,15 @@ func (d *drainRun) finish(cfg *config.Config, rep *validator.Report, cr *cantRun
 			errorf(env, "%v", err)
 		}
 	}
+	return drainVerdict(env, dec)
+}
+
+// drainVerdict keeps BOSH's drain contract on stdout for a decision and
+// returns the exit code: the integer 0 whenever the VM may go, nothing
+// when it is blocked. The agent reads only stdout (an integer there wins
+// over any exit status), so this is the one place that decides what it
+// sees: cellguard drain and validate --phase drain both end here.
+func drainVerdict(env *Env, dec drain.Decision) int {
 	switch {
 	case dec.Block:
 		return ExitFailed // no integer: the agent fails the step
@@ -261,22 +272,21 @@ func (d *drainRun) finish(cfg *config.Config, rep *validator.Report, cr *cantRun
 	return ExitOK
 }
 
-// activeLift returns the lift when it holds now. A lift that is there but
-// expired, invalid or untrusted is logged and not used.
-func (d *drainRun) activeLift(now time.Time) *drain.Lift {
-	path := d.f.liftFile
+// activeLift returns the lift at path when it holds now. A lift that is
+// there but expired, invalid or untrusted is logged and not used.
+func activeLift(env *Env, logger lager.Logger, path string, now time.Time) *drain.Lift {
 	l, err := drain.ReadLift(path)
 	switch {
 	case errors.Is(err, drain.ErrNoLift):
 		return nil
 	case err != nil:
-		d.logger.Error("lift-ignored", err, lager.Data{"file": path, "reason": "an untrusted or unreadable lift lifts nothing"})
-		errorf(d.env, "lift ignored: %v", err)
+		logger.Error("lift-ignored", err, lager.Data{"file": path, "reason": "an untrusted or unreadable lift lifts nothing"})
+		errorf(env, "lift ignored: %v", err)
 		return nil
 	}
 	state := l.State(now)
 	if state != "active" {
-		d.logger.Info("lift-not-used", lager.Data{"file": path, "state": state, "by": l.By, "reason": l.Reason, "expires": l.Expires})
+		logger.Info("lift-not-used", lager.Data{"file": path, "state": state, "by": l.By, "reason": l.Reason, "expires": l.Expires})
 		return nil
 	}
 	return &l

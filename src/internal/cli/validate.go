@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/drain"
 	"github.com/cloudfoundry/cellguard/src/internal/heal"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
@@ -38,11 +40,16 @@ severity in --format json); the config's validator.blocking.<phase> list, when
 present, names exactly the checks that block in that phase. --ignore (and
 validator.ignore) downgrades a check: still run and reported, never blocking.
 
---phase drain judges the host as a drain would and keeps stdout for the
-integer: 0 when nothing blocks, and nothing at all when a check blocks, so
-a script that forgets the exit code still fails. The report goes to stderr.
-The job's bin/drain runs "cellguard drain", which also reads the agent's
-arguments, the budget and the lift (cellguard drain --help).
+--phase drain says what the next update's drain would decide, through the
+same decision as "cellguard drain job_changed" (cellguard drain --help):
+the checks run within the drain's budget (--budget, else drain.budget,
+else 60s), and a lift (--lift-file) lets blocking findings go. Stdout keeps
+drain's contract, which bosh-agent reads whatever the exit status: the
+integer 0 when the VM may go (passed, lifted, budget expired, or cellguard
+could not run), and nothing at all when it blocks, so a script that forgets
+the exit code still fails. The report and the decision go to stderr. The
+job's bin/drain runs "cellguard drain", which also reads the agent's
+arguments and writes drain's metrics; this command writes only validate's.
 
 --fix (or validator.fix) moves escaped container processes back into the
 cgroups their runtime recorded, in every hierarchy, re-reads /proc to verify,
@@ -56,10 +63,13 @@ cellguard_validate_blocked and cellguard_validate_timestamp_seconds. A failed
 write is reported but does not change the exit code.
 
 Exit codes:
-  0  passed: no blocking check failed (warnings allowed)
-  1  a blocking check failed or could not check (not ignored)
+  0  passed: no blocking check failed (warnings allowed); drain: the VM
+     may go (stdout: 0)
+  1  a blocking check failed or could not check (not ignored); drain:
+     blocked (stdout: nothing)
   2  the validator could not run: bad flags or config, unknown check id,
-     /proc unreadable under --root
+     /proc unreadable under --root; drain: stdout 0 (a broken guard does
+     not hold the VM)
 `
 
 type validateFlags struct {
@@ -67,18 +77,27 @@ type validateFlags struct {
 	phase, root, format, promFile string
 	ignore, runtimeRoots          stringList
 	fix                           bool
+	// drain's: the budget and the lift that decide with the report.
+	budget   time.Duration
+	liftFile string
 }
+
+// nextUpdate is the call validate --phase drain decides for: an update,
+// the one event on which a blocking finding blocks by default.
+var nextUpdate = drain.Parse([]string{drain.JobChanged})
 
 func runValidate(ctx context.Context, env *Env, args []string) int {
 	f := &validateFlags{}
 	fs := newFlagSet(env, "validate", "validate --phase pre-start|drain [flags]", &f.common)
-	fs.StringVar(&f.phase, "phase", "", "pre-start or drain (required); drain prints only the integer on stdout")
+	fs.StringVar(&f.phase, "phase", "", "pre-start or drain (required); drain decides as the next update's drain and prints only its integer on stdout")
 	fs.StringVar(&f.root, "root", "/", "root prefix for /proc, /sys/fs/cgroup and runtime roots (tests: a fixture tree)")
 	fs.StringVar(&f.format, "format", "human", "report format: human or json")
 	fs.StringVar(&f.promFile, "prometheus-textfile", "", "also write Prometheus gauges to this file, atomically")
 	fs.Var(&f.ignore, "ignore", "check ids to report but never block on, comma separated or repeated; \"all\" ignores every check")
 	fs.Var(&f.runtimeRoots, "runtime-root", "runc state root to scan (repeatable); default the config's, else "+strings.Join(defaultRuntimeRoots(), ", "))
 	fs.BoolVar(&f.fix, "fix", false, "move escaped container processes back into their recorded cgroups (never kills)")
+	fs.DurationVar(&f.budget, "budget", 0, fmt.Sprintf("--phase drain: time the validation may take; default the config's drain.budget, else %v", defaultDrainBudget))
+	fs.StringVar(&f.liftFile, "lift-file", defaultLiftFile, "--phase drain: the lift `cellguard drain lift` writes")
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
@@ -87,42 +106,56 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	if ok, code := parse(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		errorf(env, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
-		return ExitCantRun
-	}
 	phase := validator.Phase(f.phase)
 	if phase != validator.PreStart && phase != validator.Drain {
 		errorf(env, "--phase %q: want pre-start or drain", f.phase)
 		return ExitCantRun
 	}
-	if f.format != "human" && f.format != "json" {
-		errorf(env, "--format %q: want human or json", f.format)
-		return ExitCantRun
+	if phase != validator.Drain {
+		var drainOnly []string
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "budget" || fl.Name == "lift-file" {
+				drainOnly = append(drainOnly, "--"+fl.Name)
+			}
+		})
+		if len(drainOnly) > 0 {
+			errorf(env, "%s: only with --phase drain", strings.Join(drainOnly, ", "))
+			return ExitCantRun
+		}
 	}
 	logger, cfg, closer, err := f.setup(env, "validate")
 	if err != nil {
-		errorf(env, "%v", err)
-		hintf(env, "fix the cellguard job's validator properties or --config")
-		return ExitCantRun
+		logger, closer = f.flagLogger(env, "validate")
+		defer closer()
+		return f.couldNotRun(env, logger, phase, &cantRun{err: err, hint: "fix the cellguard job's validator properties or --config"})
 	}
 	defer closer()
+	switch {
+	case fs.NArg() > 0:
+		return f.couldNotRun(env, logger, phase, &cantRun{err: fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))})
+	case f.format != "human" && f.format != "json":
+		return f.couldNotRun(env, logger, phase, &cantRun{err: fmt.Errorf("--format %q: want human or json", f.format)})
+	}
 	return f.run(ctx, env, logger, cfg, phase)
 }
 
 func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, cfg *config.Config, phase validator.Phase) int {
 	v, cr := newValidation(cfg, phase, f.root, splitList(f.runtimeRoots), splitList(f.ignore), f.fix)
 	if cr != nil {
-		logger.Error("cannot-validate", cr.err)
-		cr.print(env)
-		return ExitCantRun
+		return f.couldNotRun(env, logger, phase, cr)
 	}
 	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": validator.IDs(v.registry), "ignore": v.opts.Ignore, "fix": v.fix})
-	rep := validator.Run(ctx, v.registry, v.opts)
+	rctx := ctx
+	if phase == validator.Drain {
+		// drain's budget: what did not finish in time is reported, and
+		// the decision lets the VM go, as cellguard drain does.
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, drainBudget(f.budget, cfg))
+		defer cancel()
+	}
+	rep := validator.Run(rctx, v.registry, v.opts)
 	if err := ctx.Err(); err != nil {
-		logger.Error("interrupted", err)
-		errorf(env, "interrupted: %v", err)
-		return ExitCantRun
+		return f.couldNotRun(env, logger, phase, &cantRun{err: fmt.Errorf("interrupted: %w", err)})
 	}
 	v.heal(&rep)
 	// Drain: stdout is BOSH's, and holds only the integer.
@@ -144,15 +177,41 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		}
 	}
 	logger.Info("finished", lager.Data{"phase": phase, "blocked": rep.Blocked})
+	if phase == validator.Drain {
+		return f.decideDrain(env, logger, &rep, nil)
+	}
 	if rep.Blocked {
-		// No integer: a wrapper that forgets the exit code still fails
-		// closed, as the agent fails a drain whose stdout holds none.
 		return ExitFailed
 	}
-	if phase == validator.Drain {
-		fmt.Fprintln(env.Stdout, 0)
-	}
 	return ExitOK
+}
+
+// couldNotRun reports why nothing was validated. In the drain phase that
+// is drain's could_not_run: the integer 0 and exit 2, as cellguard drain.
+func (f *validateFlags) couldNotRun(env *Env, logger lager.Logger, phase validator.Phase, cr *cantRun) int {
+	logger.Error("cannot-validate", cr.err)
+	cr.print(env)
+	if phase != validator.Drain {
+		return ExitCantRun
+	}
+	return f.decideDrain(env, logger, nil, cr)
+}
+
+// decideDrain judges a drain-phase run with drain.Decide, as the next
+// update's drain would (its lift included), says so on stderr and in the
+// log, and keeps drain's stdout contract (drainVerdict).
+func (f *validateFlags) decideDrain(env *Env, logger lager.Logger, rep *validator.Report, cr *cantRun) int {
+	in := drain.Input{Call: nextUpdate, Report: rep}
+	if cr != nil {
+		in.CouldNotRun = cr.err
+	}
+	if rep != nil && rep.Blocked {
+		in.Lift = activeLift(env, logger, f.liftFile, env.now())
+	}
+	dec := drain.Decide(in)
+	logger.Info("decided", lager.Data{"outcome": dec.Outcome, "block": dec.Block, "reason": dec.Reason})
+	fmt.Fprintf(env.Stderr, "cellguard validate --phase drain: %s: %s\n", dec.Outcome, dec.Reason)
+	return drainVerdict(env, dec)
 }
 
 // validation is what one validator run needs: the checks' deps from the

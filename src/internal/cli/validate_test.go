@@ -92,6 +92,70 @@ func TestValidateDrainStdoutIsOnlyTheInteger(t *testing.T) {
 	}
 }
 
+// validate --phase drain decides as the next update's drain: for every
+// outcome drain.Decide has, the same stdout (what bosh-agent reads,
+// whatever the exit status) and the same exit code as `cellguard drain
+// job_changed`, on the same host with the same config and lift.
+func TestValidateDrainDecidesAsDrain(t *testing.T) {
+	const badID = `{"validator":{"blocking":{"drain":["cgroup-integrty"]}}}`
+	testCases := []struct {
+		name, cfg string
+		setup     func(t *testing.T, h *fakehost.Host, d *drainHost)
+		wantCode  int
+		wantOut   string
+		outcome   string
+	}{
+		{"pass", `{}`, nil, ExitOK, "0\n", "pass"},
+		{"blocked", `{}`, escapedCell, ExitFailed, "", "blocked"},
+		{"lifted", `{}`, liftedCell, ExitOK, "0\n", "lifted"},
+		{"budget expired", `{"drain":{"budget":"300ms"}}`, hungRuntime, ExitOK, "0\n", "budget_expired"},
+		{"could not run", badID, escapedCell, ExitCantRun, "0\n", "could_not_run"},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cell(t)
+			d := newDrainHost(t, h.Root, tc.cfg)
+			if tc.setup != nil {
+				tc.setup(t, h, d)
+			}
+			dc, dout, derr := d.drain(t, jobChanged...)
+			vc, vout, verr := d.run(t, "validate", "--phase", "drain", "--config", d.cfg, "--root", d.root,
+				"--log-file", d.log, "--lift-file", d.lift)
+			if dc != tc.wantCode || dout != tc.wantOut {
+				t.Fatalf("drain: exit %d stdout %q, want %d %q\n%s", dc, dout, tc.wantCode, tc.wantOut, derr)
+			}
+			if vc != dc || vout != dout {
+				t.Fatalf("validate --phase drain: exit %d stdout %q; drain: exit %d stdout %q\n%s", vc, vout, dc, dout, verr)
+			}
+			mustContainAll(t, "drain's stderr", derr, ": "+tc.outcome+": ")
+			mustContainAll(t, "validate's stderr", verr, "cellguard validate --phase drain: "+tc.outcome+": ")
+		})
+	}
+}
+
+// escapedCell is seed-000 on the drain host's cell.
+func escapedCell(_ *testing.T, h *fakehost.Host, _ *drainHost) { escape(h) }
+
+// liftedCell is an escaped cell whose block an operator lifted.
+func liftedCell(t *testing.T, h *fakehost.Host, d *drainHost) {
+	escape(h)
+	d.env["USER"] = "alice"
+	if code, _, errOut := d.lifted(t, "--reason", "INC-7: escapes known"); code != ExitOK {
+		t.Fatalf("lift: exit %d\n%s", code, errOut)
+	}
+}
+
+// hungRuntime is an escaped cell whose containerd hangs on --version,
+// past any short budget.
+func hungRuntime(t *testing.T, h *fakehost.Host, _ *drainHost) {
+	escape(h)
+	hang := filepath.Join(h.Root, "usr/bin/containerd")
+	writeFile(t, hang, "#!/bin/sh\nexec sleep 300\n")
+	if err := os.Chmod(hang, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestValidateJSONAndPrometheus(t *testing.T) {
 	h := cell(t)
 	escape(h)
@@ -162,8 +226,8 @@ func TestValidateIgnoreAndBlockingLists(t *testing.T) {
 			if code != tc.want {
 				t.Fatalf("exit %d, want %d\nstdout %q\nstderr:\n%s", code, tc.want, out, errOut)
 			}
-			if code == ExitCantRun && out != "" {
-				t.Fatalf("could-not-run must leave stdout empty, got %q", out)
+			if code == ExitCantRun && out != "0\n" {
+				t.Fatalf("could-not-run in the drain phase prints drain's 0, got %q", out)
 			}
 		})
 	}
@@ -177,22 +241,28 @@ func TestValidateIgnoreAndBlockingLists(t *testing.T) {
 
 func TestValidateCannotRun(t *testing.T) {
 	h := cell(t)
+	// In the drain phase, could not run is drain's could_not_run: the
+	// integer 0 (a broken guard does not hold the VM) and exit 2.
 	testCases := []struct {
-		name string
-		root string
-		args []string
+		name    string
+		root    string
+		args    []string
+		wantOut string
 	}{
-		{"no phase", h.Root, nil},
-		{"bad phase", h.Root, []string{"--phase", "post-start"}},
-		{"bad format", h.Root, []string{"--phase", "drain", "--format", "yaml"}},
-		{"stray argument", h.Root, []string{"--phase", "drain", "job_changed"}},
-		{"no proc under root", t.TempDir(), []string{"--phase", "drain"}},
+		{"no phase", h.Root, nil, ""},
+		{"bad phase", h.Root, []string{"--phase", "post-start"}, ""},
+		{"bad format", h.Root, []string{"--phase", "pre-start", "--format", "yaml"}, ""},
+		{"bad format, drain", h.Root, []string{"--phase", "drain", "--format", "yaml"}, "0\n"},
+		{"stray argument", h.Root, []string{"--phase", "drain", "job_changed"}, "0\n"},
+		{"drain's flag without drain", h.Root, []string{"--phase", "pre-start", "--budget", "1s"}, ""},
+		{"no proc under root", t.TempDir(), []string{"--phase", "pre-start"}, ""},
+		{"no proc under root, drain", t.TempDir(), []string{"--phase", "drain"}, "0\n"},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runValidateCLI(t, tc.root, `{}`, tc.args...)
-			if code != ExitCantRun || out != "" {
-				t.Fatalf("exit %d stdout %q\n%s", code, out, errOut)
+			if code != ExitCantRun || out != tc.wantOut {
+				t.Fatalf("exit %d stdout %q, want 2 and %q\n%s", code, out, tc.wantOut, errOut)
 			}
 			if !strings.Contains(errOut, "cellguard: error: ") && !strings.Contains(errOut, "flag") {
 				t.Fatalf("no error message:\n%s", errOut)
@@ -220,7 +290,7 @@ func TestValidateHelpDocumentsExitCodesAndDrain(t *testing.T) {
 	if code != ExitOK || out != "" {
 		t.Fatalf("exit %d stdout %q", code, out)
 	}
-	for _, want := range []string{"Exit codes:", "nothing at all when a check blocks", "--fix", "cgroup-integrity", "never signals or kills"} {
+	for _, want := range []string{"Exit codes:", "nothing at all when it blocks", "same decision as \"cellguard drain job_changed\"", "--fix", "cgroup-integrity", "never signals or kills"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("help lacks %q:\n%s", want, errOut)
 		}
