@@ -34,7 +34,8 @@ var containerChecks = []string{"cgroup-integrity", "devices-cgroup", "runtime-gh
 // second's control: it shows the trigger moves something on 255, so
 // "nothing moved" means something. (A control unit in the second box does
 // not move: garden.service's start with the explicit list has realized
-// those controllers for the whole slice already.)
+// those controllers for the whole slice already.) Seed 002 then runs in the
+// second box and Garden.
 func TestTodayOnNoble(t *testing.T) {
 	sdbox.RequireSuite(t, "noble")
 	t.Run("garden.service as shipped: the trigger moves blkio, cellguard names it", func(t *testing.T) {
@@ -73,6 +74,9 @@ func TestTodayOnNoble(t *testing.T) {
 		t.Logf("Garden answered ping %s after its install began; %s", time.Since(started).Round(time.Millisecond),
 			strings.TrimSpace(box.Run(t, "systemctl", "show", "-p", "DelegateControllers", "garden.service")))
 		triggerAndChurn(t, box, g, cellguard)
+		// the same box and Garden: a boot and a Garden start cost a minute
+		// or more under load, and seed 002 needs neither fresh
+		t.Run("seed 002: gdn killed, restarted without its depot", func(t *testing.T) { seed002(t, box, g, cellguard) })
 	})
 }
 
