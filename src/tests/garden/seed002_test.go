@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
@@ -29,11 +28,13 @@ func seed002(t *testing.T, box *sdbox.Box, g *garden.Garden, cellguard string) {
 	live, dying := containerWithProcess(t, g, "g1"), containerWithProcess(t, g, "g2")
 	box.Run(t, "kill", "-KILL", strconv.Itoa(g.MainPID(t)))
 	waitUnitDown(t, box, g.Shape.Unit)
-	if alive := alivePIDs(box, live.PIDs); len(alive) != len(live.PIDs) {
+	if alive := garden.Alive(box, live.PIDs); len(alive) != len(live.PIDs) {
 		t.Fatalf("g1: pids %v alive of %v after gdn's kill", alive, live.PIDs)
 	}
 	box.Run(t, "kill", "-KILL", strconv.Itoa(dying.InitPID))
-	waitGone(t, box, dying.PIDs)
+	if alive := garden.WaitGone(box, dying.PIDs, 10*time.Second); len(alive) != 0 {
+		t.Fatalf("g2: pids %v alive 10 s after its init's SIGKILL", alive)
+	}
 
 	_, report := validateDrain(t, box, cellguard)
 	fs := problems(t, report, containerChecks)
@@ -55,7 +56,7 @@ func seed002(t *testing.T, box *sdbox.Box, g *garden.Garden, cellguard string) {
 	if h := g.List(t); len(h) != 0 {
 		t.Fatalf("Garden lists %v after its start cleaned up", h)
 	}
-	if alive := alivePIDs(box, live.PIDs); len(alive) != 0 {
+	if alive := garden.WaitGone(box, live.PIDs, 10*time.Second); len(alive) != 0 {
 		t.Fatalf("g1's pids %v alive after Garden's start destroyed it", alive)
 	}
 	for _, h := range []string{"g1", "g2"} {
@@ -90,32 +91,4 @@ func waitUnitDown(t *testing.T, box *sdbox.Box, unit string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// waitGone waits up to 10 s for pids to exit (a zombie counts as gone).
-func waitGone(t *testing.T, box *sdbox.Box, pids []int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(alivePIDs(box, pids)) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("pids %v still alive of %v", alivePIDs(box, pids), pids)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// alivePIDs returns those of pids that exist and are not zombies.
-func alivePIDs(box *sdbox.Box, pids []int) []int {
-	var alive []int
-	for _, p := range pids {
-		b, err := box.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
-		if err != nil {
-			continue
-		}
-		if st, err := procfs.ParseStat(b); err == nil && st.State == 'Z' {
-			continue
-		}
-		alive = append(alive, p)
-	}
-	return alive
 }

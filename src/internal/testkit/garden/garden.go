@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
@@ -239,7 +240,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 set -e
 export PATH=`+RuntimeDir+`/bin:`+sdbox.ExecPath+`
 mkdir -p `+LogDir+` `+Depot+` $(dirname `+Socket+`)
-up() { ctr --address `+Socket+` --connect-timeout 100ms version >/dev/null 2>&1; }
+up() { ctr --address `+Socket+` --connect-timeout 1s version >/dev/null 2>&1; }
 if ! up; then
   containerd --config `+JobDir+`/config/containerd.toml >>`+LogDir+`/containerd.log 2>&1 &
   i=0
@@ -542,4 +543,33 @@ func (g *Garden) MainPID(t testing.TB) int {
 		t.Fatalf("%s: %q", g.Shape.Unit, out)
 	}
 	return pid
+}
+
+// Alive returns those of pids (in the box's numbering) that exist and are
+// not zombies (a zombie's reaper may be slow; it is dead).
+func Alive(box *sdbox.Box, pids []int) []int {
+	var alive []int
+	for _, p := range pids {
+		b, err := box.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+		if err != nil {
+			continue
+		}
+		if st, err := procfs.ParseStat(b); err == nil && st.State == 'Z' {
+			continue
+		}
+		alive = append(alive, p)
+	}
+	return alive
+}
+
+// WaitGone waits up to d for pids to die and returns those still alive.
+func WaitGone(box *sdbox.Box, pids []int, d time.Duration) []int {
+	deadline := time.Now().Add(d)
+	for {
+		alive := Alive(box, pids)
+		if len(alive) == 0 || !time.Now().Before(deadline) {
+			return alive
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
