@@ -45,19 +45,7 @@ func TestTodayOnNoble(t *testing.T) {
 		c := containerWithProcess(t, g, "c1")
 		w := boxwatch.Start(t, box, cellguard, "/var/log/watch.log")
 
-		fired := time.Now()
-		garden.FireSeed000Trigger(t, box)
-		moved := g.Moved(t, c)
-		t.Logf("systemd %d, garden.service Delegate=yes: the trigger moved %v", garden.SystemdVersion(t, box), moved)
-		if !slices.Contains(garden.Controllers(moved), "blkio") {
-			t.Fatalf("blkio did not move (moved: %v): noble keeps it after all; fix docs/garden.md", garden.Controllers(moved))
-		}
-		l := w.MustLog(t, "finding", boxwatch.Subject("garden/c1"), 10*time.Second)
-		t.Logf("watch logged %s %.2fs after the trigger's start was asked for", l.Data["detail"], l.Timestamp.Sub(fired).Seconds())
-		code, report := validateDrain(t, box, cellguard)
-		if code == 0 || !strings.Contains(report, "c1") {
-			t.Fatalf("validate --phase drain exited %d without naming c1:\n%s", code, report)
-		}
+		triggerNamed(t, box, g, cellguard, w, c, "blkio")
 		d := g.Destroy(t, "c1", time.Minute)
 		if d.Error != "" {
 			t.Fatalf("destroy c1: %s", d.Error)
