@@ -11,6 +11,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/boxwatch"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // churnRounds is how many containers the churn makes and destroys through
@@ -162,17 +163,7 @@ func judgeWatch(t *testing.T, lines []boxwatch.Line) (scans int, transient []str
 // fails the test for a check that could not run.
 func problems(t *testing.T, report string, ids []string) []string {
 	t.Helper()
-	var rep struct {
-		Results []struct {
-			ID       string `json:"id"`
-			Status   string `json:"status"`
-			Error    string `json:"error"`
-			Findings []struct {
-				Status string `json:"status"`
-				Detail string `json:"detail"`
-			} `json:"findings"`
-		} `json:"results"`
-	}
+	var rep validator.Report
 	if err := json.Unmarshal([]byte(report), &rep); err != nil {
 		t.Fatalf("validate's report: %v\n%s", err, report)
 	}
@@ -181,12 +172,12 @@ func problems(t *testing.T, report string, ids []string) []string {
 		if !slices.Contains(ids, r.ID) {
 			continue
 		}
-		if r.Status == "error" {
+		if r.Status == validator.Error {
 			t.Fatalf("%s could not run: %s", r.ID, r.Error)
 		}
 		for _, f := range r.Findings {
-			if f.Status != "pass" && f.Status != "skip" {
-				out = append(out, r.ID+": "+f.Status+" "+f.Detail)
+			if f.Status != validator.Pass && f.Status != validator.Skip {
+				out = append(out, r.ID+": "+string(f.Status)+" "+f.Detail)
 			}
 		}
 	}
