@@ -37,19 +37,7 @@ func TestSeed000AsItHappened(t *testing.T) {
 		c := containerWithProcess(t, g, "c1")
 		w := boxwatch.Start(t, box, cellguard, "/var/log/watch.log")
 
-		fired := time.Now()
-		garden.FireSeed000Trigger(t, box)
-		moved := g.Moved(t, c)
-		t.Logf("systemd %d moved c1: %v", garden.SystemdVersion(t, box), moved)
-		if _, ok := moved["devices"]; !ok {
-			t.Fatalf("the trigger did not move c1's devices cgroup (moved: %v): nothing to show", garden.Controllers(moved))
-		}
-		l := w.MustLog(t, "finding", boxwatch.Subject("garden/c1"), 10*time.Second)
-		t.Logf("watch logged %s %.2fs after the trigger's start was asked for", l.Data["detail"], l.Timestamp.Sub(fired).Seconds())
-		code, report := validateDrain(t, box, cellguard)
-		if code == 0 || !strings.Contains(report, "c1") {
-			t.Fatalf("validate --phase drain exited %d without naming c1:\n%s", code, report)
-		}
+		triggerNamed(t, box, g, cellguard, w, c, "devices")
 
 		d := g.Destroy(t, "c1", seedDestroyBound)
 		t.Logf("Garden's destroy of c1 after %.1fs: %s", d.Seconds, d.Error)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
 
@@ -30,7 +29,7 @@ import (
 // below its own cgroups.
 
 const (
-	symptomRuntime = "/opt/hostrt" // the host's runc and containerd, see installHostRuntime
+	symptomRuntime = "/opt/hostrt" // the host's runc and containerd (garden.InstallHostRuntime)
 	symptomRunc    = symptomRuntime + "/bin/runc"
 	symptomCtr     = symptomRuntime + "/bin/ctr"
 	standinRuncDir = "/run/garden-runc" // garden-standin's runc --root
@@ -42,7 +41,7 @@ func TestSeed000SymptomXenial(t *testing.T) {
 	t.Run("without protection: kill --all kills nothing, delete --force does not return", func(t *testing.T) {
 		box, sup := bootSymptomBox(t, "seed-xenial-without")
 		r1, d1 := standinContainers(t, box)
-		fireSeed000Trigger(t, box)
+		garden.FireSeed000Trigger(t, box)
 		for _, p := range r1 {
 			if cur := cgroupOf(t, box, p, "devices"); cur == runcDevicesCgroup(t, box, "r1") {
 				t.Fatalf("r1 pid %d is still in its recorded devices cgroup %s: systemd %s did not move it, nothing to show", p, cur, box.Run(t, "systemctl", "--version"))
@@ -51,14 +50,14 @@ func TestSeed000SymptomXenial(t *testing.T) {
 		t.Logf("r1 devices cgroup after the trigger: %s (runc recorded %s); supervisor %d", cgroupOf(t, box, r1[0], "devices"), runcDevicesCgroup(t, box, "r1"), sup)
 
 		box.Run(t, symptomRunc, "--root", standinRuncDir, "kill", "--all", "r1", "KILL")
-		if alive := waitGone(box, r1, 5*time.Second); len(alive) != len(r1) {
+		if alive := garden.WaitGone(box, r1, 5*time.Second); len(alive) != len(r1) {
 			t.Fatalf("runc kill --all r1 KILL killed something (alive: %v of %v): the symptom did not show", alive, r1)
 		}
 		returned, out := deleteTask(t, box, "d1")
 		if returned {
 			t.Fatalf("ctr task delete --force d1 returned within %s: %s", deleteBound, out)
 		}
-		if alive := waitGone(box, d1, 0); len(alive) != len(d1) {
+		if alive := garden.WaitGone(box, d1, 0); len(alive) != len(d1) {
 			t.Fatalf("d1's processes partly died (alive %v of %v)", alive, d1)
 		}
 		t.Logf("runc kill --all left r1 %v alive; ctr task delete --force d1 did not return in %s, d1 %v alive", r1, deleteBound, d1)
@@ -74,21 +73,21 @@ func TestSeed000SymptomXenial(t *testing.T) {
 			t.Fatalf("after protect-supervisor systemd reports %s", got)
 		}
 		recorded := runcDevicesCgroup(t, box, "r1")
-		fireSeed000Trigger(t, box)
+		garden.FireSeed000Trigger(t, box)
 		for _, p := range r1 {
 			if cur := cgroupOf(t, box, p, "devices"); cur != recorded {
 				t.Fatalf("r1 pid %d moved to devices %s (recorded %s) although the supervisor is protected", p, cur, recorded)
 			}
 		}
 		box.Run(t, symptomRunc, "--root", standinRuncDir, "kill", "--all", "r1", "KILL")
-		if alive := waitGone(box, r1, 10*time.Second); len(alive) != 0 {
+		if alive := garden.WaitGone(box, r1, 10*time.Second); len(alive) != 0 {
 			t.Fatalf("runc kill --all r1 KILL left %v alive", alive)
 		}
 		returned, out := deleteTask(t, box, "d1")
 		if !returned {
 			t.Fatalf("ctr task delete --force d1 did not return within %s", deleteBound)
 		}
-		if alive := waitGone(box, d1, 10*time.Second); len(alive) != 0 {
+		if alive := garden.WaitGone(box, d1, 10*time.Second); len(alive) != 0 {
 			t.Fatalf("ctr task delete --force d1 returned (%s) but left %v alive", out, alive)
 		}
 		box.Run(t, symptomRunc, "--root", standinRuncDir, "delete", "r1")
@@ -104,7 +103,7 @@ func bootSymptomBox(t *testing.T, name string) (*sdbox.Box, int) {
 	// runc joins a new session keyring, which nspawn's seccomp filter refuses
 	box := bootBoxMode(t, name, cgroup.Legacy, sdbox.WithSuite("xenial"),
 		sdbox.WithNspawnArgs("--system-call-filter=@keyring"), sdbox.WithBootTimeout(180*time.Second))
-	installHostRuntime(t, box)
+	garden.InstallHostRuntime(t, box, symptomRuntime)
 	root, err := sdbox.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -148,49 +147,6 @@ KillMode=process
 		t.Fatalf("supervisor.service MainPID: %v", err)
 	}
 	return box, pid
-}
-
-// installHostRuntime copies this host's runc, containerd, its shim and ctr
-// (Debian 12's, which need glibc 2.34; xenial has 2.23) into the box with the
-// host's loader, glibc and libseccomp, patched to load those from
-// symptomRuntime/lib.
-func installHostRuntime(t *testing.T, box *sdbox.Box) {
-	t.Helper()
-	patchelf, err := exec.LookPath("patchelf")
-	if err != nil {
-		t.Fatalf("patchelf not installed on the host (ci/scripts/install-deps.sh): %v", err)
-	}
-	for _, l := range []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libseccomp.so.2"} {
-		real, err := filepath.EvalSymlinks(l)
-		if err != nil {
-			t.Fatalf("host library %s: %v", l, err)
-		}
-		if err := box.CopyIn(real, symptomRuntime+"/lib/"+filepath.Base(l), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := t.TempDir()
-	for _, b := range []string{"runc", "containerd", "containerd-shim-runc-v2", "ctr"} {
-		src, err := exec.LookPath(b)
-		if err != nil {
-			t.Fatalf("%s not installed on the host (ci/scripts/install-deps.sh): %v", b, err)
-		}
-		data, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst := filepath.Join(dir, b)
-		if err := os.WriteFile(dst, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command(patchelf, "--set-interpreter", symptomRuntime+"/lib/ld-linux-x86-64.so.2",
-			"--set-rpath", symptomRuntime+"/lib", dst).CombinedOutput(); err != nil {
-			t.Fatalf("patchelf %s: %v\n%s", b, err, out)
-		}
-		if err := box.CopyIn(dst, symptomRuntime+"/bin/"+b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // standinContainers returns the processes (pids in the box) of r1 and d1:
@@ -242,30 +198,6 @@ func withChildren(t *testing.T, box *sdbox.Box, pid int) []int {
 	return pids
 }
 
-// fireSeed000Trigger starts src/tests/bosh/seed000-trigger.service in
-// system.slice, its settings under the names systemd 229 knows (CPUWeight came
-// in 232, MemoryMax in 231, IOWeight in 230; systemd NEWS).
-func fireSeed000Trigger(t *testing.T, box *sdbox.Box) {
-	t.Helper()
-	root, err := sdbox.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(root, "src/tests/bosh/seed000-trigger.service"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	unit := strings.NewReplacer("CPUWeight=50", "CPUShares=512", "IOAccounting=yes", "BlockIOAccounting=yes",
-		"IOWeight=50", "BlockIOWeight=500", "MemoryMax=", "MemoryLimit=").Replace(string(b))
-	writeFile(t, box, "/etc/systemd/system/seed000-trigger.service", unit, 0o644)
-	box.Run(t, "systemctl", "daemon-reload")
-	box.Run(t, "systemctl", "start", "seed000-trigger.service")
-	if s := strings.TrimSpace(box.Run(t, "systemctl", "is-active", "seed000-trigger.service")); s != "active" {
-		t.Fatalf("the trigger is %s", s)
-	}
-	time.Sleep(time.Second) // the migration runs in the start job; let it settle
-}
-
 // runcCgroupPaths is what runc recorded in root/id/state.json: controller
 // -> cgroup directory, as the box sees it.
 func runcCgroupPaths(t *testing.T, box *sdbox.Box, root, id string) map[string]string {
@@ -304,29 +236,6 @@ func cgroupOf(t *testing.T, box *sdbox.Box, pid int, c string) string {
 	}
 	t.Fatalf("pid %d has no %s cgroup", pid, c)
 	return ""
-}
-
-// waitGone waits up to d for pids to die (a zombie counts as dead) and
-// returns those still alive.
-func waitGone(box *sdbox.Box, pids []int, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		var alive []int
-		for _, p := range pids {
-			b, err := box.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
-			if err != nil {
-				continue
-			}
-			if st, err := procfs.ParseStat(b); err == nil && st.State == 'Z' {
-				continue
-			}
-			alive = append(alive, p)
-		}
-		if len(alive) == 0 || !time.Now().Before(deadline) {
-			return alive
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // deleteTask runs Garden's destroy, `ctr task delete --force`, bounded by

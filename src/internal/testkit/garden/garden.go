@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
@@ -156,18 +157,33 @@ func Start(t testing.TB, box *sdbox.Box, v Variant, shape Shape) *Garden {
 		g.killContainers()
 	})
 	box.Run(t, "systemctl", "start", shape.Unit)
+	g.waitPing(t)
+	return g
+}
+
+// Restart starts Garden's unit again after gdn died (as monit's restart of
+// garden_ctl would) and waits until it answers ping: containerd, when it
+// still answers, is kept (garden_start).
+func (g *Garden) Restart(t testing.TB) {
+	t.Helper()
+	g.Box.Run(t, "systemctl", "reset-failed", g.Shape.Unit)
+	g.Box.Run(t, "systemctl", "start", g.Shape.Unit)
+	g.waitPing(t)
+}
+
+func (g *Garden) waitPing(t testing.TB) {
+	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		res, err := g.client(context.Background(), time.Minute, "ping")
 		if err == nil && res.Error == "" {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Garden %s did not answer ping within 90s: %+v %v", v, res, err)
+			t.Fatalf("Garden %s did not answer ping within 90s: %+v %v", g.Variant, res, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return g
 }
 
 // prepareBox makes what gdn needs of the box (../shared/garden/README.md):
@@ -217,17 +233,22 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 		"--no-image-plugin", "--default-rootfs", Rootfs, "--network-pool", networkPool, "--external-ip", externalIP,
 		"--uid-map-start", "1", "--uid-map-length", "4294967293", "--gid-map-start", "1", "--gid-map-length", "4294967293"}
 	write(JobDir+"/bin/garden_start", `#!/bin/sh
-# Garden's start: containerd in the background, then gdn setup and gdn
-# server, all in the unit that runs this script.
+# Garden's start: containerd in the background unless one already answers
+# (gdn killed and started again: its containerd and tasks live on, as on a
+# cell, whose garden_start keeps a running containerd), then gdn setup and
+# gdn server, all in the unit that runs this script.
 set -e
 export PATH=`+RuntimeDir+`/bin:`+sdbox.ExecPath+`
 mkdir -p `+LogDir+` `+Depot+` $(dirname `+Socket+`)
-containerd --config `+JobDir+`/config/containerd.toml >>`+LogDir+`/containerd.log 2>&1 &
-i=0
-while [ ! -S `+Socket+` ]; do
-  i=$((i+1)); [ $i -le 300 ] || { echo "containerd's socket did not appear" >&2; exit 1; }
-  sleep 0.1
-done
+up() { ctr --address `+Socket+` --connect-timeout 1s version >/dev/null 2>&1; }
+if ! up; then
+  containerd --config `+JobDir+`/config/containerd.toml >>`+LogDir+`/containerd.log 2>&1 &
+  i=0
+  until up; do
+    i=$((i+1)); [ $i -le 300 ] || { echo "containerd did not answer on its socket" >&2; exit 1; }
+    sleep 0.1
+  done
+fi
 `+BinDir+`/gdn setup >>`+LogDir+`/gdn-setup.log 2>&1
 exec `+strings.Join(server, " ")+` >>`+LogDir+`/garden.stdout.log 2>>`+LogDir+`/garden.stderr.log
 `, 0o755)
@@ -471,6 +492,30 @@ func (g *Garden) Log(t testing.TB) string {
 	return string(b)
 }
 
+// WaitLog waits up to within for a line of gdn's log whose message
+// contains msg and whose data names handle, and returns it.
+func (g *Garden) WaitLog(t testing.TB, msg, handle string, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		for _, line := range strings.Split(g.Log(t), "\n") {
+			var l struct {
+				Message string `json:"message"`
+				Data    struct {
+					Handle string `json:"handle"`
+				} `json:"data"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && strings.Contains(l.Message, msg) && l.Data.Handle == handle {
+				return line
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q for %s in gdn's log within %s", msg, handle, within)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func (g *Garden) dumpLogs(t testing.TB) {
 	for _, f := range []string{"gdn-setup.log", "garden.stderr.log", "containerd.log", "garden.stdout.log"} {
 		b, err := g.Box.ReadFile(LogDir + "/" + f)
@@ -498,4 +543,33 @@ func (g *Garden) MainPID(t testing.TB) int {
 		t.Fatalf("%s: %q", g.Shape.Unit, out)
 	}
 	return pid
+}
+
+// Alive returns those of pids (in the box's numbering) that exist and are
+// not zombies (a zombie's reaper may be slow; it is dead).
+func Alive(box *sdbox.Box, pids []int) []int {
+	var alive []int
+	for _, p := range pids {
+		b, err := box.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+		if err != nil {
+			continue
+		}
+		if st, err := procfs.ParseStat(b); err == nil && st.State == 'Z' {
+			continue
+		}
+		alive = append(alive, p)
+	}
+	return alive
+}
+
+// WaitGone waits up to d for pids to die and returns those still alive.
+func WaitGone(box *sdbox.Box, pids []int, d time.Duration) []int {
+	deadline := time.Now().Add(d)
+	for {
+		alive := Alive(box, pids)
+		if len(alive) == 0 || !time.Now().Before(deadline) {
+			return alive
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
