@@ -82,3 +82,38 @@ func TestLeakedNetnsWithoutProbe(t *testing.T) {
 		}
 	}
 }
+
+// refusing is the live probe's answer for a socket whose holder is in
+// other net_cls/net_prio cgroups than the probe can receive it from.
+type refusing struct{ socketsIn }
+
+func (r refusing) SocketNS(pid, fd int, sock uint64) (uint64, error) {
+	if sock == 901 {
+		return 0, fmt.Errorf("%w: fd %d of pid %d: in another net_cls cgroup", netns.ErrNotInspected, fd, pid)
+	}
+	return r.socketsIn.SocketNS(pid, fd, sock)
+}
+
+// Issue 23: a socket that receiving would re-tag is not asked, and the
+// check says so (a warning an operator can act on), apart from sockets the
+// probe could not ask for other reasons.
+func TestLeakedNetnsReportsSocketsNotInspected(t *testing.T) {
+	h := fakehost.New(t, cgroup.Hybrid)
+	h.Add(fakehost.Proc{PID: 40, Comm: "bosh-agent", Cgroup: "/system.slice/bosh-agent.service",
+		FDs: map[int]string{3: "socket:[900]", 7: "socket:[901]"}})
+	h.Symlink("proc/40/ns/net", "net:[4026531840]")
+	d := deps(h)
+	d.NetNS = refusing{socketsIn{900: 4026531840}}
+	fs := run(t, d, "leaked-netns")
+	var got *validator.Finding
+	for i := range fs {
+		if fs[i].Subject == "sockets" {
+			got = &fs[i]
+		}
+	}
+	if got == nil || got.Status != validator.Warn || got.Data["not_inspected"] != "1" ||
+		!strings.Contains(got.Detail, "1 of 2 sockets not inspected: receiving them would re-tag them") ||
+		!strings.Contains(got.Detail, "fd 7 of pid 40") {
+		t.Fatalf("got %+v", fs)
+	}
+}

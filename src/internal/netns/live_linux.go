@@ -35,30 +35,30 @@ func (Live) SocketNS(pid, fd int, sock uint64) (uint64, error) {
 	return st.Ino, nil
 }
 
-// socketNSFD returns an nsfs descriptor of the namespace of socket sock,
-// pid's fd.
+// socketNSFD returns an nsfs descriptor of the namespace of socket sock
+// (0: whichever socket it is now), pid's fd. The duplicate it asks is
+// received as the holder (keepingTags) and closed before it returns.
 func socketNSFD(pid, fd int, sock uint64) (int, error) {
-	dup, err := getfd(pid, fd)
-	if err != nil {
-		return -1, err
-	}
-	defer unix.Close(dup)
-	var st unix.Stat_t
-	if err := unix.Fstat(dup, &st); err != nil || st.Ino != sock || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		// The fd was closed and reused since /proc was read.
-		return -1, fmt.Errorf("fd %d of pid %d is no longer socket %d", fd, pid, sock)
-	}
-	nsfd, err := unix.IoctlRetInt(dup, unix.SIOCGSKNS)
-	if err != nil {
-		return -1, fmt.Errorf("%w: SIOCGSKNS on fd %d of pid %d: %w", ErrProbe, fd, pid, err)
-	}
-	return nsfd, nil
+	return keepingTags(pid, fd, func(dup int) (int, error) {
+		var st unix.Stat_t
+		if err := unix.Fstat(dup, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || (sock != 0 && st.Ino != sock) {
+			// The fd was closed and reused since /proc was read.
+			return -1, fmt.Errorf("fd %d of pid %d is no longer socket %d", fd, pid, sock)
+		}
+		nsfd, err := unix.IoctlRetInt(dup, unix.SIOCGSKNS)
+		if err != nil {
+			return -1, fmt.Errorf("%w: SIOCGSKNS on fd %d of pid %d: %w", ErrProbe, fd, pid, err)
+		}
+		return nsfd, nil
+	})
 }
 
-// getfd duplicates pid's fd through a pidfd. A pid reused since /proc was
-// read gives the new process's fd, which the caller's inode check refuses;
-// an exited one gives ESRCH.
-func getfd(pid, fd int) (int, error) {
+// getfd duplicates pid's fd through a pidfd, once ready (given the pidfd's
+// process, so that what it reads of pid is that process's) says yes; only
+// receiveAsHolder calls it. A pid reused since /proc was read gives the
+// new process's fd, which the caller's inode check refuses; an exited one
+// gives ESRCH.
+func getfd(pid, fd int, ready func() error) (int, error) {
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		if err == unix.ESRCH {
@@ -67,6 +67,9 @@ func getfd(pid, fd int) (int, error) {
 		return -1, fmt.Errorf("%w: pidfd_open %d: %w", ErrProbe, pid, err)
 	}
 	defer unix.Close(pidfd)
+	if err := ready(); err != nil {
+		return -1, err
+	}
 	dup, err := unix.PidfdGetfd(pidfd, fd, 0)
 	if err != nil {
 		if err == unix.EBADF || err == unix.ESRCH {
@@ -85,19 +88,11 @@ func (Live) Inspect(h Holder, inode uint64) ([]Interface, error) {
 	var nsfd int
 	var err error
 	if h.Kind == "socket" {
-		var st unix.Stat_t
-		dup, gerr := getfd(h.PID, h.FD)
-		if gerr != nil {
-			return nil, gerr
-		}
-		ferr := unix.Fstat(dup, &st)
-		unix.Close(dup)
-		if ferr != nil {
-			return nil, ferr
-		}
-		nsfd, err = socketNSFD(h.PID, h.FD, st.Ino)
+		nsfd, err = socketNSFD(h.PID, h.FD, 0)
 	} else {
-		nsfd, err = getfd(h.PID, h.FD)
+		// Opened through /proc, not received: open(2) refuses a socket
+		// (ENXIO), so a fd reused for one meanwhile is never received.
+		nsfd, err = unix.Open("/proc/"+strconv.Itoa(h.PID)+"/fd/"+strconv.Itoa(h.FD), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	}
 	if err != nil {
 		return nil, err

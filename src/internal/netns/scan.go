@@ -56,6 +56,11 @@ type Result struct {
 	// probe refused, e.g. Yama ptrace_scope 3, or no probe on a fixture
 	// root); Denied counts processes whose fds could not be listed.
 	Unresolved, Denied int
+	// NotInspected counts the Unresolved sockets not asked because
+	// receiving them would have re-tagged them (ErrNotInspected);
+	// NotInspectedErr is the first such refusal.
+	NotInspected    int
+	NotInspectedErr error
 	// ProbeErr is the first error the probe gave, for the report.
 	ProbeErr error
 }
@@ -261,6 +266,11 @@ func (s *Scanner) resolve(refs []ref, pids []int, nsOf []uint64, res *Result) {
 		}
 		ns, err := s.Probe.SocketNS(x.pid, x.fd, x.sock)
 		if err != nil {
+			if errors.Is(err, ErrNotInspected) {
+				if res.NotInspected++; res.NotInspectedErr == nil {
+					res.NotInspectedErr = err
+				}
+			}
 			if errors.Is(err, ErrProbe) {
 				res.Unresolved++
 				if res.ProbeErr == nil {

@@ -38,7 +38,18 @@ const (
 	// Sockets: no namespace; N sockets (HELPER_SOCKETS) in the helper's
 	// own namespace, the load of a busy cell for benchmarks.
 	Sockets Mode = "sockets"
+	// Sending: the helper runs in a network namespace of its own (nothing
+	// it sends reaches the host's) and holds two UDP sockets that each
+	// send a datagram to 127.0.0.1:9 every 20 ms: one made in a namespace
+	// it left (which the tables of its own namespace do not list, so a
+	// scan must ask it one by one) and an ordinary one in its own. It also
+	// keeps an nsfs file of the left namespace (Helper.NSFD), so a test
+	// can count, from inside, whose packets leave there.
+	Sending Mode = "sending"
 )
+
+// sendEvery is how often a Sending helper's sockets send.
+const sendEvery = 20 * time.Millisecond
 
 const envMode = "CELLGUARD_LEAKYNS_MODE"
 
@@ -50,7 +61,9 @@ type Helper struct {
 	PID   int
 	Inode uint64 // the namespace it made (0 for Sockets)
 	FD    int    // the fd of the socket inside it
-	cmd   *exec.Cmd
+	// NSFD is Sending's fd of the nsfs file of the namespace it made.
+	NSFD int
+	cmd  *exec.Cmd
 }
 
 // Main runs the helper when this process is one; call it first in
@@ -79,6 +92,9 @@ func Start(tb testing.TB, mode Mode, n int) *Helper {
 	// its cleanup closes the helper's stdin, which ends the helper, whose
 	// children die with it (their Pdeathsig, from threads that live on).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if mode == Sending {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -102,11 +118,12 @@ func Start(tb testing.TB, mode Mode, n int) *Helper {
 		tb.Fatalf("leakyns helper %s: %v", mode, err)
 	}
 	f := strings.Fields(line)
-	if len(f) != 3 || f[0] != "ready" {
+	if len(f) != 4 || f[0] != "ready" {
 		tb.Fatalf("leakyns helper %s: %q", mode, line)
 	}
 	h.Inode, _ = strconv.ParseUint(f[1], 10, 64)
 	h.FD, _ = strconv.Atoi(f[2])
+	h.NSFD, _ = strconv.Atoi(f[3])
 	return h
 }
 
@@ -136,7 +153,7 @@ func helper(mode Mode) error {
 				return fmt.Errorf("socket %d: %w", i, err)
 			}
 		}
-		fmt.Println("ready 0 0")
+		fmt.Println("ready 0 0 0")
 		_, _ = os.Stdin.Read(make([]byte, 1))
 		return nil
 	}
@@ -175,7 +192,15 @@ func helper(mode Mode) error {
 				return
 			}
 		}
-		if m.sock, m.err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE); m.err != nil {
+		if mode == Sending {
+			if m.err = lo(); m.err != nil {
+				return
+			}
+			m.sock, m.err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+		} else {
+			m.sock, m.err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE)
+		}
+		if m.err != nil {
 			return
 		}
 		var st unix.Stat_t
@@ -190,7 +215,7 @@ func helper(mode Mode) error {
 			if m.err = m.child.Start(); m.err != nil {
 				return
 			}
-		case SocketAndMount:
+		case SocketAndMount, Sending:
 			if m.nsfd, m.err = unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY, 0); m.err != nil {
 				return
 			}
@@ -224,8 +249,45 @@ func helper(mode Mode) error {
 			return fmt.Errorf("bind mount: %q %v", line, err)
 		}
 		unix.Close(m.nsfd) // now only the socket and the mount hold it
+		m.nsfd = 0
 	}
-	fmt.Printf("ready %d %d\n", m.ino, m.sock)
+	if mode == Sending {
+		if err := send(m.sock); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("ready %d %d %d\n", m.ino, m.sock, m.nsfd)
 	_, _ = os.Stdin.Read(make([]byte, 1))
+	return nil
+}
+
+// lo brings up the loopback interface of the calling thread's namespace
+// (a new namespace's is down).
+func lo() error {
+	if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		return fmt.Errorf("ip link set lo up: %v: %s", err, out)
+	}
+	return nil
+}
+
+// send brings up the helper's own loopback, makes the ordinary socket and
+// has it and leaked send to 127.0.0.1:9 every sendEvery. Nothing listens
+// there, and an unconnected socket is told nothing of the ICMP answer, so
+// every send leaves through OUTPUT.
+func send(leaked int) error {
+	if err := lo(); err != nil {
+		return err
+	}
+	own, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	to := &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}
+	go func() {
+		for range time.Tick(sendEvery) {
+			_ = unix.Sendto(leaked, []byte("leaked"), 0, to)
+			_ = unix.Sendto(own, []byte("own"), 0, to)
+		}
+	}()
 	return nil
 }

@@ -1,0 +1,240 @@
+package netns_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/netns"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/leakyns"
+)
+
+// testClassid is the net_cls classid of the test's cgroup (major 0xc6e1,
+// minor 1); no one else's, and only counted in the helper's namespaces.
+const testClassid = 0xc6e10001
+
+// netClsCgroup is a cgroup of the kernel's v1 net_cls (and net_prio)
+// hierarchy, made for one test. The hierarchy is mounted only in private
+// mount namespaces: mounting it in the host's is a global change, and the
+// host does not mount it.
+type netClsCgroup struct {
+	set  string // the hierarchy's controllers, as mount -o wants them
+	name string // the cgroup, at the hierarchy's root
+}
+
+// v1NetCls returns the controllers of the v1 hierarchy net_cls is in
+// ("net_cls,net_prio" when it is in none yet) and its hierarchy id (0:
+// none).
+func v1NetCls(t *testing.T) (string, int) {
+	t.Helper()
+	f, err := os.Open("/proc/cgroups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	byID := map[int][]string{}
+	id := -1
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		x := strings.Fields(sc.Text())
+		if len(x) < 4 || strings.HasPrefix(x[0], "#") {
+			continue
+		}
+		h, _ := strconv.Atoi(x[1])
+		byID[h] = append(byID[h], x[0])
+		if x[0] == "net_cls" {
+			id = h
+		}
+	}
+	switch id {
+	case -1:
+		testkit.Unavailable(t, "this kernel has no net_cls controller")
+	case 0:
+		return "net_cls,net_prio", 0
+	}
+	return strings.Join(byID[id], ","), id
+}
+
+// inHierarchy runs script in sh with the hierarchy mounted, in a private
+// mount namespace, as the working directory; args are $1...
+func (c *netClsCgroup) inHierarchy(script string, args ...string) error {
+	dir, err := os.MkdirTemp("", "cellguard-netcls-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(dir)
+	cmd := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c",
+		`set -e; mount -t cgroup -o "$0" cgroup "$1"; cd "$1"; shift; ` + script, c.set, dir}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v: %s", script, err, out)
+	}
+	return nil
+}
+
+// newNetClsCgroup makes the test's cgroup with classid testClassid and
+// removes it when the test ends (register it before the processes put in
+// it, so that they are gone first). When the hierarchy did not exist
+// before, it must not exist after: /proc/cgroups shows net_cls at
+// hierarchy 0 again.
+func newNetClsCgroup(t *testing.T) *netClsCgroup {
+	t.Helper()
+	for _, cmd := range []string{"unshare", "nsenter", "iptables"} {
+		if _, err := exec.LookPath(cmd); err != nil {
+			testkit.Unavailable(t, cmd+" not installed")
+		}
+	}
+	set, before := v1NetCls(t)
+	c := &netClsCgroup{set: set, name: fmt.Sprintf("cellguard-netcls-test-%d", os.Getpid())}
+	if err := c.inHierarchy(`mkdir "$1"; echo "$2" >"$1/net_cls.classid"`, c.name, strconv.Itoa(testClassid)); err != nil {
+		t.Fatalf("make net_cls cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		var err error
+		for try := 0; try < 50; try++ { // a killed helper leaves its cgroup a moment later
+			if err = c.inHierarchy(`[ ! -d "$1" ] || rmdir "$1"`, c.name); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("remove net_cls cgroup %s: %v", c.name, err)
+			return
+		}
+		if before != 0 {
+			t.Logf("net_cls stays at hierarchy %d: it was there before the test (another user's)", before)
+			return
+		}
+		// The hierarchy goes at an unmount that finds it without child
+		// cgroups; one just removed may still count then: mount it once
+		// more, empty.
+		for try := 0; try < 20; try++ {
+			if _, after := v1NetCls(t); after == 0 {
+				return
+			}
+			_ = c.inHierarchy("true")
+			time.Sleep(100 * time.Millisecond)
+		}
+		_, after := v1NetCls(t)
+		t.Errorf("net_cls is left at hierarchy %d after the test (it was at 0)", after)
+	})
+	return c
+}
+
+// join moves pid (all its threads) into the cgroup.
+func (c *netClsCgroup) join(t *testing.T, pid int) {
+	t.Helper()
+	if err := c.inHierarchy(`echo "$2" >"$1/cgroup.procs"`, c.name, strconv.Itoa(pid)); err != nil {
+		t.Fatalf("move pid %d into net_cls cgroup: %v", pid, err)
+	}
+}
+
+// classCounter counts, with iptables rules in one network namespace,
+// which packets leaving it carry testClassid and which do not.
+type classCounter struct {
+	ns string // a file of the namespace, for nsenter --net
+}
+
+func newClassCounter(t *testing.T, ns string) *classCounter {
+	t.Helper()
+	c := &classCounter{ns: ns}
+	for _, neg := range []string{"", "!"} {
+		// udp: the ICMP port-unreachable answers leave through OUTPUT too.
+		args := []string{"-w", "-A", "OUTPUT", "-p", "udp", "-m", "cgroup"}
+		if neg != "" {
+			args = append(args, neg)
+		}
+		if out, err := c.iptables(append(args, "--cgroup", strconv.Itoa(testClassid))...); err != nil {
+			t.Fatalf("add counting rule in %s: %v: %s", ns, err, out)
+		}
+	}
+	return c
+}
+
+func (c *classCounter) iptables(args ...string) ([]byte, error) {
+	return exec.Command("nsenter", append([]string{"--net=" + c.ns, "iptables"}, args...)...).CombinedOutput()
+}
+
+// count zeroes the counters, waits a while and returns the packets sent
+// meanwhile with testClassid and with another.
+func (c *classCounter) count(t *testing.T) (tagged, other int) {
+	t.Helper()
+	if out, err := c.iptables("-w", "-Z", "OUTPUT"); err != nil {
+		t.Fatalf("zero counters in %s: %v: %s", c.ns, err, out)
+	}
+	time.Sleep(300 * time.Millisecond)
+	out, err := c.iptables("-w", "-L", "OUTPUT", "-v", "-x", "-n")
+	if err != nil {
+		t.Fatalf("read counters in %s: %v: %s", c.ns, err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || !strings.Contains(l, "cgroup") {
+			continue
+		}
+		n, _ := strconv.Atoi(f[0])
+		if strings.Contains(l, "cgroup !") {
+			other = n
+		} else {
+			tagged = n
+		}
+	}
+	return tagged, other
+}
+
+// expectTagged fails unless every packet the namespace's socket sent
+// meanwhile carried testClassid.
+func (c *classCounter) expectTagged(t *testing.T, what, when string) {
+	t.Helper()
+	tagged, other := c.count(t)
+	if tagged == 0 || other != 0 {
+		t.Errorf("%s, %s: %d packets with classid %#x, %d with another; want all with it (the probe re-tagged the holder's socket)",
+			what, when, tagged, testClassid, other)
+	} else {
+		t.Logf("%s, %s: %d packets, all with classid %#x", what, when, tagged, testClassid)
+	}
+}
+
+// Issue 23: pidfd_getfd re-tags the socket it duplicates with the
+// receiver's v1 net_cls classid and net_prio index (__receive_sock), which
+// cut the bosh-agent off NATS. A holder in a net_cls cgroup with a classid
+// holds a socket the tables of its namespace do not list (so the scan asks
+// it) and an ordinary one: after the scan every packet of both still
+// carries the holder's classid, counted by iptables inside the helper's
+// namespaces. The socket is either inspected or reported as not.
+func TestLiveProbeKeepsHoldersClassid(t *testing.T) {
+	testkit.RequireRoot(t, "pidfd_getfd, net_cls cgroups and network namespaces")
+	cg := newNetClsCgroup(t)
+	h := leakyns.Start(t, leakyns.Sending, 0)
+	cg.join(t, h.PID)
+	leaked := newClassCounter(t, fmt.Sprintf("/proc/%d/fd/%d", h.PID, h.NSFD))
+	own := newClassCounter(t, fmt.Sprintf("/proc/%d/ns/net", h.PID))
+	leaked.expectTagged(t, "the socket in the left namespace", "before the scan")
+	own.expectTagged(t, "the ordinary socket", "before the scan")
+	if t.Failed() {
+		t.FailNow()
+	}
+	res, err := (&netns.Scanner{Root: "/", Probe: netns.Live{}}).Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scan: %d processes, %d sockets, %d unresolved (%v), %d leaks", res.Processes, res.Sockets, res.Unresolved, res.ProbeErr, len(res.Leaks))
+	leaked.expectTagged(t, "the socket in the left namespace", "after the scan")
+	own.expectTagged(t, "the ordinary socket", "after the scan")
+	asked := false
+	for _, l := range res.Leaks {
+		asked = asked || l.Inode == h.Inode && slices.Contains(l.Holders, netns.Holder{PID: h.PID, Comm: "netns.test", FD: h.FD, Kind: "socket"})
+	}
+	if !asked && !errors.Is(res.NotInspectedErr, netns.ErrNotInspected) {
+		t.Errorf("the helper's socket (pid %d fd %d) is neither a holder of net:[%d] nor reported as not inspected: %+v, %d not inspected",
+			h.PID, h.FD, h.Inode, res.Leaks, res.NotInspected)
+	}
+	t.Logf("socket asked: %v; not inspected: %d (%v)", asked, res.NotInspected, res.NotInspectedErr)
+}
