@@ -2,6 +2,7 @@ package netns_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -237,4 +238,102 @@ func TestLiveProbeKeepsHoldersClassid(t *testing.T) {
 			h.PID, h.FD, h.Inode, res.Leaks, res.NotInspected)
 	}
 	t.Logf("socket asked: %v; not inspected: %d (%v)", asked, res.NotInspected, res.NotInspectedErr)
+}
+
+// envScanner makes TestLiveProbeJoinsHoldersCgroups the scanner in a
+// process of its own, started in a mount namespace with the hierarchy.
+const envScanner = "CELLGUARD_NETCLS_SCANNER"
+
+// scanReport is what the scanner process prints for the test.
+type scanReport struct {
+	Leaks                    []netns.Leak
+	Unresolved, NotInspected int
+	NotInspectedErr          string
+	// Strays are this process's threads left outside its own net_cls
+	// cgroup after the scan.
+	Strays []string
+}
+
+// The probe joins the holder's cgroups when the hierarchy is mounted where
+// it runs (systemd and BOSH's stemcells mount net_cls,net_prio): the
+// socket is inspected, the holder's packets keep its classid, and every
+// thread of the scanner is back in its own cgroup afterwards.
+func TestLiveProbeJoinsHoldersCgroups(t *testing.T) {
+	testkit.RequireRoot(t, "pidfd_getfd, net_cls cgroups and network namespaces")
+	if os.Getenv(envScanner) == "1" {
+		scanAndReport(t)
+		return
+	}
+	cg := newNetClsCgroup(t)
+	h := leakyns.Start(t, leakyns.Sending, 0)
+	cg.join(t, h.PID)
+	leaked := newClassCounter(t, fmt.Sprintf("/proc/%d/fd/%d", h.PID, h.NSFD))
+	leaked.expectTagged(t, "the socket in the left namespace", "before the scan")
+	if t.Failed() {
+		t.FailNow()
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+		`set -e; mount -t cgroup -o "$1" cgroup "$2"; shift 2; exec "$@"`, "sh", cg.set, dir,
+		os.Args[0], "-test.run=^TestLiveProbeJoinsHoldersCgroups$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envScanner+"=1")
+	out, err := cmd.CombinedOutput()
+	var rep *scanReport
+	for _, l := range strings.Split(string(out), "\n") {
+		if j, ok := strings.CutPrefix(l, "SCAN "); ok {
+			rep = &scanReport{}
+			if err := json.Unmarshal([]byte(j), rep); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err != nil || rep == nil {
+		t.Fatalf("scanner: %v: %s", err, out)
+	}
+	leaked.expectTagged(t, "the socket in the left namespace", "after the scan")
+	asked := false
+	for _, l := range rep.Leaks {
+		asked = asked || l.Inode == h.Inode && slices.Contains(l.Holders, netns.Holder{PID: h.PID, Comm: "netns.test", FD: h.FD, Kind: "socket"})
+	}
+	if !asked {
+		t.Errorf("the helper's socket (pid %d fd %d) was not inspected: leaks %+v, %d not inspected (%s)",
+			h.PID, h.FD, rep.Leaks, rep.NotInspected, rep.NotInspectedErr)
+	}
+	if len(rep.Strays) > 0 {
+		t.Errorf("scanner threads left in another net_cls cgroup: %v", rep.Strays)
+	}
+	t.Logf("socket inspected: %v; %d unresolved, %d not inspected (%s)", asked, rep.Unresolved, rep.NotInspected, rep.NotInspectedErr)
+}
+
+// scanAndReport scans (as the scanner process) and prints a scanReport.
+func scanAndReport(t *testing.T) {
+	own := func(task string) string {
+		b, _ := os.ReadFile(task + "/cgroup")
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.SplitN(l, ":", 3); len(f) == 3 && slices.Contains(strings.Split(f[1], ","), "net_cls") {
+				return f[2]
+			}
+		}
+		return ""
+	}
+	mine := own("/proc/self")
+	res, err := (&netns.Scanner{Root: "/", Probe: netns.Live{}}).Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := scanReport{Leaks: res.Leaks, Unresolved: res.Unresolved, NotInspected: res.NotInspected}
+	if res.NotInspectedErr != nil {
+		rep.NotInspectedErr = res.NotInspectedErr.Error()
+	}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		if cg := own("/proc/self/task/" + task.Name()); cg != mine {
+			rep.Strays = append(rep.Strays, task.Name()+" in "+cg)
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("SCAN %s\n", b)
 }
