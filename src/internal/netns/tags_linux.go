@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 )
 
 // A socket carries two v1 cgroup tags that tc, iptables (-m cgroup
@@ -50,28 +52,19 @@ var receiving sync.Mutex
 // hierarchy (every task is then in its root, with the same tags).
 type netPlace struct{ cls, prio string }
 
-// placeOf parses a /proc/<pid>/cgroup or /proc/thread-self/cgroup file.
+// placeOf reads a /proc/<pid>/cgroup or /proc/thread-self/cgroup file.
 func placeOf(path string) (netPlace, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return netPlace{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	var p netPlace
-	for _, l := range bytes.Split(b, []byte{'\n'}) {
-		f := bytes.SplitN(l, []byte{':'}, 3)
-		if len(f) != 3 {
-			continue
-		}
-		for _, c := range bytes.Split(f[1], []byte{','}) {
-			switch string(c) {
-			case "net_cls":
-				p.cls = string(f[2])
-			case "net_prio":
-				p.prio = string(f[2])
-			}
-		}
+	var m cgroup.Membership
+	if err := cgroup.ParseProcCgroup(b, &m); err != nil {
+		return netPlace{}, fmt.Errorf("parse %s: %w", path, err)
 	}
-	return p, nil
+	cls, _ := m.Lookup("net_cls")
+	prio, _ := m.Lookup("net_prio")
+	return netPlace{cls: string(cls), prio: string(prio)}, nil
 }
 
 // keepingTags runs use on a duplicate of pid's fd received on a locked
@@ -252,6 +245,11 @@ func unescapeMount(s string) string {
 // under is the directory of cgroup path cg in a mount of its hierarchy at
 // mnt whose root is root; false when the mount does not show it.
 func under(mnt, root, cg string) (string, bool) {
+	// A holder outside cellguard's cgroup namespace reads as "/../..": the
+	// write must not be steered out of the mount (as cgroup.Layout.Move).
+	if !strings.HasPrefix(cg, "/") || filepath.Clean(cg) != cg {
+		return "", false
+	}
 	rel, ok := strings.CutPrefix(cg, root)
 	if root == "/" {
 		rel, ok = cg, true
