@@ -13,9 +13,11 @@
 // tables of its holder's namespace (/proc/net/tcp, unix, netlink...), read
 // once per namespace from inside it, settle most sockets; the live Probe
 // asks only the rest one by one, duplicating the socket with pidfd_getfd(2)
-// and asking it with ioctl(SIOCGSKNS), which neither stops the holder nor
-// changes its descriptor (measured: ~20 µs a socket,
-// shared/harness/FINDINGS.md). Threads' ns/net links and every mount
+// and asking it with ioctl(SIOCGSKNS), which does not stop the holder
+// (measured: ~20 µs a socket, shared/harness/FINDINGS.md). Receiving a
+// socket re-tags it with the receiver's v1 net_cls classid and net_prio
+// index, so it is received only from a thread in its holder's cgroups
+// (tags_linux.go), or not at all (ErrNotInspected). Threads' ns/net links and every mount
 // namespace's mountinfo (nsfs bind mounts) are read only when a namespace
 // is held by nothing but files.
 // What a leaked namespace still holds (its interfaces and addresses) is
