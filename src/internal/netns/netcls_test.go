@@ -252,7 +252,16 @@ type scanReport struct {
 	// Strays are this process's threads left outside its own net_cls
 	// cgroup after the scan.
 	Strays []string
+	// JoinedMicros and DirectMicros are the mean time of one SocketNS on
+	// a socket whose holder is in another cgroup (the thread joins it)
+	// and on one whose holder is in the scanner's: measured, logged,
+	// never asserted (docs/performance.md's rule for timings).
+	JoinedMicros, DirectMicros float64
 }
+
+// envSockets tells the scanner process which sockets to time: "pid fd
+// inode" of a joined one, then of a direct one.
+const envSockets = "CELLGUARD_NETCLS_SOCKETS"
 
 // The probe joins the holder's cgroups when the hierarchy is mounted where
 // it runs (systemd and BOSH's stemcells mount net_cls,net_prio): the
@@ -272,11 +281,20 @@ func TestLiveProbeJoinsHoldersCgroups(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	direct := leakyns.Start(t, leakyns.Socket, 0) // in the scanner's cgroups
+	sockInode := func(h *leakyns.Helper) string {
+		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", h.PID, h.FD))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")
+	}
 	dir := t.TempDir()
 	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 		`set -e; mount -t cgroup -o "$1" cgroup "$2"; shift 2; exec "$@"`, "sh", cg.set, dir,
 		os.Args[0], "-test.run=^TestLiveProbeJoinsHoldersCgroups$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envScanner+"=1")
+	cmd.Env = append(os.Environ(), envScanner+"=1", fmt.Sprintf("%s=%d %d %s %d %d %s", envSockets,
+		h.PID, h.FD, sockInode(h), direct.PID, direct.FD, sockInode(direct)))
 	out, err := cmd.CombinedOutput()
 	var rep *scanReport
 	for _, l := range strings.Split(string(out), "\n") {
@@ -303,6 +321,7 @@ func TestLiveProbeJoinsHoldersCgroups(t *testing.T) {
 		t.Errorf("scanner threads left in another net_cls cgroup: %v", rep.Strays)
 	}
 	t.Logf("socket inspected: %v; %d unresolved, %d not inspected (%s)", asked, rep.Unresolved, rep.NotInspected, rep.NotInspectedErr)
+	t.Logf("one SocketNS: %.1f µs joining the holder's cgroups, %.1f µs without (mean of %d each)", rep.JoinedMicros, rep.DirectMicros, timedAsks)
 }
 
 // scanAndReport scans (as the scanner process) and prints a scanReport.
@@ -331,9 +350,29 @@ func scanAndReport(t *testing.T) {
 			rep.Strays = append(rep.Strays, task.Name()+" in "+cg)
 		}
 	}
+	var f [6]int
+	if _, err := fmt.Sscan(os.Getenv(envSockets), &f[0], &f[1], &f[2], &f[3], &f[4], &f[5]); err != nil {
+		t.Fatalf("%s: %v", envSockets, err)
+	}
+	rep.JoinedMicros = timeAsks(t, f[0], f[1], uint64(f[2]))
+	rep.DirectMicros = timeAsks(t, f[3], f[4], uint64(f[5]))
 	b, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Printf("SCAN %s\n", b)
+}
+
+// timedAsks is how many SocketNS calls timeAsks makes.
+const timedAsks = 200
+
+// timeAsks returns the mean time of one SocketNS on pid's fd, in µs.
+func timeAsks(t *testing.T, pid, fd int, sock uint64) float64 {
+	start := time.Now()
+	for i := 0; i < timedAsks; i++ {
+		if _, err := (netns.Live{}).SocketNS(pid, fd, sock); err != nil {
+			t.Fatalf("SocketNS pid %d fd %d: %v", pid, fd, err)
+		}
+	}
+	return float64(time.Since(start).Microseconds()) / timedAsks
 }
