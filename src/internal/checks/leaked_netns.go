@@ -80,7 +80,8 @@ func (c *LeakedNetns) Run(ctx context.Context) ([]validator.Finding, error) {
 		// asked, and said so, never guessed.
 		fs = append(fs, validator.Finding{Subject: "sockets", Status: validator.Warn,
 			Detail: fmt.Sprintf("%d of %d sockets not inspected: receiving them would re-tag them with cellguard's net_cls classid "+
-				"and net_prio index (first: %v); a namespace only they hold would be missed, and %d more could not be asked",
+				"and net_prio index (first: %v); a namespace only they hold would be missed, and %d more could not be asked. "+
+				"cellguard asks them from their holder's cgroups where that hierarchy is mounted in its mount namespace (systemd on v1 and hybrid hosts mounts net_cls,net_prio)",
 				res.NotInspected, res.Sockets, res.NotInspectedErr, res.Unresolved-res.NotInspected),
 			Data: map[string]string{"unresolved": strconv.Itoa(res.Unresolved), "not_inspected": strconv.Itoa(res.NotInspected)}})
 	case res.Unresolved > 0:

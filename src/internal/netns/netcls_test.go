@@ -264,7 +264,7 @@ type scanReport struct {
 const envSockets = "CELLGUARD_NETCLS_SOCKETS"
 
 // The probe joins the holder's cgroups when the hierarchy is mounted where
-// it runs (systemd and BOSH's stemcells mount net_cls,net_prio): the
+// it runs (systemd on v1 and hybrid hosts mounts net_cls,net_prio): the
 // socket is inspected, the holder's packets keep its classid, and every
 // thread of the scanner is back in its own cgroup afterwards.
 func TestLiveProbeJoinsHoldersCgroups(t *testing.T) {

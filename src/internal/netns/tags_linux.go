@@ -189,8 +189,8 @@ type move struct{ from, to string }
 
 // tagMoves finds, in this mount namespace's cgroup mounts, the directories
 // of the cgroups in each hierarchy where holder and self differ (one move
-// when net_cls and net_prio share a hierarchy, as systemd and BOSH's
-// stemcells mount them).
+// when net_cls and net_prio share a hierarchy, as systemd's mount-setup.c
+// mounts them).
 func tagMoves(holder, self netPlace) ([]move, error) {
 	b, err := os.ReadFile("/proc/thread-self/mountinfo")
 	if err != nil {
