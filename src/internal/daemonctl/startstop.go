@@ -63,8 +63,8 @@ type StartResult struct {
 // InstallAndStart is `cellguard start`, monit's start program: the unit
 // is made current and read back as delegated (Install), then started
 // (Start). Install on an unchanged unit writes nothing and does not
-// reload: it costs one read of the unit's properties, and keeps `cellguard
-// start` within 1.5x of `systemctl start` (docs/performance.md).
+// reload: it costs one read of the unit's properties before the job
+// (what that costs against `systemctl start`: docs/performance.md).
 func (m *Manager) InstallAndStart(ctx context.Context, d Daemon) (StartResult, error) {
 	if !m.HasSystemd() || len(d.Start) == 0 {
 		return m.Start(ctx, d)

@@ -9,8 +9,8 @@
 // which go-systemd has no method for, and Watch reads systemd's signals on
 // the second beside go-systemd. Until issue 24 a hand-written client made
 // the calls and followed jobs on one connection, to save 2-3 ms of a
-// `cellguard start`; with go-systemd the start stays within 1.5x of
-// `systemctl start` (docs/performance.md).
+// `cellguard start`; go-systemd's two connections measured no slower than
+// that one (docs/performance.md).
 //
 // Dial tries the system bus first, then systemd's private socket, as
 // go-systemd's NewWithContext does: the bus forwards only the signals

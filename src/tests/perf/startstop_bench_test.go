@@ -51,6 +51,11 @@ func config(startArgs string) string {
 // connection of our own: none may come (a Fatal, not a timing). Times are
 // reported, never asserted.
 //
+// CELLGUARD_BENCH_START_BASELINE names another cellguard binary (built
+// from the revision to compare, CGO_ENABLED=0): it runs as a fourth
+// variant, "baseline", round-robin with the others, so before and after
+// share one box and one load (docs/performance.md).
+//
 //	go test -run '^$' -bench StartStop -benchtime 1x ./src/tests/perf
 func BenchmarkStartStop(b *testing.B) {
 	sdbox.RequireRoot(b)
@@ -67,19 +72,29 @@ func BenchmarkStartStop(b *testing.B) {
 	cfg := "--config=" + cfgPath
 	box.Run(b, cellguard, "unit", "install", "bench", cfg)
 	reloads := sdbox.WatchReloads(b, box.SystemBusAddress)
+	names := []string{"ctl script", "systemctl", "cellguard"}
+	var baseline []Variant
+	if bin := os.Getenv("CELLGUARD_BENCH_START_BASELINE"); bin != "" {
+		const dst = "/usr/local/bin/cellguard-baseline"
+		if err := box.CopyIn(bin, dst, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		baseline = []Variant{{Name: "baseline", Start: []string{dst, "start", "bench", cfg}, Stop: []string{dst, "stop", "bench", cfg}, Wait: true}}
+		names = append(names, "baseline")
+	}
 
 	for b.Loop() {
 		before := reloads.Settle(b)
-		res := runCycle(b, box, CycleSpec{Runs: cycleRuns, PIDFile: pidfile, Variants: []Variant{
+		res := runCycle(b, box, CycleSpec{Runs: cycleRuns, PIDFile: pidfile, Variants: append([]Variant{
 			{Name: "ctl script", Start: []string{ctlPath, "start"}, Stop: []string{ctlPath, "stop"}, Detach: true, Wait: true},
 			{Name: "systemctl", Start: []string{"systemctl", "start", unitName}, Stop: []string{"systemctl", "stop", unitName}, Wait: true},
 			{Name: "cellguard", Start: []string{cellguard, "start", "bench", cfg}, Stop: []string{cellguard, "stop", "bench", cfg}, Wait: true},
-		}})
+		}, baseline...)})
 		if n := reloads.Settle(b) - before; n != 0 {
 			b.Fatalf("%d systemd reloads during %d cellguard starts with an unchanged unit", n, cycleRuns)
 		}
 		b.Logf("start/stop latency inside the box, %d runs each, round-robin (ms: median / p95 / max):", cycleRuns)
-		for _, v := range []string{"ctl script", "systemctl", "cellguard"} {
+		for _, v := range names {
 			r := res[v]
 			b.Logf("  %-23s start %s   stop %s", v, stats(r.Start), stats(r.Stop))
 			name := strings.NewReplacer(", ", "-", " ", "-").Replace(v)
