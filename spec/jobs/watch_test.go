@@ -152,8 +152,10 @@ func TestBadWatchPropertiesFailToRender(t *testing.T) {
 // the pidfile; a second start keeps it; stop ends it.
 func TestWatchCtl(t *testing.T) {
 	v := install(t, mustRender(t, ""), "")
-	// A cellguard that, as watch, stays up until signalled.
-	stub := "#!/usr/bin/env bash\nprintf '%s\\n' \"$*\" >>\"${STUB_CALLS}\"\n[ \"$1\" = watch ] && while :; do sleep 0.05; done\n"
+	// A cellguard that, as watch, stays up until signalled; watch status
+	// is the real binary's, the rule watch_ctl asks.
+	stub := "#!/usr/bin/env bash\n[ \"$1 ${2:-}\" = 'watch status' ] && exec " + cellguardBin + " \"$@\"\n" +
+		"printf '%s\\n' \"$*\" >>\"${STUB_CALLS}\"\n[ \"$1\" = watch ] && while :; do sleep 0.05; done\n"
 	if err := os.WriteFile(filepath.Join(v.root, "vcap/packages/cellguard/bin/cellguard"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +196,41 @@ func TestWatchCtl(t *testing.T) {
 	}
 	if _, err := os.Stat(pidfile); !os.IsNotExist(err) {
 		t.Errorf("pidfile left after stop: %v", err)
+	}
+}
+
+// A pid in the pidfile that another program got since is not watch:
+// stop signals nothing, start starts watch. The judge is cellguard watch
+// status, the rule uninstall also uses. Before, watch_ctl grepped the
+// space-joined cmdline for "cellguard watch": this process, whose argv[0]
+// only reads like it, was SIGTERMed by stop and kept start from starting.
+func TestWatchCtlSignalsOnlyWatch(t *testing.T) {
+	v := install(t, mustRender(t, ""), cellguardBin)
+	other := &exec.Cmd{Path: "/bin/sleep", Args: []string{"cellguard watch", "300"}}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- other.Wait() }()
+	t.Cleanup(func() { other.Process.Kill(); <-ended })
+	pidfile := filepath.Join(v.root, "vcap/sys/run/cellguard/watch.pid")
+	if err := os.MkdirAll(filepath.Dir(pidfile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pidfile, []byte(strconv.Itoa(other.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := v.runArgs(t, "bin/watch_ctl", "stop"); code != 0 {
+		t.Fatalf("stop exited %d\n%s", code, out)
+	}
+	select {
+	case err := <-ended:
+		ended <- err // for the cleanup
+		t.Fatalf("stop ended pid %d (%v), which runs %q, not cellguard watch", other.Process.Pid, err, other.Args)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if _, err := os.Stat(pidfile); !os.IsNotExist(err) {
+		t.Errorf("stop left the pidfile of a process that is not watch: %v", err)
 	}
 }
 

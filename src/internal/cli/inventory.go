@@ -171,8 +171,8 @@ func removeLift(_ context.Context, u *uninstaller, it installed) ([]daemonctl.Pr
 // the metric targets point scrapers at it. Removing the addon stops watch
 // (monit), and a recreate then drops both.
 func watchInUse(root string) (string, bool) {
-	pid, ok := watchRunning(root)
-	if !ok {
+	pid, notRunning := watchRunning(root, watchPIDFile)
+	if notRunning != "" {
 		return "", false
 	}
 	return fmt.Sprintf("cellguard watch runs (pid %d, monit job cellguard-watch) and would write it again; "+

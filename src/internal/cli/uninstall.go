@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"code.cloudfoundry.org/lager/v3"
 
@@ -93,25 +90,6 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 		return failure(env, err)
 	}
 	return ExitOK
-}
-
-// watchRunning reports whether the pid in watch's pidfile runs cellguard
-// watch (a pid handed to another process since does not count).
-func watchRunning(root string) (int, bool) {
-	b, err := os.ReadFile(hostroot.Join(root, watchPIDFile))
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return 0, false
-	}
-	cmd, err := os.ReadFile(hostroot.Join(root, filepath.Join("/proc", strconv.Itoa(pid), "cmdline")))
-	if err != nil {
-		return 0, false
-	}
-	args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
-	return pid, len(args) >= 2 && filepath.Base(args[0]) == "cellguard" && args[1] == "watch"
 }
 
 // removeOwnFile removes p under root when it starts with head (a file

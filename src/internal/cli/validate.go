@@ -47,7 +47,8 @@ else 60s), and a lift (--lift-file) lets blocking findings go. Stdout keeps
 drain's contract, which bosh-agent reads whatever the exit status: the
 integer 0 when the VM may go (passed, lifted, budget expired, or cellguard
 could not run), and nothing at all when it blocks, so a script that forgets
-the exit code still fails. The report and the decision go to stderr. The
+the exit code still fails. The report and the decision go to stderr (with
+--format json, the report alone: the decision is in the log). The
 job's bin/drain runs "cellguard drain", which also reads the agent's
 arguments and writes drain's metrics; this command writes only validate's.
 
@@ -210,7 +211,12 @@ func (f *validateFlags) decideDrain(env *Env, logger lager.Logger, rep *validato
 	}
 	dec := drain.Decide(in)
 	logger.Info("decided", lager.Data{"outcome": dec.Outcome, "block": dec.Block, "reason": dec.Reason})
-	fmt.Fprintf(env.Stderr, "cellguard validate --phase drain: %s: %s\n", dec.Outcome, dec.Reason)
+	if f.format != "json" {
+		// With --format json stderr holds one JSON document, which tools
+		// (and the errand's --json form) parse: the decision is in the
+		// log, the exit code and stdout.
+		fmt.Fprintf(env.Stderr, "cellguard validate --phase drain: %s: %s\n", dec.Outcome, dec.Reason)
+	}
 	return drainVerdict(env, dec)
 }
 

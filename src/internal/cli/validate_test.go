@@ -129,6 +129,18 @@ func TestValidateDrainDecidesAsDrain(t *testing.T) {
 			}
 			mustContainAll(t, "drain's stderr", derr, ": "+tc.outcome+": ")
 			mustContainAll(t, "validate's stderr", verr, "cellguard validate --phase drain: "+tc.outcome+": ")
+			mustContainAll(t, "validate's log", d.read(t, d.log), `"message":"cellguard.validate.decided"`, `"outcome":"`+tc.outcome+`"`)
+			if tc.outcome == "could_not_run" {
+				return
+			}
+			// --format json: stderr is one JSON document (tools and the
+			// errand's --json form parse it), the same verdict.
+			jc, jout, jerr := d.run(t, "validate", "--phase", "drain", "--format", "json", "--config", d.cfg, "--root", d.root,
+				"--log-file", d.log, "--lift-file", d.lift)
+			var rep map[string]any
+			if jc != dc || jout != dout || json.Unmarshal([]byte(jerr), &rep) != nil {
+				t.Fatalf("--format json: exit %d stdout %q, stderr not one JSON document:\n%s", jc, jout, jerr)
+			}
 		})
 	}
 }

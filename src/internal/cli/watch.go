@@ -46,6 +46,9 @@ retried; watch keeps running.
 
 --once runs one full scan, prints the metrics to stdout and exits 0.
 
+"cellguard watch status --pidfile PATH" says whether watch still runs (the
+job's bin/watch_ctl asks it; cellguard watch status --help).
+
 Flags override the config's watch section (cellguard.watch.* properties).
 
 Exit codes:
@@ -64,6 +67,9 @@ type watchFlags struct {
 }
 
 func runWatch(ctx context.Context, env *Env, args []string) int {
+	if len(args) > 0 && args[0] == "status" {
+		return runWatchStatus(ctx, env, args[1:])
+	}
 	f := &watchFlags{}
 	fs := newFlagSet(env, "watch", "watch [--listen ADDR] [--heal] [--period D] [flags]", &f.common)
 	fs.StringVar(&f.root, "root", "/", "root prefix for /proc, /sys/fs/cgroup and runtime roots (tests: a fixture tree)")

@@ -286,6 +286,9 @@ const maxSkipDepth = 64
 // skip returns the end of the valid JSON value at i, or -1. It loops rather
 // than recurses, with the open containers as bits: the seccomp list is
 // thousands of small values and this is where decodeFast spends its time.
+// It is long because its three states (at a value, after a value, at a
+// member name) are one loop sharing i, depth and open, with a goto between
+// them; as functions they would hand those back and forth on that path.
 func skip(b []byte, i int) int {
 	// open has a bit per open container, the innermost lowest: 1 for an
 	// object, 0 for an array.

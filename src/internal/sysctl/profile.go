@@ -2,6 +2,7 @@ package sysctl
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"sort"
 	"strings"
@@ -191,9 +192,21 @@ func Resolve(c Settings) (Profile, error) {
 		return Profile{}, err
 	}
 
+	remove, errs := resolveRemove(base, name, c.Remove)
+	set, setKeys, setErrs := resolveSet(c.Set, remove)
+	if errs = append(errs, setErrs...); len(errs) > 0 {
+		sort.Strings(errs)
+		return Profile{}, invalidf("sysctl config: %s", strings.Join(errs, "; "))
+	}
+	return Profile{Name: name, File: file, Entries: merge(base, remove, set, setKeys)}, nil
+}
+
+// resolveRemove checks Remove against the profile base (named name): the
+// keys to leave out, and what is wrong with the others.
+func resolveRemove(base []Entry, name string, raws []string) (map[string]bool, []string) {
 	var errs []string
 	remove := map[string]bool{}
-	for _, r := range c.Remove {
+	for _, r := range raws {
 		k, err := ParseKey(r)
 		if err != nil {
 			errs = append(errs, "remove: "+err.Error())
@@ -205,10 +218,16 @@ func Resolve(c Settings) (Profile, error) {
 		}
 		remove[k.Name()] = true
 	}
-	// set holds the operator's entries: Value and Mode only.
+	return remove, errs
+}
+
+// resolveSet checks Set: the operator's entries by key (Value and Mode
+// only), their keys in the order given, and what is wrong with the others.
+// A key also in remove, or given twice in two notations, is an error.
+func resolveSet(raws map[string]string, remove map[string]bool) (map[string]Entry, []string, []string) {
+	var errs, keys []string
 	set := map[string]Entry{}
-	var setKeys []string
-	for raw, v := range c.Set {
+	for raw, v := range raws {
 		k, err := ParseKey(raw)
 		if err != nil {
 			errs = append(errs, "set: "+err.Error())
@@ -232,14 +251,17 @@ func Resolve(c Settings) (Profile, error) {
 			continue
 		}
 		set[k.Name()] = Entry{Value: value, Mode: mode}
-		setKeys = append(setKeys, k.Name())
+		keys = append(keys, k.Name())
 	}
-	if len(errs) > 0 {
-		sort.Strings(errs)
-		return Profile{}, invalidf("sysctl config: %s", strings.Join(errs, "; "))
-	}
+	return set, keys, errs
+}
 
-	p := Profile{Name: name, File: file}
+// merge is the profile base without remove, with the operator's set:
+// overrides in the profile's order, then the keys the profile lacks,
+// sorted.
+func merge(base []Entry, remove map[string]bool, set map[string]Entry, setKeys []string) []Entry {
+	var out []Entry
+	set = maps.Clone(set)
 	for _, e := range base {
 		if remove[e.Key] {
 			continue
@@ -254,7 +276,7 @@ func Resolve(c Settings) (Profile, error) {
 			}
 			delete(set, e.Key)
 		}
-		p.Entries = append(p.Entries, e)
+		out = append(out, e)
 	}
 	sort.Strings(setKeys)
 	for _, k := range setKeys {
@@ -263,10 +285,10 @@ func Resolve(c Settings) (Profile, error) {
 			if o.Mode == ModeAtLeast {
 				why = "set by the operator as a floor"
 			}
-			p.Entries = append(p.Entries, Entry{Key: k, Value: o.Value, Mode: o.Mode, Why: why, From: "config"})
+			out = append(out, Entry{Key: k, Value: o.Value, Mode: o.Mode, Why: why, From: "config"})
 		}
 	}
-	return p, nil
+	return out
 }
 
 func hasKey(es []Entry, name string) bool {
