@@ -143,8 +143,9 @@ func judgeWatch(t *testing.T, lines []boxwatch.Line) (scans int) {
 // fails the test for a check that could not run.
 func problems(t *testing.T, report string, ids []string) []string {
 	t.Helper()
+	// the JSON report comes first; drain's one-line verdict follows it
 	var rep validator.Report
-	if err := json.Unmarshal([]byte(report), &rep); err != nil {
+	if err := json.NewDecoder(strings.NewReader(report)).Decode(&rep); err != nil {
 		t.Fatalf("validate's report: %v\n%s", err, report)
 	}
 	var out []string
