@@ -495,6 +495,27 @@ func TestRuntimeGhosts(t *testing.T) {
 				Cgroup: "/system.slice/cri-containerd-k.scope"}, 100, 1, 500)
 			h.Add(fakehost.Proc{PID: 60, Comm: "sshd", Cgroup: "/system.slice/ssh.service"})
 		}},
+		// Real Garden under churn (src/tests/garden): runc init in the new
+		// container's cgroup before its state exists, and a destroy that
+		// killed the init and deletes the state during the confirm wait.
+		{name: "runc init of a container being created is not an orphan", setup: func(h *fakehost.Host, d *Deps) {
+			h.RunContainer(garden("c1"), 100, 2, 500)
+			h.Add(fakehost.Proc{PID: 150, Comm: "runc:[2:INIT]", Cgroup: "/garden/c2"})
+			h.Add(fakehost.Proc{PID: 151, Comm: "exe", Args: []string{"/proc/self/exe", "init"}, Cgroup: "/garden/c3"})
+		}},
+		{name: "an exe that is not runc init is an orphan", setup: func(h *fakehost.Host, d *Deps) {
+			h.RunContainer(garden("c1"), 100, 2, 500)
+			h.Add(fakehost.Proc{PID: 151, Comm: "exe", Args: []string{"/usr/bin/exe", "serve"}, Cgroup: "/garden/destroyed-x"})
+		}, kinds: []string{"orphan"}},
+		{name: "init gone while its destroy deletes the state is not a ghost", setup: func(h *fakehost.Host, d *Deps) {
+			h.RunContainer(garden("c1"), 100, 1, 500)
+			h.Kill(100)
+			d.Sleep = func(time.Duration) {
+				if err := os.RemoveAll(filepath.Join(h.Root, "run/runc/c1")); err != nil {
+					panic(err)
+				}
+			}
+		}},
 		{name: "unreadable state", setup: func(h *fakehost.Host, d *Deps) {
 			h.Write("run/runc/bad/state.json", `{"id":`)
 		}, kinds: []string{"bad-state"}},

@@ -88,7 +88,7 @@ func All(d Deps) []validator.Check {
 	}
 	return []validator.Check{
 		&CgroupIntegrity{host: h, Sleep: d.Sleep, Confirm: d.Confirm, Reread: d.Reread},
-		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots},
+		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots, Sleep: d.Sleep, Confirm: d.Confirm},
 		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},
 		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase,
 			Prober: runtimever.Prober{Cache: d.ProbeCache}},

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -26,6 +29,12 @@ type RuntimeGhosts struct {
 	// or kubelet's "/kubepods.slice", which the job accepts only as an
 	// explicit slice root).
 	ExtraRoots []string
+	// Sleep and Confirm are the waits before a ghost counts, as
+	// cgroup-integrity's (nil: time.Sleep, recheckDelays): a state whose
+	// file is gone after one of them was a destroy in flight (the init
+	// killed, the state not yet deleted), not a ghost.
+	Sleep   func(time.Duration)
+	Confirm []time.Duration
 }
 
 var _ validator.Check = (*RuntimeGhosts)(nil)
@@ -66,15 +75,16 @@ func (g *RuntimeGhosts) Run(ctx context.Context) ([]validator.Finding, error) {
 			Data:   map[string]string{"state": p.Path, "kind": "bad-state"},
 		})
 	}
-	ghosts := 0
+	var ghosts []validator.Finding
 	for i := range v.Discovery().Containers {
 		c := &v.Discovery().Containers[i]
 		if f, ok := ghost(v, c); ok {
 			remaining(v, v.Members(i), &f)
-			fs = append(fs, f)
-			ghosts++
+			ghosts = append(ghosts, f)
 		}
 	}
+	ghosts = g.confirm(ghosts)
+	fs = append(fs, ghosts...)
 	orphans, err := g.orphans(ctx, v)
 	if err != nil {
 		return nil, err
@@ -83,9 +93,39 @@ func (g *RuntimeGhosts) Run(ctx context.Context) ([]validator.Finding, error) {
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d states under %s, %d ghosts, %d orphan processes",
-			len(v.Discovery().Containers), strings.Join(v.Discovery().Roots, ", "), ghosts, len(orphans)),
+			len(v.Discovery().Containers), strings.Join(v.Discovery().Roots, ", "), len(ghosts), len(orphans)),
 	})
 	return fs, nil
+}
+
+// confirm keeps the ghosts whose state file is still there after each
+// wait. Garden's destroy kills the init and waits for it before the shim
+// deletes the state: a scan in between saw a ghost (measured with real
+// Garden under churn, src/tests/garden TestTodayOnNoble).
+func (g *RuntimeGhosts) confirm(ghosts []validator.Finding) []validator.Finding {
+	if len(ghosts) == 0 {
+		return nil
+	}
+	sleep, delays := g.Sleep, g.Confirm
+	if sleep == nil {
+		sleep = time.Sleep
+	}
+	if delays == nil {
+		delays = recheckDelays
+	}
+	for _, d := range delays {
+		sleep(d)
+		kept := ghosts[:0]
+		for _, f := range ghosts {
+			if _, err := os.Lstat(f.Data["state"]); !errors.Is(err, fs.ErrNotExist) {
+				kept = append(kept, f)
+			}
+		}
+		if ghosts = kept; len(ghosts) == 0 {
+			break
+		}
+	}
+	return ghosts
 }
 
 // ghost says whether c's init process is gone or reused.
@@ -181,6 +221,8 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *snapshot.Host) ([]valida
 		parents[path.Clean("/"+r)] = true
 	}
 	roots := outermost(parents)
+	r := v.ProcFS().NewReader()
+	defer r.Close()
 	var out []validator.Finding
 	var buf []byte
 	var pids []int
@@ -205,6 +247,12 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *snapshot.Host) ([]valida
 				if p == nil {
 					continue // started after the scan or already gone
 				}
+				if runcInit(r, p) {
+					// a container being created, before its state exists
+					// (seen with real Garden under churn); a runc init that
+					// never finishes is stuck-runc-init's finding
+					continue
+				}
 				if _, listed := v.ListedBy(pid); listed || claimedNS[p.NS] {
 					continue // a container's process out of place: cgroup-integrity's finding
 				}
@@ -224,6 +272,19 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *snapshot.Host) ([]valida
 		}
 	}
 	return out, nil
+}
+
+// runcInit reports whether p is a runc init: runc runs itself again as
+// "/proc/self/exe init" (comm "exe") and then names itself runc:[N:...].
+func runcInit(r *procfs.Reader, p *snapshot.Proc) bool {
+	if strings.HasPrefix(p.Stat.Comm, "runc") {
+		return true
+	}
+	if p.Stat.Comm != "exe" {
+		return false
+	}
+	args, err := r.Cmdline(p.PID)
+	return err == nil && isRuncInit(p.Stat.Comm, args)
 }
 
 // ownedBy reports whether cgroup rel or one of its ancestors is owned: what
