@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
 )
 
 const deployment = "fleet"
@@ -28,11 +29,18 @@ type fleet struct {
 	repo     string
 	work     string
 	cpiState string
-	env      Env
-	bosh     *Bosh
+	env      boshlab.Env
+	bosh     *boshlab.Bosh
 	vars     []string // bosh-cli -v/-l for the manifests
 	shape    string
 	story    func(string)
+
+	// cache holds compiled releases by release and stemcell; releases are
+	// the two this run uploaded, toStore those the cache did not have (the
+	// deploy scenario exports them once it deployed).
+	cache    compiledCache
+	releases []release
+	toStore  []release
 
 	// ctx is the scenarios' context: an interrupt cancels it, so what runs
 	// stops before the cleanup starts.
@@ -82,7 +90,7 @@ func sh(ctx context.Context, dir string, env []string, args ...string) (string, 
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, lastLines(stderr.String(), 15))
+		return string(out), fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, boshlab.LastLines(stderr.String(), 15))
 	}
 	return string(out), nil
 }
@@ -195,17 +203,24 @@ func startFleet(t *testing.T, parent context.Context) *fleet {
 		}
 		t.Fatalf("stemcell %s: %v", f.shape, err)
 	}
-	stemcell = lastLine(stemcell)
+	// A link in the work directory: the shared cache may replace a shape's
+	// stemcell (another build.sh's key) before upload-stemcell reads it.
+	if keep := filepath.Join(work, "stemcell.tgz"); os.Link(lastLine(stemcell), keep) == nil {
+		stemcell = keep
+	} else if _, err := sh(ctx, f.repo, nil, "cp", lastLine(stemcell), keep); err != nil {
+		t.Fatalf("keep the stemcell: %v", err)
+	} else {
+		stemcell = keep
+	}
+	// The release of this work tree, built in the work directory: not a
+	// dev_releases/ tarball some earlier build left in the repository.
 	tarball := os.Getenv("CELLGUARD_TARBALL")
 	if tarball == "" {
-		tarball = filepath.Join(f.repo, "dev_releases/cellguard-dev.tgz")
-		if _, err := os.Stat(tarball); err != nil {
-			step("cellguard release (ci/scripts/create-release.sh)", "bash", "ci/scripts/create-release.sh")
+		t0 := time.Now()
+		if tarball, err = boshlab.BuildRelease(ctx, f.repo, filepath.Join(work, "src")); err != nil {
+			t.Fatal(err)
 		}
-	}
-	cgVersion, err := releaseVersion(tarball)
-	if err != nil {
-		t.Fatal(err)
+		f.story(fmt.Sprintf("   cellguard release (ci/scripts/create-release.sh on a copy of the work tree): %s", time.Since(t0).Round(time.Second)))
 	}
 	testRelease := filepath.Join(work, "cellguard-test.tgz")
 	testSrc := filepath.Join(work, "src", "test-release")
@@ -214,6 +229,17 @@ func startFleet(t *testing.T, parent context.Context) *fleet {
 		"--tarball="+testRelease, "--non-interactive"); err != nil {
 		t.Fatalf("bosh create-release of the test release: %v", err)
 	}
+	if f.cache, err = newCompiledCache(stemcell); err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range []string{tarball, testRelease} {
+		r, err := readRelease(tb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.releases = append(f.releases, r)
+	}
+	cgVersion := f.releases[0].Version
 
 	dstate := filepath.Join(work, "director")
 	// Whatever VM the director did not delete (an interrupted deploy, a
@@ -226,26 +252,26 @@ func startFleet(t *testing.T, parent context.Context) *fleet {
 		}
 	})
 	step("director.sh up (the director, PostgreSQL, NATS, the lab network)", "bash", director, "up", dstate, "--cpi", wrapper)
-	f.env, err = ReadEnv(filepath.Join(dstate, "env.json"))
+	f.env, err = boshlab.ReadEnv(filepath.Join(dstate, "env.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := f.env.CPIConfig(sdboxCopy, f.cpiState, "fleet")
+	cfg, err := cpiConfigFor(f.env, sdboxCopy, f.cpiState, "fleet")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(cpiConfig, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.bosh = &Bosh{Bin: boshBin, Env: f.env, Home: filepath.Join(work, "home"), Logs: filepath.Join(work, "logs")}
-	reserved, err := f.env.Reserved()
+	f.bosh = &boshlab.Bosh{Bin: boshBin, Env: f.env, Home: filepath.Join(work, "home"), Logs: filepath.Join(work, "logs")}
+	reservedIPs, err := reserved(f.env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := filepath.Join(f.repo, "src/tests/fleet/manifests")
 	f.vars = []string{"-v", "deployment=" + deployment, "-v", "stemcell_os=ubuntu-" + f.shape,
 		"-v", "cellguard_version=" + cgVersion, "-v", "cidr=" + f.env.CIDR, "-v", "gateway=" + f.env.Gateway,
-		"-v", "reserved=" + reserved, "-l", filepath.Join(f.repo, "src/tests/bosh/scenarios/defaults.yml")}
+		"-v", "reserved=" + reservedIPs, "-l", filepath.Join(f.repo, "src/tests/bosh/scenarios/defaults.yml")}
 	f.onCleanup(func() {
 		// delete-deployment drains with job_shutdown, which cellguard lets go.
 		if f.bosh != nil {
@@ -254,38 +280,71 @@ func startFleet(t *testing.T, parent context.Context) *fleet {
 			}
 		}
 	})
-	for _, c := range [][]string{
-		{"upload-stemcell", stemcell},
-		{"upload-release", tarball},
-		{"upload-release", testRelease},
-		append([]string{"update-cloud-config", filepath.Join(m, "cloud-config.yml")}, f.vars...),
-	} {
+	uploads := [][]string{{"upload-stemcell", stemcell}}
+	for _, r := range f.releases {
+		// A compiled release of this content for this stemcell, when an
+		// earlier run exported one: the director then compiles nothing.
+		if p, ok := f.cache.Lookup(r); ok {
+			f.story(fmt.Sprintf("   %s/%s: compiled for %s/%s in the cache (%s)", r.Name, r.Version, f.cache.StemcellOS, f.cache.Stemcell, filepath.Base(p)))
+			uploads = append(uploads, []string{"upload-release", p})
+			continue
+		}
+		f.toStore = append(f.toStore, r)
+		uploads = append(uploads, []string{"upload-release", r.Tarball})
+	}
+	uploads = append(uploads, append([]string{"update-cloud-config", filepath.Join(m, "cloud-config.yml")}, f.vars...))
+	for _, c := range uploads {
 		r, err := f.bosh.MustRun(ctx, c...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.story(fmt.Sprintf("   bosh %s: %s", c[0], r.Took.Round(100*time.Millisecond)))
+		f.story(fmt.Sprintf("   bosh %s %s: %s", c[0], filepath.Base(c[1]), r.Took.Round(100*time.Millisecond)))
 	}
-	if _, err := f.runtimeConfig(ctx, "info", false); err != nil {
+	if _, err := f.runtimeConfig(ctx, addon{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
-// runtimeConfig sets the cellguard addon's runtime config with this log
-// level and validator.fix; the next deploy rolls it out.
-func (f *fleet) runtimeConfig(ctx context.Context, level string, fix bool) (Result, error) {
-	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t.yml", level, fix))
-	if err := os.WriteFile(vars, []byte(fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\n", level, fix)), 0o600); err != nil {
-		return Result{}, err
+// addon is what a scenario sets in the cellguard addon's runtime config.
+type addon struct {
+	Level string // cellguard.log.level: which version of the addon a cell runs
+	Fix   bool   // validator.fix
+	// Seed001 points validator.runtime_binaries.runc at the rc93 stand-in
+	// (test-release's old-runc job) and blocks on runtime-versions.
+	Seed001 bool
+}
+
+// runtimeConfig sets the cellguard addon's runtime config; the next deploy
+// rolls it out.
+func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, error) {
+	// delegation-audit reports without blocking: nothing protects the unit
+	// holding monit here (the escapes need that), and with it blocking every
+	// cell that holds containers stops at pre-start (run 3: the canary, "2
+	// containers below runit.service are exposed to seed-000"), so no cell
+	// before an unsafe one could update. runtime-versions: the stemcells'
+	// Ubuntu runc and containerd have unfixed CVEs (defaults.yml); seed 001
+	// blocks on it.
+	runc, ignore := "/usr/sbin/runc", "[runtime-versions, delegation-audit]"
+	if a.Seed001 {
+		runc, ignore = "/var/vcap/packages/runc-rc93/bin/runc", "[delegation-audit]"
+	}
+	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t-%t.yml", a.Level, a.Fix, a.Seed001))
+	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\n", a.Level, a.Fix, runc, ignore)
+	if err := os.WriteFile(vars, []byte(text), 0o600); err != nil {
+		return boshlab.Result{}, err
 	}
 	args := append([]string{"update-runtime-config", filepath.Join(f.repo, "src/tests/fleet/manifests/runtime-config.yml")}, f.vars...)
 	return f.bosh.MustRun(ctx, append(args, "-l", vars)...)
 }
 
-// deploy runs bosh deploy of the fleet's manifest.
-func (f *fleet) deploy(ctx context.Context) (Result, error) {
+// deploy runs bosh deploy of the fleet's manifest, with ops files (paths
+// relative to the repository).
+func (f *fleet) deploy(ctx context.Context, ops ...string) (boshlab.Result, error) {
 	args := append([]string{"-d", deployment, "deploy", filepath.Join(f.repo, "src/tests/fleet/manifests/deployment.yml")}, f.vars...)
+	for _, o := range ops {
+		args = append(args, "-o", filepath.Join(f.repo, o))
+	}
 	return f.bosh.Run(ctx, args...)
 }
 
@@ -301,22 +360,6 @@ func (f *fleet) deleteLeftoverVMs(cpi, config string) {
 			f.t.Errorf("cleanup: delete_vm %s: %v %s", filepath.Base(vm), err, out)
 		}
 	}
-}
-
-// releaseVersion reads a release tarball's version from its release.MF.
-func releaseVersion(tarball string) (string, error) {
-	out, err := exec.Command("tar", "-xzOf", tarball, "./release.MF").Output()
-	if err != nil {
-		out, err = exec.Command("tar", "-xzOf", tarball, "release.MF").Output()
-	}
-	if err != nil {
-		return "", fmt.Errorf("read release.MF of %s: %w", tarball, err)
-	}
-	m := regexp.MustCompile(`(?m)^version: *'?([^'\s]+)'?`).FindSubmatch(out)
-	if m == nil {
-		return "", fmt.Errorf("no version in release.MF of %s", tarball)
-	}
-	return string(m[1]), nil
 }
 
 func lastLine(s string) string {

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
 )
 
 // taskOutput is bosh-cli's output of a real cold deploy on the lab's
-// director (2026-12-02, trimmed), and two update lines in the form the
-// director's "Updating instance" stage (tagged with the group) takes.
+// director (2026-12-02, trimmed), then of run 4's blocked rollout (task 13,
+// trimmed, uuids of the first): the canary updated, the next cell's drain
+// failed.
 const taskOutput = `Using environment 'https://10.244.0.1:25555' as client 'admin'
 Task 4 | 09:43:21 | Preparing package compilation: Finding packages to compile (00:00:01)
 Task 4 | 09:43:22 | Compiling packages: golang-1-linux/50065b595ef88749f2eb2051694fb62775a1c9e0c3711b6ebd6d2367a2c1d6d8
@@ -17,9 +20,13 @@ Task 4 | 09:48:51 | Compiling packages: golang-1-linux/50065b595ef88749f2eb20516
 Task 4 | 09:48:52 | Compiling packages: cellguard/aea4827c3a9b18159107e77b733f70d366be9cf9986e438bffb3c85eaa698bee (00:12:21)
 Task 4 | 10:07:36 | Creating missing vms: cell/b9367d5d-e169-41df-ac5f-246c414d9070 (1) (00:05:40)
                   L Error: Action Failed get_task: Task e04a2a2b result: Updating certificates with retries
-Task 5 | 10:20:01 | Updating instance cell: cell/7ea3ba64-6215-4cb1-9eca-3fa6af5ff9c3 (0) (canary) (00:00:31)
-Task 5 | 10:20:32 | Updating instance cell: cell/5d9a3d8b-ebb6-469e-8397-a265ba9465dd (2) (00:00:09)
-                  L Error: Action Failed get_task: Task 1 result: 1 of 2 drain scripts failed. Failed Jobs: cellguard.
+Task 13 | 14:40:28 | Updating instance cell: cell/7ea3ba64-6215-4cb1-9eca-3fa6af5ff9c3 (0) (canary)
+Task 13 | 14:40:29 | L executing drain: cell/7ea3ba64-6215-4cb1-9eca-3fa6af5ff9c3 (0) (canary)
+Task 13 | 14:40:36 | L executing pre-start: cell/7ea3ba64-6215-4cb1-9eca-3fa6af5ff9c3 (0) (canary)
+Task 13 | 14:40:46 | L executing post-start: cell/7ea3ba64-6215-4cb1-9eca-3fa6af5ff9c3 (0) (canary) (00:00:18)
+Task 13 | 14:40:46 | Updating instance cell: cell/5d9a3d8b-ebb6-469e-8397-a265ba9465dd (2)
+Task 13 | 14:40:47 | L executing drain: cell/5d9a3d8b-ebb6-469e-8397-a265ba9465dd (2) (00:00:04)
+                   L Error: Action Failed get_task: Task a031ea93-4906-4db6-43dd-5f83768f2ab0 result: 1 of 2 drain scripts failed. Failed Jobs: cellguard. Successful Jobs: garden.
 
 Task 4 Started  Wed Dec  2 09:43:11 UTC 2026
 Exit code 1
@@ -39,18 +46,25 @@ func TestTaskOutput(t *testing.T) {
 	if got, want := updated(taskOutput), []string{"cell/7ea3ba64-6215-4cb1-9eca-3fa6af5ff9c3", "cell/5d9a3d8b-ebb6-469e-8397-a265ba9465dd"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("updated = %v; want %v", got, want)
 	}
+	var done []string
+	for _, m := range completedRE.FindAllStringSubmatch(taskOutput, -1) {
+		done = append(done, m[1])
+	}
+	if want := []string{"cell/7ea3ba64-6215-4cb1-9eca-3fa6af5ff9c3"}; !reflect.DeepEqual(done, want) {
+		t.Errorf("completed = %v; want %v (the failed cell has no duration)", done, want)
+	}
 	lines := taskLines(taskOutput)
-	if len(lines) != 10 || lines[len(lines)-1] != "L Error: Action Failed get_task: Task 1 result: 1 of 2 drain scripts failed. Failed Jobs: cellguard." {
-		t.Errorf("taskLines = %d lines, last %q; want the 8 events and 2 errors, the drain's last", len(lines), lines[len(lines)-1])
+	if want := "L Error: Action Failed get_task: Task a031ea93-4906-4db6-43dd-5f83768f2ab0 result: 1 of 2 drain scripts failed. Failed Jobs: cellguard. Successful Jobs: garden."; len(lines) != 14 || lines[len(lines)-1] != want {
+		t.Errorf("taskLines = %d lines, last %q; want the 12 events and 2 errors, the drain's last", len(lines), lines[len(lines)-1])
 	}
 }
 
 // TestCPIConfig: the CPI's config behind a director is built from env.json:
 // the lab's netns and bridge, NATS as the mbus, the blobstore bound in.
 func TestCPIConfig(t *testing.T) {
-	e := Env{Netns: "/run/netns/cellguard-lab-x", Bridge: "cgbr0", Gateway: "10.244.0.1", CIDR: "10.244.0.0/24",
+	e := boshlab.Env{Netns: "/run/netns/cellguard-lab-x", Bridge: "cgbr0", Gateway: "10.244.0.1", CIDR: "10.244.0.0/24",
 		NatsURL: "nats://10.244.0.1:4222", BlobstorePath: "/state/blobstore"}
-	b, err := e.CPIConfig("/w/sdbox.sh", "/w/cpi-state", "fleet")
+	b, err := cpiConfigFor(e, "/w/sdbox.sh", "/w/cpi-state", "fleet")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +87,47 @@ func TestCPIConfig(t *testing.T) {
 		c.Agent.Mbus != e.NatsURL || c.Agent.Blobstore.Provider != "local" || c.Agent.Blobstore.Options["blobstore_path"] != e.BlobstorePath {
 		t.Errorf("CPI config = %s", b)
 	}
-	if r, err := e.Reserved(); err != nil || r != "10.244.0.2-10.244.0.9" {
+	if r, err := reserved(e); err != nil || r != "10.244.0.2-10.244.0.9" {
 		t.Errorf("Reserved = %q, %v", r, err)
 	}
-	if _, err := (Env{CIDR: "10.0.0.0/16"}).Reserved(); err == nil {
+	if _, err := reserved(boshlab.Env{CIDR: "10.0.0.0/16"}); err == nil {
 		t.Errorf("Reserved of a /16: want an error")
+	}
+}
+
+// TestReleaseKey: the compiled-release cache's key follows what compiling
+// depends on (every package's and job's fingerprint, name and version) and
+// nothing else bosh-cli writes into release.MF (the commit, its dirt).
+func TestReleaseKey(t *testing.T) {
+	mf := func(commit, pkg string) []byte {
+		return []byte("name: cellguard\nversion: 0+dev.1\ncommit_hash: " + commit + "\nuncommitted_changes: true\n" +
+			"jobs:\n- name: cellguard\n  version: aa\n  fingerprint: aa\n  sha1: sha256:11\n" +
+			"packages:\n- name: cellguard\n  version: " + pkg + "\n  fingerprint: " + pkg + "\n  sha1: sha256:22\n  dependencies: []\n")
+	}
+	a, err := parseReleaseMF(mf("1234abcd", "bb"), "a.tgz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name != "cellguard" || a.Version != "0+dev.1" || len(a.Key) != 16 {
+		t.Errorf("release = %+v; want cellguard 0+dev.1 with a 16-hex key", a)
+	}
+	if b, _ := parseReleaseMF(mf("5678ef00", "bb"), "b.tgz"); b.Key != a.Key {
+		t.Errorf("another commit, same content: key %s, was %s; want the same", b.Key, a.Key)
+	}
+	if c, _ := parseReleaseMF(mf("1234abcd", "cc"), "c.tgz"); c.Key == a.Key {
+		t.Errorf("a changed package kept the key %s", a.Key)
+	}
+	if _, err := parseReleaseMF([]byte("name: x\nversion: 1\n"), "d.tgz"); err == nil {
+		t.Errorf("a release.MF without fingerprints gave a key")
+	}
+}
+
+// TestStemcellMF: build.sh writes the version double-quoted; the slug
+// export-release takes is the bare value (ubuntu-jammy/457684b3ee24).
+func TestStemcellMF(t *testing.T) {
+	mf := []byte("---\nname: cellguard-nspawn-jammy\nversion: \"457684b3ee24\"\napi_version: 3\noperating_system: ubuntu-jammy\n")
+	o, v, err := parseStemcellMF(mf, "s.tgz")
+	if err != nil || o != "ubuntu-jammy" || v != "457684b3ee24" {
+		t.Errorf("parseStemcellMF = %q, %q, %v; want ubuntu-jammy, 457684b3ee24", o, v, err)
 	}
 }

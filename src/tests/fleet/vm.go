@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
 )
 
 // VM is one of the nspawn CPI's VMs, found through the CPI's state: the
@@ -67,7 +69,7 @@ func (vm VM) Exec(ctx context.Context, args ...string) (string, error) {
 	}
 	out, err := exec.CommandContext(ctx, "nsenter", append([]string{"-t", vm.InitPID, "-a", "--"}, args...)...).CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("in vm %s (%s): %s: %w: %s", vm.CID, vm.Name, strings.Join(args, " "), err, lastLines(string(out), 4))
+		return string(out), fmt.Errorf("in vm %s (%s): %s: %w: %s", vm.CID, vm.Name, strings.Join(args, " "), err, boshlab.LastLines(string(out), 4))
 	}
 	return string(out), nil
 }
