@@ -142,8 +142,9 @@ func (m *Memo) keep(pid int, p memoProc) {
 	m.mu.Unlock()
 }
 
-// Next ends a scan: what it did not use (processes gone, or not looked
-// at) is forgotten, and Read starts again from 0.
+// Next starts a scan: what the last one used is what this one may reuse;
+// what it did not use (processes gone, or not looked at) is forgotten, and
+// Read starts again from 0.
 func (m *Memo) Next() {
 	m.mu.Lock()
 	m.procs, m.seen, m.Read = m.seen, nil, 0
