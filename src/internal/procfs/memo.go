@@ -1,12 +1,6 @@
 package procfs
 
-import (
-	"bytes"
-	"fmt"
-	"sync"
-
-	"golang.org/x/sys/unix"
-)
+import "sync"
 
 // Entry is a pid directory as Root/proc lists it: the pid and the
 // directory's inode. The kernel keeps a live process's /proc/<pid> inode
@@ -22,50 +16,12 @@ type Entry struct {
 // Entries appends the pid directories listed in Root/proc to dst, with
 // their inodes, from the same getdents records PIDs reads.
 func (fs FS) Entries(dst []Entry) ([]Entry, error) {
-	dir := fs.Dir()
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return dst, fmt.Errorf("open %s: %w", dir, err)
-	}
-	defer unix.Close(fd)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return dst, fmt.Errorf("list %s: %w", dir, err)
-		}
-		if n <= 0 {
-			return dst, nil
-		}
-		dst = appendDirentEntries(dst, buf[:n])
-	}
-}
-
-// appendDirentEntries is appendDirentNums for pids, with each record's
-// inode (its first 8 bytes, little-endian on every target we build).
-func appendDirentEntries(dst []Entry, b []byte) []Entry {
-	for len(b) >= 19 {
-		reclen := int(b[16]) | int(b[17])<<8
-		if reclen < 19 || reclen > len(b) {
-			break
-		}
-		name := b[19:reclen]
-		if i := bytes.IndexByte(name, 0); i >= 0 {
-			name = name[:i]
-		}
+	err := fs.list(func(ino uint64, name []byte) {
 		if pid, ok := atoi(name); ok && pid > 0 {
-			var ino uint64
-			for i := 7; i >= 0; i-- {
-				ino = ino<<8 | uint64(b[i])
-			}
 			dst = append(dst, Entry{PID: pid, Ino: ino})
 		}
-		b = b[reclen:]
-	}
-	return dst
+	})
+	return dst, err
 }
 
 // Memo keeps what scans read of each process while its /proc entry stays
