@@ -423,8 +423,9 @@ func (b *binRuns) once(root string, wantBlocked, keep, last bool) error {
 	return err
 }
 
-// reportEscapes reads cgroup-integrity's failed findings from a JSON
-// report in the baseline's "pid hierarchy expected actual" form.
+// reportEscapes reads cgroup-integrity's failed findings from the JSON
+// report at the start of b in the baseline's "pid hierarchy expected
+// actual" form.
 func reportEscapes(b []byte) ([]string, error) {
 	var rep struct {
 		Results []struct {
@@ -436,7 +437,9 @@ func reportEscapes(b []byte) ([]string, error) {
 			} `json:"findings"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
+	// The report is the first value on stderr: validate --phase drain
+	// follows it with a line saying what the drain decided.
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&rep); err != nil {
 		return nil, fmt.Errorf("decode cellguard report: %w\n%s", err, tail(b))
 	}
 	var out []string

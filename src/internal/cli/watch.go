@@ -178,8 +178,10 @@ func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.L
 		return watch.Config{}, fmt.Errorf("validator.%w", err)
 	}
 	out := watch.Config{
-		Registry:      registry,
-		Read:          func() (*snapshot.Host, error) { return snapshot.Read(spec) },
+		Registry: registry,
+		// Periodic and event scans re-read only what changed, and
+		// everything every snapshot.DefaultFullEvery (docs/performance.md).
+		Read:          (&snapshot.Incremental{Spec: spec}).Read,
 		OnEvent:       checks.OnEvent,
 		Options:       opts,
 		Period:        wc.Period.Duration,

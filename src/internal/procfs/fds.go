@@ -54,6 +54,12 @@ func (r *Reader) FDLinks(pid int, fn func(fd int, link []byte)) error {
 			break
 		}
 		r.fds = appendDirentNums(r.fds, r.dents[:n], 0)
+		if n < len(r.dents)-direntMax {
+			// procfs (and tmpfs) fill the buffer until it is full or the
+			// directory ends: room for another entry means it ended, and
+			// the read that would return 0 is skipped.
+			break
+		}
 	}
 	slices.Sort(r.fds) // a fixture tree lists them in any order
 	for _, fd := range r.fds {
@@ -67,6 +73,10 @@ func (r *Reader) FDLinks(pid int, fn func(fd int, link []byte)) error {
 	}
 	return nil
 }
+
+// direntMax is the most one linux_dirent64 record takes: 19 bytes of header,
+// a name of up to 255 bytes and its NUL, padded to 8.
+const direntMax = 280
 
 // openDirAtZ opens the NUL-terminated relative path z as a directory.
 func openDirAtZ(dir int, z []byte) (int, error) {

@@ -475,10 +475,20 @@ func (fs FS) Readable() error {
 // entries with getdents into one buffer: on a cell this lists thousands of
 // entries and the validator should not allocate a string for each.
 func (fs FS) PIDs(dst []int) ([]int, error) {
+	err := fs.list(func(_ uint64, name []byte) {
+		if pid, ok := atoi(name); ok && pid > 0 {
+			dst = append(dst, pid)
+		}
+	})
+	return dst, err
+}
+
+// list calls fn with the inode and name of every entry of Root/proc.
+func (fs FS) list(fn func(ino uint64, name []byte)) error {
 	dir := fs.Dir()
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return dst, fmt.Errorf("open %s: %w", dir, err)
+		return fmt.Errorf("open %s: %w", dir, err)
 	}
 	defer unix.Close(fd)
 	buf := make([]byte, 32<<10)
@@ -488,21 +498,32 @@ func (fs FS) PIDs(dst []int) ([]int, error) {
 			continue
 		}
 		if err != nil {
-			return dst, fmt.Errorf("list %s: %w", dir, err)
+			return fmt.Errorf("list %s: %w", dir, err)
 		}
 		if n <= 0 {
-			return dst, nil
+			return nil
 		}
-		dst = appendDirentNums(dst, buf[:n], 1)
+		walkDirents(buf[:n], fn)
 	}
 }
 
 // appendDirentNums appends the names that are decimal numbers of at least
-// lo, walking linux_dirent64 records: ino u64, off u64, reclen u16, type u8,
-// NUL-terminated name.
+// lo.
 func appendDirentNums(dst []int, b []byte, lo int) []int {
+	walkDirents(b, func(_ uint64, name []byte) {
+		if n, ok := atoi(name); ok && n >= lo {
+			dst = append(dst, n)
+		}
+	})
+	return dst
+}
+
+// walkDirents calls fn for each linux_dirent64 record: ino u64, off u64,
+// reclen u16, type u8, NUL-terminated name (little-endian on every target
+// we build).
+func walkDirents(b []byte, fn func(ino uint64, name []byte)) {
 	for len(b) >= 19 {
-		reclen := int(b[16]) | int(b[17])<<8 // little-endian on every target we build
+		reclen := int(b[16]) | int(b[17])<<8
 		if reclen < 19 || reclen > len(b) {
 			break
 		}
@@ -510,12 +531,13 @@ func appendDirentNums(dst []int, b []byte, lo int) []int {
 		if i := bytes.IndexByte(name, 0); i >= 0 {
 			name = name[:i]
 		}
-		if n, ok := atoi(name); ok && n >= lo {
-			dst = append(dst, n)
+		var ino uint64
+		for i := 7; i >= 0; i-- {
+			ino = ino<<8 | uint64(b[i])
 		}
+		fn(ino, name)
 		b = b[reclen:]
 	}
-	return dst
 }
 
 // BootTime reads btime from Root/proc/stat.

@@ -139,7 +139,10 @@ const scanWorkers = 2
 // cgroup (plus the inits). Listed processes are the bulk on a cell; their
 // namespace is not needed, since being listed already ties them to their
 // container.
-func Read(s Spec) (*Host, error) {
+func Read(s Spec) (*Host, error) { return read(s, nil) }
+
+// read is Read; with c, through its caches (Incremental).
+func read(s Spec, c *caches) (*Host, error) {
 	root := hostroot.Dir(s.Root)
 	v := &Host{root: root, proc: procfs.New(root)}
 	var err error
@@ -151,7 +154,12 @@ func Read(s Spec) (*Host, error) {
 	if v.layout, err = cgroup.Discover(root); err != nil {
 		return nil, err
 	}
-	if v.disc, err = runcstate.Discover(root, s.RuntimeRoots, s.Namespaces); err != nil {
+	if c != nil {
+		v.disc, err = c.states.Discover(root, s.RuntimeRoots, s.Namespaces)
+	} else {
+		v.disc, err = runcstate.Discover(root, s.RuntimeRoots, s.Namespaces)
+	}
+	if err != nil {
 		return nil, err
 	}
 	v.members = make([]Members, len(v.disc.Containers))
@@ -161,21 +169,21 @@ func Read(s Spec) (*Host, error) {
 	// Listing /proc (after the cgroup.procs reads, see above) overlaps
 	// building the index below, which only indexes what was read.
 	type listing struct {
-		pids []int
+		ents []procfs.Entry
 		err  error
 	}
 	listed := make(chan listing, 1)
 	go func() {
-		pids, err := v.proc.PIDs(make([]int, 0, 4096))
-		sort.Ints(pids)
-		listed <- listing{pids, err}
+		ents, err := v.proc.Entries(make([]procfs.Entry, 0, 4096))
+		sort.Slice(ents, func(i, j int) bool { return ents[i].PID < ents[j].PID })
+		listed <- listing{ents, err}
 	}()
 	v.indexListed()
 	l := <-listed
 	if l.err != nil {
 		return nil, l.err
 	}
-	if err := v.readProcs(l.pids); err != nil {
+	if err := v.readProcs(l.ents, c); err != nil {
 		return nil, err
 	}
 	v.readHostNS()
@@ -258,19 +266,22 @@ func (v *Host) indexListed() {
 // container cgroup lists and of the containers' inits, split over
 // scanWorkers. Processes gone meanwhile are left out; those whose stat is
 // denied are counted.
-func (v *Host) readProcs(pids []int) error {
+func (v *Host) readProcs(pids []procfs.Entry, c *caches) error {
 	inits := make(map[int]bool, len(v.disc.Containers))
 	for i := range v.disc.Containers {
 		if pid := v.disc.Containers[i].State.InitProcessPid; pid > 0 {
 			inits[pid] = true
 		}
 	}
+	if c != nil {
+		c.procs.Next() // what the last read kept is what this one may reuse
+	}
 	procs := make([]Proc, len(pids))
 	denied := make([]int, scanWorkers)
 	err := striped(len(pids), func(w int) (func(i int) error, func()) {
 		r := v.proc.NewReader()
 		return func(i int) error {
-			p, err := v.readProc(r, pids[i], inits)
+			p, err := v.readProc(r, pids[i], inits, c)
 			switch {
 			case procfs.IsDenied(err):
 				denied[w]++
@@ -298,8 +309,15 @@ func (v *Host) readProcs(pids []int) error {
 
 // readProc reads one process: a zero Proc (not ok) when it is gone, an
 // error matching procfs.IsDenied when its stat is not ours to read.
-func (v *Host) readProc(r *procfs.Reader, pid int, inits map[int]bool) (Proc, error) {
-	st, err := r.Stat(pid)
+func (v *Host) readProc(r *procfs.Reader, e procfs.Entry, inits map[int]bool, c *caches) (Proc, error) {
+	pid := e.PID
+	var st procfs.Stat
+	var err error
+	if c != nil {
+		st, err = c.procs.Stat(r, e, v.reread(pid, inits))
+	} else {
+		st, err = r.Stat(pid)
+	}
 	if procfs.IsGone(err) {
 		return Proc{}, nil
 	}
@@ -310,7 +328,11 @@ func (v *Host) readProc(r *procfs.Reader, pid int, inits map[int]bool) (Proc, er
 	if _, listed := v.listedBy[pid]; inits[pid] || !listed {
 		// Zombies have no namespaces, and a ptrace-protected process
 		// hides them: both stay 0, "unknown".
-		if ns, err := r.PidNS(pid); err == nil {
+		pidNS := r.PidNS
+		if c != nil {
+			pidNS = func(int) (uint64, error) { return c.procs.PidNS(r, e) }
+		}
+		if ns, err := pidNS(pid); err == nil {
 			p.NS = ns
 		} else if !procfs.IsGone(err) && !procfs.IsDenied(err) {
 			return Proc{}, err

@@ -1,0 +1,58 @@
+package procfs
+
+import (
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// FDLinks on the kernel's /proc lists every open fd of a process in order,
+// with its link, when the fds take several getdents buffers (1,500 fds:
+// about 36 KB of records against an 8 KB buffer), and reads nsfs links as
+// the kernel writes them.
+func TestFDLinksLive(t *testing.T) {
+	var opened []int
+	t.Cleanup(func() {
+		for _, fd := range opened {
+			unix.Close(fd)
+		}
+	})
+	for i := 0; i < 1500; i++ {
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Skipf("open fd %d: %v (RLIMIT_NOFILE?)", i, err)
+		}
+		opened = append(opened, fd)
+	}
+	ns, err := unix.Open("/proc/self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened = append(opened, ns)
+	want, _ := os.Readlink("/proc/self/ns/net")
+	r := New("/").NewReader()
+	defer r.Close()
+	got := map[int]string{}
+	last := -1
+	if err := r.FDLinks(os.Getpid(), func(fd int, l []byte) {
+		if fd <= last {
+			t.Errorf("fd %d after %d", fd, last)
+		}
+		last = fd
+		got[fd] = string(l)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range opened[:len(opened)-1] {
+		if got[fd] != "/dev/null" {
+			t.Fatalf("fd %d: %q, want /dev/null (%d fds listed)", fd, got[fd], len(got))
+		}
+	}
+	if got[ns] != want {
+		t.Fatalf("fd %d: %q, want %q", ns, got[ns], want)
+	}
+	if err := r.FDLinks(1<<22+7, func(int, []byte) {}); err != unix.ENOENT {
+		t.Fatalf("a pid that does not exist: %v, want ENOENT", err)
+	}
+}
