@@ -145,6 +145,29 @@ func TestValidateDrainDecidesAsDrain(t *testing.T) {
 	}
 }
 
+// A flag validate cannot read, in the drain phase, is could not run as in
+// cellguard drain: the integer 0 and exit 2. --help stays help.
+func TestValidateDrainBadFlagKeepsTheContract(t *testing.T) {
+	h := cell(t)
+	for _, tc := range []struct {
+		args    []string
+		code    int
+		wantOut string
+	}{
+		{[]string{"--phase", "drain", "--no-such-flag"}, ExitCantRun, "0\n"},
+		{[]string{"--no-such-flag", "--phase=drain"}, ExitCantRun, "0\n"},
+		{[]string{"-phase", "drain", "--budget", "soon"}, ExitCantRun, "0\n"},
+		{[]string{"--phase", "pre-start", "--no-such-flag"}, ExitCantRun, ""},
+		{[]string{"--no-such-flag"}, ExitCantRun, ""},
+		{[]string{"--phase", "drain", "--help"}, ExitOK, ""},
+	} {
+		code, out, errOut := runValidateCLI(t, h.Root, `{}`, tc.args...)
+		if code != tc.code || out != tc.wantOut {
+			t.Errorf("%q: exit %d stdout %q, want %d %q\n%s", tc.args, code, out, tc.code, tc.wantOut, errOut)
+		}
+	}
+}
+
 // escapedCell is seed-000 on the drain host's cell.
 func escapedCell(_ *testing.T, h *fakehost.Host, _ *drainHost) { escape(h) }
 

@@ -45,7 +45,7 @@ func Human(w io.Writer, rep validator.Report) error {
 		return err
 	}
 	for _, r := range rep.Results {
-		if r.Status == validator.Pass || r.Status == validator.Skip {
+		if !r.Status.IsProblem() {
 			continue
 		}
 		fmt.Fprintf(w, "\n[%s] %s (%s)\n", statusWord(r.Status), r.ID, r.Severity)
