@@ -49,11 +49,7 @@ func TestFleetSummaryReadsEveryErrandForm(t *testing.T) {
 				if code != ExitFailed {
 					t.Fatalf("exit %d, want 1 (a cell is blocked)\n%s%s", code, out, errOut)
 				}
-				for _, w := range want {
-					if !strings.Contains(out, w) {
-						t.Errorf("summary lacks %q:\n%s", w, out)
-					}
-				}
+				mustContainAll(t, "summary", out, want...)
 				if lines := strings.Count(out, "\n"); lines > 24 {
 					t.Errorf("%d lines: not one screen\n%s", lines, out)
 				}
