@@ -114,7 +114,11 @@ func Write(w io.Writer, s Summary) error {
 				continue
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", c.Instance, c.Verdict, c.ExitCode, cellChecks(c))
+		verdict := string(c.Verdict)
+		if c.DrainOutcome != "" && c.DrainOutcome != "pass" && c.Verdict == OK {
+			verdict += " (" + c.DrainOutcome + ")" // lifted, budget_expired: the VM may go, but not because it passed
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", c.Instance, verdict, c.ExitCode, cellChecks(c))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
