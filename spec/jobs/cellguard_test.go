@@ -294,8 +294,9 @@ var propertySets = []struct {
 			mustContain(t, pre, `unit protect-supervisor --config "${CONFIG}"`)
 			mustNotContain(t, pre, "unit install")
 			mustContain(t, pre, `"${CELLGUARD}" unit prune --config "${CONFIG}"`)
-			mustContain(t, string(r["bin/drain"]), "BUDGET=60 #")
-			mustContain(t, string(r["bin/drain"]), "GRACE=15 ")
+			if got := drainTimeout(t, r["config/cellguard.json"]); got != "75" {
+				t.Errorf("cellguard drain timeout on the default config: %q, want 75 (60s and 15s)", got)
+			}
 			mustContain(t, string(r["bin/drain"]), "TEXTFILE=''")
 		}},
 	{name: "garden cell", props: readTestdata("garden-cell.yml"),
@@ -351,9 +352,13 @@ cellguard:
 			wantJSON(t, cfg, "sysctl.set", `{"kernel.keys.maxkeys":"20000","kernel.pid_max":">=4194304"}`)
 			wantJSON(t, cfg, "log", `{"file":"/var/vcap/sys/log/cellguard/cellguard.log","time_format":"unix-epoch","level":"debug"}`)
 			wantJSON(t, cfg, "drain", `{"budget":"2m30s","block_on_shutdown":true}`)
-			// bin/drain bounds cellguard by the budget plus a quarter of it, at most 15s.
-			mustContain(t, string(r["bin/drain"]), "BUDGET=150 #")
-			mustContain(t, string(r["bin/drain"]), "GRACE=15 ")
+			// bin/drain asks cellguard for its bound: the budget plus a quarter
+			// of it, at most 15s (Go's rule; no copy in the template).
+			mustContain(t, string(r["bin/drain"]), `LIMIT=$(timeout --foreground --kill-after=2 10 "${CELLGUARD}" drain timeout --config "${CONFIG}" 3>&-)`)
+			mustNotContain(t, string(r["bin/drain"]), "150")
+			if got := drainTimeout(t, r["config/cellguard.json"]); got != "165" {
+				t.Errorf("cellguard drain timeout on the rendered config: %q, want 165 (150s and 15s)", got)
+			}
 			mustContain(t, string(r["bin/drain"]), "TEXTFILE=/var/vcap/data/node_exporter/textfile/cellguard.prom")
 		}},
 	{name: "monit pidfile given", props: `{cellguard: {supervisor: {pidfile: /var/vcap/monit/monit.pid}}}`,
@@ -394,11 +399,9 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"blocking not a list", `{cellguard: {validator: {blocking: {drain: cgroup-integrity}}}}`, "cellguard.validator.blocking.drain must be a list of strings"},
 		{"sysctl value a list", `{cellguard: {sysctl: {set: {kernel.pid_max: [1]}}}}`, "cellguard.sysctl.set.kernel.pid_max must be a string"},
 		{"binaries value a number", `{cellguard: {validator: {runtime_binaries: {runc: 1}}}}`, "cellguard.validator.runtime_binaries.runc must be a string"},
-		{"runc init age a number", `{cellguard: {validator: {runc_init_max_age: 300}}}`, "cellguard.validator.runc_init_max_age must be a duration above zero"},
-		{"runc init age without unit", `{cellguard: {validator: {runc_init_max_age: "300"}}}`, "cellguard.validator.runc_init_max_age must be a duration above zero"},
-		{"runc init age zero", `{cellguard: {validator: {runc_init_max_age: 0s}}}`, "cellguard.validator.runc_init_max_age must be a duration above zero"},
-		{"runc init age negative", `{cellguard: {validator: {runc_init_max_age: -5m}}}`, "cellguard.validator.runc_init_max_age must be a duration above zero"},
-		{"runc init age overflows", `{cellguard: {validator: {runc_init_max_age: 2562048h}}}`, "cellguard.validator.runc_init_max_age must be a duration above zero"},
+		{"runc init age a number", `{cellguard: {validator: {runc_init_max_age: 300}}}`, "cellguard.validator.runc_init_max_age must be a string"},
+		{"budget a number", `{cellguard: {drain: {budget: 60}}}`, "cellguard.drain.budget must be a string"},
+		{"ignore not a list", `{cellguard: {validator: {ignore: all}}}`, "cellguard.validator.ignore must be a list of strings"},
 		{"extra roots as string", `{cellguard: {validator: {extra_cgroup_roots: /garden}}}`, "cellguard.validator.extra_cgroup_roots must be a list of strings"},
 		{"extra root relative", `{cellguard: {validator: {extra_cgroup_roots: [garden]}}}`, `cellguard.validator.extra_cgroup_roots: "garden" must be an absolute cgroup path`},
 		{"extra root is the root", `{cellguard: {validator: {extra_cgroup_roots: [/]}}}`, `cellguard.validator.extra_cgroup_roots: "/" holds more than a runtime's containers`},
@@ -430,18 +433,6 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"runtime root with a space", `{cellguard: {validator: {runtime_roots: ["/run/runc /etc"]}}}`, "cellguard.validator.runtime_roots[0] must be an absolute, clean path"},
 		{"runtime binary runs a command", "{cellguard: {validator: {runtime_binaries: {runc: \"/usr/bin/`touch /x`\"}}}}", "cellguard.validator.runtime_binaries.runc must be an absolute, clean path"},
 		{"delegate unit runs a command", `{cellguard: {delegate_units: ["$(touch /x).service"]}}`, "cellguard.delegate_units[0]: "},
-		// A check id the registry does not have fails the deploy here, with
-		// the list of known ids, instead of exit 2 at the next drain.
-		{"unknown drain blocking id", `{cellguard: {validator: {blocking: {drain: [cgroup-integrty]}}}}`,
-			`cellguard.validator.blocking.drain: unknown check id "cgroup-integrty" (known: cgroup-integrity, delegation-audit, devices-cgroup, leaked-netns, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode)`},
-		{"unknown pre-start blocking id", `{cellguard: {validator: {blocking: {pre_start: [no-such-check]}}}}`,
-			`cellguard.validator.blocking.pre_start: unknown check id "no-such-check"`},
-		{"unknown ignored id", `{cellguard: {validator: {ignore: [ghosts]}}}`,
-			`cellguard.validator.ignore: unknown check id "ghosts" (known: cgroup-integrity, delegation-audit, devices-cgroup, leaked-netns, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode, or all)`},
-		{"all is no blocking id", `{cellguard: {validator: {blocking: {drain: [all]}}}}`, `unknown check id "all"`},
-		{"budget without unit", `{cellguard: {drain: {budget: "60"}}}`, "cellguard.drain.budget must be a duration above zero"},
-		{"budget below 1s", `{cellguard: {drain: {budget: 500ms}}}`, "cellguard.drain.budget must be from 1s to 1h"},
-		{"budget above 1h", `{cellguard: {drain: {budget: 2h}}}`, "cellguard.drain.budget must be from 1s to 1h"},
 		{"block on shutdown as string", `{cellguard: {drain: {block_on_shutdown: "yes"}}}`, "cellguard.drain.block_on_shutdown must be true or false"},
 	}
 	j := loadJob(t)
@@ -455,6 +446,76 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 				t.Fatalf("error %v\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Durations and check ids have one judge, `cellguard config check` (Go's
+// time.ParseDuration and the check registry; pre-start's first step): the
+// templates pass them through type-checked, and config check refuses each
+// bad value on the rendered config, naming its key (issue 24: the Ruby
+// copies of the duration grammar and of the id list are gone).
+func TestConfigCheckJudgesDurationsAndCheckIDs(t *testing.T) {
+	testCases := []struct{ name, props, want string }{
+		{"runc init age without unit", `{cellguard: {validator: {runc_init_max_age: "300"}}}`, `missing unit in duration "300"`},
+		{"runc init age zero", `{cellguard: {validator: {runc_init_max_age: 0s}}}`, `validator.runc_init_max_age "0s": must be above zero`},
+		{"runc init age negative", `{cellguard: {validator: {runc_init_max_age: -5m}}}`, `duration "-5m": must not be negative`},
+		{"runc init age overflows", `{cellguard: {validator: {runc_init_max_age: 2562048h}}}`, `invalid duration "2562048h"`},
+		{"watch period in microseconds of zero", `{cellguard: {watch: {period: 0µs}}}`, `watch.period "0µs": must be above zero`},
+		{"budget without unit", `{cellguard: {drain: {budget: "60"}}}`, `missing unit in duration "60"`},
+		{"budget below 1s", `{cellguard: {drain: {budget: 500ms}}}`, `drain.budget "500ms": must be from 1s to 1h0m0s`},
+		{"budget above 1h", `{cellguard: {drain: {budget: 2h}}}`, `drain.budget "2h": must be from 1s to 1h0m0s`},
+		{"daemon stop timeout zero", `{cellguard: {daemons: [{name: g, start: /bin/true, stop_timeout: 0s}]}}`, `daemons[0].stop_timeout "0s": must be above zero`},
+		{"unknown drain blocking id", `{cellguard: {validator: {blocking: {drain: [cgroup-integrty]}}}}`, `validator.blocking.drain: unknown check id "cgroup-integrty"`},
+		{"unknown pre-start blocking id", `{cellguard: {validator: {blocking: {pre_start: [no-such-check]}}}}`, `validator.blocking.pre-start: unknown check id "no-such-check"`},
+		{"unknown ignored id", `{cellguard: {validator: {ignore: [ghosts]}}}`, `ignore: unknown check id "ghosts"`},
+		{"all is no blocking id", `{cellguard: {validator: {blocking: {drain: [all]}}}}`, `unknown check id "all"`},
+	}
+	j := loadJob(t)
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := j.Render(tc.props)
+			if err != nil {
+				t.Fatalf("the template judged it (a second home of the rule): %v", err)
+			}
+			p := filepath.Join(t.TempDir(), "cellguard.json")
+			if err := os.WriteFile(p, r["config/cellguard.json"], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(cellguardBin, "config", "check", "--config", p).CombinedOutput()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("config check: %v, want exit 2 naming %q:\n%s", err, tc.want, out)
+			}
+		})
+	}
+}
+
+// drainTimeout is what the real `cellguard drain timeout` says for cfg.
+func drainTimeout(t *testing.T, cfg []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cellguard.json")
+	if err := os.WriteFile(p, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(cellguardBin, "drain", "timeout", "--config", p).Output()
+	if err != nil {
+		t.Fatalf("cellguard drain timeout: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// bin/drain's one number of its own, the bound it uses when cellguard
+// cannot give one, is Go's for the default budget.
+func TestDrainDefaultLimitIsGos(t *testing.T) {
+	r := mustRender(t, "")
+	m := regexp.MustCompile(`(?m)^DEFAULT_LIMIT=([0-9]+)$`).FindSubmatch(r["bin/drain"])
+	if m == nil {
+		t.Fatalf("bin/drain has no DEFAULT_LIMIT:\n%s", r["bin/drain"])
+	}
+	if got := drainTimeout(t, []byte(`{}`)); string(m[1]) != got {
+		t.Errorf("bin/drain DEFAULT_LIMIT=%s, cellguard drain timeout with the default budget: %s", m[1], got)
+	}
+	if got := drainTimeout(t, r["config/cellguard.json"]); string(m[1]) != got {
+		t.Errorf("bin/drain DEFAULT_LIMIT=%s, cellguard drain timeout with the spec's default budget: %s", m[1], got)
 	}
 }
 

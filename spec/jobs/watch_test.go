@@ -130,7 +130,7 @@ func TestBadWatchPropertiesFailToRender(t *testing.T) {
 		`{cellguard: {watch: {metrics: {tls: {cert: C}}}}}`: "set all three (mutual TLS) or none",
 		`{cellguard: {watch: {heal_per_minute: 0}}}`:        "cellguard.watch.heal_per_minute must be a whole number above zero",
 		`{cellguard: {watch: {heal_per_minute: "5"}}}`:      "cellguard.watch.heal_per_minute must be a whole number above zero",
-		`{cellguard: {watch: {period: 60}}}`:                "cellguard.watch.period must be a duration above zero",
+		`{cellguard: {watch: {period: 60}}}`:                "cellguard.watch.period must be a string",
 		`{cellguard: {watch: {listen: "14875"}}}`:           "cellguard.watch.listen must be host:port",
 		`{cellguard: {watch: {textfile_dir: "metrics"}}}`:   "cellguard.watch.textfile_dir must be an absolute path or empty",
 		`{cellguard: {watch: {heal: "yes"}}}`:               "cellguard.watch.heal must be true or false",

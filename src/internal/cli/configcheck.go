@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -32,6 +33,8 @@ checks what would otherwise fail later, at the next drain or apply:
     same at render time);
   - every check id in validator.ignore and validator.blocking.<phase> names
     a registered check (a typo must not leave a check blocking, or not);
+  - every duration written (Go's grammar: "90s", "1m30s") is above zero,
+    and drain.budget is from 1s to 1h; one left out is the default;
   - sysctl.profile, sysctl.set (values such as ">=N") and sysctl.remove
     resolve to a profile, as sysctl apply would;
   - every path in validator.runtime_binaries is an executable under --root.
@@ -57,7 +60,15 @@ func runConfigCheck(_ context.Context, env *Env, args []string) int {
 		hintf(env, "the file is rendered from the cellguard job's properties; see jobs/cellguard/spec")
 		return ExitCantRun
 	}
-	if problems := configProblems(cfg, root); len(problems) > 0 {
+	problems := configProblems(cfg, root)
+	// The file as written, for what the parsed config cannot tell apart:
+	// a duration left out (the default) from one written as zero.
+	if raw, err := os.ReadFile(path); err != nil {
+		problems = append(problems, fmt.Sprintf("read %s: %v", path, err))
+	} else {
+		problems = append(problems, durationProblems(raw)...)
+	}
+	if len(problems) > 0 {
 		for _, p := range problems {
 			errorf(env, "%s: %s", path, p)
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfigCheck(t *testing.T) {
@@ -45,6 +46,26 @@ func TestConfigCheck(t *testing.T) {
 			wantCode: ExitOK, wantOut: "ok:"},
 		{name: "missing runtime binary", content: `{"validator":{"runtime_binaries":{"runc":"/var/vcap/packages/runc/bin/runc"}}}`,
 			wantCode: ExitCantRun, wantErr: "validator.runtime_binaries.runc: /var/vcap/packages/runc/bin/runc is not an executable file"},
+		// Durations: Go's grammar is the only one (the job's templates pass
+		// them through); a written zero would hide the default.
+		{name: "budget below 1s", content: `{"drain":{"budget":"500ms"}}`,
+			wantCode: ExitCantRun, wantErr: `drain.budget "500ms": must be from 1s to 1h0m0s`},
+		{name: "budget above 1h", content: `{"drain":{"budget":"2h"}}`,
+			wantCode: ExitCantRun, wantErr: `drain.budget "2h": must be from 1s to 1h0m0s`},
+		{name: "budget zero", content: `{"drain":{"budget":"0s"}}`,
+			wantCode: ExitCantRun, wantErr: `drain.budget "0s": must be above zero (leave it out for the default)`},
+		{name: "budget in range", content: `{"drain":{"budget":"2m30s"},"watch":{"period":"1m"},"validator":{"runc_init_max_age":"1m30s"}}`,
+			wantCode: ExitOK, wantOut: "ok:"},
+		{name: "budget without a unit", content: `{"drain":{"budget":"60"}}`,
+			wantCode: ExitCantRun, wantErr: `duration "60": time: missing unit in duration "60"`},
+		{name: "runc init age zero", content: `{"validator":{"runc_init_max_age":"0s"}}`,
+			wantCode: ExitCantRun, wantErr: `validator.runc_init_max_age "0s": must be above zero`},
+		{name: "watch period zero", content: `{"watch":{"period":"0"}}`,
+			wantCode: ExitCantRun, wantErr: `watch.period "0": must be above zero`},
+		{name: "daemon stop timeout zero", content: `{"daemons":[{"name":"garden","start":"/bin/true","stop_timeout":"0ms"}]}`,
+			wantCode: ExitCantRun, wantErr: `daemons[0].stop_timeout "0ms": must be above zero`},
+		{name: "durations left out are the defaults", content: `{"drain":{"budget":""},"watch":{}}`,
+			wantCode: ExitOK, wantOut: "ok:"},
 		{name: "every problem listed", content: `{"validator":{"ignore":["x"],"blocking":{"drain":["y"],"pre-start":["z"]}},"sysctl":{"profile":"k8s"}}`,
 			wantCode: ExitCantRun, wantErr: `json: ignore: unknown check id "x"
 cellguard: error: ` + "CONFIG" + `: validator.blocking.pre-start: unknown check id "z"
@@ -91,6 +112,29 @@ func TestConfigCheckRuntimeBinaries(t *testing.T) {
 		env := &Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
 		if code := Main(context.Background(), env, []string{"config", "check", "--config", cfg, "--root", root}); code != tc.want {
 			t.Errorf("mode %v: exit %d, want %d\n%s", tc.mode, code, tc.want, errOut.String())
+		}
+	}
+}
+
+// bin/drain's bound on cellguard drain: the budget, then a quarter of it
+// (2s to 15s), in whole seconds rounded up; the default budget's when the
+// config sets none.
+func TestDrainTimeout(t *testing.T) {
+	for budget, want := range map[time.Duration]int{
+		time.Second: 3, 1500 * time.Millisecond: 4, 8 * time.Second: 10, 60 * time.Second: 75,
+		150 * time.Second: 165, time.Hour: 3615,
+	} {
+		if got := drainTimeLimit(budget); got != want {
+			t.Errorf("drainTimeLimit(%v) = %d, want %d", budget, got, want)
+		}
+	}
+	for content, want := range map[string]string{`{}`: "75\n", `{"drain":{"budget":"2m30s"}}`: "165\n", `{"drain":{"budget":"1s"}}`: "3\n"} {
+		path := filepath.Join(t.TempDir(), "cellguard.json")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := runCLI(t, "drain", "timeout", "--config", path); code != ExitOK || out != want {
+			t.Errorf("drain timeout with %s: exit %d, stdout %q, want %q\n%s", content, code, out, want, errOut)
 		}
 	}
 }

@@ -87,8 +87,11 @@ func runDrain(ctx context.Context, env *Env, args []string) int {
 	if len(args) > 0 && args[0] == "could-not-run" {
 		return runDrainCouldNotRun(ctx, env, args[1:])
 	}
+	if len(args) > 0 && args[0] == "timeout" {
+		return runDrainTimeout(ctx, env, args[1:])
+	}
 	f := &drainFlags{}
-	fs := newFlagSet(env, "drain", "drain [flags] [--] JOB_CHANGE HASH_CHANGE [UPDATED_PACKAGES...]\n       cellguard drain lift --reason TEXT [--for DURATION] [--by NAME] | --show | --cancel\n       cellguard drain could-not-run --prometheus-textfile PATH [--why TEXT] [--] JOB_CHANGE ...", &f.common)
+	fs := newFlagSet(env, "drain", "drain [flags] [--] JOB_CHANGE HASH_CHANGE [UPDATED_PACKAGES...]\n       cellguard drain lift --reason TEXT [--for DURATION] [--by NAME] | --show | --cancel\n       cellguard drain could-not-run --prometheus-textfile PATH [--why TEXT] [--] JOB_CHANGE ...\n       cellguard drain timeout [--config PATH]", &f.common)
 	fs.StringVar(&f.root, "root", "/", "root prefix for /proc, /sys/fs/cgroup and runtime roots (tests: a fixture tree)")
 	fs.StringVar(&f.format, "format", "human", "report format on stderr: human or json")
 	fs.StringVar(&f.promFile, "prometheus-textfile", "", "write the checks' and the drain's gauges to this file; default the config's validator.prometheus_textfile")

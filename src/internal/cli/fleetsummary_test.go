@@ -49,17 +49,30 @@ func TestFleetSummaryReadsEveryErrandForm(t *testing.T) {
 				if code != ExitFailed {
 					t.Fatalf("exit %d, want 1 (a cell is blocked)\n%s%s", code, out, errOut)
 				}
-				for _, w := range want {
-					if !strings.Contains(out, w) {
-						t.Errorf("summary lacks %q:\n%s", w, out)
-					}
-				}
+				mustContainAll(t, "summary", out, want...)
 				if lines := strings.Count(out, "\n"); lines > 24 {
 					t.Errorf("%d lines: not one screen\n%s", lines, out)
 				}
 			})
 		}
 	}
+}
+
+// Real output: bosh --json run-errand cellguard-validate on the director
+// (v283.0.0, bosh-cli v7.9.12) with three jammy cells, as the fleet test
+// ran it at 14:40 (its log, kept as is). Every cell passed with checks it
+// ignores failing: the fleet passes, and the summary says which ignored
+// checks fail everywhere.
+func TestFleetSummaryOfADirectorRun(t *testing.T) {
+	code, out, errOut := runFleetSummaryCLI(t, nil, "testdata/fleetsummary/director-jammy-3cells.json")
+	if code != ExitOK {
+		t.Fatalf("exit %d, want 0 (every cell passed)\n%s%s", code, out, errOut)
+	}
+	mustContainAll(t, "summary", out,
+		"cellguard fleet-summary: 3 instances: 3 ok\n",
+		"cell/3ff3f922-3e1a-4e40-885f-f8287637c86d  ok       0     runtime-versions 24 ignored, delegation-audit 1 ignored, leaked-netns 1\n",
+		"runtime-versions (fails but ignored on 3 of 3; 72 findings): Upgrade the runtime",
+		"leaked-netns (warns on 3 of 3; 3 findings): Restart the process that holds the namespace")
 }
 
 // --json carries every instance with its checks and fixes, for tools.

@@ -58,6 +58,10 @@ type Cell struct {
 	Reason string `json:"reason,omitempty"`
 	// NoReport: stdout held no validator report to read checks from.
 	NoReport bool `json:"no_report,omitempty"`
+	// DrainOutcome is drain's decision when the errand ran with
+	// cellguard_validate.phase drain (validate --phase drain's last line):
+	// pass, lifted, budget_expired, blocked, could_not_run.
+	DrainOutcome string `json:"drain_outcome,omitempty"`
 }
 
 // ReadCell reads one instance's result: the verdict from its exit code,
@@ -71,6 +75,11 @@ func ReadCell(in Instance) Cell {
 		ok = readHumanReport(&c, in.Stdout)
 	}
 	c.NoReport = !ok
+	for _, l := range strings.Split(in.Stdout, "\n") {
+		if m := decisionRE.FindStringSubmatch(l); m != nil {
+			c.DrainOutcome = m[1]
+		}
+	}
 	for _, l := range strings.Split(in.Stderr+"\n"+in.Stdout, "\n") {
 		if strings.HasPrefix(l, "cellguard: error: ") {
 			c.Reason = strings.TrimPrefix(l, "cellguard: ")
@@ -80,9 +89,11 @@ func ReadCell(in Instance) Cell {
 	return c
 }
 
+// readJSONReport reads the first JSON value: with phase drain, validate's
+// decision line follows the report.
 func readJSONReport(c *Cell, s string) bool {
 	var rep validator.Report
-	if err := json.Unmarshal([]byte(s), &rep); err != nil || len(rep.Results) == 0 {
+	if err := json.NewDecoder(strings.NewReader(s)).Decode(&rep); err != nil || len(rep.Results) == 0 {
 		return false
 	}
 	c.Phase = string(rep.Phase)
@@ -101,6 +112,9 @@ var (
 	headlineRE = regexp.MustCompile(`^cellguard validate --phase (\S+): (ok|BLOCKED)(?: by (.+))?$`)
 	rowRE      = regexp.MustCompile(`^(\S+)\s+(\S+)\s+(blocking|warning|info)( \(ignored\))?\s+([0-9]+)\s`)
 	sectionRE  = regexp.MustCompile(`^\[(\S+)\] (\S+) \(`)
+	// decisionRE is validate --phase drain's decision (cli/validate.go
+	// decideDrain): "cellguard validate --phase drain: OUTCOME: reason".
+	decisionRE = regexp.MustCompile(`^cellguard validate --phase drain: ([a-z_]+): `)
 )
 
 func readHumanReport(c *Cell, s string) bool {

@@ -82,3 +82,27 @@ func TestSummaryStaysOnOneScreen(t *testing.T) {
 		t.Error("a blocked cell: not healthy")
 	}
 }
+
+// With cellguard_validate.phase drain, the errand's stdout is validate's
+// report (its stderr) and then drain's decision; a lifted cell passes
+// (exit 0) and says so. The JSON report is read though the line follows it.
+func TestDrainPhaseReports(t *testing.T) {
+	decision := "cellguard validate --phase drain: lifted: blocking findings, lifted by ops until 2026-12-02T16:00:00Z\n"
+	human := "cellguard validate --phase drain: BLOCKED by cgroup-integrity\n\nSTATUS  CHECK             SEVERITY  FINDINGS  TITLE\n" +
+		"FAIL    cgroup-integrity  blocking  4         container processes\n\n[FAIL] cgroup-integrity (blocking)\n  fix: cellguard validate --fix\n" + decision
+	jsonRep := `{"phase":"drain","results":[{"id":"cgroup-integrity","severity":"blocking","status":"fail","blocking":true,` +
+		`"findings":[{"status":"fail","detail":"a"},{"status":"fail","detail":"b"}],"fix":"cellguard validate --fix"}],"blocked":true}` + "\n" + decision
+	for name, stdout := range map[string]string{"human": human, "json": jsonRep} {
+		c := ReadCell(Instance{Name: id1, ExitCode: 0, Stdout: stdout})
+		if c.Phase != "drain" || c.DrainOutcome != "lifted" || c.NoReport || len(c.Checks) != 1 || !c.Checks[0].Blocking {
+			t.Fatalf("%s: %+v", name, c)
+		}
+		var out bytes.Buffer
+		if err := Write(&out, Summarize([]Instance{{Name: id1, ExitCode: 0, Stdout: stdout}})); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "ok (lifted)  0     cgroup-integrity! ") {
+			t.Errorf("%s: summary:\n%s", name, out.String())
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // Summary is the whole fleet: every cell, the count per verdict and, per
@@ -22,8 +24,12 @@ type CheckTotal struct {
 	// Cells where it did not pass; BlockingCells of them where it blocked.
 	Cells         []string `json:"cells"`
 	BlockingCells int      `json:"blocking_cells"`
-	Findings      int      `json:"findings"`
-	Fix           string   `json:"fix,omitempty"`
+	// FailingCells: where it failed or could not check without blocking
+	// (ignored, or a warning); the rest of Cells only warned.
+	FailingCells int    `json:"failing_cells"`
+	Ignored      bool   `json:"ignored,omitempty"` // ignored wherever it did not pass
+	Findings     int    `json:"findings"`
+	Fix          string `json:"fix,omitempty"`
 }
 
 // verdictOrder is worst first: the order cells and counts are shown in.
@@ -56,9 +62,13 @@ func Summarize(instances []Instance) Summary {
 			}
 			t.Cells = append(t.Cells, c.Instance)
 			t.Findings += ch.Findings
-			if ch.Blocking {
+			switch {
+			case ch.Blocking:
 				t.BlockingCells++
+			case ch.Status == validator.Fail || ch.Status == validator.Error:
+				t.FailingCells++
 			}
+			t.Ignored = ch.Ignored && (len(t.Cells) == 1 || t.Ignored)
 			if t.Fix == "" {
 				t.Fix = ch.Fix
 			}
@@ -114,7 +124,11 @@ func Write(w io.Writer, s Summary) error {
 				continue
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", c.Instance, c.Verdict, c.ExitCode, cellChecks(c))
+		verdict := string(c.Verdict)
+		if c.DrainOutcome != "" && c.DrainOutcome != "pass" && c.Verdict == OK {
+			verdict += " (" + c.DrainOutcome + ")" // lifted, budget_expired: the VM may go, but not because it passed
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", c.Instance, verdict, c.ExitCode, cellChecks(c))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -127,23 +141,37 @@ func Write(w io.Writer, s Summary) error {
 	}
 	n := len(s.Cells)
 	for _, t := range s.Checks {
-		how := fmt.Sprintf("warns on %d of %d", len(t.Cells), n)
-		if b := t.BlockingCells; b > 0 {
-			how = fmt.Sprintf("blocks on %d of %d", b, n)
-			if more := len(t.Cells) - b; more > 0 {
-				how += fmt.Sprintf(", warns on %d more", more)
-			}
-		}
+		fmt.Fprintf(w, "%s (%s; %d findings): ", t.ID, spread(t, n), t.Findings)
 		fix := t.Fix
 		if fix == "" {
 			fix = "see the check's section in the instance's report"
 		}
-		fmt.Fprintf(w, "%s (%s; %d findings): %s\n", t.ID, how, t.Findings, fix)
+		fmt.Fprintln(w, fix)
 	}
 	if k := s.Counts[CouldNotRun] + s.Counts[Failed] + s.Counts[Canceled]; k > 0 {
 		fmt.Fprintf(w, "not validated (%d of %d): read the instance's stderr above (bosh -d DEPLOYMENT run-errand cellguard-validate --instance GROUP/ID), fix what cellguard: error: says, run the errand again\n", k, n)
 	}
 	return nil
+}
+
+// spread says where a check did not pass: "blocks on 1 of 3", "fails
+// (ignored) on 3 of 3", "warns on 2 of 3", joined when it did several.
+func spread(t CheckTotal, n int) string {
+	var parts []string
+	if t.BlockingCells > 0 {
+		parts = append(parts, fmt.Sprintf("blocks on %d", t.BlockingCells))
+	}
+	if t.FailingCells > 0 {
+		fails := "fails"
+		if t.Ignored {
+			fails = "fails but ignored"
+		}
+		parts = append(parts, fmt.Sprintf("%s on %d", fails, t.FailingCells))
+	}
+	if w := len(t.Cells) - t.BlockingCells - t.FailingCells; w > 0 {
+		parts = append(parts, fmt.Sprintf("warns on %d", w))
+	}
+	return fmt.Sprintf("%s of %d", strings.Join(parts, ", "), n)
 }
 
 // cellChecks is a cell's CHECKS column: "id! n" for a check that blocks,
@@ -156,8 +184,11 @@ func cellChecks(c Cell) string {
 			mark = "!"
 		}
 		st := ""
-		if ch.Status != "fail" && ch.Status != "warn" {
+		if ch.Status != validator.Fail && ch.Status != validator.Warn {
 			st = " " + string(ch.Status)
+		}
+		if ch.Ignored {
+			st += " ignored"
 		}
 		parts = append(parts, fmt.Sprintf("%s%s %d%s", ch.ID, mark, ch.Findings, st))
 	}
