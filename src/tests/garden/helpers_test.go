@@ -58,3 +58,15 @@ func triggerNamed(t *testing.T, box *sdbox.Box, g *garden.Garden, cellguard stri
 		t.Fatalf("validate --phase drain exited %d without naming %s:\n%s", code, c.Handle, report)
 	}
 }
+
+// startWatch runs cellguard watch in box and returns once it follows
+// systemd: a trigger fired before that would go unseen until the next
+// period (a race seen once under load: no event, no finding within 10 s).
+func startWatch(t *testing.T, box *sdbox.Box, cellguard string, args ...string) *boxwatch.Watch {
+	t.Helper()
+	w := boxwatch.Start(t, box, cellguard, "/var/log/watch.log", args...)
+	if _, ok := w.WaitLog("systemd-connected", nil, 30*time.Second); !ok {
+		t.Fatal("cellguard watch did not connect to systemd within 30 s")
+	}
+	return w
+}

@@ -44,7 +44,7 @@ func TestTodayOnNoble(t *testing.T) {
 		g := garden.Start(t, box, garden.Today, garden.GardenService)
 		cellguard := box.InstallCellguard(t)
 		c := containerWithProcess(t, g, "c1")
-		w := boxwatch.Start(t, box, cellguard, "/var/log/watch.log")
+		w := startWatch(t, box, cellguard)
 
 		triggerNamed(t, box, g, cellguard, w, c, "blkio")
 		d := g.Destroy(t, "c1", time.Minute)
@@ -71,7 +71,7 @@ func TestTodayOnNoble(t *testing.T) {
 
 func triggerAndChurn(t *testing.T, box *sdbox.Box, g *garden.Garden, cellguard string) {
 	c := containerWithProcess(t, g, "c1")
-	w := boxwatch.Start(t, box, cellguard, "/var/log/watch.log", "--period", "2s")
+	w := startWatch(t, box, cellguard, "--period", "2s")
 
 	garden.FireSeed000Trigger(t, box)
 	if moved := g.Moved(t, c); len(moved) != 0 {

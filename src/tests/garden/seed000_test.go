@@ -35,7 +35,7 @@ func TestSeed000AsItHappened(t *testing.T) {
 		g := garden.Start(t, box, garden.SeedEra, garden.InMonitUnit)
 		cellguard := box.InstallCellguard(t)
 		c := containerWithProcess(t, g, "c1")
-		w := boxwatch.Start(t, box, cellguard, "/var/log/watch.log")
+		w := startWatch(t, box, cellguard)
 
 		triggerNamed(t, box, g, cellguard, w, c, "devices")
 

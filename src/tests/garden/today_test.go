@@ -54,7 +54,7 @@ func TestTodayOnHybridStemcell(t *testing.T) {
 			g := garden.Start(t, box, garden.Today, garden.GardenService)
 			cellguard := box.InstallCellguard(t)
 			c := containerWithProcess(t, g, "c1")
-			w := boxwatch.Start(t, box, cellguard, "/var/log/watch.log")
+			w := startWatch(t, box, cellguard)
 
 			if !s.blkio {
 				garden.FireSeed000Trigger(t, box)
