@@ -228,6 +228,11 @@ func testStemcell(t *testing.T, s stemcellShape) {
 
 	t.Run("sshd", func(t *testing.T) {
 		box.Run(t, "test", "-s", "/etc/ssh/ssh_host_rsa_key.pub") // what the agent gives `bosh ssh`
+		// bosh ssh's user is in bosh_sudoers (as vcap is): sudo without a
+		// password, or `bosh ssh -c 'sudo ...'` waits on its tty for one.
+		if out, err := box.Exec(context.Background(), "su", "-s", "/bin/sh", "vcap", "-c", "sudo -n true"); err != nil {
+			t.Errorf("sudo -n as a bosh_sudoers member: %v %s; want no password asked", err, out)
+		}
 		// sshd answers on port 22 in the VM (noble: through ssh.socket).
 		out := box.Run(t, "timeout", "30", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/22 && head -n 1 <&3")
 		if !strings.HasPrefix(out, "SSH-2.0-OpenSSH") {

@@ -263,6 +263,13 @@ else
   ln -sf /etc/systemd/system/bosh-agent.service "${R}/etc/systemd/system/agent.service"
 fi
 
+# bosh ssh: the agent puts each ssh user in bosh_sudoers, and a real stemcell lets that
+# group sudo without a password (bosh-linux-stemcell-builder's spec: /etc/sudoers holds
+# "%bosh_sudoers ALL=(ALL) NOPASSWD: ALL"). Without it `bosh ssh -c 'sudo ...'` waited
+# for a password on the session's tty (the fleet's way-out, run 4).
+echo '%bosh_sudoers ALL=(ALL) NOPASSWD: ALL' >"${R}/etc/sudoers.d/bosh_sudoers"
+chmod 0440 "${R}/etc/sudoers.d/bosh_sudoers"
+
 # ca-certificates: none of Ubuntu's bundle is selected ("!" in ca-certificates.conf).
 # The agent runs `update-ca-certificates -f` on every update_settings with a 60 s
 # timeout, three tries (bosh-agent platform/cert/cert_manager.go, provider.go), and
