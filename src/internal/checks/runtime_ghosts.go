@@ -197,26 +197,7 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *snapshot.Host) ([]valida
 	if ref == nil {
 		return nil, nil
 	}
-	// The containers' cgroups in the reference hierarchy, and namespaces.
-	owned := map[string]bool{}
-	claimedNS := map[uint64]bool{}
-	parents := map[string]bool{}
-	for i := range v.Discovery().Containers {
-		c := &v.Discovery().Containers[i]
-		if ns := v.PidNS(c); ns != 0 {
-			claimedNS[ns] = true
-		}
-		for _, abs := range c.State.CgroupPaths {
-			h, rel, ok := v.Layout().Split(abs)
-			if !ok || h != ref {
-				continue
-			}
-			owned[rel] = true
-			if p := path.Dir(rel); runtimeParent(p) {
-				parents[p] = true
-			}
-		}
-	}
+	owned, claimedNS, parents := claimed(v, ref)
 	for _, r := range g.ExtraRoots {
 		parents[path.Clean("/"+r)] = true
 	}
@@ -272,6 +253,30 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *snapshot.Host) ([]valida
 		}
 	}
 	return out, nil
+}
+
+// claimed is what the runtimes' states claim: the containers' cgroups in
+// the reference hierarchy, their pid namespaces, and the runtime parents
+// those cgroups sit in (where orphans walks).
+func claimed(v *snapshot.Host, ref *cgroup.Hierarchy) (owned map[string]bool, claimedNS map[uint64]bool, parents map[string]bool) {
+	owned, claimedNS, parents = map[string]bool{}, map[uint64]bool{}, map[string]bool{}
+	for i := range v.Discovery().Containers {
+		c := &v.Discovery().Containers[i]
+		if ns := v.PidNS(c); ns != 0 {
+			claimedNS[ns] = true
+		}
+		for _, abs := range c.State.CgroupPaths {
+			h, rel, ok := v.Layout().Split(abs)
+			if !ok || h != ref {
+				continue
+			}
+			owned[rel] = true
+			if p := path.Dir(rel); runtimeParent(p) {
+				parents[p] = true
+			}
+		}
+	}
+	return owned, claimedNS, parents
 }
 
 // runcInit reports whether p is a runc init: runc runs itself again as

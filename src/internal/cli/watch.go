@@ -125,34 +125,10 @@ func runWatch(ctx context.Context, env *Env, args []string) int {
 // config merges flags over the config file's watch section and builds
 // the checks as validate does.
 func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.Logger) (watch.Config, error) {
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	wc := cfg.Watch
-	if set["listen"] {
-		wc.Listen = f.listen
-	}
-	if set["heal"] {
-		wc.Heal = f.heal
-	}
-	if set["period"] || wc.Period.Duration == 0 {
-		wc.Period.Duration = f.period
-	}
-	if set["heal-per-minute"] || wc.HealPerMinute == 0 {
-		wc.HealPerMinute = f.healPerMinute
-	}
-	if set["textfile"] {
-		wc.Textfile = f.textfile
-	}
-	if set["tls-cert"] || set["tls-key"] || set["tls-ca"] {
-		wc.TLS = config.TLSFiles{Cert: f.tlsCert, Key: f.tlsKey, CA: f.tlsCA}
-	}
-	if wc.Period.Duration <= 0 || wc.HealPerMinute <= 0 {
-		return watch.Config{}, fmt.Errorf("--period and --heal-per-minute must be above zero")
-	}
-	if err := (&config.Config{Watch: wc}).Validate(); err != nil {
+	wc, err := f.watchSection(fs, cfg.Watch)
+	if err != nil {
 		return watch.Config{}, err
 	}
-
 	// The same checks as validate, with drain's severities and policy.
 	base := validatorDeps(f.root, cfg, validator.Drain, f.runtimeRoots)
 	base.Confirm = watch.ConfirmSchedule
@@ -204,4 +180,36 @@ func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.L
 		out.Systemd = watch.DBus{}
 	}
 	return out, nil
+}
+
+// watchSection is the config's watch section with the flags given on the
+// command line over it, validated.
+func (f *watchFlags) watchSection(fs *flag.FlagSet, wc config.Watch) (config.Watch, error) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if set["listen"] {
+		wc.Listen = f.listen
+	}
+	if set["heal"] {
+		wc.Heal = f.heal
+	}
+	if set["period"] || wc.Period.Duration == 0 {
+		wc.Period.Duration = f.period
+	}
+	if set["heal-per-minute"] || wc.HealPerMinute == 0 {
+		wc.HealPerMinute = f.healPerMinute
+	}
+	if set["textfile"] {
+		wc.Textfile = f.textfile
+	}
+	if set["tls-cert"] || set["tls-key"] || set["tls-ca"] {
+		wc.TLS = config.TLSFiles{Cert: f.tlsCert, Key: f.tlsKey, CA: f.tlsCA}
+	}
+	if wc.Period.Duration <= 0 || wc.HealPerMinute <= 0 {
+		return config.Watch{}, fmt.Errorf("--period and --heal-per-minute must be above zero")
+	}
+	if err := (&config.Config{Watch: wc}).Validate(); err != nil {
+		return config.Watch{}, err
+	}
+	return wc, nil
 }
