@@ -257,6 +257,7 @@ func TestCPIForwarder(t *testing.T) {
 // delete_vm leaves no namespace, veth or box. A network without a static IP
 // is refused, and nothing is left of that VM either. The stemcell is
 // sdbox's bookworm rootfs: what is tested is the CPI's network, not the agent.
+// Long because each check reads what the steps before it made.
 func TestCPINetwork(t *testing.T) {
 	sdbox.RequireSuite(t, "bookworm")
 	for _, c := range []string{"jq", "tar", "ip", "nsenter"} {

@@ -52,6 +52,7 @@ func TestStemcells(t *testing.T) {
 	}
 }
 
+// testStemcell is long because its subtests share one booted VM.
 func testStemcell(t *testing.T, s stemcellShape) {
 	tarball := buildStemcell(t, s.name)
 	rootfs := unpackStemcell(t, tarball)

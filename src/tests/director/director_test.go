@@ -96,7 +96,8 @@ func (l *lab) timed(what string, args ...string) string {
 // TestDirector brings a real director up with director.sh, drives it with
 // bosh-cli through the front (env, login, upload-stemcell, upload-release,
 // cloud and runtime configs), brings it down and checks that nothing is
-// left: no process in the lab, no namespace, mount or listener.
+// left: no process in the lab, no namespace, mount or listener. Long
+// because it is one director's life, up to down, in order.
 func TestDirector(t *testing.T) {
 	testkit.RequireRoot(t, "a network namespace, PostgreSQL run as its own user")
 	testkit.RequireFile(t, "/usr/lib/postgresql/15/bin/postgres", "run make deps (postgresql-15)")
