@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -161,6 +164,7 @@ func TestWatchSurvivesFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(-blocker.Process.Pid, syscall.SIGKILL); blocker.Wait() }) //nolint:errcheck
+	waitListening(t, box, boxwatch.Listen)
 	box.Run(t, "rm", "-rf", "/run/extra-root")
 	w := startWatch(t, box, cellguard, "/var/log/watch.log", "--period", "1s", "--runtime-root", "/run/extra-root", "--textfile", "/var/lib/cellguard.prom")
 	l := w.MustLog(t, "metrics-listen-failed", nil, 30*time.Second)
@@ -181,5 +185,35 @@ func TestWatchSurvivesFaults(t *testing.T) {
 	}
 	if got := metric(t, box, "cellguard_metrics_listener_up", nil); got != 1 {
 		t.Errorf("listener_up = %v", got)
+	}
+}
+
+// waitListening returns once something listens on addr (127.0.0.1:port) in
+// the box's network namespace. Starting the blocker does not mean it has
+// bound: under load (CI, load ~20) watch once started first and took the
+// port itself, so "metrics-listen-failed" never came.
+func waitListening(t *testing.T, box *sdbox.Box, addr string) {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("0100007F:%04X", p) // /proc/net/tcp: 127.0.0.1, port in hex
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := box.Output("cat", "/proc/net/tcp")
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); err == nil && len(f) > 3 && f[1] == want && f[3] == "0A" { // 0A: LISTEN
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s in the box within 30 s (%v)", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
