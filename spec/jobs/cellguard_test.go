@@ -390,11 +390,8 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"daemon without start", `{cellguard: {daemons: [{name: garden}]}}`, "cellguard.daemons[0].start is required"},
 		{"daemon without name", `{cellguard: {daemons: [{start: /bin/true}]}}`, "cellguard.daemons[0].name is required"},
 		{"daemon with unknown key", `{cellguard: {daemons: [{name: g, start: /bin/true, pid_file: /x}]}}`, "unknown keys pid_file"},
-		{"duplicate daemon", `{cellguard: {daemons: [{name: g, start: /bin/true}, {name: g, start: /bin/true}]}}`, `duplicate name "g"`},
 		{"daemons not a list", `{cellguard: {daemons: {name: g}}}`, "cellguard.daemons must be a list"},
 		{"protect as string", `{cellguard: {supervisor: {protect: "yes"}}}`, "cellguard.supervisor.protect must be true or false"},
-		{"time format", `{cellguard: {log: {time_format: iso}}}`, "cellguard.log.time_format must be rfc3339 or unix-epoch"},
-		{"level", `{cellguard: {log: {level: verbose}}}`, "cellguard.log.level must be"},
 		{"roots as string", `{cellguard: {validator: {runtime_roots: /run/runc}}}`, "cellguard.validator.runtime_roots must be a list of strings"},
 		{"blocking not a list", `{cellguard: {validator: {blocking: {drain: cgroup-integrity}}}}`, "cellguard.validator.blocking.drain must be a list of strings"},
 		{"sysctl value a list", `{cellguard: {sysctl: {set: {kernel.pid_max: [1]}}}}`, "cellguard.sysctl.set.kernel.pid_max must be a string"},
@@ -403,15 +400,7 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"budget a number", `{cellguard: {drain: {budget: 60}}}`, "cellguard.drain.budget must be a string"},
 		{"ignore not a list", `{cellguard: {validator: {ignore: all}}}`, "cellguard.validator.ignore must be a list of strings"},
 		{"extra roots as string", `{cellguard: {validator: {extra_cgroup_roots: /garden}}}`, "cellguard.validator.extra_cgroup_roots must be a list of strings"},
-		{"extra root relative", `{cellguard: {validator: {extra_cgroup_roots: [garden]}}}`, `cellguard.validator.extra_cgroup_roots: "garden" must be an absolute cgroup path`},
-		{"extra root is the root", `{cellguard: {validator: {extra_cgroup_roots: [/]}}}`, `cellguard.validator.extra_cgroup_roots: "/" holds more than a runtime's containers`},
-		{"extra root is a unit", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/runit.service]}}}`, `"/system.slice/runit.service" holds more than a runtime's containers`},
-		{"extra root is a slice", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/]}}}`, `"/system.slice/" holds more than a runtime's containers`},
 		{"slices as string", `{cellguard: {validator: {extra_cgroup_slices: /kubepods.slice}}}`, "cellguard.validator.extra_cgroup_slices must be a list of strings"},
-		{"slice root not a slice", `{cellguard: {validator: {extra_cgroup_slices: [/garden]}}}`, `cellguard.validator.extra_cgroup_slices: "/garden" must be an absolute path ending in a .slice`},
-		{"slice root relative", `{cellguard: {validator: {extra_cgroup_slices: [kubepods.slice]}}}`, `"kubepods.slice" must be an absolute path ending in a .slice`},
-		{"slice root system.slice", `{cellguard: {validator: {extra_cgroup_slices: [/system.slice]}}}`, `"/system.slice" holds every other service`},
-		{"slice root user.slice", `{cellguard: {validator: {extra_cgroup_slices: [/user.slice]}}}`, `"/user.slice" holds every other service`},
 		{"delegate units as string", `{cellguard: {delegate_units: concourse.service}}`, "cellguard.delegate_units must be a list of strings"},
 		{"delegate unit not a service", `{cellguard: {delegate_units: [concourse.scope]}}`, `cellguard.delegate_units[0]: "concourse.scope" must be a service unit name`},
 		{"delegate unit a path", `{cellguard: {delegate_units: [/lib/systemd/system/concourse.service]}}`, `must be a service unit name`},
@@ -425,7 +414,6 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"daemon start relative", `{cellguard: {daemons: [{name: g, start: "bin/true"}]}}`, "cellguard.daemons[0].start (its executable) must be an absolute, clean path"},
 		{"daemon stop with a newline", `{cellguard: {daemons: [{name: g, start: /bin/true, stop: "/bin/true\ntouch /x"}]}}`, "cellguard.daemons[0].stop (its executable) must be an absolute, clean path"},
 		{"daemon pidfile climbs", `{cellguard: {daemons: [{name: g, start: /bin/true, pidfile: /var/vcap/sys/run/../../../etc/shadow}]}}`, "cellguard.daemons[0].pidfile must be an absolute, clean path"},
-		{"daemon type", `{cellguard: {daemons: [{name: g, start: /bin/true, type: "exec; touch /x"}]}}`, "cellguard.daemons[0].type must be exec or forking"},
 		{"textfile dir ends the quote", `{cellguard: {watch: {textfile_dir: '/tmp/x"; echo INJECTED >&2; echo "'}}}`, "cellguard.watch.textfile_dir must be an absolute, clean path"},
 		{"textfile dir climbs", `{cellguard: {watch: {textfile_dir: /var/vcap/data/../../../etc}}}`, "cellguard.watch.textfile_dir must be an absolute, clean path"},
 		{"drain textfile relative", `{cellguard: {validator: {prometheus_textfile: cellguard.prom}}}`, "cellguard.validator.prometheus_textfile must be an absolute, clean path"},
@@ -453,7 +441,9 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 // time.ParseDuration and the check registry; pre-start's first step): the
 // templates pass them through type-checked, and config check refuses each
 // bad value on the rendered config, naming its key (issue 24: the Ruby
-// copies of the duration grammar and of the id list are gone).
+// copies of the duration grammar and of the id list are gone). So are the
+// other values that reach no shell: enums, duplicate names, watch's listen,
+// TLS set and heal budget, the extra cgroup roots and slices.
 func TestConfigCheckJudgesDurationsAndCheckIDs(t *testing.T) {
 	testCases := []struct{ name, props, want string }{
 		{"runc init age without unit", `{cellguard: {validator: {runc_init_max_age: "300"}}}`, `missing unit in duration "300"`},
@@ -469,6 +459,23 @@ func TestConfigCheckJudgesDurationsAndCheckIDs(t *testing.T) {
 		{"unknown pre-start blocking id", `{cellguard: {validator: {blocking: {pre_start: [no-such-check]}}}}`, `validator.blocking.pre-start: unknown check id "no-such-check"`},
 		{"unknown ignored id", `{cellguard: {validator: {ignore: [ghosts]}}}`, `ignore: unknown check id "ghosts"`},
 		{"all is no blocking id", `{cellguard: {validator: {blocking: {drain: [all]}}}}`, `unknown check id "all"`},
+		// The rest of what reaches no shell (issue 24 item 3's last piece).
+		{"duplicate daemon", `{cellguard: {daemons: [{name: g, start: /bin/true}, {name: g, start: /bin/true}]}}`, `daemons[1]: duplicate name "g"`},
+		{"daemon type", `{cellguard: {daemons: [{name: g, start: /bin/true, type: "exec; touch /x"}]}}`, `type "exec; touch /x": want exec or forking`},
+		{"time format", `{cellguard: {log: {time_format: iso}}}`, `log.time_format: unknown log time format "iso"`},
+		{"level", `{cellguard: {log: {level: verbose}}}`, `log.level: unknown log level "verbose"`},
+		{"extra root relative", `{cellguard: {validator: {extra_cgroup_roots: [garden]}}}`, `validator.extra_cgroup_roots[0]: "garden": want an absolute cgroup path`},
+		{"extra root is the root", `{cellguard: {validator: {extra_cgroup_roots: [/]}}}`, `validator.extra_cgroup_roots[0]: "/" holds more than a runtime's containers`},
+		{"extra root is a unit", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/runit.service]}}}`, `"/system.slice/runit.service" holds more than a runtime's containers`},
+		{"extra root is a slice", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/]}}}`, `"/system.slice/" holds more than a runtime's containers`},
+		{"slice root not a slice", `{cellguard: {validator: {extra_cgroup_slices: [/garden]}}}`, `validator.extra_cgroup_slices[0]: "/garden": want an absolute path ending in a slice`},
+		{"slice root relative", `{cellguard: {validator: {extra_cgroup_slices: [kubepods.slice]}}}`, `"kubepods.slice": want an absolute path ending in a slice`},
+		{"slice root system.slice", `{cellguard: {validator: {extra_cgroup_slices: [/system.slice]}}}`, `"/system.slice" holds every other service`},
+		{"slice root user.slice", `{cellguard: {validator: {extra_cgroup_slices: [/user.slice]}}}`, `"/user.slice" holds every other service`},
+		{"tls cert alone", `{cellguard: {watch: {metrics: {tls: {cert: C}}}}}`, "watch.tls: set cert, key and ca together"},
+		{"heal per minute zero", `{cellguard: {watch: {heal_per_minute: 0}}}`, "watch.heal_per_minute 0: must be a whole number above zero"},
+		{"listen without host", `{cellguard: {watch: {listen: "14875"}}}`, `watch.listen: "14875": want host:port`},
+		{"listen port too big", `{cellguard: {watch: {listen: "127.0.0.1:99999"}}}`, `port "99999": want 0 to 65535`},
 	}
 	j := loadJob(t)
 	for _, tc := range testCases {

@@ -114,8 +114,10 @@ func daemonAt(key string) func(map[string]any, string) {
 func same(v string) string { return v }
 
 // cellguardSlots: every string the cellguard job takes. The rule-bearing
-// ones (goKey set) are judged by the same rule in both places: unitfile's
-// for names and paths, config's for cgroup roots and slices.
+// ones (goKey set), the names and paths that reach a shell, are judged by
+// the same rule in both places (unitfile's). The rest, cgroup roots and
+// slices included, are passed through and judged by config check alone;
+// here they still prove that no value reaches a shell unquoted.
 var cellguardSlots = []slot{
 	{prop: "cellguard.log.time_format", set: at("cellguard.log.time_format")},
 	{prop: "cellguard.log.level", set: at("cellguard.log.level")},
@@ -142,8 +144,8 @@ var cellguardSlots = []slot{
 	{prop: "cellguard.validator.blocking.drain", set: listAt("cellguard.validator.blocking.drain")},
 	{prop: "cellguard.validator.prometheus_textfile", set: at("cellguard.validator.prometheus_textfile"), goKey: "validator.prometheus_textfile", goValue: same},
 	{prop: "cellguard.validator.runc_init_max_age", set: at("cellguard.validator.runc_init_max_age")},
-	{prop: "cellguard.validator.extra_cgroup_roots", set: listAt("cellguard.validator.extra_cgroup_roots"), goKey: "validator.extra_cgroup_roots[0]", goValue: same},
-	{prop: "cellguard.validator.extra_cgroup_slices", set: listAt("cellguard.validator.extra_cgroup_slices"), goKey: "validator.extra_cgroup_slices[0]", goValue: same},
+	{prop: "cellguard.validator.extra_cgroup_roots", set: listAt("cellguard.validator.extra_cgroup_roots")},
+	{prop: "cellguard.validator.extra_cgroup_slices", set: listAt("cellguard.validator.extra_cgroup_slices")},
 	{prop: "cellguard.validator.advisories_file", set: at("cellguard.validator.advisories_file"), goKey: "validator.advisories_file", goValue: same},
 	{prop: "cellguard.watch.listen", set: at("cellguard.watch.listen")},
 	{prop: "cellguard.watch.period", set: at("cellguard.watch.period")},

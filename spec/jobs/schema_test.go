@@ -138,6 +138,8 @@ func TestSchemaRejectsWhatFailsToRender(t *testing.T) {
 		`{cellguard: {validator: {blocking: {pre_start: [all]}}}}`,
 		`{cellguard: {drain: {budget: 60}}}`,
 		`{cellguard: {drain: {block_on_shutdown: "yes"}}}`,
+		`{cellguard: {watch: {heal_per_minute: 0}}}`,
+		`{cellguard: {watch: {listen: "14875"}}}`,
 	} {
 		if err := s.Validate(resolve(t, props)); err == nil {
 			t.Errorf("schema accepts %s", props)

@@ -9,11 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/logging"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
@@ -94,12 +97,12 @@ type Validator struct {
 
 // Watch configures `cellguard watch`; the checks read Validator's settings.
 type Watch struct {
-	Listen        string   `json:"listen"`          // /metrics address, e.g. "127.0.0.1:9323"; empty: none
-	Heal          bool     `json:"heal"`            // move escaped processes back
-	HealPerMinute int      `json:"heal_per_minute"` // heal budget; 0: the default
-	Period        Duration `json:"period"`          // full scan period; 0: the default
-	Textfile      string   `json:"textfile"`        // node_exporter textfile path; empty: none
-	TLS           TLSFiles `json:"tls"`             // all three set: mutual TLS on /metrics
+	Listen        string   `json:"listen"`                    // /metrics address, e.g. "127.0.0.1:9323"; empty: none
+	Heal          bool     `json:"heal"`                      // move escaped processes back
+	HealPerMinute int      `json:"heal_per_minute,omitempty"` // heal budget; 0 (omitted): the default
+	Period        Duration `json:"period"`                    // full scan period; 0: the default
+	Textfile      string   `json:"textfile"`                  // node_exporter textfile path; empty: none
+	TLS           TLSFiles `json:"tls"`                       // all three set: mutual TLS on /metrics
 }
 
 // TLSFiles are PEM file paths.
@@ -191,6 +194,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
+	if err := writtenHealPerMinute(b); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
 	return &c, nil
 }
 
@@ -220,11 +226,8 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("daemon %q: type forking needs a pidfile", d.Name)
 		}
 	}
-	if t := c.Watch.TLS; (t.Cert != "" || t.Key != "" || t.CA != "") && (t.Cert == "" || t.Key == "" || t.CA == "") {
-		return fmt.Errorf("watch.tls: set cert, key and ca together (mutual TLS), or none")
-	}
-	if c.Watch.HealPerMinute < 0 {
-		return fmt.Errorf("watch.heal_per_minute %d: must not be negative", c.Watch.HealPerMinute)
+	if err := c.validateLogAndWatch(); err != nil {
+		return err
 	}
 	for i, u := range c.DelegateUnits {
 		if err := unitfile.ValidateUnitName(u); err != nil {
@@ -250,6 +253,69 @@ func (c *Config) Validate() error {
 		case "/-.slice", "/system.slice", "/user.slice", "/machine.slice":
 			return fmt.Errorf("validator.extra_cgroup_slices[%d]: %q holds every other service, user session or machine (each would be an orphan); name a slice that holds only containers", i, s)
 		}
+	}
+	return nil
+}
+
+// validateLogAndWatch judges the log's and watch's values: the job
+// template passes them through type-checked, so this is their one judge
+// (issue 24: one home per rule), by the rules the logger and the /metrics
+// listener apply.
+func (c *Config) validateLogAndWatch() error {
+	if err := logging.CheckTimeFormat(c.Log.TimeFormat); err != nil {
+		return fmt.Errorf("log.time_format: %w", err)
+	}
+	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
+		return fmt.Errorf("log.level: %w", err)
+	}
+	if t := c.Watch.TLS; (t.Cert != "" || t.Key != "" || t.CA != "") && (t.Cert == "" || t.Key == "" || t.CA == "") {
+		return fmt.Errorf("watch.tls: set cert, key and ca together (mutual TLS), or none")
+	}
+	if c.Watch.HealPerMinute < 0 {
+		return fmt.Errorf("watch.heal_per_minute %d: must not be negative", c.Watch.HealPerMinute)
+	}
+	if err := validateListen(c.Watch.Listen); err != nil {
+		return fmt.Errorf("watch.listen: %w", err)
+	}
+	return nil
+}
+
+// validateListen: empty (no /metrics), or host:port with a port of 0 to
+// 65535 and a host of letters, digits, '.', '-' or a bracketed IPv6
+// address, so a typo is refused at pre-start rather than when watch binds.
+func validateListen(l string) error {
+	if l == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(l)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port such as 127.0.0.1:14875: %w", l, err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+		return fmt.Errorf("%q: port %q: want 0 to 65535", l, port)
+	}
+	if strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") != "" ||
+		(strings.Contains(host, ":") && !strings.HasPrefix(l, "[")) {
+		return fmt.Errorf("%q: host %q: want a name, an IPv4 address or a bracketed IPv6 address", l, host)
+	}
+	return nil
+}
+
+// writtenHealPerMinute refuses a heal_per_minute the file writes as 0 or
+// less: 0 in Go means "the default" (an omitted key), which a written
+// property must not hide (the job's schema says minimum 1).
+func writtenHealPerMinute(b []byte) error {
+	var w struct {
+		Watch struct {
+			HealPerMinute *int `json:"heal_per_minute"`
+		} `json:"watch"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("parse watch: %w", err)
+	}
+	if n := w.Watch.HealPerMinute; n != nil && *n <= 0 {
+		return fmt.Errorf("watch.heal_per_minute %d: must be a whole number above zero (omit it for the default)", *n)
 	}
 	return nil
 }

@@ -57,3 +57,40 @@ func TestValidateAcceptsPlainNamesAndPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The values the job template passes through type-checked (issue 24: one
+// home per rule) are judged here, and the refusal names the key.
+func TestValidateJudgesLogAndWatchValues(t *testing.T) {
+	testCases := []struct{ name, json, want string }{
+		{"time format", `{"log":{"time_format":"iso"}}`, `log.time_format: unknown log time format "iso"`},
+		{"level", `{"log":{"level":"verbose"}}`, `log.level: unknown log level "verbose"`},
+		{"daemon type", `{"daemons":[{"name":"g","start":"/bin/true","type":"exec; touch /x"}]}`, `type "exec; touch /x": want exec or forking`},
+		{"duplicate daemon", `{"daemons":[{"name":"g","start":"/bin/true"},{"name":"g","start":"/bin/true"}]}`, `daemons[1]: duplicate name "g"`},
+		{"tls without ca", `{"watch":{"tls":{"cert":"/c","key":"/k"}}}`, "watch.tls: set cert, key and ca together"},
+		{"heal per minute zero", `{"watch":{"heal_per_minute":0}}`, "watch.heal_per_minute 0: must be a whole number above zero"},
+		{"heal per minute negative", `{"watch":{"heal_per_minute":-1}}`, "watch.heal_per_minute -1: must not be negative"},
+		{"heal per minute fraction", `{"watch":{"heal_per_minute":1.5}}`, "heal_per_minute"},
+		{"listen without port", `{"watch":{"listen":"127.0.0.1"}}`, `watch.listen: "127.0.0.1": want host:port`},
+		{"listen port too big", `{"watch":{"listen":"127.0.0.1:99999"}}`, `watch.listen: "127.0.0.1:99999": port "99999"`},
+		{"listen port a name", `{"watch":{"listen":"localhost:http"}}`, `port "http"`},
+		{"listen host with a space", `{"watch":{"listen":"local host:80"}}`, `watch.listen: "local host:80": host "local host"`},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.json), "test")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Parse: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	for _, ok := range []string{
+		`{}`,
+		`{"log":{"time_format":"rfc3339","level":"debug"},"watch":{"listen":"127.0.0.1:14875","heal_per_minute":60}}`,
+		`{"log":{"time_format":"unix-epoch","level":"fatal"},"watch":{"listen":"[::1]:9323"}}`,
+		`{"watch":{"listen":":14875"}}`,
+	} {
+		if _, err := Parse([]byte(ok), "test"); err != nil {
+			t.Errorf("Parse(%s): %v", ok, err)
+		}
+	}
+}

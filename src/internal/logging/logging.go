@@ -31,13 +31,12 @@ func New(opts Options, stderr io.Writer) (lager.Logger, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := CheckTimeFormat(opts.TimeFormat); err != nil {
+		return nil, nil, err
+	}
 	sink := lager.NewWriterSink
-	switch strings.ToLower(opts.TimeFormat) {
-	case "", "unix-epoch":
-	case "rfc3339":
+	if strings.ToLower(opts.TimeFormat) == "rfc3339" {
 		sink = lager.NewPrettySink
-	default:
-		return nil, nil, fmt.Errorf("unknown log time format %q: want unix-epoch or rfc3339", opts.TimeFormat)
 	}
 	w := stderr
 	closer := func() error { return nil }
@@ -51,6 +50,17 @@ func New(opts Options, stderr io.Writer) (lager.Logger, func() error, error) {
 	logger := lager.NewLogger("cellguard")
 	logger.RegisterSink(sink(w, level))
 	return logger, closer, nil
+}
+
+// CheckTimeFormat refuses a time format New would refuse; empty means
+// unix-epoch. config.Validate asks it, so `cellguard config check` judges
+// cellguard.log.time_format by the rule the logger applies.
+func CheckTimeFormat(s string) error {
+	switch strings.ToLower(s) {
+	case "", "unix-epoch", "rfc3339":
+		return nil
+	}
+	return fmt.Errorf("unknown log time format %q: want unix-epoch or rfc3339", s)
 }
 
 // ParseLevel maps a level name to lager's level; empty means info.
