@@ -228,7 +228,20 @@ func testStemcell(t *testing.T, s stemcellShape) {
 	})
 
 	t.Run("sshd", func(t *testing.T) {
-		box.Run(t, "test", "-s", "/etc/ssh/ssh_host_rsa_key.pub") // what the agent gives `bosh ssh`
+		// What the agent gives `bosh ssh`. ssh-host-keys.service makes it at
+		// boot (the image carries none); nothing orders this test after that
+		// oneshot, and once (CI, noble) it was not there yet: wait for it.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if _, err := box.Exec(context.Background(), "test", "-s", "/etc/ssh/ssh_host_rsa_key.pub"); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				st, _ := box.Exec(context.Background(), "systemctl", "status", "--no-pager", "ssh-host-keys.service")
+				t.Fatalf("no /etc/ssh/ssh_host_rsa_key.pub 60 s into the sshd check; ssh-host-keys.service:\n%s", st)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 		// bosh ssh's user is in bosh_sudoers (as vcap is): sudo without a
 		// password, or `bosh ssh -c 'sudo ...'` waits on its tty for one.
 		if out, err := box.Exec(context.Background(), "su", "-s", "/bin/sh", "vcap", "-c", "sudo -n true"); err != nil {
