@@ -228,31 +228,41 @@ func testStemcell(t *testing.T, s stemcellShape) {
 	})
 
 	t.Run("sshd", func(t *testing.T) {
-		// What the agent gives `bosh ssh`. ssh-host-keys.service makes it at
-		// boot (the image carries none); nothing orders this test after that
-		// oneshot, and once (CI, noble) it was not there yet: wait for it.
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			if _, err := box.Exec(context.Background(), "test", "-s", "/etc/ssh/ssh_host_rsa_key.pub"); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				st, _ := box.Exec(context.Background(), "systemctl", "status", "--no-pager", "ssh-host-keys.service")
-				t.Fatalf("no /etc/ssh/ssh_host_rsa_key.pub 60 s into the sshd check; ssh-host-keys.service:\n%s", st)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		// The subtests before this one take under a second after boot, so
+		// sshd's parts may not be up yet (seen in CI on noble: first the host
+		// key, made by the oneshot ssh-host-keys.service, then ssh.socket not
+		// yet listening): each is waited for, up to 60 s, then judged.
+		waitInBox(t, box, "the host key the agent gives `bosh ssh`", "test", "-s", "/etc/ssh/ssh_host_rsa_key.pub")
 		// bosh ssh's user is in bosh_sudoers (as vcap is): sudo without a
 		// password, or `bosh ssh -c 'sudo ...'` waits on its tty for one.
 		if out, err := box.Exec(context.Background(), "su", "-s", "/bin/sh", "vcap", "-c", "sudo -n true"); err != nil {
 			t.Errorf("sudo -n as a bosh_sudoers member: %v %s; want no password asked", err, out)
 		}
 		// sshd answers on port 22 in the VM (noble: through ssh.socket).
-		out := box.Run(t, "timeout", "30", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/22 && head -n 1 <&3")
+		out := waitInBox(t, box, "sshd on port 22", "timeout", "30", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/22 && head -n 1 <&3")
 		if !strings.HasPrefix(out, "SSH-2.0-OpenSSH") {
 			t.Errorf("port 22 in the VM answered %q; want an OpenSSH banner", out)
 		}
 	})
+}
+
+// waitInBox runs args in box until they succeed, for up to 60 s, and returns
+// their output; then it fails the test with the last error and the state of
+// the VM's sshd units.
+func waitInBox(t *testing.T, box *sdbox.Box, what string, args ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := box.Exec(context.Background(), args...)
+		if err == nil {
+			return string(out)
+		}
+		if time.Now().After(deadline) {
+			st, _ := box.Exec(context.Background(), "systemctl", "status", "--no-pager", "ssh-host-keys.service", "ssh.socket", "ssh.service")
+			t.Fatalf("%s: not there 60 s into the check: %v %s\nsshd's units:\n%s", what, err, out, st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // buildStemcell runs build.sh for shape and returns the tarball's path. A shape
