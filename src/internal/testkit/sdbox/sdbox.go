@@ -51,6 +51,8 @@ type Box struct {
 	Hierarchies []string
 	// BootTime is how long Start took (rootfs cached).
 	BootTime time.Duration
+	// State is sdbox.sh's directory for this box (env, console.log, ...).
+	State string
 
 	script    string
 	env       []string
@@ -295,7 +297,8 @@ func (b *Box) load(out []byte) error {
 	b.SystemBusAddress = kv["SDBOX_SYSTEM_BUS_ADDRESS"]
 	b.HostCgroup = kv["SDBOX_HOST_CGROUP"]
 	b.Hierarchies = strings.Fields(kv["SDBOX_HIERARCHIES"])
-	if b.Root == "" || b.SystemBusAddress == "" || b.HostCgroup == "" || len(b.Hierarchies) == 0 {
+	b.State = kv["SDBOX_STATE"]
+	if b.Root == "" || b.State == "" || b.SystemBusAddress == "" || b.HostCgroup == "" || len(b.Hierarchies) == 0 {
 		return errors.New("sdbox.sh start printed incomplete KEY=VALUE lines")
 	}
 	if b.rootFD, err = os.OpenRoot(b.Root); err != nil {
@@ -545,6 +548,13 @@ func (b *Box) ReadFile(containerPath string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s in box %s: %w", containerPath, b.Name, err)
 	}
 	return data, nil
+}
+
+// Console returns what the box's systemd printed on its console so far. It
+// holds what the journal cannot: messages from before journald started, such
+// as the ordering cycles systemd breaks while it queues the boot.
+func (b *Box) Console() ([]byte, error) {
+	return os.ReadFile(filepath.Join(b.State, "console.log"))
 }
 
 // ReadCgroup returns the cgroups of pid (a PID inside the box, e.g. a unit's
