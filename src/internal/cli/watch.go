@@ -162,7 +162,7 @@ func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.L
 		Options:       opts,
 		Period:        wc.Period.Duration,
 		Heal:          wc.Heal,
-		HealPerMinute: wc.HealPerMinute,
+		HealPerMinute: *wc.HealPerMinute,
 		Listen:        wc.Listen,
 		Textfile:      wc.Textfile,
 		Root:          f.root,
@@ -196,8 +196,9 @@ func (f *watchFlags) watchSection(fs *flag.FlagSet, wc config.Watch) (config.Wat
 	if set["period"] || wc.Period.Duration == 0 {
 		wc.Period.Duration = f.period
 	}
-	if set["heal-per-minute"] || wc.HealPerMinute == 0 {
-		wc.HealPerMinute = f.healPerMinute
+	if set["heal-per-minute"] || wc.HealPerMinute == nil {
+		n := f.healPerMinute
+		wc.HealPerMinute = &n
 	}
 	if set["textfile"] {
 		wc.Textfile = f.textfile
@@ -205,7 +206,7 @@ func (f *watchFlags) watchSection(fs *flag.FlagSet, wc config.Watch) (config.Wat
 	if set["tls-cert"] || set["tls-key"] || set["tls-ca"] {
 		wc.TLS = config.TLSFiles{Cert: f.tlsCert, Key: f.tlsKey, CA: f.tlsCA}
 	}
-	if wc.Period.Duration <= 0 || wc.HealPerMinute <= 0 {
+	if wc.Period.Duration <= 0 || *wc.HealPerMinute <= 0 {
 		return config.Watch{}, fmt.Errorf("--period and --heal-per-minute must be above zero")
 	}
 	if err := (&config.Config{Watch: wc}).Validate(); err != nil {

@@ -99,7 +99,7 @@ type Validator struct {
 type Watch struct {
 	Listen        string   `json:"listen"`                    // /metrics address, e.g. "127.0.0.1:9323"; empty: none
 	Heal          bool     `json:"heal"`                      // move escaped processes back
-	HealPerMinute int      `json:"heal_per_minute,omitempty"` // heal budget; 0 (omitted): the default
+	HealPerMinute *int     `json:"heal_per_minute,omitempty"` // heal budget; nil (omitted): the default
 	Period        Duration `json:"period"`                    // full scan period; 0: the default
 	Textfile      string   `json:"textfile"`                  // node_exporter textfile path; empty: none
 	TLS           TLSFiles `json:"tls"`                       // all three set: mutual TLS on /metrics
@@ -194,9 +194,6 @@ func Parse(b []byte, name string) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
-	if err := writtenHealPerMinute(b); err != nil {
-		return nil, fmt.Errorf("config %s: %w", name, err)
-	}
 	return &c, nil
 }
 
@@ -271,8 +268,14 @@ func (c *Config) validateLogAndWatch() error {
 	if t := c.Watch.TLS; (t.Cert != "" || t.Key != "" || t.CA != "") && (t.Cert == "" || t.Key == "" || t.CA == "") {
 		return fmt.Errorf("watch.tls: set cert, key and ca together (mutual TLS), or none")
 	}
-	if c.Watch.HealPerMinute < 0 {
-		return fmt.Errorf("watch.heal_per_minute %d: must not be negative", c.Watch.HealPerMinute)
+	// A pointer, because a written 0 must not pass for an omitted key (the
+	// default): the job's schema says minimum 1.
+	switch n := c.Watch.HealPerMinute; {
+	case n == nil:
+	case *n < 0:
+		return fmt.Errorf("watch.heal_per_minute %d: must not be negative", *n)
+	case *n == 0:
+		return fmt.Errorf("watch.heal_per_minute 0: must be a whole number above zero (omit it for the default)")
 	}
 	if err := validateListen(c.Watch.Listen); err != nil {
 		return fmt.Errorf("watch.listen: %w", err)
@@ -298,24 +301,6 @@ func validateListen(l string) error {
 	if strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") != "" ||
 		(strings.Contains(host, ":") && !strings.HasPrefix(l, "[")) {
 		return fmt.Errorf("%q: host %q: want a name, an IPv4 address or a bracketed IPv6 address", l, host)
-	}
-	return nil
-}
-
-// writtenHealPerMinute refuses a heal_per_minute the file writes as 0 or
-// less: 0 in Go means "the default" (an omitted key), which a written
-// property must not hide (the job's schema says minimum 1).
-func writtenHealPerMinute(b []byte) error {
-	var w struct {
-		Watch struct {
-			HealPerMinute *int `json:"heal_per_minute"`
-		} `json:"watch"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return fmt.Errorf("parse watch: %w", err)
-	}
-	if n := w.Watch.HealPerMinute; n != nil && *n <= 0 {
-		return fmt.Errorf("watch.heal_per_minute %d: must be a whole number above zero (omit it for the default)", *n)
 	}
 	return nil
 }
