@@ -317,6 +317,8 @@ type addon struct {
 	// Seed001 points validator.runtime_binaries.runc at the rc93 stand-in
 	// (test-release's old-runc job) and blocks on runtime-versions.
 	Seed001 bool
+	Protect bool // supervisor.protect: the unit holding monit delegated in place
+	Heal    bool // watch.heal: watch moves escaped processes back
 }
 
 // runtimeConfig sets the cellguard addon's runtime config; the next deploy
@@ -333,8 +335,9 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	if a.Seed001 {
 		runc, ignore = "/var/vcap/packages/runc-rc93/bin/runc", "[delegation-audit]"
 	}
-	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t-%t.yml", a.Level, a.Fix, a.Seed001))
-	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\n", a.Level, a.Fix, runc, ignore)
+	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t-%t-%t-%t.yml", a.Level, a.Fix, a.Seed001, a.Protect, a.Heal))
+	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\n",
+		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal)
 	if err := os.WriteFile(vars, []byte(text), 0o600); err != nil {
 		return boshlab.Result{}, err
 	}

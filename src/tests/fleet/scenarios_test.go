@@ -43,6 +43,8 @@ func TestFleet(t *testing.T) {
 		f.wayOutScenario(ctx, st),
 		f.seed001Scenario(ctx, st),
 		f.leavingScenario(ctx),
+		f.healScenario(ctx),
+		f.protectScenario(ctx),
 	}
 	outcomes := make([]Outcome, len(scenarios))
 	for i, s := range scenarios {
@@ -440,12 +442,13 @@ func firstLine(s string) string {
 	return l
 }
 
-// escape makes seed-000 escapes on a cell: the trigger unit starts in its
-// VM, and cellguard's drain-phase validation there says BLOCKED.
-func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
+// trigger starts the seed-000 trigger unit in a cell's VM, once the Garden
+// stand-in has made its containers. Only the first realization on a VM moves
+// anything: a restart on a cell triggered before realizes nothing anew.
+func (f *fleet) trigger(ctx context.Context, name string) (VM, error) {
 	vm, err := f.vm(name)
 	if err != nil {
-		return err
+		return vm, err
 	}
 	for i := 0; i < 240; i++ {
 		if _, err := vm.Exec(ctx, "test", "-e", "/var/vcap/sys/run/garden/ready"); err == nil {
@@ -455,25 +458,26 @@ func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
 	}
 	unit, err := os.ReadFile(filepath.Join(f.repo, "src/tests/bosh/seed000-trigger.service"))
 	if err != nil {
-		return err
+		return vm, err
 	}
 	if err := os.WriteFile(filepath.Join("/proc", vm.InitPID, "root/etc/systemd/system/seed000-trigger.service"), unit, 0o644); err != nil {
-		return fmt.Errorf("install the trigger in %s: %w", name, err)
+		return vm, fmt.Errorf("install the trigger in %s: %w", name, err)
 	}
 	if _, err := vm.Exec(ctx, "systemctl", "daemon-reload"); err != nil {
+		return vm, err
+	}
+	_, err = vm.Exec(ctx, "systemctl", "restart", "seed000-trigger.service")
+	return vm, err
+}
+
+// escape makes seed-000 escapes on a cell: the trigger unit starts in its
+// VM, and cellguard's drain-phase validation there says BLOCKED.
+func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
+	vm, err := f.trigger(ctx, name)
+	if err != nil {
 		return err
 	}
-	if _, err := vm.Exec(ctx, "systemctl", "restart", "seed000-trigger.service"); err != nil {
-		return err
-	}
-	// validate runs in the agent's net_cls cgroup (nats-api-access): its
-	// leaked-netns scan duplicates every socket with pidfd_getfd, and the
-	// kernel re-tags a received socket with the receiver's classid, so run
-	// from outside it would cut the agent's NATS socket off by the agent's
-	// own firewall (fleet.to-lead.md; netns's owner has it). The test's hand
-	// must not be what breaks the agent.
-	out, verr := vm.Exec(ctx, "sh", "-c", `echo $$ >/sys/fs/cgroup/net_cls/nats-api-access/cgroup.procs && exec "$@"`, "sh",
-		cellguardBin, "validate", "--phase", "drain", "--config", cellguardConfig, "--log-file", "/dev/null")
+	out, verr := validateDrain(ctx, vm)
 	blocked := verr != nil && strings.Contains(out, "BLOCKED") && strings.Contains(out, "cgroup-integrity")
 	r.Say("   %s (%s, %s): the seed-000 trigger started; cellguard validate --phase drain there:", name, vm.CID, vm.IP)
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -483,6 +487,18 @@ func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
 	}
 	r.Expect(id, blocked, "validate --phase drain on %s blocked by cgroup-integrity: %t", name, blocked)
 	return nil
+}
+
+// validateDrain runs cellguard validate --phase drain in the VM, as the
+// test's hand. It runs in the agent's net_cls cgroup (nats-api-access): its
+// leaked-netns scan duplicates every socket with pidfd_getfd, and the
+// kernel re-tags a received socket with the receiver's classid, so run
+// from outside it would cut the agent's NATS socket off by the agent's
+// own firewall (fleet.to-lead.md; netns's owner has it). The test's hand
+// must not be what breaks the agent.
+func validateDrain(ctx context.Context, vm VM) (string, error) {
+	return vm.Exec(ctx, "sh", "-c", `echo $$ >/sys/fs/cgroup/net_cls/nats-api-access/cgroup.procs && exec "$@"`, "sh",
+		cellguardBin, "validate", "--phase", "drain", "--config", cellguardConfig, "--log-file", "/dev/null")
 }
 
 // blockedScenario: escapes on the cell at position pos of the update order,
