@@ -64,15 +64,16 @@ func TestTaskOutput(t *testing.T) {
 func TestCPIConfig(t *testing.T) {
 	e := boshlab.Env{Netns: "/run/netns/cellguard-lab-x", Bridge: "cgbr0", Gateway: "10.244.0.1", CIDR: "10.244.0.0/24",
 		NatsURL: "nats://10.244.0.1:4222", BlobstorePath: "/state/blobstore"}
-	b, err := cpiConfigFor(e, "/w/sdbox.sh", "/w/cpi-state", "fleet")
+	b, err := cpiConfigFor(e, "/w/sdbox.sh", "/w/cpi-state", "fleet", "--bind-ro=/w/garden-runtime:/usr/local/garden-runtime")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var c struct {
-		Network   map[string]string `json:"network"`
-		Bind      bool              `json:"blobstore_bind"`
-		MbusListn *string           `json:"mbus_listen"`
-		Agent     struct {
+		NspawnArgs string            `json:"nspawn_args"`
+		Network    map[string]string `json:"network"`
+		Bind       bool              `json:"blobstore_bind"`
+		MbusListn  *string           `json:"mbus_listen"`
+		Agent      struct {
 			Mbus      string `json:"mbus"`
 			Blobstore struct {
 				Provider string            `json:"provider"`
@@ -83,7 +84,7 @@ func TestCPIConfig(t *testing.T) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Network["netns"] != e.Netns || c.Network["bridge"] != "cgbr0" || !c.Bind || c.MbusListn != nil ||
+	if c.Network["netns"] != e.Netns || c.Network["bridge"] != "cgbr0" || !c.Bind || c.MbusListn != nil || c.NspawnArgs != "--bind-ro=/w/garden-runtime:/usr/local/garden-runtime" ||
 		c.Agent.Mbus != e.NatsURL || c.Agent.Blobstore.Provider != "local" || c.Agent.Blobstore.Options["blobstore_path"] != e.BlobstorePath {
 		t.Errorf("CPI config = %s", b)
 	}

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 )
 
 const (
@@ -460,7 +462,21 @@ func (f *fleet) trigger(ctx context.Context, name string) (VM, error) {
 	if err != nil {
 		return vm, err
 	}
-	if err := os.WriteFile(filepath.Join("/proc", vm.InitPID, "root/etc/systemd/system/seed000-trigger.service"), unit, 0o644); err != nil {
+	// The trigger as this VM's systemd reads it (the old directive names
+	// before 232: xenial), which must be the shape's.
+	out, err := vm.Exec(ctx, "systemctl", "--version")
+	if err != nil {
+		return vm, err
+	}
+	version, err := systemd.ParseVersion(out)
+	if err != nil {
+		return vm, err
+	}
+	if version != f.shape.systemd {
+		return vm, fmt.Errorf("%s runs systemd %d; the %s shape has %d", name, version, f.shape.name, f.shape.systemd)
+	}
+	text := garden.TriggerFor(string(unit), version)
+	if err := os.WriteFile(filepath.Join("/proc", vm.InitPID, "root/etc/systemd/system/seed000-trigger.service"), []byte(text), 0o644); err != nil {
 		return vm, fmt.Errorf("install the trigger in %s: %w", name, err)
 	}
 	if _, err := vm.Exec(ctx, "systemctl", "daemon-reload"); err != nil {
@@ -476,6 +492,11 @@ func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
 	vm, err := f.trigger(ctx, name)
 	if err != nil {
 		return err
+	}
+	// Where the stand-in runs: the unit that holds monit.
+	if pid, err := vm.Exec(ctx, "cat", "/var/vcap/sys/run/garden/garden.pid"); err == nil {
+		cg, _ := vm.Exec(ctx, "cat", "/proc/"+strings.TrimSpace(pid)+"/cgroup")
+		r.Say("   %s: the Garden stand-in (pid %s) runs in %s (the %s shape's supervisor: %s)", name, strings.TrimSpace(pid), systemdCgroup(cg), f.shape.name, f.shape.supervisor)
 	}
 	out, verr := validateDrain(ctx, vm)
 	blocked := verr != nil && strings.Contains(out, "BLOCKED") && strings.Contains(out, "cgroup-integrity")
@@ -686,7 +707,7 @@ func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 				untouched := true
 				for _, c := range order[1:] {
 					r.Say("   %s: rc93 runc present %t, the addon checks runc at %s", c, hasRC93(c), runcOf(c))
-					untouched = untouched && !hasRC93(c) && runcOf(c) == "/usr/sbin/runc"
+					untouched = untouched && !hasRC93(c) && runcOf(c) == f.shape.runc()
 				}
 				r.Expect("others-untouched", untouched && hasRC93(canary) && runcOf(canary) == rc93,
 					"the canary has the rc93 runc (%t) and an addon that checks it (%s); the other cells %v neither: %t", hasRC93(canary), runcOf(canary), order[1:], untouched)
@@ -802,6 +823,17 @@ func (f *fleet) leavingScenario(ctx context.Context) Scenario {
 				return nil
 			}},
 	}}
+}
+
+// systemdCgroup is the name=systemd line's path of a /proc/<pid>/cgroup
+// (the unit a process is in), or "?".
+func systemdCgroup(procCgroup string) string {
+	for _, l := range strings.Split(procCgroup, "\n") {
+		if parts := strings.SplitN(l, ":", 3); len(parts) == 3 && parts[1] == "name=systemd" {
+			return parts[2]
+		}
+	}
+	return "?"
 }
 
 func indexOf(s []string, v string) int {

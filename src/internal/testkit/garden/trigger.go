@@ -37,11 +37,7 @@ func FireSeed000Trigger(t testing.TB, box *sdbox.Box) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unit := string(b)
-	if SystemdVersion(t, box) < 232 {
-		unit = strings.NewReplacer("CPUWeight=50", "CPUShares=512", "IOAccounting=yes", "BlockIOAccounting=yes",
-			"IOWeight=50", "BlockIOWeight=500", "MemoryMax=", "MemoryLimit=").Replace(unit)
-	}
+	unit := TriggerFor(string(b), SystemdVersion(t, box))
 	if err := box.WriteFile("/etc/systemd/system/seed000-trigger.service", []byte(unit), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +47,21 @@ func FireSeed000Trigger(t testing.TB, box *sdbox.Box) {
 		t.Fatalf("the trigger is %s", s)
 	}
 	time.Sleep(time.Second) // the migration runs in the start job; let it settle
+}
+
+// TriggerFor is the trigger unit's text (src/tests/bosh/seed000-trigger.service)
+// for a systemd of the given version: before 232 its settings go by the
+// names that systemd knows (CPUWeight came in 232, MemoryMax in 231,
+// IOWeight in 230) and, before 240, Type=exec is Type=simple (systemd NEWS).
+func TriggerFor(unit string, systemd int) string {
+	if systemd < 232 {
+		unit = strings.NewReplacer("CPUWeight=50", "CPUShares=512", "IOAccounting=yes", "BlockIOAccounting=yes",
+			"IOWeight=50", "BlockIOWeight=500", "MemoryMax=", "MemoryLimit=").Replace(unit)
+	}
+	if systemd < 240 {
+		unit = strings.ReplaceAll(unit, "Type=exec", "Type=simple")
+	}
+	return unit
 }
 
 // Moved returns, for each controller runc recorded for c, where c's
