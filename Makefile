@@ -8,8 +8,8 @@ LDFLAGS    := -X github.com/cloudfoundry/cellguard/src/internal/cli.Version=$(VE
 # release and packaging never set the tag. src/tests/e2e deploys the release
 # with bosh create-env onto the real agent (the jammy shape): 15-25 minutes
 # here, about an hour on a cold machine. src/tests/fleet deploys it as an
-# addon on a real director: 19 minutes compiling, less from the compiled-release
-# cache (src/tests/fleet/README.md).
+# addon on a real director, on jammy then xenial: about 15 minutes a shape
+# cold, 13 warm from the compiled-release cache (src/tests/fleet/README.md).
 CRASHTAG   := cellguard_crashtest
 GOTESTFLAGS ?= -count=1 -timeout 90m -tags $(CRASHTAG)
 

@@ -103,7 +103,7 @@ func sh(ctx context.Context, dir string, env []string, args ...string) (string, 
 // uploads the stemcell and both releases, and sets the cloud and runtime
 // configs. Everything is undone by f.cleanup. Long because it is one
 // ordered setup whose every step registers its own undo before the next.
-func startFleet(t *testing.T, parent context.Context) *fleet {
+func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	// Part of make test since it passed end to end (README.md, "Status"):
 	// root, the director's dependencies and Ubuntu's archive (or cached
 	// stemcells) are required, skipped loudly here and failed in CI.
@@ -112,10 +112,6 @@ func startFleet(t *testing.T, parent context.Context) *fleet {
 		if _, err := exec.LookPath(c); err != nil {
 			testkit.Unavailable(t, c+" is missing (make deps installs it)")
 		}
-	}
-	sh0, err := shapeNamed(os.Getenv("CELLGUARD_FLEET_SHAPE"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	f := &fleet{t: t, repo: repoRoot(), shape: sh0}
 	f.ctx, f.cancel = context.WithCancel(parent)

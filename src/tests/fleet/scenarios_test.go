@@ -24,9 +24,22 @@ const (
 	cellguardConfig = "/var/vcap/jobs/cellguard/config/cellguard.json"
 )
 
-// TestFleet deploys the fleet on a real director and runs the scenarios in
-// order, each on what the one before left; the list is checked once at the end.
+// TestFleet deploys the fleet on a real director, once per stemcell shape
+// (CELLGUARD_FLEET_SHAPE, default jammy then xenial), one shape after the
+// other: each gets its own director, lab and VMs, undone before the next.
 func TestFleet(t *testing.T) {
+	shapes, err := shapesNamed(os.Getenv("CELLGUARD_FLEET_SHAPE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range shapes {
+		t.Run(sh.name, func(t *testing.T) { runFleet(t, sh) })
+	}
+}
+
+// runFleet runs the scenarios on one shape in order, each on what the one
+// before left; the list is checked once at the end.
+func runFleet(t *testing.T, sh shape) {
 	// Bounded by go test's -timeout (make test: 90m), less a margin for the
 	// cleanup, which must not be cut short.
 	deadline := time.Now().Add(80 * time.Minute)
@@ -35,7 +48,7 @@ func TestFleet(t *testing.T) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	f := startFleet(t, ctx)
+	f := startFleet(t, ctx, sh)
 	ctx = f.ctx
 	st := &rollout{}
 	scenarios := []Scenario{
@@ -63,7 +76,7 @@ func TestFleet(t *testing.T) {
 		}
 	}
 	if held == len(scenarios) {
-		f.story(fmt.Sprintf("all expectations held (%d scenarios)", held))
+		f.story(fmt.Sprintf("fleet %s: all expectations held (%d scenarios)", sh.name, held))
 	}
 }
 

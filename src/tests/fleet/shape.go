@@ -8,7 +8,8 @@ import (
 
 // shape is what differs between the stemcell shapes the fleet runs on
 // (src/tests/bosh/stemcell/build.sh); everything else in the test is the
-// same on every shape. CELLGUARD_FLEET_SHAPE picks one; make test runs jammy.
+// same on every shape. CELLGUARD_FLEET_SHAPE picks them (shapesNamed); make
+// test runs defaultShapes.
 type shape struct {
 	name string // build.sh's argument; the stemcell's operating_system is ubuntu-<name>
 	// systemd is the stemcell's systemd; the seed-000 trigger is written for
@@ -34,7 +35,28 @@ var shapes = map[string]shape{
 // under /var/vcap (the agent's) nor /opt, which the agent mounts over.
 const runtimeDir = "/usr/local/garden-runtime"
 
-// shapeNamed is CELLGUARD_FLEET_SHAPE's shape ("" is jammy, make test's).
+// defaultShapes are the shapes TestFleet runs when CELLGUARD_FLEET_SHAPE is
+// unset (make test): jammy, and xenial, the seed's own systemd (issue 21).
+const defaultShapes = "jammy,xenial"
+
+// shapesNamed is CELLGUARD_FLEET_SHAPE's shapes, one after the other: a
+// comma-separated list, "" for defaultShapes.
+func shapesNamed(list string) ([]shape, error) {
+	if list == "" {
+		list = defaultShapes
+	}
+	var out []shape
+	for _, n := range strings.Split(list, ",") {
+		s, err := shapeNamed(strings.TrimSpace(n))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// shapeNamed is one shape by name ("" is jammy).
 func shapeNamed(name string) (shape, error) {
 	if name == "" {
 		name = "jammy"

@@ -25,6 +25,15 @@ func TestShapes(t *testing.T) {
 		!strings.Contains(strings.Join(xenial.vars(), " "), "garden_runtime_dir="+runtimeDir) {
 		t.Errorf("xenial = %+v, %v", xenial, err)
 	}
+	if ss, err := shapesNamed(""); err != nil || len(ss) != 2 || ss[0].name != "jammy" || ss[1].name != "xenial" {
+		t.Errorf("shapesNamed(\"\") = %+v, %v; want jammy then xenial", ss, err)
+	}
+	if ss, err := shapesNamed("noble, xenial"); err != nil || len(ss) != 2 || ss[0].name != "noble" || ss[1].name != "xenial" {
+		t.Errorf("shapesNamed(noble, xenial) = %+v, %v", ss, err)
+	}
+	if _, err := shapesNamed("jammy,focal"); err == nil {
+		t.Errorf("shapesNamed(jammy,focal) took an unknown shape")
+	}
 	if _, err := shapeNamed("focal"); err == nil || !strings.Contains(err.Error(), "jammy, noble, xenial") {
 		t.Errorf("shapeNamed(focal) = %v; want an error naming the shapes", err)
 	}
