@@ -219,8 +219,18 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 		return res, err
 	}
 	s.KillMode = initialKillMode(u, m.unitFileSets(res.Path, "KillMode", unitfile.KillModeProcess))
-	// At most two rounds: KillMode=none, then process if systemd refused none.
-	for range 2 {
+	// systemd before 236 reads Delegate= as a boolean: the v1 list reads back
+	// as Delegate=no there (measured on xenial's 229), and "yes" delegates
+	// every controller. Its version is asked only where that can matter: the
+	// file already says "yes" (an earlier install on such a systemd), or the
+	// list did not take (below); every start on a newer systemd asks nothing.
+	if s.Delegate == unitfile.DelegateV1 && m.unitFileSets(res.Path, "Delegate", unitfile.DelegateV2) {
+		s.Delegate = m.delegateFor(ctx, conn)
+		res.Delegate = s.Delegate
+	}
+	// At most three rounds: the delegation this systemd takes, KillMode=none,
+	// then process if systemd refused none.
+	for range 3 {
 		text, err := unitfile.Render(s)
 		if err != nil {
 			return res, fmt.Errorf("install %s: %w", res.Unit, err)
@@ -229,6 +239,12 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 			return res, err
 		}
 		retry, err := judgeInstalled(u, res.Path, s.KillMode, s.Delegate)
+		if err != nil && s.Delegate == unitfile.DelegateV1 {
+			if d := m.delegateFor(ctx, conn); d != s.Delegate {
+				s.Delegate, res.Delegate = d, d
+				continue
+			}
+		}
 		if err != nil {
 			return res, fmt.Errorf("install %s: %w", res.Unit, err)
 		}

@@ -18,6 +18,8 @@ import (
 type fakeSystemd struct {
 	root         string
 	refuseNone   bool                         // read KillMode=none back as control-group (a systemd without it)
+	version      string                       // Version's answer; "" is bookworm's 252
+	boolDelegate bool                         // read Delegate= as a boolean, as systemd before 236 does
 	active       map[string]string            // unit: ActiveState; missing means inactive
 	procs        map[string][]systemd.Process // unit: processes left in its cgroup
 	loaded       map[string]*systemd.Unit     // what the last Reload read
@@ -34,6 +36,9 @@ func newFakeSystemd(root string) *fakeSystemd {
 
 func (f *fakeSystemd) Version(context.Context) (string, error) {
 	f.versionReads++
+	if f.version != "" {
+		return f.version, nil
+	}
 	return "252.39-1~deb12u2", nil
 }
 
@@ -81,7 +86,9 @@ func (f *fakeSystemd) Reload(context.Context) error {
 			if u.KillMode == unitfile.KillModeNone && f.refuseNone {
 				u.KillMode = "control-group"
 			}
-			if d, ok, _ := unitfile.Setting(b, "Service", "Delegate"); ok {
+			if d, ok, _ := unitfile.Setting(b, "Service", "Delegate"); ok && f.boolDelegate {
+				u.Delegate = d == unitfile.DelegateV2 // a list is no boolean: Delegate=no
+			} else if ok {
 				u.Delegate = true
 				u.DelegateControllers = unitfile.Controllers(d)
 				sort.Strings(u.DelegateControllers)

@@ -294,6 +294,31 @@ func TestInstallReloadsOnlyWhenNeeded(t *testing.T) {
 	}
 }
 
+// On systemd before 236 (xenial's 229) the v1 list reads back as
+// Delegate=no; Install then writes "yes", which delegates every controller
+// there, and later installs keep it without rewriting. On 252 it never asks
+// the version for this.
+func TestInstallOnSystemdBeforeDelegateLists(t *testing.T) {
+	root, d := fakeDaemonRoot(t)
+	sd := newFakeSystemd(root)
+	sd.version, sd.boolDelegate = "229", true
+	for i := range 2 {
+		m := &Manager{Logger: lagertest.NewTestLogger("install"), Root: root, conn: sd}
+		res, err := m.Install(context.Background(), d)
+		if err != nil {
+			t.Fatalf("install %d: %v", i, err)
+		}
+		b, _ := os.ReadFile(filepath.Join(root, PersistentUnitDir, d.UnitName()))
+		v, _, _ := unitfile.Setting(b, "Service", "Delegate")
+		if res.Delegate != unitfile.DelegateV2 || v != unitfile.DelegateV2 || res.Written != (i == 0) {
+			t.Errorf("install %d: %+v, the file says Delegate=%s; want yes, written only by the first", i, res, v)
+		}
+	}
+	if sd.reloads != 2 {
+		t.Errorf("%d reloads; want 2 (the list, then yes), none for the unchanged install", sd.reloads)
+	}
+}
+
 // Prune with systemd's answers faked: the running unit and the running
 // supervisor keep their files, the stopped failed unit goes and is reset,
 // one reload for all; forcing takes the supervisor's drop-in too.

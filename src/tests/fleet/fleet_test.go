@@ -326,7 +326,16 @@ type addon struct {
 	Seed001 bool
 	Protect bool // supervisor.protect: the unit holding monit delegated in place
 	Heal    bool // watch.heal: watch moves escaped processes back
+	// Start names garden in cellguard.daemons, so pre-start installs
+	// cellguard-garden.service for a monit file that calls cellguard start
+	// (start-ops.yml).
+	Start bool
 }
+
+// gardenDaemon is cellguard.daemons' entry for the Garden stand-in, as
+// docs/bosh.md tells job authors to write one.
+const gardenDaemon = `[{name: garden, start: /var/vcap/jobs/garden/bin/garden_ctl start, stop: /var/vcap/jobs/garden/bin/garden_ctl stop,
+  pidfile: /var/vcap/sys/run/garden/garden.pid, type: forking, start_timeout: 60s, stop_timeout: 60s}]`
 
 // runtimeConfig sets the cellguard addon's runtime config; the next deploy
 // rolls it out.
@@ -342,9 +351,13 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	if a.Seed001 {
 		runc, ignore = "/var/vcap/packages/runc-rc93/bin/runc", "[delegation-audit]"
 	}
-	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t-%t-%t-%t.yml", a.Level, a.Fix, a.Seed001, a.Protect, a.Heal))
-	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\n",
-		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal)
+	daemons := "[]"
+	if a.Start {
+		daemons = gardenDaemon
+	}
+	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t-%t-%t-%t-%t.yml", a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, a.Start))
+	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ncellguard_daemons: %s\n",
+		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, daemons)
 	if err := os.WriteFile(vars, []byte(text), 0o600); err != nil {
 		return boshlab.Result{}, err
 	}
@@ -358,11 +371,16 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 // deploy runs bosh deploy of the fleet's manifest, with the shape's ops
 // files and ops (paths relative to the repository).
 func (f *fleet) deploy(ctx context.Context, ops ...string) (boshlab.Result, error) {
+	return f.deployWith(ctx, nil, ops...)
+}
+
+// deployWith is deploy with bosh-cli flags (e.g. --recreate).
+func (f *fleet) deployWith(ctx context.Context, flags []string, ops ...string) (boshlab.Result, error) {
 	args := append([]string{"-d", deployment, "deploy", filepath.Join(f.repo, "src/tests/fleet/manifests/deployment.yml")}, f.vars...)
 	for _, o := range append(f.shape.deployOps(), ops...) {
 		args = append(args, "-o", filepath.Join(f.repo, o))
 	}
-	return f.bosh.Run(ctx, args...)
+	return f.bosh.Run(ctx, append(args, flags...)...)
 }
 
 // deleteLeftoverVMs deletes every VM still in the CPI's state, through the CPI.

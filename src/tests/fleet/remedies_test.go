@@ -237,3 +237,83 @@ func (f *fleet) expectDelegated(ctx context.Context, r *Record) error {
 	r.Expect("supervisor-delegated", delegated == len(order), "the unit holding monit delegated in place (systemctl show: Delegate=yes) on %d of %d cells", delegated, len(order))
 	return nil
 }
+
+// startScenario: Garden's monit file calls `cellguard start|stop garden`
+// (start-ops.yml, cellguard.daemons), deployed with --recreate so every cell
+// is a new VM where the stand-in, and so its containers, start in the
+// delegated cellguard-garden.service; then the seed-000 trigger on one
+// moves nothing (make cell's "start"). Supervisor protection is off here:
+// the delegated unit alone keeps the containers in place.
+func (f *fleet) startScenario(ctx context.Context) Scenario {
+	return Scenario{Name: "Garden in its delegated unit (cellguard start garden)", Steps: []Step{
+		{Name: "bosh deploy --recreate: monit calls cellguard start|stop garden, supervisor protection off",
+			Expects: []string{"start-deploy-completes", "garden-in-delegated-unit"},
+			Do: func(r *Record) error {
+				if _, err := f.runtimeConfig(ctx, addon{Level: "info", Start: true}); err != nil {
+					return err
+				}
+				res, err := f.deployWith(ctx, []string{"--recreate"}, "src/tests/fleet/manifests/start-ops.yml")
+				if err != nil {
+					return err
+				}
+				r.Say("   bosh deploy --recreate -o start-ops.yml exited %d after %s (log %s)", res.ExitCode, res.Took.Round(time.Second), res.Log)
+				r.Expect("start-deploy-completes", res.ExitCode == 0, "bosh deploy --recreate exited %d", res.ExitCode)
+				if res.ExitCode != 0 {
+					return fmt.Errorf("bosh deploy --recreate exited %d", res.ExitCode)
+				}
+				order, err := f.cellOrder(ctx)
+				if err != nil {
+					return err
+				}
+				in := 0
+				for _, c := range order {
+					vm, err := f.vm(c)
+					if err != nil {
+						return err
+					}
+					for i := 0; i < 240; i++ {
+						if _, err := vm.Exec(ctx, "test", "-e", "/var/vcap/sys/run/garden/ready"); err == nil {
+							break
+						}
+						time.Sleep(500 * time.Millisecond)
+					}
+					pid, _ := vm.Exec(ctx, "cat", "/var/vcap/sys/run/garden/garden.pid")
+					cg, _ := vm.Exec(ctx, "cat", "/proc/"+strings.TrimSpace(pid)+"/cgroup")
+					show, _ := vm.Exec(ctx, "systemctl", "show", "-p", "Delegate", "cellguard-garden.service")
+					where := systemdCgroup(cg)
+					r.Say("   %s: the Garden stand-in (pid %s) runs in %s; cellguard-garden.service %s", c, strings.TrimSpace(pid), where, strings.TrimSpace(show))
+					if where == "/system.slice/cellguard-garden.service" && strings.Contains(show, "Delegate=yes") {
+						in++
+					}
+				}
+				r.Expect("garden-in-delegated-unit", in == len(order), "the stand-in in cellguard-garden.service (Delegate=yes) on %d of %d cells", in, len(order))
+				return nil
+			}},
+		{Name: "the seed-000 trigger on a cell whose Garden runs in its delegated unit", Expects: []string{"start-nothing-moved"},
+			Do: func(r *Record) error {
+				order, err := f.cellOrder(ctx)
+				if err != nil {
+					return err
+				}
+				cell := order[0]
+				vm, err := f.vm(cell)
+				if err != nil {
+					return err
+				}
+				if !watchReady(ctx, vm) {
+					return fmt.Errorf("watch on %s never scanned with 0 escapes", cell)
+				}
+				if _, err := f.trigger(ctx, cell); err != nil {
+					return err
+				}
+				// watch scans after every systemd job; give it the trigger's.
+				time.Sleep(3 * time.Second)
+				n, nok := metric(ctx, vm, "cellguard_escaped_processes")
+				out, verr := validateDrain(ctx, vm)
+				r.Say("   %s (%s): the seed-000 trigger started; cellguard validate --phase drain: %s", cell, vm.CID, verdictLine(out))
+				r.Expect("start-nothing-moved", verr == nil && !strings.Contains(out, "BLOCKED") && nok && n == 0,
+					"validate --phase drain: err %v, BLOCKED %t; watch's cellguard_escaped_processes %v (read: %t)", verr, strings.Contains(out, "BLOCKED"), n, nok)
+				return nil
+			}},
+	}}
+}

@@ -60,6 +60,7 @@ func runFleet(t *testing.T, sh shape) {
 		f.leavingScenario(ctx),
 		f.healScenario(ctx),
 		f.protectScenario(ctx),
+		f.startScenario(ctx),
 	}
 	outcomes := make([]Outcome, len(scenarios))
 	for i, s := range scenarios {
