@@ -192,7 +192,7 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 						}
 					}
 				}
-				rows, res, err := f.ssh(ctx, "cell", "ls /var/vcap/jobs | tr '\\n' ' '; cat /var/vcap/packages/guardian/BUILDINFO | head -2 | tr '\\n' ' '; echo; sudo "+gclient("ping"))
+				rows, res, err := f.ssh(ctx, "cell", "ls /var/vcap/jobs | tr '\\n' ' '; sudo head -2 /var/vcap/packages/guardian/BUILDINFO | tr '\\n' ' '; echo; sudo "+gclient("ping"))
 				if err != nil {
 					return err
 				}
