@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -249,6 +250,20 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 				sort.Strings(listed)
 				r.Expect("containers-created", len(results) == 2*len(g.handles)+1 && failed == 0 && strings.Join(listed, " ") == strings.Join(g.handles, " "),
 					"%d Garden calls, %d failed; Garden lists %v", len(results), failed, listed)
+				// gdn setup makes Garden's cgroup below its own in each
+				// hierarchy (below garden.service where systemd realized one
+				// for it, below the root elsewhere), and runc puts each
+				// container there.
+				show, err := g.vm.Exec(ctx, "systemctl", "show", "-p", "MainPID", "garden.service")
+				if err != nil {
+					return err
+				}
+				gdnPID, _ := strconv.Atoi(keyValues(show)["MainPID"])
+				gdnCg, err := procCgroups(ctx, g.vm, []int{gdnPID})
+				if err != nil || len(gdnCg[gdnPID]) == 0 {
+					return fmt.Errorf("gdn's cgroups (garden.service MainPID %d): %v", gdnPID, err)
+				}
+				r.Say("   %s: gdn (garden.service's MainPID %d) is in %s", g.cell, gdnPID, describePaths(gdnCg[gdnPID]))
 				g.before = map[int]map[string]string{}
 				below := 0
 				for _, h := range g.handles {
@@ -265,7 +280,7 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 					for pid, m := range cg {
 						g.before[pid] = m
 						for ctrl, p := range m {
-							if systemdManaged(ctrl) && !strings.HasPrefix(p, "/system.slice/garden.service/garden/") {
+							if ctrl != "unified" && !strings.HasPrefix(p, path.Join(gdnCg[gdnPID][ctrl], "garden")+"/") {
 								ok = false
 							}
 						}
@@ -277,10 +292,10 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 					r.Say("      /proc/%d/cgroup: %s", c.InitPID, describePaths(cg[c.InitPID]))
 				}
 				r.Expect("containers-below-garden-service", below == len(g.handles),
-					"%d of %d containers (init and the process Garden ran) sit below /system.slice/garden.service/garden/ in every controller", below, len(g.handles))
+					"%d of %d containers (init and the process Garden ran) sit below gdn's own cgroup's garden/ in every v1 hierarchy", below, len(g.handles))
 				return nil
 			}},
-		{Name: "the seed-000 trigger, with a control process below the unit that holds monit", Expects: []string{"trigger-active", "control-moved", "garden-containers-measured"},
+		{Name: "the seed-000 trigger on the cell, and on other (no Garden) beside a control process", Expects: []string{"trigger-active", "control-moved-on-other", "garden-containers-measured"},
 			Do: func(r *Record) error {
 				if g.vm.InitPID == "" {
 					return fmt.Errorf("no cell with Garden's containers from the step before")
@@ -291,46 +306,49 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 					g.watchLines, _ = strconv.Atoi(strings.Fields(out)[0])
 				}
 				// The control: a process in a sub-cgroup of the unit that holds
-				// monit, in every hierarchy, as Garden's containers were before
-				// v1.18.0 (and as the stand-in's are): where the trigger moves
-				// it, the trigger works on this VM, so "nothing moved" of
-				// Garden's containers means something.
-				ctl, err := vm.Exec(ctx, "sh", "-ec", controlScript)
+				// monit, in every hierarchy, where Garden's containers were
+				// before v1.18.0 (and the stand-in's are). On other (same
+				// stemcell, no Garden) the trigger must move it, or "nothing
+				// moved" on the cell would mean nothing; on the cell it shows
+				// what was left to realize in system.slice once garden.service
+				// (Delegate=yes) had started.
+				others, err := VMs(f.cpiState)
 				if err != nil {
 					return err
 				}
-				ctlPID, err := strconv.Atoi(strings.TrimSpace(lastLine(ctl)))
+				var other VM
+				for _, v := range others {
+					if v.Job == "other" {
+						other = v
+					}
+				}
+				if other.InitPID == "" {
+					return fmt.Errorf("no VM of the other instance group in the CPI's state")
+				}
+				ctlCell, err := f.startControl(ctx, r, vm, g.cell)
 				if err != nil {
-					return fmt.Errorf("control process: %q", ctl)
+					return err
 				}
-				defer vm.Exec(context.Background(), "sh", "-c", controlCleanup, "sh", strconv.Itoa(ctlPID)) //nolint:errcheck // a cleanup
-				ctlBefore, err := procCgroups(ctx, vm, []int{ctlPID})
+				ctlOther, err := f.startControl(ctx, r, other, other.Name)
 				if err != nil {
 					return err
 				}
-				r.Say("   control pid %d (below the unit that holds monit): %s", ctlPID, describePaths(ctlBefore[ctlPID]))
-				unit, err := garden.TriggerFor(g.systemd)
-				if err != nil {
-					return err
-				}
-				if err := os.WriteFile(filepath.Join("/proc", vm.InitPID, "root/etc/systemd/system/seed000-trigger.service"), []byte(unit), 0o644); err != nil {
-					return fmt.Errorf("install the trigger in %s: %w", g.cell, err)
-				}
-				if _, err := vm.Exec(ctx, "systemctl", "daemon-reload"); err != nil {
-					return err
-				}
-				if _, err := vm.Exec(ctx, "systemctl", "start", "seed000-trigger.service"); err != nil {
-					return err
+				for _, v := range []VM{vm, other} {
+					if err := fireTrigger(ctx, v, g.systemd); err != nil {
+						return err
+					}
 				}
 				active, _ := vm.Exec(ctx, "systemctl", "is-active", "seed000-trigger.service")
-				r.Expect("trigger-active", strings.TrimSpace(active) == "active", "seed000-trigger.service (TriggerFor systemd %d) is %s on %s", g.systemd, strings.TrimSpace(active), g.cell)
+				activeOther, _ := other.Exec(ctx, "systemctl", "is-active", "seed000-trigger.service")
+				r.Expect("trigger-active", strings.TrimSpace(active) == "active" && strings.TrimSpace(activeOther) == "active",
+					"seed000-trigger.service (TriggerFor systemd %d) is %s on %s, %s on %s", g.systemd, strings.TrimSpace(active), g.cell, strings.TrimSpace(activeOther), other.Name)
 				time.Sleep(time.Second) // the migration runs in the start job; let it settle (as FireSeed000Trigger)
-				ctlAfter, err := procCgroups(ctx, vm, []int{ctlPID})
-				if err != nil {
-					return err
-				}
-				ctlMoved := movedBetween(ctlBefore[ctlPID], ctlAfter[ctlPID])
-				r.Expect("control-moved", len(ctlMoved) > 0, "the control process moved in %s", describeMoved(ctlMoved))
+				movedCell := ctlCell.moved(ctx)
+				movedOther := ctlOther.moved(ctx)
+				r.Say("   %s: the control moved in %s", g.cell, describeMoved(movedCell))
+				r.Expect("control-moved-on-other", len(movedOther) > 0, "on %s (no Garden) the control moved in %s", other.Name, describeMoved(movedOther))
+				ctlCell.stop()
+				ctlOther.stop()
 				var pids []int
 				for _, h := range g.handles {
 					pids = append(pids, g.containers[h].PIDs...)
@@ -476,6 +494,65 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 	}}
 }
 
+// control is a process below the unit that holds monit (controlScript).
+type control struct {
+	vm     VM
+	pid    int
+	before map[string]string
+}
+
+// startControl starts the control in vm and tells where it and monit are;
+// stop ends it (and the VM's deletion, should the step stop before).
+func (f *fleet) startControl(ctx context.Context, r *Record, vm VM, name string) (control, error) {
+	out, err := vm.Exec(ctx, "sh", "-ec", controlScript)
+	if err != nil {
+		return control{}, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(lastLine(out)))
+	if err != nil {
+		return control{}, fmt.Errorf("control process in %s: %q", name, out)
+	}
+	cg, err := procCgroups(ctx, vm, []int{pid})
+	if err != nil {
+		return control{}, err
+	}
+	monit, _ := vm.Exec(ctx, "sh", "-c", `m=$(pidof monit-actual || pidof monit); cat /proc/${m%% *}/cgroup`)
+	r.Say("   %s: monit (the unit that holds it) is in %s", name, describePaths(parseProcCgroups("== 1\n" + monit)[1]))
+	r.Say("   %s: control pid %d below it: %s", name, pid, describePaths(cg[pid]))
+	return control{vm: vm, pid: pid, before: cg[pid]}, nil
+}
+
+// moved is where the control moved since it started.
+func (c control) moved(ctx context.Context) map[string][2]string {
+	cg, err := procCgroups(ctx, c.vm, []int{c.pid})
+	if err != nil {
+		return nil
+	}
+	return movedBetween(c.before, cg[c.pid])
+}
+
+// stop ends the control and removes its cgroups.
+func (c control) stop() {
+	c.vm.Exec(context.Background(), "sh", "-c", controlCleanup, "sh", strconv.Itoa(c.pid)) //nolint:errcheck // a cleanup
+}
+
+// fireTrigger installs the seed-000 trigger (TriggerFor the VM's systemd)
+// and starts it.
+func fireTrigger(ctx context.Context, vm VM, version int) error {
+	unit, err := garden.TriggerFor(version)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join("/proc", vm.InitPID, "root/etc/systemd/system/seed000-trigger.service"), []byte(unit), 0o644); err != nil {
+		return fmt.Errorf("install the trigger in %s: %w", vm.Name, err)
+	}
+	if _, err := vm.Exec(ctx, "systemctl", "daemon-reload"); err != nil {
+		return err
+	}
+	_, err = vm.Exec(ctx, "systemctl", "start", "seed000-trigger.service")
+	return err
+}
+
 // storeGardenReleases exports, into the compiled cache, the releases the
 // Garden deployment names that the cache did not have.
 func (f *fleet) storeGardenReleases(ctx context.Context, r *Record) error {
@@ -612,19 +689,6 @@ func movedBetween(before, after map[string]string) map[string][2]string {
 		}
 	}
 	return moved
-}
-
-// systemdManaged is a v1 hierarchy with a controller systemd realizes for
-// units (cpuset, freezer and net_cls it leaves alone: Garden's cgroups sit
-// below gdn setup's own, the root, there).
-func systemdManaged(h string) bool {
-	for _, c := range strings.Split(h, ",") {
-		switch c {
-		case "cpu", "cpuacct", "blkio", "memory", "pids", "devices":
-			return true
-		}
-	}
-	return false
 }
 
 func describePaths(m map[string]string) string {
