@@ -210,6 +210,14 @@ start() {
   local name=$1
   shift
   if alive "${name}"; then return 0; fi
+  # Once, in a clean-clone CI run beside another engineer's director, the
+  # lab's nsfs mount was gone 3 s after up made it (nsenter: "reassociate to
+  # namespace 'ns/net' failed: Invalid argument", seen only in NAME's log):
+  # say so here, where it is found, instead of as a daemon that died.
+  local ino
+  ino=$(stat -L -c %i "${NETNS}" 2>/dev/null || true)
+  [ -n "${ino}" ] && [ "${ino}" = "$(lab_ino)" ] ||
+    die "the lab's network namespace ${NETNS} is no longer mounted (inode '${ino}', up recorded '$(lab_ino)'): something unmounted it; run down, then up"
   setsid nsenter --net="${NETNS}" -- "$@" </dev/null >>"${STATE}/log/${name}.log" 2>&1 &
   echo $! >"$(pidfile "${name}")"
   log "started ${name} (pid $!)"

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/testkit"
-
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 )
 
 const deployment = "fleet"
@@ -32,7 +32,7 @@ type fleet struct {
 	env      boshlab.Env
 	bosh     *boshlab.Bosh
 	vars     []string // bosh-cli -v/-l for the manifests
-	shape    string
+	shape    shape
 	story    func(string)
 
 	// summary is this work tree's cellguard, built for the host: its
@@ -124,19 +124,20 @@ func startFleet(t *testing.T, parent context.Context) *fleet {
 			testkit.Unavailable(t, c+" is missing (make deps installs it)")
 		}
 	}
+	sh0, err := shapeNamed(os.Getenv("CELLGUARD_FLEET_SHAPE"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	sel, err := parseSelection(os.Getenv("CELLGUARD_FLEET_SCENARIOS"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{t: t, repo: repoRoot(), shape: "jammy", selected: sel, gardenJob: testReleaseName}
+	f := &fleet{t: t, repo: repoRoot(), shape: sh0, selected: sel, gardenJob: testReleaseName}
 	if !sel.Default {
 		f.gardenJob = gardenReleaseName
 	}
 	f.ctx, f.cancel = context.WithCancel(parent)
 	ctx := f.ctx
-	if s := os.Getenv("CELLGUARD_FLEET_SHAPE"); s != "" {
-		f.shape = s
-	}
 	f.story = func(s string) { t.Log(s) }
 	director := filepath.Join(f.repo, "src/tests/director/director.sh")
 	if _, err := os.Stat(director); err != nil {
@@ -213,15 +214,15 @@ func startFleet(t *testing.T, parent context.Context) *fleet {
 	// operating_system must be ubuntu-SHAPE) instead of build.sh's.
 	stemcell, err := os.Getenv("CELLGUARD_FLEET_STEMCELL"), error(nil)
 	if stemcell == "" {
-		stemcell, err = sh(ctx, f.repo, nil, "bash", "src/tests/bosh/stemcell/build.sh", f.shape)
+		stemcell, err = sh(ctx, f.repo, nil, "bash", "src/tests/bosh/stemcell/build.sh", f.shape.name)
 	}
 	if err != nil {
 		// build.sh exits 3 when the shape's archive cannot be reached.
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 3 {
-			testkit.Unavailable(t, "stemcell shape "+f.shape+" skipped: "+err.Error())
+			testkit.Unavailable(t, "stemcell shape "+f.shape.name+" skipped: "+err.Error())
 		}
-		t.Fatalf("stemcell %s: %v", f.shape, err)
+		t.Fatalf("stemcell %s: %v", f.shape.name, err)
 	}
 	// A link in the work directory: the shared cache may replace a shape's
 	// stemcell (another build.sh's key) before upload-stemcell reads it.
@@ -292,7 +293,17 @@ func startFleet(t *testing.T, parent context.Context) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := cpiConfigFor(f.env, sdboxCopy, f.cpiState, "fleet")
+	nspawnArgs := ""
+	if f.shape.hostRuntime {
+		// The host's runtime, laid out for the VMs, which bind it in.
+		stage := filepath.Join(work, "garden-runtime")
+		if err := garden.StageHostRuntime(stage, runtimeDir); err != nil {
+			t.Fatalf("the host's runtime for %s's VMs: %v", f.shape.name, err)
+		}
+		nspawnArgs = f.shape.nspawnArgs(stage)
+		f.story(fmt.Sprintf("   the host's runc and containerd for the stand-in, bound into every VM at %s", runtimeDir))
+	}
+	cfg, err := cpiConfigFor(f.env, sdboxCopy, f.cpiState, "fleet", nspawnArgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,9 +316,9 @@ func startFleet(t *testing.T, parent context.Context) *fleet {
 		t.Fatal(err)
 	}
 	m := filepath.Join(f.repo, "src/tests/fleet/manifests")
-	f.vars = []string{"-v", "deployment=" + deployment, "-v", "stemcell_os=ubuntu-" + f.shape,
+	f.vars = append([]string{"-v", "deployment=" + deployment,
 		"-v", "cellguard_version=" + cgVersion, "-v", "cidr=" + f.env.CIDR, "-v", "gateway=" + f.env.Gateway,
-		"-v", "reserved=" + reservedIPs, "-l", filepath.Join(f.repo, "src/tests/bosh/scenarios/defaults.yml")}
+		"-v", "reserved=" + reservedIPs, "-l", filepath.Join(f.repo, "src/tests/bosh/scenarios/defaults.yml")}, f.shape.vars()...)
 	f.onCleanup(func() {
 		// delete-deployment drains with job_shutdown, which cellguard lets go.
 		if f.bosh != nil {
@@ -359,6 +370,8 @@ type addon struct {
 	// Seed001 points validator.runtime_binaries.runc at the rc93 stand-in
 	// (test-release's old-runc job) and blocks on runtime-versions.
 	Seed001 bool
+	Protect bool // supervisor.protect: the unit holding monit delegated in place
+	Heal    bool // watch.heal: watch moves escaped processes back
 }
 
 // runtimeConfig sets the cellguard addon's runtime config; the next deploy
@@ -371,25 +384,28 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	// before an unsafe one could update. runtime-versions: the stemcells'
 	// Ubuntu runc and containerd have unfixed CVEs (defaults.yml); seed 001
 	// blocks on it.
-	runc, ignore := "/usr/sbin/runc", "[runtime-versions, delegation-audit]"
+	runc, ignore := f.shape.runc(), "[runtime-versions, delegation-audit]"
 	if a.Seed001 {
 		runc, ignore = "/var/vcap/packages/runc-rc93/bin/runc", "[delegation-audit]"
 	}
-	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t-%t-%s.yml", a.Level, a.Fix, a.Seed001, f.gardenJob))
-	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\ngarden_release: %s\n",
-		a.Level, a.Fix, runc, ignore, f.gardenJob)
+	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t-%t-%t-%t-%s.yml", a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, f.gardenJob))
+	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ngarden_release: %s\n",
+		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, f.gardenJob)
 	if err := os.WriteFile(vars, []byte(text), 0o600); err != nil {
 		return boshlab.Result{}, err
 	}
 	args := append([]string{"update-runtime-config", filepath.Join(f.repo, "src/tests/fleet/manifests/runtime-config.yml")}, f.vars...)
+	for _, o := range f.shape.runtimeConfigOps() {
+		args = append(args, "-o", filepath.Join(f.repo, o))
+	}
 	return f.bosh.MustRun(ctx, append(args, "-l", vars)...)
 }
 
-// deploy runs bosh deploy of the fleet's manifest, with ops files (paths
-// relative to the repository).
+// deploy runs bosh deploy of the fleet's manifest, with the shape's ops
+// files and ops (paths relative to the repository).
 func (f *fleet) deploy(ctx context.Context, ops ...string) (boshlab.Result, error) {
 	args := append([]string{"-d", deployment, "deploy", filepath.Join(f.repo, "src/tests/fleet/manifests/deployment.yml")}, f.vars...)
-	for _, o := range ops {
+	for _, o := range append(f.shape.deployOps(), ops...) {
 		args = append(args, "-o", filepath.Join(f.repo, o))
 	}
 	return f.bosh.Run(ctx, args...)

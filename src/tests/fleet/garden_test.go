@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -31,11 +30,9 @@ const (
 	gardenSocket   = "/var/vcap/data/garden/garden.sock"
 	gardenLogDir   = "/var/vcap/sys/log/garden"
 	gardenShimRoot = "/run/containerd/runc/garden" // containerd's runc shim, namespace garden
-	watchListen    = "127.0.0.1:14875"             // cellguard.watch.listen's default
-	watchLog       = "/var/vcap/sys/log/cellguard/watch.log"
 )
 
-// selection is what CELLGUARD_FLEET_SCENARIOS asks for: Default, the six
+// selection is what CELLGUARD_FLEET_SCENARIOS asks for: Default, the eight
 // scenarios make test runs, and Garden, real Garden on the cells.
 type selection struct {
 	Default, Garden bool
@@ -301,7 +298,7 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 					return fmt.Errorf("no cell with Garden's containers from the step before")
 				}
 				vm := g.vm
-				g.scans0, _ = f.watchMetric(ctx, vm, "cellguard_scans_total")
+				g.scans0, _ = metric(ctx, vm, "cellguard_scans_total")
 				if out, err := vm.Exec(ctx, "wc", "-l", watchLog); err == nil {
 					g.watchLines, _ = strconv.Atoi(strings.Fields(out)[0])
 				}
@@ -334,7 +331,7 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 					return err
 				}
 				for _, v := range []VM{vm, other} {
-					if err := fireTrigger(ctx, v, g.systemd); err != nil {
+					if err := f.fireTrigger(ctx, v, g.systemd); err != nil {
 						return err
 					}
 				}
@@ -386,7 +383,7 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 				for _, m := range g.moved {
 					anyMoved = anyMoved || len(m) > 0
 				}
-				out, verr := f.validateDrain(ctx, vm)
+				out, verr := validateDrain(ctx, vm)
 				blocked := verr != nil && blockedByIntegrity.MatchString(out)
 				named := false
 				for _, h := range g.handles {
@@ -408,10 +405,10 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 				scans := g.scans0
 				for i := 0; i < 180 && scans <= g.scans0; i++ {
 					time.Sleep(time.Second)
-					scans, _ = f.watchMetric(ctx, vm, "cellguard_scans_total")
+					scans, _ = metric(ctx, vm, "cellguard_scans_total")
 				}
 				time.Sleep(time.Second) // a scan's confirmation rounds
-				escaped, eerr := f.watchMetric(ctx, vm, "cellguard_escaped_processes")
+				escaped, eok := metric(ctx, vm, "cellguard_escaped_processes")
 				logText, _ := vm.Exec(ctx, "tail", "-n", "+"+strconv.Itoa(g.watchLines+1), watchLog)
 				var findings []string
 				for _, l := range strings.Split(logText, "\n") {
@@ -419,16 +416,16 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 						findings = append(findings, l)
 					}
 				}
-				r.Say("   cellguard watch: scans %v -> %v over the trigger, cellguard_escaped_processes %v (%v), %d findings naming Garden's containers", g.scans0, scans, escaped, eerr, len(findings))
+				r.Say("   cellguard watch: scans %v -> %v over the trigger, cellguard_escaped_processes %v (read: %t), %d findings naming Garden's containers", g.scans0, scans, escaped, eok, len(findings))
 				for i, l := range findings {
 					if i < 4 {
 						r.Say("      %s", l)
 					}
 				}
 				if anyMoved {
-					r.Expect("watch-agrees", scans > g.scans0 && eerr == nil && escaped > 0 && len(findings) > 0, "something moved; watch scanned (%t) and counts %v escaped, %d findings", scans > g.scans0, escaped, len(findings))
+					r.Expect("watch-agrees", scans > g.scans0 && eok && escaped > 0 && len(findings) > 0, "something moved; watch scanned (%t) and counts %v escaped, %d findings", scans > g.scans0, escaped, len(findings))
 				} else {
-					r.Expect("watch-agrees", scans > g.scans0 && eerr == nil && escaped == 0 && len(findings) == 0, "nothing moved; watch scanned (%t) and counts %v escaped, %d findings", scans > g.scans0, escaped, len(findings))
+					r.Expect("watch-agrees", scans > g.scans0 && eok && escaped == 0 && len(findings) == 0, "nothing moved; watch scanned (%t) and counts %v escaped, %d findings", scans > g.scans0, escaped, len(findings))
 				}
 				return nil
 			}},
@@ -538,11 +535,12 @@ func (c control) stop() {
 
 // fireTrigger installs the seed-000 trigger (TriggerFor the VM's systemd)
 // and starts it.
-func fireTrigger(ctx context.Context, vm VM, version int) error {
-	unit, err := garden.TriggerFor(version)
+func (f *fleet) fireTrigger(ctx context.Context, vm VM, version int) error {
+	b, err := os.ReadFile(filepath.Join(f.repo, "src/tests/bosh/seed000-trigger.service"))
 	if err != nil {
 		return err
 	}
+	unit := garden.TriggerFor(string(b), version)
 	if err := os.WriteFile(filepath.Join("/proc", vm.InitPID, "root/etc/systemd/system/seed000-trigger.service"), []byte(unit), 0o644); err != nil {
 		return fmt.Errorf("install the trigger in %s: %w", vm.Name, err)
 	}
@@ -749,37 +747,6 @@ func alivePIDs(ctx context.Context, vm VM, pids []int) []int {
 	return alive
 }
 
-// watchMetric sums a family of cellguard watch's /metrics in the VM (its
-// default listen address, read from the host in the VM's network namespace,
-// as make cell reads it).
-func (f *fleet) watchMetric(ctx context.Context, vm VM, name string) (float64, error) {
-	out, err := exec.CommandContext(ctx, "nsenter", "-t", vm.InitPID, "-n", "curl", "-sf", "--max-time", "5", "http://"+watchListen+"/metrics").Output()
-	if err != nil {
-		return 0, fmt.Errorf("watch's /metrics in %s: %w", vm.CID, err)
-	}
-	return metricSum(string(out), name)
-}
-
-// metricSum sums the samples of family name in Prometheus text.
-func metricSum(text, name string) (float64, error) {
-	sum, found := 0.0, false
-	for _, l := range strings.Split(text, "\n") {
-		fs := strings.Fields(l)
-		if len(fs) < 2 || strings.HasPrefix(l, "#") || (fs[0] != name && !strings.HasPrefix(fs[0], name+"{")) {
-			continue
-		}
-		v, err := strconv.ParseFloat(fs[len(fs)-1], 64)
-		if err != nil {
-			return 0, fmt.Errorf("metric %s: %q: %w", name, l, err)
-		}
-		sum, found = sum+v, true
-	}
-	if !found {
-		return 0, fmt.Errorf("no metric %s", name)
-	}
-	return sum, nil
-}
-
 // keyValues reads systemctl show's KEY=VALUE lines.
 func keyValues(s string) map[string]string {
 	m := map[string]string{}
@@ -815,10 +782,3 @@ echo "$pid"
 
 // controlCleanup ends the control process and removes its cgroups.
 const controlCleanup = `kill -KILL "$1" 2>/dev/null; sleep 0.5; find /sys/fs/cgroup -mindepth 1 -type d -name fleet-control -exec rmdir {} + 2>/dev/null; true`
-
-// validateDrain runs cellguard validate --phase drain in the VM from the
-// agent's net_cls cgroup (escape says why) and returns its report.
-func (f *fleet) validateDrain(ctx context.Context, vm VM) (string, error) {
-	return vm.Exec(ctx, "sh", "-c", `echo $$ >/sys/fs/cgroup/net_cls/nats-api-access/cgroup.procs && exec "$@"`, "sh",
-		cellguardBin, "validate", "--phase", "drain", "--config", cellguardConfig, "--log-file", "/dev/null")
-}

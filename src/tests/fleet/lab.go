@@ -9,10 +9,11 @@ import (
 )
 
 // cpiConfigFor is the nspawn CPI's config behind this director: VMs on the
-// lab's bridge, the director's NATS as mbus, its local blobstore bound in.
-func cpiConfigFor(e boshlab.Env, sdbox, state, boxPrefix string) ([]byte, error) {
+// lab's bridge, the director's NATS as mbus, its local blobstore bound in,
+// and the shape's nspawnArgs.
+func cpiConfigFor(e boshlab.Env, sdbox, state, boxPrefix, nspawnArgs string) ([]byte, error) {
 	return json.MarshalIndent(map[string]any{
-		"sdbox": sdbox, "state_dir": state, "box_prefix": boxPrefix, "nspawn_args": "",
+		"sdbox": sdbox, "state_dir": state, "box_prefix": boxPrefix, "nspawn_args": nspawnArgs,
 		"network":        map[string]any{"netns": e.Netns, "bridge": e.Bridge},
 		"blobstore_bind": true,
 		"agent": map[string]any{

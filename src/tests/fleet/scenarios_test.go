@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 )
 
 const (
@@ -45,6 +47,8 @@ func TestFleet(t *testing.T) {
 			f.wayOutScenario(ctx, st),
 			f.seed001Scenario(ctx, st),
 			f.leavingScenario(ctx),
+			f.healScenario(ctx),
+			f.protectScenario(ctx),
 		)
 	}
 	if f.selected.Garden {
@@ -448,12 +452,13 @@ func firstLine(s string) string {
 	return l
 }
 
-// escape makes seed-000 escapes on a cell: the trigger unit starts in its
-// VM, and cellguard's drain-phase validation there says BLOCKED.
-func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
+// trigger starts the seed-000 trigger unit in a cell's VM, once the Garden
+// stand-in has made its containers. Only the first realization on a VM moves
+// anything: a restart on a cell triggered before realizes nothing anew.
+func (f *fleet) trigger(ctx context.Context, name string) (VM, error) {
 	vm, err := f.vm(name)
 	if err != nil {
-		return err
+		return vm, err
 	}
 	for i := 0; i < 240; i++ {
 		if _, err := vm.Exec(ctx, "test", "-e", "/var/vcap/sys/run/garden/ready"); err == nil {
@@ -463,24 +468,45 @@ func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
 	}
 	unit, err := os.ReadFile(filepath.Join(f.repo, "src/tests/bosh/seed000-trigger.service"))
 	if err != nil {
-		return err
+		return vm, err
 	}
-	if err := os.WriteFile(filepath.Join("/proc", vm.InitPID, "root/etc/systemd/system/seed000-trigger.service"), unit, 0o644); err != nil {
-		return fmt.Errorf("install the trigger in %s: %w", name, err)
+	// The trigger as this VM's systemd reads it (the old directive names
+	// before 232: xenial), which must be the shape's.
+	out, err := vm.Exec(ctx, "systemctl", "--version")
+	if err != nil {
+		return vm, err
+	}
+	version, err := systemd.ParseVersion(out)
+	if err != nil {
+		return vm, err
+	}
+	if version != f.shape.systemd {
+		return vm, fmt.Errorf("%s runs systemd %d; the %s shape has %d", name, version, f.shape.name, f.shape.systemd)
+	}
+	text := garden.TriggerFor(string(unit), version)
+	if err := os.WriteFile(filepath.Join("/proc", vm.InitPID, "root/etc/systemd/system/seed000-trigger.service"), []byte(text), 0o644); err != nil {
+		return vm, fmt.Errorf("install the trigger in %s: %w", name, err)
 	}
 	if _, err := vm.Exec(ctx, "systemctl", "daemon-reload"); err != nil {
+		return vm, err
+	}
+	_, err = vm.Exec(ctx, "systemctl", "restart", "seed000-trigger.service")
+	return vm, err
+}
+
+// escape makes seed-000 escapes on a cell: the trigger unit starts in its
+// VM, and cellguard's drain-phase validation there says BLOCKED.
+func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
+	vm, err := f.trigger(ctx, name)
+	if err != nil {
 		return err
 	}
-	if _, err := vm.Exec(ctx, "systemctl", "restart", "seed000-trigger.service"); err != nil {
-		return err
+	// Where the stand-in runs: the unit that holds monit.
+	if pid, err := vm.Exec(ctx, "cat", "/var/vcap/sys/run/garden/garden.pid"); err == nil {
+		cg, _ := vm.Exec(ctx, "cat", "/proc/"+strings.TrimSpace(pid)+"/cgroup")
+		r.Say("   %s: the Garden stand-in (pid %s) runs in %s (the %s shape's supervisor: %s)", name, strings.TrimSpace(pid), systemdCgroup(cg), f.shape.name, f.shape.supervisor)
 	}
-	// validate runs in the agent's net_cls cgroup (nats-api-access): its
-	// leaked-netns scan duplicates every socket with pidfd_getfd, and the
-	// kernel re-tags a received socket with the receiver's classid, so run
-	// from outside it would cut the agent's NATS socket off by the agent's
-	// own firewall (fleet.to-lead.md; netns's owner has it). The test's hand
-	// must not be what breaks the agent.
-	out, verr := f.validateDrain(ctx, vm)
+	out, verr := validateDrain(ctx, vm)
 	blocked := verr != nil && strings.Contains(out, "BLOCKED") && strings.Contains(out, "cgroup-integrity")
 	r.Say("   %s (%s, %s): the seed-000 trigger started; cellguard validate --phase drain there:", name, vm.CID, vm.IP)
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -490,6 +516,18 @@ func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
 	}
 	r.Expect(id, blocked, "validate --phase drain on %s blocked by cgroup-integrity: %t", name, blocked)
 	return nil
+}
+
+// validateDrain runs cellguard validate --phase drain in the VM, as the
+// test's hand. It runs in the agent's net_cls cgroup (nats-api-access): its
+// leaked-netns scan duplicates every socket with pidfd_getfd, and the
+// kernel re-tags a received socket with the receiver's classid, so run
+// from outside it would cut the agent's NATS socket off by the agent's
+// own firewall (fleet.to-lead.md; netns's owner has it). The test's hand
+// must not be what breaks the agent.
+func validateDrain(ctx context.Context, vm VM) (string, error) {
+	return vm.Exec(ctx, "sh", "-c", `echo $$ >/sys/fs/cgroup/net_cls/nats-api-access/cgroup.procs && exec "$@"`, "sh",
+		cellguardBin, "validate", "--phase", "drain", "--config", cellguardConfig, "--log-file", "/dev/null")
 }
 
 // blockedScenario: escapes on the cell at position pos of the update order,
@@ -677,7 +715,7 @@ func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 				untouched := true
 				for _, c := range order[1:] {
 					r.Say("   %s: rc93 runc present %t, the addon checks runc at %s", c, hasRC93(c), runcOf(c))
-					untouched = untouched && !hasRC93(c) && runcOf(c) == "/usr/sbin/runc"
+					untouched = untouched && !hasRC93(c) && runcOf(c) == f.shape.runc()
 				}
 				r.Expect("others-untouched", untouched && hasRC93(canary) && runcOf(canary) == rc93,
 					"the canary has the rc93 runc (%t) and an addon that checks it (%s); the other cells %v neither: %t", hasRC93(canary), runcOf(canary), order[1:], untouched)
@@ -793,6 +831,17 @@ func (f *fleet) leavingScenario(ctx context.Context) Scenario {
 				return nil
 			}},
 	}}
+}
+
+// systemdCgroup is the name=systemd line's path of a /proc/<pid>/cgroup
+// (the unit a process is in), or "?".
+func systemdCgroup(procCgroup string) string {
+	for _, l := range strings.Split(procCgroup, "\n") {
+		if parts := strings.SplitN(l, ":", 3); len(parts) == 3 && parts[1] == "name=systemd" {
+			return parts[2]
+		}
+	}
+	return "?"
 }
 
 func indexOf(s []string, v string) int {

@@ -255,10 +255,14 @@ exec `+strings.Join(server, " ")+` >>`+LogDir+`/garden.stdout.log 2>>`+LogDir+`/
 	write("/etc/systemd/system/"+g.Shape.Unit, "[Service]\nExecStart="+JobDir+"/bin/garden_start\n"+g.Shape.Service, 0o644)
 }
 
-// hostLibs are the host libraries the runtime's binaries load: glibc, and
-// libseccomp (runc), libxtables, libmnl and libnftnl (iptables).
-var hostLibs = []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libseccomp.so.2",
-	"/lib/x86_64-linux-gnu/libxtables.so.12", "/lib/x86_64-linux-gnu/libmnl.so.0", "/lib/x86_64-linux-gnu/libnftnl.so.11"}
+// runtimeLibs are the host libraries runc and containerd load: the loader,
+// glibc and libseccomp (runc).
+var runtimeLibs = []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libseccomp.so.2"}
+
+// hostLibs are the host libraries the runtime's binaries load: runtimeLibs,
+// and libxtables, libmnl and libnftnl (iptables).
+var hostLibs = append(append([]string{}, runtimeLibs...),
+	"/lib/x86_64-linux-gnu/libxtables.so.12", "/lib/x86_64-linux-gnu/libmnl.so.0", "/lib/x86_64-linux-gnu/libnftnl.so.11")
 
 // xtablesDir is where Debian's iptables keeps its extensions.
 const xtablesDir = "/usr/lib/x86_64-linux-gnu/xtables"
@@ -304,13 +308,8 @@ func InstallHostRuntime(t testing.TB, box *sdbox.Box, dir string) {
 			t.Fatal(err)
 		}
 		dst := filepath.Join(tmp, b)
-		if err := os.WriteFile(dst, data, 0o755); err != nil {
+		if err := patchedCopy(patchelf, data, dst, dir); err != nil {
 			t.Fatal(err)
-		}
-		// DT_RPATH, not RUNPATH: it also serves the libraries iptables'
-		// extensions need when they are dlopen'ed
-		if out, err := exec.Command(patchelf, "--set-interpreter", dir+"/lib/ld-linux-x86-64.so.2", "--force-rpath", "--set-rpath", dir+"/lib", dst).CombinedOutput(); err != nil {
-			t.Fatalf("patchelf %s: %v\n%s", b, err, out)
 		}
 		if err := box.CopyIn(dst, dir+"/bin/"+b, 0o755); err != nil {
 			t.Fatal(err)
@@ -324,6 +323,69 @@ func InstallHostRuntime(t testing.TB, box *sdbox.Box, dir string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// patchedCopy writes a host binary's data to dst, patched to load its
+// loader and libraries from dir/lib (where they are at run time).
+func patchedCopy(patchelf string, data []byte, dst, dir string) error {
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		return err
+	}
+	// DT_RPATH, not RUNPATH: it also serves the libraries iptables'
+	// extensions need when they are dlopen'ed
+	if out, err := exec.Command(patchelf, "--set-interpreter", dir+"/lib/ld-linux-x86-64.so.2", "--force-rpath", "--set-rpath", dir+"/lib", dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("patchelf %s: %w\n%s", filepath.Base(dst), err, out)
+	}
+	return nil
+}
+
+// stagedRuntime are the host's binaries StageHostRuntime lays out: what runc
+// and containerd mode need (containerd, the runc v2 shim, ctr, runc).
+var stagedRuntime = []string{"runc", "containerd", "containerd-shim-runc-v2", "ctr"}
+
+// StageHostRuntime lays the host's runc, containerd, its runc v2 shim and
+// ctr out on the host in stage (bin/, and lib/ with the host's loader, glibc
+// and libseccomp), patched to load them from dir: for a machine that sees
+// stage at dir (a VM with it bind-mounted), whose own runtime is too old or
+// missing (xenial). An error names what is missing on the host; nothing is
+// written outside stage.
+func StageHostRuntime(stage, dir string) error {
+	patchelf, err := exec.LookPath("patchelf")
+	if err != nil {
+		return fmt.Errorf("patchelf not installed on the host (ci/scripts/install-deps.sh): %w", err)
+	}
+	for _, d := range []string{"bin", "lib"} {
+		if err := os.MkdirAll(filepath.Join(stage, d), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, l := range runtimeLibs {
+		real, err := filepath.EvalSymlinks(l)
+		if err != nil {
+			return fmt.Errorf("host library %s (ci/scripts/install-deps.sh: containerd, runc): %w", l, err)
+		}
+		data, err := os.ReadFile(real)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(stage, "lib", filepath.Base(l)), data, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, b := range stagedRuntime {
+		src, err := exec.LookPath(b)
+		if err != nil {
+			return fmt.Errorf("%s not installed on the host (ci/scripts/install-deps.sh: containerd, runc): %w", b, err)
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := patchedCopy(patchelf, data, filepath.Join(stage, "bin", b), dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Result is what gclient prints for one operation.

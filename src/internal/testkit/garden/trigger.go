@@ -22,36 +22,22 @@ func SystemdVersion(t testing.TB, box *sdbox.Box) int {
 	return v
 }
 
-// TriggerFor is src/tests/bosh/seed000-trigger.service (a brand-new unit in
-// system.slice with CPU, IO, memory, tasks and device settings) as systemd
-// of the given version knows its settings: before 232 they go by the older
-// names (CPUWeight came in 232, MemoryMax in 231, IOWeight in 230; systemd
-// NEWS). The fleet installs it in a BOSH VM, FireSeed000Trigger in a box.
-func TriggerFor(version int) (string, error) {
-	root, err := sdbox.ModuleRoot()
-	if err != nil {
-		return "", err
-	}
-	b, err := os.ReadFile(filepath.Join(root, "src/tests/bosh/seed000-trigger.service"))
-	if err != nil {
-		return "", err
-	}
-	unit := string(b)
-	if version < 232 {
-		unit = strings.NewReplacer("CPUWeight=50", "CPUShares=512", "IOAccounting=yes", "BlockIOAccounting=yes",
-			"IOWeight=50", "BlockIOWeight=500", "MemoryMax=", "MemoryLimit=").Replace(unit)
-	}
-	return unit, nil
-}
-
-// FireSeed000Trigger starts the seed-000 trigger (TriggerFor the box's
-// systemd) and returns when it is active.
+// FireSeed000Trigger starts src/tests/bosh/seed000-trigger.service (a
+// brand-new unit in system.slice with CPU, IO, memory, tasks and device
+// settings) and returns when it is active. Before systemd 232 its settings
+// go by the names that systemd knows (CPUWeight came in 232, MemoryMax in
+// 231, IOWeight in 230; systemd NEWS).
 func FireSeed000Trigger(t testing.TB, box *sdbox.Box) {
 	t.Helper()
-	unit, err := TriggerFor(SystemdVersion(t, box))
+	root, err := sdbox.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, err := os.ReadFile(filepath.Join(root, "src/tests/bosh/seed000-trigger.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := TriggerFor(string(b), SystemdVersion(t, box))
 	if err := box.WriteFile("/etc/systemd/system/seed000-trigger.service", []byte(unit), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +47,21 @@ func FireSeed000Trigger(t testing.TB, box *sdbox.Box) {
 		t.Fatalf("the trigger is %s", s)
 	}
 	time.Sleep(time.Second) // the migration runs in the start job; let it settle
+}
+
+// TriggerFor is the trigger unit's text (src/tests/bosh/seed000-trigger.service)
+// for a systemd of the given version: before 232 its settings go by the
+// names that systemd knows (CPUWeight came in 232, MemoryMax in 231,
+// IOWeight in 230) and, before 240, Type=exec is Type=simple (systemd NEWS).
+func TriggerFor(unit string, systemd int) string {
+	if systemd < 232 {
+		unit = strings.NewReplacer("CPUWeight=50", "CPUShares=512", "IOAccounting=yes", "BlockIOAccounting=yes",
+			"IOWeight=50", "BlockIOWeight=500", "MemoryMax=", "MemoryLimit=").Replace(unit)
+	}
+	if systemd < 240 {
+		unit = strings.ReplaceAll(unit, "Type=exec", "Type=simple")
+	}
+	return unit
 }
 
 // Moved returns, for each controller runc recorded for c, where c's

@@ -1,0 +1,102 @@
+package fleet
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// shape is what differs between the stemcell shapes the fleet runs on
+// (src/tests/bosh/stemcell/build.sh); everything else in the test is the
+// same on every shape. CELLGUARD_FLEET_SHAPE picks one; make test runs jammy.
+type shape struct {
+	name string // build.sh's argument; the stemcell's operating_system is ubuntu-<name>
+	// systemd is the stemcell's systemd; the seed-000 trigger is written for
+	// it (garden.TriggerFor: before 232 the old directive names), and the
+	// VM's own `systemctl --version` must say the same.
+	systemd int
+	// supervisor is the unit that holds monit, so Garden and its containers
+	// too: the cgroup seed 000 moves them into.
+	supervisor string
+	// hostRuntime: the Garden stand-in runs the host's runc and containerd
+	// (garden.StageHostRuntime), bound into every VM read-only at runtimeDir,
+	// instead of the stemcell's: xenial's release pocket has no containerd.
+	hostRuntime bool
+}
+
+var shapes = map[string]shape{
+	"xenial": {name: "xenial", systemd: 229, supervisor: "runit.service", hostRuntime: true},
+	"jammy":  {name: "jammy", systemd: 249, supervisor: "runit.service"},
+	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service"},
+}
+
+// runtimeDir is where a hostRuntime shape's VMs see the host's runtime: not
+// under /var/vcap (the agent's) nor /opt, which the agent mounts over.
+const runtimeDir = "/usr/local/garden-runtime"
+
+// shapeNamed is CELLGUARD_FLEET_SHAPE's shape ("" is jammy, make test's).
+func shapeNamed(name string) (shape, error) {
+	if name == "" {
+		name = "jammy"
+	}
+	s, ok := shapes[name]
+	if !ok {
+		var known []string
+		for n := range shapes {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		return shape{}, fmt.Errorf("CELLGUARD_FLEET_SHAPE=%s: no such shape (%s)", name, strings.Join(known, ", "))
+	}
+	return s, nil
+}
+
+// runc and containerd are the binaries the stand-in runs, which the addon's
+// validator.runtime_binaries name.
+func (s shape) runc() string {
+	if s.hostRuntime {
+		return runtimeDir + "/bin/runc"
+	}
+	return "/usr/sbin/runc"
+}
+
+func (s shape) containerd() string {
+	if s.hostRuntime {
+		return runtimeDir + "/bin/containerd"
+	}
+	return "/usr/bin/containerd"
+}
+
+// nspawnArgs are the CPI's extra systemd-nspawn arguments for every VM:
+// the staged runtime (stage on the host) bound in read-only.
+func (s shape) nspawnArgs(stage string) string {
+	if s.hostRuntime {
+		return "--bind-ro=" + stage + ":" + runtimeDir
+	}
+	return ""
+}
+
+// vars are the shape's bosh-cli variables for the manifests; deployOps and
+// runtimeConfigOps its ops files (relative to the repository) for the
+// deployment's manifest and the addon's runtime config.
+func (s shape) vars() []string {
+	v := []string{"-v", "stemcell_os=ubuntu-" + s.name}
+	if s.hostRuntime {
+		v = append(v, "-v", "garden_runtime_dir="+runtimeDir)
+	}
+	return v
+}
+
+func (s shape) deployOps() []string {
+	if s.hostRuntime {
+		return []string{"src/tests/fleet/manifests/host-runtime-ops.yml"}
+	}
+	return nil
+}
+
+func (s shape) runtimeConfigOps() []string {
+	if s.hostRuntime {
+		return []string{"src/tests/fleet/manifests/host-runtime-addon-ops.yml"}
+	}
+	return nil
+}
