@@ -10,4 +10,8 @@
 // fails; it never counts as ok. TestFleet is part of make test: it needs
 // root, the director's dependencies (make deps) and a stemcell, and without
 // them it skips loudly, and in CI (CI=true) it fails.
+//
+// CELLGUARD_FLEET_SCENARIOS=garden (garden_test.go) swaps the stand-in for
+// real Garden (src/tests/bosh/garden-release) and runs its own scenario;
+// unset, TestFleet runs the default scenarios only (README.md).
 package fleet

@@ -46,6 +46,17 @@ type fleet struct {
 	releases []release
 	toStore  []release
 
+	// selected is what CELLGUARD_FLEET_SCENARIOS asked for (selection).
+	selected selection
+	// gardenRel is cellguard-test-garden (real Garden), built and uploaded
+	// only when the garden scenario runs; kept apart from releases, which
+	// the deploy scenario exports with the stand-in's deployment.
+	gardenRel     release
+	gardenToStore bool
+	// gardenJob is the release of the garden job the addon includes
+	// (runtime-config.yml's ((garden_release))).
+	gardenJob string
+
 	// ctx is the scenarios' context: an interrupt cancels it, so what runs
 	// stops before the cleanup starts.
 	ctx    context.Context
@@ -113,7 +124,14 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 			testkit.Unavailable(t, c+" is missing (make deps installs it)")
 		}
 	}
-	f := &fleet{t: t, repo: repoRoot(), shape: sh0}
+	sel, err := parseSelection(os.Getenv("CELLGUARD_FLEET_SCENARIOS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{t: t, repo: repoRoot(), shape: sh0, selected: sel, gardenJob: testReleaseName}
+	if !sel.Default {
+		f.gardenJob = gardenReleaseName
+	}
 	f.ctx, f.cancel = context.WithCancel(parent)
 	ctx := f.ctx
 	f.story = func(s string) { t.Log(s) }
@@ -223,17 +241,31 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	}
 	f.summary = filepath.Join(work, "cellguard")
 	step("cellguard for the host (fleet-summary)", "env", "CGO_ENABLED=0", "go", "build", "-o", f.summary, "./src/cmd/cellguard")
-	testRelease := filepath.Join(work, "cellguard-test.tgz")
-	testSrc := filepath.Join(work, "src", "test-release")
-	step("copy test-release", "cp", "-a", filepath.Join(f.repo, "src/tests/bosh/test-release"), testSrc)
-	if _, err := sh(ctx, testSrc, []string{"HOME=" + filepath.Join(work, "home")}, boshBin, "create-release", "--force",
-		"--tarball="+testRelease, "--non-interactive"); err != nil {
-		t.Fatalf("bosh create-release of the test release: %v", err)
+	tarballs := []string{tarball}
+	if sel.Default {
+		// The stand-in's release, which only the default scenarios use.
+		testRelease := filepath.Join(work, "cellguard-test.tgz")
+		testSrc := filepath.Join(work, "src", "test-release")
+		step("copy test-release", "cp", "-a", filepath.Join(f.repo, "src/tests/bosh/test-release"), testSrc)
+		if _, err := sh(ctx, testSrc, []string{"HOME=" + filepath.Join(work, "home")}, boshBin, "create-release", "--force",
+			"--tarball="+testRelease, "--non-interactive"); err != nil {
+			t.Fatalf("bosh create-release of the test release: %v", err)
+		}
+		tarballs = append(tarballs, testRelease)
 	}
 	if f.cache, err = newCompiledCache(stemcell); err != nil {
 		t.Fatal(err)
 	}
-	for _, tb := range []string{tarball, testRelease} {
+	if sel.Garden {
+		gt, err := f.buildGardenRelease(ctx, boshBin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.gardenRel, err = readRelease(gt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tb := range tarballs {
 		r, err := readRelease(tb)
 		if err != nil {
 			t.Fatal(err)
@@ -303,6 +335,16 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 		f.toStore = append(f.toStore, r)
 		uploads = append(uploads, []string{"upload-release", r.Tarball})
 	}
+	if sel.Garden {
+		r := f.gardenRel
+		if p, ok := f.cache.Lookup(r); ok {
+			f.story(fmt.Sprintf("   %s/%s: compiled for %s/%s in the cache (%s)", r.Name, r.Version, f.cache.StemcellOS, f.cache.Stemcell, filepath.Base(p)))
+			uploads = append(uploads, []string{"upload-release", p})
+		} else {
+			f.gardenToStore = true
+			uploads = append(uploads, []string{"upload-release", r.Tarball})
+		}
+	}
 	uploads = append(uploads, append([]string{"update-cloud-config", filepath.Join(m, "cloud-config.yml")}, f.vars...))
 	for _, c := range uploads {
 		r, err := f.bosh.MustRun(ctx, c...)
@@ -355,9 +397,9 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	if a.Start {
 		daemons = gardenDaemon
 	}
-	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t-%t-%t-%t-%t.yml", a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, a.Start))
-	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ncellguard_daemons: %s\n",
-		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, daemons)
+	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t-%t-%t-%t-%t-%s.yml", a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, a.Start, f.gardenJob))
+	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ncellguard_daemons: %s\ngarden_release: %s\n",
+		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, daemons, f.gardenJob)
 	if err := os.WriteFile(vars, []byte(text), 0o600); err != nil {
 		return boshlab.Result{}, err
 	}

@@ -132,3 +132,47 @@ func TestStemcellMF(t *testing.T) {
 		t.Errorf("parseStemcellMF = %q, %q, %v; want ubuntu-jammy, 457684b3ee24", o, v, err)
 	}
 }
+
+// TestParseSelection: CELLGUARD_FLEET_SCENARIOS; unset is make test's run.
+func TestParseSelection(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want selection
+		err  bool
+	}{
+		{"", selection{Default: true}, false},
+		{"garden", selection{Garden: true}, false},
+		{"default,garden", selection{Default: true, Garden: true}, false},
+		{"garden default", selection{Default: true, Garden: true}, false},
+		{"gardn", selection{}, true},
+	} {
+		got, err := parseSelection(c.in)
+		if (err != nil) != c.err || (!c.err && got != c.want) {
+			t.Errorf("parseSelection(%q) = %+v, %v; want %+v, error %t", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+// TestGardenReads: what the garden scenario reads in a VM (a hybrid jammy
+// VM's /proc/<pid>/cgroup, gclient's JSON lines, watch's /metrics).
+func TestGardenReads(t *testing.T) {
+	before := parseProcCgroups("== 41\n12:net_cls,net_prio:/\n7:blkio:/system.slice/garden.service/garden/c1\n1:name=systemd:/system.slice/garden.service/garden/c1\n0::/system.slice/garden.service/garden/c1\n== x\n== 42\n")
+	if len(before) != 2 || before[41]["blkio"] != "/system.slice/garden.service/garden/c1" || before[41]["unified"] == "" || len(before[42]) != 0 {
+		t.Fatalf("parseProcCgroups: %v", before)
+	}
+	after := map[string]string{"net_cls,net_prio": "/", "blkio": "/system.slice/garden.service", "name=systemd": before[41]["name=systemd"], "unified": before[41]["unified"]}
+	moved := movedBetween(before[41], after)
+	if len(moved) != 1 || moved["blkio"] != [2]string{"/system.slice/garden.service/garden/c1", "/system.slice/garden.service"} {
+		t.Fatalf("movedBetween: %v", moved)
+	}
+	if d := describeMoved(nil); d != "nothing" {
+		t.Errorf("describeMoved(nil) = %q", d)
+	}
+	res := gclientResults("Unauthorized access\n{\"op\":\"create\",\"handle\":\"c1\",\"seconds\":0.5}\n{\"op\":\"destroy\",\"handle\":\"c1\",\"seconds\":121.5,\"error\":\"timed out waiting for container kill\"}\n")
+	if len(res) != 2 || res[1].Error == "" || res[0].Handle != "c1" {
+		t.Fatalf("gclientResults: %+v", res)
+	}
+	if kv := keyValues("Delegate=yes\nControlGroup=/system.slice/garden.service\n"); kv["Delegate"] != "yes" || kv["ControlGroup"] != "/system.slice/garden.service" {
+		t.Errorf("keyValues: %v", kv)
+	}
+}

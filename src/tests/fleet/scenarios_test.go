@@ -51,16 +51,24 @@ func runFleet(t *testing.T, sh shape) {
 	f := startFleet(t, ctx, sh)
 	ctx = f.ctx
 	st := &rollout{}
-	scenarios := []Scenario{
-		f.deployScenario(ctx, st),
-		f.blockedScenario(ctx, st, "blocked rollout at a later cell", 1, "debug"),
-		f.blockedScenario(ctx, st, "blocked rollout at the canary", 0, "error"),
-		f.wayOutScenario(ctx, st),
-		f.seed001Scenario(ctx, st),
-		f.leavingScenario(ctx),
-		f.healScenario(ctx),
-		f.protectScenario(ctx),
-		f.startScenario(ctx),
+	var scenarios []Scenario
+	if f.selected.Default {
+		scenarios = append(scenarios,
+			f.deployScenario(ctx, st),
+			f.blockedScenario(ctx, st, "blocked rollout at a later cell", 1, "debug"),
+			f.blockedScenario(ctx, st, "blocked rollout at the canary", 0, "error"),
+			f.wayOutScenario(ctx, st),
+			f.seed001Scenario(ctx, st),
+			f.leavingScenario(ctx),
+			f.healScenario(ctx),
+			f.protectScenario(ctx),
+			f.startScenario(ctx),
+		)
+	}
+	if f.selected.Garden {
+		// After the default ones it starts from a deleted deployment: the
+		// stand-in's containers and a fired trigger must not be on its cells.
+		scenarios = append(scenarios, f.gardenScenario(ctx, f.selected.Default))
 	}
 	outcomes := make([]Outcome, len(scenarios))
 	for i, s := range scenarios {
