@@ -180,25 +180,7 @@ func (f *fleet) protectScenario(ctx context.Context) Scenario {
 				if err != nil {
 					return err
 				}
-				cell := order[len(order)-1]
-				vm, err := f.vm(cell)
-				if err != nil {
-					return err
-				}
-				if !watchReady(ctx, vm) {
-					return fmt.Errorf("watch on %s never scanned with 0 escapes", cell)
-				}
-				if _, err := f.trigger(ctx, cell); err != nil {
-					return err
-				}
-				// watch scans after every systemd job; give it the trigger's.
-				time.Sleep(3 * time.Second)
-				n, nok := metric(ctx, vm, "cellguard_escaped_processes")
-				out, verr := validateDrain(ctx, vm)
-				r.Say("   %s (%s): the seed-000 trigger started; cellguard validate --phase drain: %s", cell, vm.CID, verdictLine(out))
-				r.Expect("protected-nothing-moved", verr == nil && !strings.Contains(out, "BLOCKED") && nok && n == 0,
-					"validate --phase drain: err %v, BLOCKED %t; watch's cellguard_escaped_processes %v (read: %t)", verr, strings.Contains(out, "BLOCKED"), n, nok)
-				return nil
+				return f.expectNothingMoves(ctx, r, order[len(order)-1], "protected-nothing-moved")
 			}},
 	}}
 }
@@ -295,25 +277,31 @@ func (f *fleet) startScenario(ctx context.Context) Scenario {
 				if err != nil {
 					return err
 				}
-				cell := order[0]
-				vm, err := f.vm(cell)
-				if err != nil {
-					return err
-				}
-				if !watchReady(ctx, vm) {
-					return fmt.Errorf("watch on %s never scanned with 0 escapes", cell)
-				}
-				if _, err := f.trigger(ctx, cell); err != nil {
-					return err
-				}
-				// watch scans after every systemd job; give it the trigger's.
-				time.Sleep(3 * time.Second)
-				n, nok := metric(ctx, vm, "cellguard_escaped_processes")
-				out, verr := validateDrain(ctx, vm)
-				r.Say("   %s (%s): the seed-000 trigger started; cellguard validate --phase drain: %s", cell, vm.CID, verdictLine(out))
-				r.Expect("start-nothing-moved", verr == nil && !strings.Contains(out, "BLOCKED") && nok && n == 0,
-					"validate --phase drain: err %v, BLOCKED %t; watch's cellguard_escaped_processes %v (read: %t)", verr, strings.Contains(out, "BLOCKED"), n, nok)
-				return nil
+				return f.expectNothingMoves(ctx, r, order[0], "start-nothing-moved")
 			}},
 	}}
+}
+
+// expectNothingMoves fires the seed-000 trigger on cell, once its watch has
+// scanned, and records id: nothing escaped, by the drain-phase validation
+// and by watch's gauge.
+func (f *fleet) expectNothingMoves(ctx context.Context, r *Record, cell, id string) error {
+	vm, err := f.vm(cell)
+	if err != nil {
+		return err
+	}
+	if !watchReady(ctx, vm) {
+		return fmt.Errorf("watch on %s never scanned with 0 escapes", cell)
+	}
+	if _, err := f.trigger(ctx, cell); err != nil {
+		return err
+	}
+	// watch scans after every systemd job; give it the trigger's.
+	time.Sleep(3 * time.Second)
+	n, nok := metric(ctx, vm, "cellguard_escaped_processes")
+	out, verr := validateDrain(ctx, vm)
+	r.Say("   %s (%s): the seed-000 trigger started; cellguard validate --phase drain: %s", cell, vm.CID, verdictLine(out))
+	r.Expect(id, verr == nil && !strings.Contains(out, "BLOCKED") && nok && n == 0,
+		"validate --phase drain: err %v, BLOCKED %t; watch's cellguard_escaped_processes %v (read: %t)", verr, strings.Contains(out, "BLOCKED"), n, nok)
+	return nil
 }
