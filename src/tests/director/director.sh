@@ -210,17 +210,23 @@ start() {
   local name=$1
   shift
   if alive "${name}"; then return 0; fi
-  # Once, in a clean-clone CI run beside another engineer's director, the
-  # lab's nsfs mount was gone 3 s after up made it (nsenter: "reassociate to
-  # namespace 'ns/net' failed: Invalid argument", seen only in NAME's log):
-  # say so here, where it is found, instead of as a daemon that died.
-  local ino
-  ino=$(stat -L -c %i "${NETNS}" 2>/dev/null || true)
-  [ -n "${ino}" ] && [ "${ino}" = "$(lab_ino)" ] ||
-    die "the lab's network namespace ${NETNS} is no longer mounted (inode '${ino}', up recorded '$(lab_ino)'): something unmounted it; run down, then up"
+  local pid i
   setsid nsenter --net="${NETNS}" -- "$@" </dev/null >>"${STATE}/log/${name}.log" 2>&1 &
-  echo $! >"$(pidfile "${name}")"
-  log "started ${name} (pid $!)"
+  pid=$!
+  echo "${pid}" >"$(pidfile "${name}")"
+  # alive judges a pid by its network namespace, and until nsenter has
+  # entered the lab the new process is still in the host's: wait for that
+  # (or for its end) here. Twice under load, a wait_for right after start
+  # called a starting daemon dead ("postgres exited", "nats exited"), and
+  # the teardown that followed unmounted the lab under the nsenter still on
+  # its way in (its log: "reassociate to namespace 'ns/net' failed: Invalid
+  # argument").
+  for ((i = 0; i < 200; i++)); do
+    [ "$(stat -L -c %i "/proc/${pid}/ns/net" 2>/dev/null)" = "$(lab_ino)" ] && break
+    running "${pid}" || break
+    sleep 0.05
+  done
+  log "started ${name} (pid ${pid})"
 }
 
 # wait_for WHAT SECONDS "NAME..." CMD...: polls CMD until it succeeds; fails
