@@ -218,13 +218,14 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 	if err != nil {
 		return res, err
 	}
-	s.KillMode = initialKillMode(u, m.unitFileSets(res.Path, "KillMode", unitfile.KillModeProcess))
+	installed := m.unitFileSetting(res.Path) // the file as an earlier install left it, read once
+	s.KillMode = initialKillMode(u, installed("KillMode") == unitfile.KillModeProcess)
 	// systemd before 236 reads Delegate= as a boolean: the v1 list reads back
 	// as Delegate=no there (measured on xenial's 229), and "yes" delegates
 	// every controller. Its version is asked only where that can matter: the
 	// file already says "yes" (an earlier install on such a systemd), or the
 	// list did not take (below); every start on a newer systemd asks nothing.
-	if s.Delegate == unitfile.DelegateV1 && m.unitFileSets(res.Path, "Delegate", unitfile.DelegateV2) {
+	if s.Delegate == unitfile.DelegateV1 && installed("Delegate") == unitfile.DelegateV2 {
 		s.Delegate = m.delegateFor(ctx, conn)
 		res.Delegate = s.Delegate
 	}
@@ -324,15 +325,20 @@ func judgeInstalled(u *systemd.Unit, path, killMode, delegate string) (retry str
 	return "", verifyDelegation(u, delegate)
 }
 
-// unitFileSets reports whether the unit file at p sets name to value in
-// [Service].
-func (m *Manager) unitFileSets(p, name, value string) bool {
-	b, err := os.ReadFile(m.path(p))
-	if err != nil {
-		return false
+// unitFileSetting reads the unit file at p once and returns its [Service]
+// settings by name ("" for a missing file or setting).
+func (m *Manager) unitFileSetting(p string) func(name string) string {
+	b, readErr := os.ReadFile(m.path(p))
+	return func(name string) string {
+		if readErr != nil {
+			return ""
+		}
+		v, ok, err := unitfile.Setting(b, "Service", name)
+		if err != nil || !ok {
+			return ""
+		}
+		return v
 	}
-	v, ok, err := unitfile.Setting(b, "Service", name)
-	return err == nil && ok && v == value
 }
 
 // verifyDelegation fails unless systemd reports the delegation we asked for:
