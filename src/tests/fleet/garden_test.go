@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -690,13 +692,8 @@ func movedBetween(before, after map[string]string) map[string][2]string {
 }
 
 func describePaths(m map[string]string) string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
 	var parts []string
-	for _, k := range ks {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, k+":"+m[k])
 	}
 	return strings.Join(parts, " ")
@@ -706,26 +703,16 @@ func describeMoved(m map[string][2]string) string {
 	if len(m) == 0 {
 		return "nothing"
 	}
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
 	var parts []string
-	for _, k := range ks {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s (%s -> %s)", k, m[k][0], m[k][1]))
 	}
 	return strings.Join(parts, ", ")
 }
 
 func describeAllMoved(m map[string]map[string][2]string) string {
-	var hs []string
-	for h := range m {
-		hs = append(hs, h)
-	}
-	sort.Strings(hs)
 	var parts []string
-	for _, h := range hs {
+	for _, h := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, h+": "+describeMoved(m[h]))
 	}
 	return strings.Join(parts, "; ")

@@ -253,12 +253,7 @@ func (f *fleet) startScenario(ctx context.Context) Scenario {
 					if err != nil {
 						return err
 					}
-					for i := 0; i < 240; i++ {
-						if _, err := vm.Exec(ctx, "test", "-e", "/var/vcap/sys/run/garden/ready"); err == nil {
-							break
-						}
-						time.Sleep(500 * time.Millisecond)
-					}
+					standinReady(ctx, vm)
 					pid, _ := vm.Exec(ctx, "cat", "/var/vcap/sys/run/garden/garden.pid")
 					cg, _ := vm.Exec(ctx, "cat", "/proc/"+strings.TrimSpace(pid)+"/cgroup")
 					show, _ := vm.Exec(ctx, "systemctl", "show", "-p", "Delegate", "cellguard-garden.service")

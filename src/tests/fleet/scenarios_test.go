@@ -466,6 +466,17 @@ func firstLine(s string) string {
 	return l
 }
 
+// standinReady waits (up to 2 minutes) until the Garden stand-in on vm has
+// made its containers.
+func standinReady(ctx context.Context, vm VM) {
+	for i := 0; i < 240; i++ {
+		if _, err := vm.Exec(ctx, "test", "-e", "/var/vcap/sys/run/garden/ready"); err == nil {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // trigger starts the seed-000 trigger unit in a cell's VM, once the Garden
 // stand-in has made its containers. Only the first realization on a VM moves
 // anything: a restart on a cell triggered before realizes nothing anew.
@@ -474,12 +485,7 @@ func (f *fleet) trigger(ctx context.Context, name string) (VM, error) {
 	if err != nil {
 		return vm, err
 	}
-	for i := 0; i < 240; i++ {
-		if _, err := vm.Exec(ctx, "test", "-e", "/var/vcap/sys/run/garden/ready"); err == nil {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	standinReady(ctx, vm)
 	unit, err := os.ReadFile(filepath.Join(f.repo, "src/tests/bosh/seed000-trigger.service"))
 	if err != nil {
 		return vm, err
