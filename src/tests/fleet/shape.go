@@ -9,7 +9,7 @@ import (
 // shape is what differs between the stemcell shapes the fleet runs on
 // (src/tests/bosh/stemcell/build.sh); everything else in the test is the
 // same on every shape. CELLGUARD_FLEET_SHAPE picks them (shapesNamed); make
-// test runs defaultShapes.
+// test runs defaultShapes, make cell all three.
 type shape struct {
 	name string // build.sh's argument; the stemcell's operating_system is ubuntu-<name>
 	// systemd is the stemcell's systemd; the seed-000 trigger is written for
@@ -39,7 +39,7 @@ const runtimeDir = "/usr/local/garden-runtime"
 // unset (make test): jammy, and xenial, the seed's own systemd (issue 21).
 const defaultShapes = "jammy,xenial"
 
-// shapesNamed is CELLGUARD_FLEET_SHAPE's shapes, one after the other: a
+// shapesNamed is CELLGUARD_FLEET_SHAPE's shapes, in its order: a
 // comma-separated list, "" for defaultShapes.
 func shapesNamed(list string) ([]shape, error) {
 	if list == "" {
