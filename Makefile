@@ -77,11 +77,13 @@ release-e2e:
 # errand's fleet summary, seed 001, leaving, heal, protect and start. Each
 # shape's last line says "all expectations held". CELL_SHAPES=jammy runs one;
 # CELL_SCENARIOS=default,garden adds real Garden (CELLGUARD_FLEET_SCENARIOS).
+# -parallel 3: go test runs GOMAXPROCS parallel subtests at once (2 here),
+# and a shape waiting for a slot would double the wall time.
 CELL_SHAPES ?= xenial,jammy,noble
 CELL_SCENARIOS ?=
 cell: deps
 	CELLGUARD_FLEET_SHAPE=$(CELL_SHAPES) CELLGUARD_FLEET_SCENARIOS=$(CELL_SCENARIOS) \
-	  $(GO) test -count=1 -timeout 100m -tags $(CRASHTAG) -run '^TestFleet$$' -v ./src/tests/fleet/
+	  $(GO) test -count=1 -timeout 100m -parallel 3 -tags $(CRASHTAG) -run '^TestFleet$$' -v ./src/tests/fleet/
 
 # A real BOSH director (v283.0.0) in a lab network namespace, for the fleet
 # (src/tests/director/README.md): DIRECTOR_STATE holds everything, DIRECTOR_CPI

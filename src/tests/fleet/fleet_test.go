@@ -73,14 +73,16 @@ type fleet struct {
 var interrupts = &interruptSet{fleets: map[*fleet]bool{}}
 
 type interruptSet struct {
-	mu     sync.Mutex
-	fleets map[*fleet]bool
-	once   sync.Once
+	mu          sync.Mutex
+	fleets      map[*fleet]bool
+	interrupted bool
+	once        sync.Once
 }
 
 // add watches for the signals (once per process) and registers f; the
-// returned func forgets it once its own cleanup has run.
-func (s *interruptSet) add(f *fleet) (forget func()) {
+// returned func forgets it once its own cleanup has run. After a signal it
+// registers nothing and says so (ok false).
+func (s *interruptSet) add(f *fleet) (forget func(), ok bool) {
 	s.once.Do(func() {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -88,6 +90,7 @@ func (s *interruptSet) add(f *fleet) (forget func()) {
 			<-sigs
 			fmt.Fprintln(os.Stderr, "fleet: interrupted, cleaning up")
 			s.mu.Lock()
+			s.interrupted = true
 			var all []*fleet
 			for f := range s.fleets {
 				all = append(all, f)
@@ -104,13 +107,16 @@ func (s *interruptSet) add(f *fleet) (forget func()) {
 		}()
 	})
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.interrupted {
+		return nil, false
+	}
 	s.fleets[f] = true
-	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		delete(s.fleets, f)
 		s.mu.Unlock()
-	}
+	}, true
 }
 
 func repoRoot() string {
@@ -180,6 +186,13 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	}
 	f.ctx, f.cancel = context.WithCancel(parent)
 	ctx := f.ctx
+	// Before anything is made: a shape whose turn comes after an interrupt
+	// (a paused parallel subtest is let go as the others end) makes nothing.
+	forget, ok := interrupts.add(f)
+	if !ok {
+		t.Fatal("interrupted before this shape started")
+	}
+	t.Cleanup(func() { f.cancel(); f.cleanup(); forget() })
 	// Shapes run in parallel: every line says which one it is about.
 	f.story = func(s string) { t.Log(sh0.name + " | " + s) }
 	director := filepath.Join(f.repo, "src/tests/director/director.sh")
@@ -201,9 +214,6 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 			os.RemoveAll(work)
 		}
 	})
-	forget := interrupts.add(f)
-	t.Cleanup(func() { f.cancel(); f.cleanup(); forget() })
-
 	for _, d := range []string{"home", "logs", "cpi-state", "src"} {
 		if err := os.MkdirAll(filepath.Join(work, d), 0o700); err != nil {
 			t.Fatal(err)
