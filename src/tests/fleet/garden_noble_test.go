@@ -123,7 +123,7 @@ func (f *fleet) gardenChurnStep(ctx context.Context, g *gardenRun) Step {
 				read, len(pids), g.handles, more, describeAllMoved(g.moved))
 
 			// The operator's own validate, as bosh ssh gives a shell.
-			rows, _, err = f.ssh(ctx, g.cell, "sudo "+cellguardBin+" validate --phase drain --format json --log-file /dev/null")
+			rows, _, err = f.ssh(ctx, g.cell, "echo '"+reportMark+"'; sudo "+cellguardBin+" validate --phase drain --format json --log-file /dev/null")
 			if err != nil {
 				return err
 			}
@@ -162,10 +162,18 @@ func (f *fleet) gardenChurnStep(ctx context.Context, g *gardenRun) Step {
 		}}
 }
 
-// decodeReport reads validate's JSON report, which comes first on stdout;
-// drain's one-line verdict may follow it.
+// reportMark is echoed right before validate in a bosh ssh command whose
+// other output may hold JSON too (gclient's lines).
+const reportMark = "== cellguard validate"
+
+// decodeReport reads validate's JSON report: the first JSON value after
+// reportMark, or after the start when out has no mark; drain's one-line
+// verdict may follow it.
 func decodeReport(out string) (validator.Report, error) {
 	var rep validator.Report
+	if _, after, ok := strings.Cut(out, reportMark); ok {
+		out = after
+	}
 	i := strings.Index(out, "{")
 	if i < 0 {
 		return rep, fmt.Errorf("no JSON report in %q", lastLine(out))
@@ -178,12 +186,15 @@ func decodeReport(out string) (validator.Report, error) {
 
 // containerProblems is "check: status subject: detail" for each finding of
 // a container check that is not a pass or a skip, and the container checks
-// that could not run.
+// that could not run or are missing from the report (a report without them
+// proves nothing).
 func containerProblems(rep validator.Report) (problems, couldNotRun []string) {
+	seen := map[string]bool{}
 	for _, res := range rep.Results {
 		if !slices.Contains(containerChecks, res.ID) {
 			continue
 		}
+		seen[res.ID] = true
 		if res.Status == validator.Error {
 			couldNotRun = append(couldNotRun, res.ID+": "+res.Error)
 		}
@@ -191,6 +202,11 @@ func containerProblems(rep validator.Report) (problems, couldNotRun []string) {
 			if f.Status != validator.Pass && f.Status != validator.Skip {
 				problems = append(problems, fmt.Sprintf("%s: %s %s: %s", res.ID, f.Status, f.Subject, f.Detail))
 			}
+		}
+	}
+	for _, id := range containerChecks {
+		if !seen[id] {
+			couldNotRun = append(couldNotRun, id+": not in the report")
 		}
 	}
 	return problems, couldNotRun
