@@ -143,7 +143,7 @@ echo "depot: $(ls -d %[2]s 2>&1)"
 	}
 	aliveLive := alivePIDs(ctx, g.vm, live.PIDs)
 	aliveGhost := alivePIDs(ctx, g.vm, ghost.PIDs)
-	killed, _ := strconv.ParseFloat(strings.Fields(said["killed"]+" 0")[0], 64)
+	killed, _ := strconv.ParseFloat(strings.Fields(said["killed"] + " 0")[0], 64)
 	validated, _ := strconv.ParseFloat(said["validated"], 64)
 	down := said["gdn now"] == "" && s.gdnPID != "" && strings.Contains(said["depot"], "No such file")
 	r.Expect("seed002-garden-down", down && len(aliveGhost) == 0,
