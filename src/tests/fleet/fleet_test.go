@@ -452,7 +452,7 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 		return boshlab.Result{}, err
 	}
 	args := append([]string{"update-runtime-config", filepath.Join(f.repo, "src/tests/fleet/manifests/runtime-config.yml")}, f.vars...)
-	for _, o := range f.shape.runtimeConfigOps() {
+	for _, o := range append(f.shape.runtimeConfigOps(), f.gardenAddonOps()...) {
 		args = append(args, "-o", filepath.Join(f.repo, o))
 	}
 	return f.bosh.MustRun(ctx, append(args, "-l", vars)...)

@@ -23,12 +23,17 @@ type shape struct {
 	// (garden.StageHostRuntime), bound into every VM read-only at runtimeDir,
 	// instead of the stemcell's: xenial's release pocket has no containerd.
 	hostRuntime bool
+	// gardenDelegate: real Garden's garden.service (Delegate=yes) still
+	// loses v1 blkio to the trigger here (noble, fleet run 1 of the garden
+	// scenario), so the garden scenario's addon delegates it with
+	// cellguard's list (cellguard.delegate_units) and expects quiet.
+	gardenDelegate bool
 }
 
 var shapes = map[string]shape{
 	"xenial": {name: "xenial", systemd: 229, supervisor: "runit.service", hostRuntime: true},
 	"jammy":  {name: "jammy", systemd: 249, supervisor: "runit.service"},
-	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service"},
+	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service", gardenDelegate: true},
 }
 
 // runtimeDir is where a hostRuntime shape's VMs see the host's runtime: not
