@@ -2,7 +2,11 @@ package netns_test
 
 import (
 	"fmt"
+	"os/exec"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit"
@@ -12,29 +16,46 @@ import (
 
 // BenchmarkScanLive is the leaked-netns scan on this host with thousands of
 // extra sockets held by helper processes (a cell's agents, daemons and
-// containers hold thousands), against the same scan without a probe (fd
-// links only: what the scan costs before asking any socket): make bench,
-// docs/performance.md.
+// containers hold thousands) and 2,000 extra processes (sleep, each with
+// its three standard files), three ways: the fd walk without a probe (fd
+// links only: what the scan costs before asking any socket), the fd walk
+// with the live probe, and the BPF iterator (which lists open files and
+// sockets' namespaces in the kernel and asks the probe nothing). cpu-ms/op
+// is the process's user+sys time per scan, the iterator's kernel work
+// included: make bench, docs/performance.md.
 func BenchmarkScanLive(b *testing.B) {
-	testkit.RequireRoot(b, "pidfd_getfd on other processes' sockets")
+	testkit.RequireRoot(b, "pidfd_getfd on other processes' sockets, a BPF iterator")
+	startSleepers(b, 2000)
 	for _, n := range []int{1000, 5000} {
 		for i := 0; i < n/500; i++ {
 			leakyns.Start(b, leakyns.Sockets, 500)
 		}
 		h := leakyns.Start(b, leakyns.Socket, 0) // one leak to find and inspect
-		for _, probe := range []netns.Probe{nil, netns.Live{}} {
-			name := fmt.Sprintf("extra_sockets=%d/probe=%v", n, probe != nil)
-			b.Run(name, func(b *testing.B) {
+		for _, v := range []struct {
+			name  string
+			probe netns.Probe
+			files netns.FileSource
+		}{
+			{"probe=false/files=fd-walk", nil, nil},
+			{"probe=true/files=fd-walk", netns.Live{}, nil},
+			{"probe=true/files=bpf-iterator", netns.Live{}, netns.TaskFiles{}},
+		} {
+			b.Run(fmt.Sprintf("extra_sockets=%d/%s", n, v.name), func(b *testing.B) {
 				var res netns.Result
+				before := cpuTime(b)
 				for b.Loop() {
 					var err error
-					if res, err = (&netns.Scanner{Root: "/", Probe: probe}).Scan(); err != nil {
+					if res, err = (&netns.Scanner{Root: "/", Probe: v.probe, Files: v.files}).Scan(); err != nil {
 						b.Fatal(err)
 					}
 				}
+				b.ReportMetric(float64(cpuTime(b)-before)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(float64(res.Sockets), "sockets")
 				b.ReportMetric(float64(res.Processes), "processes")
-				if probe != nil {
+				if v.files != nil && res.Via != netns.ViaIterator {
+					b.Fatalf("open files listed by %q (%v), want the iterator", res.Via, res.IterErr)
+				}
+				if v.probe != nil {
 					found := false
 					for _, l := range res.Leaks {
 						found = found || l.Inode == h.Inode
@@ -45,6 +66,34 @@ func BenchmarkScanLive(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// cpuTime is this process's user and system time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// startSleepers starts n sleep processes, killed (each by its pid) when
+// the benchmark ends.
+func startSleepers(b *testing.B, n int) {
+	var cmds []*exec.Cmd
+	b.Cleanup(func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	})
+	for i := 0; i < n; i++ {
+		c := exec.Command("sleep", "3600")
+		if err := c.Start(); err != nil {
+			b.Fatalf("start sleeper %d: %v", i, err)
+		}
+		cmds = append(cmds, c)
 	}
 }
 
