@@ -50,7 +50,11 @@ func (TaskFiles) OpenFiles() (OpenFiles, error) {
 	if err := initialPIDNS(); err != nil {
 		return out, err
 	}
-	kern, err := btf.LoadKernelSpec()
+	// One cache, so that the kernel's BTF is read and indexed once, for
+	// the offsets and for the loader's lookup of the attach point: each
+	// costs tens of ms of CPU.
+	cache := btf.NewCache()
+	kern, err := cache.Kernel()
 	if err != nil {
 		return out, fmt.Errorf("load kernel BTF: %w", err)
 	}
@@ -58,25 +62,28 @@ func (TaskFiles) OpenFiles() (OpenFiles, error) {
 	if err != nil {
 		return out, err
 	}
-	counts, err := ebpf.NewMap(&ebpf.MapSpec{Name: "cg_sockets", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1})
-	if err != nil {
-		return out, fmt.Errorf("create socket counter map: %w", err)
-	}
-	defer counts.Close()
-	prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
-		Name:         "cg_task_file",
-		Type:         ebpf.Tracing,
-		AttachType:   ebpf.AttachTraceIter,
-		AttachTo:     "task_file",
-		Instructions: iterProgram(off, counts.FD()),
-		// bpf_seq_write and bpf_sock_from_file are GPL-only helpers.
-		License: "GPL",
-	}, ebpf.ProgramOptions{KernelTypes: kern})
+	coll, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{
+			"cg_sockets": {Name: "cg_sockets", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+		},
+		Programs: map[string]*ebpf.ProgramSpec{
+			"cg_task_file": {
+				Name:         "cg_task_file",
+				Type:         ebpf.Tracing,
+				AttachType:   ebpf.AttachTraceIter,
+				AttachTo:     "task_file",
+				Instructions: iterProgram(off, "cg_sockets"),
+				// bpf_seq_write and bpf_sock_from_file are GPL-only helpers.
+				License: "GPL",
+			},
+		},
+	}, ebpf.CollectionOptions{Cache: cache, Programs: ebpf.ProgramOptions{KernelTypes: kern}})
 	if err != nil {
 		return out, fmt.Errorf("load task_file iterator: %w", err)
 	}
-	defer prog.Close()
-	it, err := link.AttachIter(link.IterOptions{Program: prog})
+	defer coll.Close()
+	counts := coll.Maps["cg_sockets"]
+	it, err := link.AttachIter(link.IterOptions{Program: coll.Programs["cg_task_file"]})
 	if err != nil {
 		return out, fmt.Errorf("attach task_file iterator: %w", err)
 	}
@@ -252,7 +259,7 @@ func findMember(t btf.Type, name string) (btf.Member, uint32, bool) {
 // the kernel's types and turns into faulting-safe reads; the record is
 // written with bpf_seq_write. R6 ctx, R7 file, R8 task, R9 socket, then
 // the socket's namespace.
-func iterProgram(o offsets, countsFD int) asm.Instructions {
+func iterProgram(o offsets, counts string) asm.Instructions {
 	const rec = -recSize // the record on the stack
 	const key = rec - 8  // the counter map's key
 	return asm.Instructions{
@@ -267,7 +274,7 @@ func iterProgram(o offsets, countsFD int) asm.Instructions {
 		asm.JEq.Imm(asm.R0, 0, "nsfs"),
 		asm.Mov.Reg(asm.R9, asm.R0),
 		asm.StoreImm(asm.R10, key, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, countsFD),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(counts),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, key),
 		asm.FnMapLookupElem.Call(),
