@@ -16,21 +16,24 @@ import (
 
 // BenchmarkScanLive is the leaked-netns scan on this host with thousands of
 // extra sockets held by helper processes (a cell's agents, daemons and
-// containers hold thousands) and 2,000 extra processes (sleep, each with
-// its three standard files), three ways: the fd walk without a probe (fd
-// links only: what the scan costs before asking any socket), the fd walk
-// with the live probe, and the BPF iterator (which lists open files and
-// sockets' namespaces in the kernel and asks the probe nothing). cpu-ms/op
-// is the process's user+sys time per scan, the iterator's kernel work
-// included: make bench, docs/performance.md.
+// containers hold thousands) and, in a last round, 4,000 extra processes
+// (sleep, each with its three standard files: the fd walk's cost is per
+// process), three ways: the fd walk without a probe (fd links only: what the
+// scan costs before asking any socket), the fd walk with the live probe, and
+// the BPF iterator (which lists open files and sockets' namespaces in the
+// kernel and asks the probe nothing). cpu-ms/op is the process's user+sys
+// time per scan, the iterator's kernel work included: make bench,
+// docs/performance.md.
 func BenchmarkScanLive(b *testing.B) {
 	testkit.RequireRoot(b, "pidfd_getfd on other processes' sockets, a BPF iterator")
-	startSleepers(b, 2000)
-	for _, n := range []int{1000, 5000} {
-		for i := 0; i < n/500; i++ {
+	h := leakyns.Start(b, leakyns.Socket, 0) // one leak to find and inspect
+	sleepers, sockets := 0, 0
+	for _, stage := range []struct{ procs, sockets int }{{0, 1000}, {0, 5000}, {4000, 5000}} {
+		startSleepers(b, stage.procs-sleepers)
+		sleepers = stage.procs
+		for ; sockets < stage.sockets; sockets += 500 {
 			leakyns.Start(b, leakyns.Sockets, 500)
 		}
-		h := leakyns.Start(b, leakyns.Socket, 0) // one leak to find and inspect
 		for _, v := range []struct {
 			name  string
 			probe netns.Probe
@@ -40,31 +43,36 @@ func BenchmarkScanLive(b *testing.B) {
 			{"probe=true/files=fd-walk", netns.Live{}, nil},
 			{"probe=true/files=bpf-iterator", netns.Live{}, netns.TaskFiles{}},
 		} {
-			b.Run(fmt.Sprintf("extra_sockets=%d/%s", n, v.name), func(b *testing.B) {
-				var res netns.Result
-				before := cpuTime(b)
-				for b.Loop() {
-					var err error
-					if res, err = (&netns.Scanner{Root: "/", Probe: v.probe, Files: v.files}).Scan(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(cpuTime(b)-before)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
-				b.ReportMetric(float64(res.Sockets), "sockets")
-				b.ReportMetric(float64(res.Processes), "processes")
-				if v.files != nil && res.Via != netns.ViaIterator {
-					b.Fatalf("open files listed by %q (%v), want the iterator", res.Via, res.IterErr)
-				}
-				if v.probe != nil {
-					found := false
-					for _, l := range res.Leaks {
-						found = found || l.Inode == h.Inode
-					}
-					if !found {
-						b.Fatalf("the helper's leak net:[%d] was not found: leaks %+v, unresolved %d (%v)", h.Inode, res.Leaks, res.Unresolved, res.ProbeErr)
-					}
-				}
+			b.Run(fmt.Sprintf("extra_processes=%d/extra_sockets=%d/%s", stage.procs, stage.sockets, v.name), func(b *testing.B) {
+				scanLive(b, h, v.probe, v.files)
 			})
+		}
+	}
+}
+
+// scanLive scans b.N times and reports the last scan's counts.
+func scanLive(b *testing.B, h *leakyns.Helper, probe netns.Probe, files netns.FileSource) {
+	var res netns.Result
+	before := cpuTime(b)
+	for b.Loop() {
+		var err error
+		if res, err = (&netns.Scanner{Root: "/", Probe: probe, Files: files}).Scan(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime(b)-before)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(res.Sockets), "sockets")
+	b.ReportMetric(float64(res.Processes), "processes")
+	if files != nil && res.Via != netns.ViaIterator {
+		b.Fatalf("open files listed by %q (%v), want the iterator", res.Via, res.IterErr)
+	}
+	if probe != nil {
+		found := false
+		for _, l := range res.Leaks {
+			found = found || l.Inode == h.Inode
+		}
+		if !found {
+			b.Fatalf("the helper's leak net:[%d] was not found: leaks %+v, unresolved %d (%v)", h.Inode, res.Leaks, res.Unresolved, res.ProbeErr)
 		}
 	}
 }
