@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // TaskFiles lists open files with one BPF iterator over every task's file
@@ -64,46 +65,93 @@ func (TaskFiles) OpenFiles() (OpenFiles, error) {
 	}
 	coll, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{
-			"cg_sockets": {Name: "cg_sockets", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+			"cg_counts": {Name: "cg_counts", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2},
+			"cg_netns":  {Name: "cg_netns", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxNamespaces},
+			"cg_mntns":  {Name: "cg_mntns", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxNamespaces},
 		},
 		Programs: map[string]*ebpf.ProgramSpec{
-			"cg_task_file": {
-				Name:         "cg_task_file",
-				Type:         ebpf.Tracing,
-				AttachType:   ebpf.AttachTraceIter,
-				AttachTo:     "task_file",
-				Instructions: iterProgram(off, "cg_sockets"),
-				// bpf_seq_write and bpf_sock_from_file are GPL-only helpers.
-				License: "GPL",
-			},
+			"cg_task_file": iterSpec("cg_task_file", "task_file", fileProgram(off, "cg_counts")),
+			"cg_task":      iterSpec("cg_task", "task", taskProgram(off, "cg_counts", "cg_netns", "cg_mntns")),
 		},
 	}, ebpf.CollectionOptions{Cache: cache, Programs: ebpf.ProgramOptions{KernelTypes: kern}})
 	if err != nil {
-		return out, fmt.Errorf("load task_file iterator: %w", err)
+		return out, fmt.Errorf("load task_file and task iterators: %w", err)
 	}
 	defer coll.Close()
-	counts := coll.Maps["cg_sockets"]
-	it, err := link.AttachIter(link.IterOptions{Program: coll.Programs["cg_task_file"]})
+	b, err := runIter(coll.Programs["cg_task_file"], "task_file")
 	if err != nil {
-		return out, fmt.Errorf("attach task_file iterator: %w", err)
+		return out, err
+	}
+	if out.Files, err = parseRecords(b); err != nil {
+		return out, err
+	}
+	var n uint64
+	if err := coll.Maps["cg_counts"].Lookup(uint32(countSockets), &n); err != nil {
+		return out, fmt.Errorf("read socket counter: %w", err)
+	}
+	out.SocketFDs = int(n)
+	// The namespaces tasks are in are a second pass; a map that filled up
+	// leaves them to /proc (NetNS nil), never half-known.
+	if _, err := runIter(coll.Programs["cg_task"], "task"); err != nil {
+		return out, err
+	}
+	if err := coll.Maps["cg_counts"].Lookup(uint32(countFull), &n); err != nil {
+		return out, fmt.Errorf("read namespace map failures: %w", err)
+	}
+	if n == 0 {
+		out.NetNS, out.MountNS = map[uint64]bool{}, map[uint64]int{}
+		var k, v uint32
+		for it := coll.Maps["cg_netns"].Iterate(); it.Next(&k, &v); {
+			out.NetNS[uint64(k)] = true
+		}
+		for it := coll.Maps["cg_mntns"].Iterate(); it.Next(&k, &v); {
+			out.MountNS[uint64(k)] = int(v)
+		}
+	}
+	return out, nil
+}
+
+// maxNamespaces bounds each namespace map: far more network and mount
+// namespaces than a cell's containers make (one or two each); past it the
+// scan reads /proc instead.
+const maxNamespaces = 16384
+
+// Slots of the cg_counts map.
+const (
+	countSockets = 0 // socket descriptors the task_file pass saw
+	countFull    = 1 // namespaces the task pass could not add to its maps
+)
+
+func iterSpec(name, attachTo string, insns asm.Instructions) *ebpf.ProgramSpec {
+	return &ebpf.ProgramSpec{
+		Name:         name,
+		Type:         ebpf.Tracing,
+		AttachType:   ebpf.AttachTraceIter,
+		AttachTo:     attachTo,
+		Instructions: insns,
+		// bpf_seq_write and bpf_sock_from_file are GPL-only helpers.
+		License: "GPL",
+	}
+}
+
+// runIter runs the iterator prog once, to its end, and returns what it
+// wrote; the link is closed before it returns.
+func runIter(prog *ebpf.Program, name string) ([]byte, error) {
+	it, err := link.AttachIter(link.IterOptions{Program: prog})
+	if err != nil {
+		return nil, fmt.Errorf("attach %s iterator: %w", name, err)
 	}
 	defer it.Close()
 	rd, err := it.Open()
 	if err != nil {
-		return out, fmt.Errorf("open task_file iterator: %w", err)
+		return nil, fmt.Errorf("open %s iterator: %w", name, err)
 	}
+	defer rd.Close()
 	b, err := io.ReadAll(rd)
-	rd.Close()
 	if err != nil {
-		return out, fmt.Errorf("read task_file iterator: %w", err)
+		return nil, fmt.Errorf("read %s iterator: %w", name, err)
 	}
-	var n uint64
-	if err := counts.Lookup(uint32(0), &n); err != nil {
-		return out, fmt.Errorf("read socket counter: %w", err)
-	}
-	out.SocketFDs = int(n)
-	out.Files, err = parseRecords(b)
-	return out, err
+	return b, nil
 }
 
 // initialPIDNS refuses a reader outside the initial pid namespace, or one
@@ -156,6 +204,7 @@ type offsets struct {
 	metaSeq, taskTGID, taskPID, taskNSProxy, nsproxyNet, netInum int16
 	socketSk, sockNet, fileInode, inodeIno, inodeSb, sbMagic     int16
 	ctxMeta, ctxTask, ctxFD, ctxFile                             int16
+	taskCtxTask, nsproxyMnt, mntInum                             int16
 }
 
 // btfField is one offset to find: a path through named members (anonymous
@@ -174,6 +223,9 @@ func iterOffsets(kern *btf.Spec) (offsets, error) {
 		{&o.ctxTask, "bpf_iter__task_file", []string{"task"}, 8},
 		{&o.ctxFD, "bpf_iter__task_file", []string{"fd"}, 4},
 		{&o.ctxFile, "bpf_iter__task_file", []string{"file"}, 8},
+		{&o.taskCtxTask, "bpf_iter__task", []string{"task"}, 8},
+		{&o.nsproxyMnt, "nsproxy", []string{"mnt_ns"}, 8},
+		{&o.mntInum, "mnt_namespace", []string{"ns", "inum"}, 4},
 		{&o.metaSeq, "bpf_iter_meta", []string{"seq"}, 8},
 		{&o.taskTGID, "task_struct", []string{"tgid"}, 4},
 		{&o.taskPID, "task_struct", []string{"pid"}, 4},
@@ -250,7 +302,7 @@ func findMember(t btf.Type, name string) (btf.Member, uint32, bool) {
 	return btf.Member{}, 0, false
 }
 
-// iterProgram is the iterator, per file f of task t:
+// fileProgram is the task_file iterator, per file f of task t:
 //
 //	if f is a socket s:  count it; if s's netns != t's netns: emit (socket, s's netns)
 //	else if f's superblock is nsfs: emit (nsfs)
@@ -259,7 +311,7 @@ func findMember(t btf.Type, name string) (btf.Member, uint32, bool) {
 // the kernel's types and turns into faulting-safe reads; the record is
 // written with bpf_seq_write. R6 ctx, R7 file, R8 task, R9 socket, then
 // the socket's namespace.
-func iterProgram(o offsets, counts string) asm.Instructions {
+func fileProgram(o offsets, counts string) asm.Instructions {
 	const rec = -recSize // the record on the stack
 	const key = rec - 8  // the counter map's key
 	return asm.Instructions{
@@ -273,7 +325,7 @@ func iterProgram(o offsets, counts string) asm.Instructions {
 		asm.FnSockFromFile.Call(),
 		asm.JEq.Imm(asm.R0, 0, "nsfs"),
 		asm.Mov.Reg(asm.R9, asm.R0),
-		asm.StoreImm(asm.R10, key, 0, asm.Word),
+		asm.StoreImm(asm.R10, key, countSockets, asm.Word),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(counts),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, key),
@@ -324,6 +376,61 @@ func iterProgram(o offsets, counts string) asm.Instructions {
 		asm.Add.Imm(asm.R2, rec),
 		asm.Mov.Imm(asm.R3, recSize),
 		asm.FnSeqWrite.Call(),
+
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	}
+}
+
+// taskProgram is the task iterator, per task (every thread) t: t's
+// network namespace into netns, and its mount namespace into mntns with
+// t's tgid, the first task seen in it; a failed insert (a full map) is
+// counted, and the scan then reads /proc instead.
+func taskProgram(o offsets, counts, netns, mntns string) asm.Instructions {
+	const tgid, netKey, mntKey, key = -4, -8, -12, -16
+	return asm.Instructions{
+		asm.LoadMem(asm.R8, asm.R1, o.taskCtxTask, asm.DWord),
+		asm.JEq.Imm(asm.R8, 0, "exit"),
+		asm.LoadMem(asm.R9, asm.R8, o.taskNSProxy, asm.DWord),
+		asm.JEq.Imm(asm.R9, 0, "exit"), // exiting: /proc shows no namespace either
+		asm.LoadMem(asm.R1, asm.R8, o.taskTGID, asm.Word),
+		asm.StoreMem(asm.R10, tgid, asm.R1, asm.Word),
+
+		asm.LoadMem(asm.R1, asm.R9, o.nsproxyNet, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "mnt"),
+		asm.LoadMem(asm.R1, asm.R1, o.netInum, asm.Word),
+		asm.StoreMem(asm.R10, netKey, asm.R1, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(netns),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, netKey),
+		asm.Mov.Reg(asm.R3, asm.R10),
+		asm.Add.Imm(asm.R3, tgid),
+		asm.Mov.Imm(asm.R4, int32(ebpf.UpdateAny)),
+		asm.FnMapUpdateElem.Call(),
+		asm.JSLT.Imm(asm.R0, 0, "full"),
+
+		asm.LoadMem(asm.R1, asm.R9, o.nsproxyMnt, asm.DWord).WithSymbol("mnt"),
+		asm.JEq.Imm(asm.R1, 0, "exit"),
+		asm.LoadMem(asm.R1, asm.R1, o.mntInum, asm.Word),
+		asm.StoreMem(asm.R10, mntKey, asm.R1, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(mntns),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, mntKey),
+		asm.Mov.Reg(asm.R3, asm.R10),
+		asm.Add.Imm(asm.R3, tgid),
+		asm.Mov.Imm(asm.R4, int32(ebpf.UpdateNoExist)),
+		asm.FnMapUpdateElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.JEq.Imm(asm.R0, -int32(unix.EEXIST), "exit"),
+
+		asm.StoreImm(asm.R10, key, countFull, asm.Word).WithSymbol("full"),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(counts),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, key),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
 
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),

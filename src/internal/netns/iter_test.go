@@ -3,6 +3,7 @@ package netns
 import (
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
@@ -141,6 +142,7 @@ func TestLiveIteratorMatchesFDWalk(t *testing.T) {
 			t.Errorf("socket %d: iterator says net:[%d], the fd walk net:[%d]", f.Inode, ns, w)
 		}
 	}
+	namespacesMatch(t, of, inProc.Inode)
 	t.Logf("fd walk: %d files outside their holder's namespace or nsfs (%d the same after the iterator; %d sockets it could not ask); iterator: %d records, %d socket descriptors; %d missing, %d contradicted",
 		len(before), stable, skipped, len(of.Files), of.SocketFDs, missing, contradicted)
 }
@@ -184,4 +186,70 @@ func (p *countingProbe) SocketNS(pid, fd int, sock uint64) (uint64, error) {
 func (p *countingProbe) Sockets(pid int, ns uint64) (map[uint64]bool, error) {
 	p.tables++
 	return p.Live.Sockets(pid, ns)
+}
+
+// procNamespaces reads every thread's network namespace and every
+// process's mount namespace from /proc.
+func procNamespaces(t *testing.T) (net, mnt map[uint64]bool) {
+	t.Helper()
+	net, mnt = map[uint64]bool{}, map[uint64]bool{}
+	pids, err := procfs.New("/").PIDs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt"); err == nil {
+			if ns, err := procfs.ParseNSLink([]byte(l)); err == nil {
+				mnt[ns] = true
+			}
+		}
+		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		for _, task := range tasks {
+			if l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/ns/net"); err == nil {
+				if ns, err := procfs.ParseNSLink([]byte(l)); err == nil {
+					net[ns] = true
+				}
+			}
+		}
+	}
+	return net, mnt
+}
+
+// namespacesMatch holds the iterator's namespaces (of.NetNS, of.MountNS)
+// to /proc's, read right after it: the same, but for what other processes
+// on the host made or ended meanwhile (at most a tenth). want is a
+// namespace a helper's process is in.
+func namespacesMatch(t *testing.T, of OpenFiles, want uint64) {
+	t.Helper()
+	if of.NetNS == nil || of.MountNS == nil {
+		t.Fatalf("the iterator did not report the namespaces tasks are in (a full map?)")
+	}
+	mnt := map[uint64]bool{}
+	for ns := range of.MountNS {
+		mnt[ns] = true
+	}
+	net2, mnt2 := procNamespaces(t)
+	for _, c := range []struct {
+		what       string
+		iter, proc map[uint64]bool
+	}{{"network", of.NetNS, net2}, {"mount", mnt, mnt2}} {
+		missing, extra := 0, 0
+		for ns := range c.proc {
+			if !c.iter[ns] {
+				missing++ // may have been made after the iterator ran
+			}
+		}
+		for ns := range c.iter {
+			if !c.proc[ns] {
+				extra++ // may be gone since
+			}
+		}
+		t.Logf("%s namespaces: iterator %d, /proc after it %d; %d only in /proc, %d only in the iterator's", c.what, len(c.iter), len(c.proc), missing, extra)
+		if missing > len(c.proc)/10 || extra > len(c.iter)/10 {
+			t.Errorf("%s namespaces differ beyond churn: %d of /proc's missing from the iterator's, %d of its not in /proc", c.what, missing, extra)
+		}
+	}
+	if !of.NetNS[want] {
+		t.Errorf("net:[%d], which a helper's process is in, is not among the iterator's namespaces", want)
+	}
 }

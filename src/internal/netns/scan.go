@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,6 +95,11 @@ type OpenFiles struct {
 	// SocketFDs counts every socket descriptor seen (a socket shared by
 	// forked processes once per descriptor).
 	SocketFDs int
+	// NetNS are the network namespaces some task (thread) is in, and
+	// MountNS a tgid in each mount namespace; nil when the source does
+	// not tell, and the scan reads /proc for them.
+	NetNS   map[uint64]bool
+	MountNS map[uint64]int
 }
 
 // FileSource lists every process's open files from the kernel at once,
@@ -187,16 +193,20 @@ func (s *Scanner) Scan() (Result, error) {
 	sort.Ints(pids)
 	r := fs.NewReader()
 	defer r.Close()
-	refs := s.listFiles(r, pids, self, &res)
+	refs, of := s.listFiles(r, pids, self, &res)
 	if len(refs) == 0 {
 		return res, nil
 	}
 	st := scanState{in: map[uint64]bool{}, held: map[uint64][]Holder{}, count: map[uint64]int{}}
 	nsOf := make([]uint64, len(pids))
-	for i, pid := range pids {
-		if ns, err := r.NSInode(pid, "net"); err == nil {
-			nsOf[i] = ns
-			st.in[ns] = true
+	if of != nil && of.NetNS != nil {
+		maps.Copy(st.in, of.NetNS) // and its sockets are settled: nsOf is not needed
+	} else {
+		for i, pid := range pids {
+			if ns, err := r.NSInode(pid, "net"); err == nil {
+				nsOf[i] = ns
+				st.in[ns] = true
+			}
 		}
 	}
 	s.resolve(refs, pids, nsOf, &res)
@@ -215,8 +225,10 @@ func (s *Scanner) Scan() (Result, error) {
 	// Threads may sit in another namespace than their process, and a bind
 	// mount in any mount namespace keeps one: read both only now, when
 	// there is something to clear.
-	if err := alsoIn(fs, pids, st.in); err != nil {
-		return res, err
+	if of == nil || of.NetNS == nil || mountsIn(fs, of.MountNS, st.in) != nil {
+		if err := alsoIn(fs, pids, st.in); err != nil {
+			return res, err
+		}
 	}
 	if cands = candidates(&st); len(cands) > 0 && s.Confirm > 0 {
 		sleep := s.Sleep
@@ -248,7 +260,7 @@ func (s *Scanner) Scan() (Result, error) {
 
 // listFiles lists the open files that may hold a namespace: from the
 // scanner's FileSource when it has one and it works, else by the fd walk.
-func (s *Scanner) listFiles(r *procfs.Reader, pids []int, self int, res *Result) []ref {
+func (s *Scanner) listFiles(r *procfs.Reader, pids []int, self int, res *Result) ([]ref, *OpenFiles) {
 	if s.Files != nil {
 		of, err := s.Files.OpenFiles()
 		if err == nil {
@@ -258,12 +270,12 @@ func (s *Scanner) listFiles(r *procfs.Reader, pids []int, self int, res *Result)
 					res.Processes++
 				}
 			}
-			return fileRefs(r, of, self, res)
+			return fileRefs(r, of, self, res), &of
 		}
 		res.IterErr = err
 	}
 	res.Via = ViaFDWalk
-	return openFiles(r, pids, self, res)
+	return openFiles(r, pids, self, res), nil
 }
 
 // fileRefs turns a FileSource's files into refs in pid and fd order,
@@ -399,6 +411,27 @@ func candidates(st *scanState) []uint64 {
 	return out
 }
 
+// mountsIn adds the network namespaces that nsfs mounts name, reading the
+// mountinfo of one process per mount namespace (mnts: a FileSource's
+// MountNS); an error when one is no longer in its namespace.
+func mountsIn(fs procfs.FS, mnts map[uint64]int, in map[uint64]bool) error {
+	r := fs.NewReader()
+	defer r.Close()
+	for mnt, pid := range mnts {
+		if got, err := linkInode(r, pid, "ns/mnt"); err != nil || got != mnt {
+			return fmt.Errorf("pid %d is no longer in mnt:[%d]", pid, mnt)
+		}
+		b, err := r.ReadFile(fs.Path(pid, "mountinfo"))
+		if err != nil {
+			return fmt.Errorf("read mountinfo of pid %d: %w", pid, err)
+		}
+		for _, ns := range NSMounts(b) {
+			in[ns] = true
+		}
+	}
+	return nil
+}
+
 // alsoIn adds the namespaces of every thread and of every nsfs mount
 // (seen once per mount namespace) to in.
 func alsoIn(fs procfs.FS, pids []int, in map[uint64]bool) error {
@@ -453,13 +486,9 @@ func NSMounts(mountinfo []byte) []uint64 {
 // a holder and still nothing else: every process's and thread's namespace
 // and every mount again, and each holder's fd link.
 func (s *Scanner) confirm(fs procfs.FS, res *Result, st *scanState, cands []uint64) []uint64 {
-	in := map[uint64]bool{}
+	var in map[uint64]bool
 	r := fs.NewReader()
 	defer r.Close()
-	now, err := fs.PIDs(nil)
-	if err != nil {
-		return cands
-	}
 	var again map[OpenFile]bool // the FileSource's sockets, listed again
 	if res.Via == ViaIterator {
 		of, err := s.Files.OpenFiles()
@@ -470,14 +499,24 @@ func (s *Scanner) confirm(fs procfs.FS, res *Result, st *scanState, cands []uint
 		for _, f := range of.Files {
 			again[f] = true
 		}
-	}
-	for _, pid := range now {
-		if ns, err := linkInode(r, pid, "ns/net"); err == nil {
-			in[ns] = true
+		if of.NetNS != nil && mountsIn(fs, of.MountNS, of.NetNS) == nil {
+			in = of.NetNS
 		}
 	}
-	if err := alsoIn(fs, now, in); err != nil {
-		return cands
+	if in == nil {
+		in = map[uint64]bool{}
+		now, err := fs.PIDs(nil)
+		if err != nil {
+			return cands
+		}
+		for _, pid := range now {
+			if ns, err := linkInode(r, pid, "ns/net"); err == nil {
+				in[ns] = true
+			}
+		}
+		if err := alsoIn(fs, now, in); err != nil {
+			return cands
+		}
 	}
 	var out []uint64
 	for _, ns := range cands {

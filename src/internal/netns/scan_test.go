@@ -262,3 +262,39 @@ func TestScanWithFileSource(t *testing.T) {
 		t.Fatalf("fallback: via %q (%v), leaks %+v, %v", res.Via, res.IterErr, res.Leaks, err)
 	}
 }
+
+// When a FileSource also says which namespaces tasks are in (NetNS,
+// threads included) and names a process per mount namespace (MountNS),
+// the scan takes them instead of reading every process's: a namespace
+// in NetNS is no leak though no /proc entry shows a process in it, a
+// mount namespace's mountinfo is read from the process named, and a
+// process no longer in the mount namespace it is named for makes the scan
+// read every process's after all.
+func TestScanWithFileSourceNamespaces(t *testing.T) {
+	const leaked, mounted, told, hostMnt, podMnt = 4026532700, 4026532701, 4026532702, 4026531841, 4026532900
+	tr := tree(t,
+		proc{pid: 40, comm: "agent", net: hostNet, fds: map[int]string{4: "socket:[901]", 5: "socket:[902]", 6: "socket:[903]"}},
+		proc{pid: 50, comm: "containerd", net: hostNet, mnt: podMnt,
+			mountinfo: fmt.Sprintf("25 1 8:1 / / rw - ext4 /dev/sda1 rw\n"+nsMountLine, mounted)},
+	)
+	files := []OpenFile{
+		{PID: 40, FD: 4, Kind: "socket", Inode: 901, NS: leaked},
+		{PID: 40, FD: 5, Kind: "socket", Inode: 902, NS: mounted},
+		{PID: 40, FD: 6, Kind: "socket", Inode: 903, NS: told},
+	}
+	for _, tc := range []struct {
+		name   string
+		mounts map[uint64]int
+	}{
+		{"mountinfo from the process named", map[uint64]int{hostMnt: 40, podMnt: 50}},
+		{"a process named for the wrong mount namespace", map[uint64]int{hostMnt: 40, podMnt: 40}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &listed{listings: []OpenFiles{{Files: files, NetNS: map[uint64]bool{hostNet: true, told: true}, MountNS: tc.mounts}}}
+			res, err := (&Scanner{Root: tr.Root, Probe: &fakeProbe{refuse: true}, Files: src}).Scan()
+			if err != nil || len(res.Leaks) != 1 || res.Leaks[0].Inode != leaked {
+				t.Fatalf("leaks %+v (%v), want net:[%d] alone", res.Leaks, err, leaked)
+			}
+		})
+	}
+}
