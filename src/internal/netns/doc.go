@@ -28,7 +28,9 @@
 // iterator's path only a leak's holder may be, to read what the namespace
 // still has. Threads' ns/net links and every mount namespace's mountinfo
 // (nsfs bind mounts) are read only when a namespace is held by nothing but
-// files.
+// files; on the iterator's path a second iterator (iter/task) has already
+// said which namespaces every thread is in, and one process per mount
+// namespace, so nothing is read per process.
 // What a leaked namespace still holds (its interfaces and addresses) is
 // read by entering it on a locked OS thread that returns to its own
 // namespace before it is unlocked, so nothing else of cellguard ever runs
