@@ -20,6 +20,10 @@ type LeakedNetns struct {
 	// Probe resolves sockets' namespaces; nil means netns.Live on the
 	// live root and none under a fixture root (nsfs files only).
 	Probe netns.Probe
+	// Files lists open files from the kernel at once; nil means
+	// netns.TaskFiles (the BPF iterator) on the live root and the fd walk
+	// under a fixture root, whose processes are files.
+	Files netns.FileSource
 	// Sleep waits before a leak is confirmed; nil means time.Sleep.
 	Sleep func(time.Duration)
 }
@@ -58,9 +62,12 @@ func (*LeakedNetns) Meta() validator.Meta {
 
 func (c *LeakedNetns) Run(ctx context.Context) ([]validator.Finding, error) {
 	live := hostroot.IsLive(c.Root)
-	s := &netns.Scanner{Root: c.Root, Probe: c.Probe, Sleep: c.Sleep, Confirm: netnsConfirm}
+	s := &netns.Scanner{Root: c.Root, Probe: c.Probe, Files: c.Files, Sleep: c.Sleep, Confirm: netnsConfirm}
 	if s.Probe == nil && live {
 		s.Probe = netns.Live{}
+	}
+	if s.Files == nil && live {
+		s.Files = netns.TaskFiles{}
 	}
 	res, err := s.Scan()
 	if err != nil {
@@ -91,12 +98,27 @@ func (c *LeakedNetns) Run(ctx context.Context) ([]validator.Finding, error) {
 			Data: map[string]string{"unresolved": strconv.Itoa(res.Unresolved)}})
 	}
 	fs = append(fs, validator.Finding{Status: validator.Pass,
-		Detail: fmt.Sprintf("%d processes, %d sockets and %d namespace files read; %d namespaces held only by open files",
-			res.Processes, res.Sockets, res.NSFiles, len(res.Leaks)),
+		Detail: fmt.Sprintf("%d processes, %d sockets and %d namespace files read; %d namespaces held only by open files; open files listed by %s",
+			res.Processes, res.Sockets, res.NSFiles, len(res.Leaks), via(res, live)),
 		Data: map[string]string{"processes": strconv.Itoa(res.Processes), "sockets": strconv.Itoa(res.Sockets),
 			"namespace_files": strconv.Itoa(res.NSFiles), "leaks": strconv.Itoa(len(res.Leaks)),
-			"unreadable_processes": strconv.Itoa(res.Denied)}})
+			"unreadable_processes": strconv.Itoa(res.Denied), "files_via": res.Via}})
 	return fs, nil
+}
+
+// via says which way open files were listed and, for the fd walk, why
+// not the iterator: the pass finding says which path ran, never guesses.
+func via(res netns.Result, live bool) string {
+	switch {
+	case res.Via == netns.ViaIterator:
+		return "the BPF task_file iterator (sockets' namespaces from the kernel, none asked one by one)"
+	case res.IterErr != nil:
+		return fmt.Sprintf("the fd walk of /proc/<pid>/fd (the BPF task_file iterator could not run: %v)", res.IterErr)
+	case !live:
+		return "the fd walk of /proc/<pid>/fd (a fixture root: the BPF iterator reads only the live kernel)"
+	default:
+		return "the fd walk of /proc/<pid>/fd"
+	}
 }
 
 func leakFinding(l netns.Leak) validator.Finding {

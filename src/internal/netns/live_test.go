@@ -17,12 +17,27 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// findLeak scans the live host and returns the leak of namespace ino.
-func findLeak(t *testing.T, ino uint64) (*netns.Leak, netns.Result) {
+// paths are the two ways a scan lists open files; each live test runs on
+// both, and fails (never falls back) when the iterator cannot run.
+var paths = []struct {
+	name  string
+	files netns.FileSource
+	via   string
+}{
+	{"fd-walk", nil, netns.ViaFDWalk},
+	{"bpf-iterator", netns.TaskFiles{}, netns.ViaIterator},
+}
+
+// findLeak scans the live host, listing open files with files, and
+// returns the leak of namespace ino.
+func findLeak(t *testing.T, ino uint64, files netns.FileSource, via string) (*netns.Leak, netns.Result) {
 	t.Helper()
-	res, err := (&netns.Scanner{Root: "/", Probe: netns.Live{}, Confirm: 100 * time.Millisecond}).Scan()
+	res, err := (&netns.Scanner{Root: "/", Probe: netns.Live{}, Files: files, Confirm: 100 * time.Millisecond}).Scan()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res.Via != via {
+		t.Fatalf("open files listed by %q (%v), want %q", res.Via, res.IterErr, via)
 	}
 	for i := range res.Leaks {
 		if res.Leaks[i].Inode == ino {
@@ -46,7 +61,13 @@ func TestLiveLeakHeldOnlyBySocket(t *testing.T) {
 	if err != nil || own == "net:["+utoa(h.Inode)+"]" {
 		t.Fatalf("the helper itself is in %s (%v); it should have left net:[%d]", own, err, h.Inode)
 	}
-	leak, res := findLeak(t, h.Inode)
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) { leakHeldOnlyBySocket(t, h, inProc, mounted, p.files, p.via) })
+	}
+}
+
+func leakHeldOnlyBySocket(t *testing.T, h, inProc, mounted *leakyns.Helper, files netns.FileSource, via string) {
+	leak, res := findLeak(t, h.Inode, files, via)
 	if leak == nil {
 		t.Fatalf("net:[%d] held by pid %d fd %d not reported; leaks %+v", h.Inode, h.PID, h.FD, res.Leaks)
 	}
@@ -72,7 +93,7 @@ func TestLiveLeakHeldOnlyBySocket(t *testing.T) {
 	}
 	// Reading it changed nothing: the helper still holds the socket, and
 	// the namespace still has its address.
-	if l, _ := findLeak(t, h.Inode); l == nil || !strings.Contains(strings.Join(flatAddrs(l), " "), leakyns.Addr) {
+	if l, _ := findLeak(t, h.Inode, files, via); l == nil || !strings.Contains(strings.Join(flatAddrs(l), " "), leakyns.Addr) {
 		t.Fatalf("second scan: %+v", l)
 	}
 }

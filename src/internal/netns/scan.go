@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +64,48 @@ type Result struct {
 	NotInspectedErr error
 	// ProbeErr is the first error the probe gave, for the report.
 	ProbeErr error
+	// Via is how open files were listed: ViaIterator or ViaFDWalk;
+	// IterErr is why the iterator was not used when the scanner had one.
+	Via     string
+	IterErr error
+}
+
+// How a scan listed open files.
+const (
+	ViaIterator = "bpf task_file iterator"
+	ViaFDWalk   = "fd walk"
+)
+
+// OpenFile is an open file that may hold a network namespace, as a
+// FileSource lists it.
+type OpenFile struct {
+	PID, FD int
+	// Kind is "nsfs" or "socket".
+	Kind string
+	// Inode is the file's; NS the namespace of a socket, or the inode of
+	// an nsfs file (which may be another type's namespace).
+	Inode, NS uint64
+}
+
+// OpenFiles is what a FileSource found.
+type OpenFiles struct {
+	// Files are every nsfs file and every socket outside its holder's
+	// network namespace, in no particular order.
+	Files []OpenFile
+	// SocketFDs counts every socket descriptor seen (a socket shared by
+	// forked processes once per descriptor).
+	SocketFDs int
+	// NetNS are the network namespaces some task (thread) is in, and
+	// MountNS a tgid in each mount namespace; nil when the source does
+	// not tell, and the scan reads /proc for them.
+	NetNS   map[uint64]bool
+	MountNS map[uint64]int
+}
+
+// FileSource lists every process's open files from the kernel at once,
+// each socket with its namespace. TaskFiles is the real one.
+type FileSource interface {
+	OpenFiles() (OpenFiles, error)
 }
 
 // Probe reaches what /proc does not show. Live returns the real one.
@@ -95,6 +138,10 @@ type Scanner struct {
 	// process holds the probe's duplicates); 0 means os.Getpid() on the
 	// live root, none elsewhere.
 	Self int
+	// Files lists open files instead of the walk of every /proc/<pid>/fd,
+	// with sockets' namespaces, so the probe is asked about none; nil, or
+	// an error from it (Result.IterErr), means the walk.
+	Files FileSource
 }
 
 // ErrProbe wraps what the probe refused.
@@ -146,16 +193,20 @@ func (s *Scanner) Scan() (Result, error) {
 	sort.Ints(pids)
 	r := fs.NewReader()
 	defer r.Close()
-	refs := openFiles(r, pids, self, &res)
+	refs, of := s.listFiles(r, pids, self, &res)
 	if len(refs) == 0 {
 		return res, nil
 	}
 	st := scanState{in: map[uint64]bool{}, held: map[uint64][]Holder{}, count: map[uint64]int{}}
 	nsOf := make([]uint64, len(pids))
-	for i, pid := range pids {
-		if ns, err := r.NSInode(pid, "net"); err == nil {
-			nsOf[i] = ns
-			st.in[ns] = true
+	if of != nil && of.NetNS != nil {
+		maps.Copy(st.in, of.NetNS) // and its sockets are settled: nsOf is not needed
+	} else {
+		for i, pid := range pids {
+			if ns, err := r.NSInode(pid, "net"); err == nil {
+				nsOf[i] = ns
+				st.in[ns] = true
+			}
 		}
 	}
 	s.resolve(refs, pids, nsOf, &res)
@@ -174,8 +225,10 @@ func (s *Scanner) Scan() (Result, error) {
 	// Threads may sit in another namespace than their process, and a bind
 	// mount in any mount namespace keeps one: read both only now, when
 	// there is something to clear.
-	if err := alsoIn(fs, pids, st.in); err != nil {
-		return res, err
+	if of == nil || of.NetNS == nil || mountsIn(fs, of.MountNS, st.in) != nil {
+		if err := alsoIn(fs, pids, st.in); err != nil {
+			return res, err
+		}
 	}
 	if cands = candidates(&st); len(cands) > 0 && s.Confirm > 0 {
 		sleep := s.Sleep
@@ -183,7 +236,7 @@ func (s *Scanner) Scan() (Result, error) {
 			sleep = time.Sleep
 		}
 		sleep(s.Confirm)
-		cands = s.confirm(fs, pids, &st, cands)
+		cands = s.confirm(fs, &res, &st, cands)
 	}
 	comms := map[int]string{}
 	for _, ino := range cands {
@@ -203,6 +256,56 @@ func (s *Scanner) Scan() (Result, error) {
 		res.Leaks = append(res.Leaks, l)
 	}
 	return res, nil
+}
+
+// listFiles lists the open files that may hold a namespace: from the
+// scanner's FileSource when it has one and it works, else by the fd walk.
+func (s *Scanner) listFiles(r *procfs.Reader, pids []int, self int, res *Result) ([]ref, *OpenFiles) {
+	if s.Files != nil {
+		of, err := s.Files.OpenFiles()
+		if err == nil {
+			res.Via = ViaIterator
+			for _, pid := range pids {
+				if pid != self {
+					res.Processes++
+				}
+			}
+			return fileRefs(r, of, self, res), &of
+		}
+		res.IterErr = err
+	}
+	res.Via = ViaFDWalk
+	return openFiles(r, pids, self, res), nil
+}
+
+// fileRefs turns a FileSource's files into refs in pid and fd order,
+// keeping the nsfs files whose link names a network namespace (the
+// iterator knows a namespace file, not its type) and each socket once.
+func fileRefs(r *procfs.Reader, of OpenFiles, self int, res *Result) []ref {
+	slices.SortFunc(of.Files, func(a, b OpenFile) int {
+		if a.PID != b.PID {
+			return a.PID - b.PID
+		}
+		return a.FD - b.FD
+	})
+	res.Sockets = of.SocketFDs
+	var refs []ref
+	seen := map[uint64]bool{}
+	for _, f := range of.Files {
+		switch {
+		case f.PID == self:
+		case f.Kind == "nsfs":
+			l, err := r.Readlink(f.PID, "fd/"+strconv.Itoa(f.FD))
+			if ns, perr := procfs.ParseNSLink(l); err == nil && perr == nil && bytes.HasPrefix(l, netLink) && ns == f.NS {
+				res.NSFiles++
+				refs = append(refs, ref{pid: f.PID, fd: f.FD, kind: "nsfs", ns: ns})
+			}
+		case f.Kind == "socket" && !seen[f.Inode]:
+			seen[f.Inode] = true
+			refs = append(refs, ref{pid: f.PID, fd: f.FD, kind: "socket", sock: f.Inode, ns: f.NS})
+		}
+	}
+	return refs
 }
 
 // openFiles lists, in pid and fd order, every nsfs file of a network
@@ -245,7 +348,7 @@ func (s *Scanner) resolve(refs []ref, pids []int, nsOf []uint64, res *Result) {
 	tables := map[uint64]map[uint64]bool{}
 	for i := range refs {
 		x := &refs[i]
-		if x.kind != "socket" {
+		if x.kind != "socket" || x.ns != 0 { // settled by the FileSource
 			continue
 		}
 		if s.Probe == nil {
@@ -308,6 +411,27 @@ func candidates(st *scanState) []uint64 {
 	return out
 }
 
+// mountsIn adds the network namespaces that nsfs mounts name, reading the
+// mountinfo of one process per mount namespace (mnts: a FileSource's
+// MountNS); an error when one is no longer in its namespace.
+func mountsIn(fs procfs.FS, mnts map[uint64]int, in map[uint64]bool) error {
+	r := fs.NewReader()
+	defer r.Close()
+	for mnt, pid := range mnts {
+		if got, err := linkInode(r, pid, "ns/mnt"); err != nil || got != mnt {
+			return fmt.Errorf("pid %d is no longer in mnt:[%d]", pid, mnt)
+		}
+		b, err := r.ReadFile(fs.Path(pid, "mountinfo"))
+		if err != nil {
+			return fmt.Errorf("read mountinfo of pid %d: %w", pid, err)
+		}
+		for _, ns := range NSMounts(b) {
+			in[ns] = true
+		}
+	}
+	return nil
+}
+
 // alsoIn adds the namespaces of every thread and of every nsfs mount
 // (seen once per mount namespace) to in.
 func alsoIn(fs procfs.FS, pids []int, in map[uint64]bool) error {
@@ -361,21 +485,38 @@ func NSMounts(mountinfo []byte) []uint64 {
 // confirm reads again, after the wait, whether each candidate still has
 // a holder and still nothing else: every process's and thread's namespace
 // and every mount again, and each holder's fd link.
-func (s *Scanner) confirm(fs procfs.FS, pids []int, st *scanState, cands []uint64) []uint64 {
-	in := map[uint64]bool{}
+func (s *Scanner) confirm(fs procfs.FS, res *Result, st *scanState, cands []uint64) []uint64 {
+	var in map[uint64]bool
 	r := fs.NewReader()
 	defer r.Close()
-	now, err := fs.PIDs(nil)
-	if err != nil {
-		return cands
-	}
-	for _, pid := range now {
-		if ns, err := linkInode(r, pid, "ns/net"); err == nil {
-			in[ns] = true
+	var again map[OpenFile]bool // the FileSource's sockets, listed again
+	if res.Via == ViaIterator {
+		of, err := s.Files.OpenFiles()
+		if err != nil {
+			return cands
+		}
+		again = map[OpenFile]bool{}
+		for _, f := range of.Files {
+			again[f] = true
+		}
+		if of.NetNS != nil && mountsIn(fs, of.MountNS, of.NetNS) == nil {
+			in = of.NetNS
 		}
 	}
-	if err := alsoIn(fs, now, in); err != nil {
-		return cands
+	if in == nil {
+		in = map[uint64]bool{}
+		now, err := fs.PIDs(nil)
+		if err != nil {
+			return cands
+		}
+		for _, pid := range now {
+			if ns, err := linkInode(r, pid, "ns/net"); err == nil {
+				in[ns] = true
+			}
+		}
+		if err := alsoIn(fs, now, in); err != nil {
+			return cands
+		}
 	}
 	var out []uint64
 	for _, ns := range cands {
@@ -384,7 +525,7 @@ func (s *Scanner) confirm(fs procfs.FS, pids []int, st *scanState, cands []uint6
 		}
 		var still []Holder
 		for _, h := range st.held[ns] {
-			if s.stillHolds(r, h, ns) {
+			if s.stillHolds(r, h, ns, again) {
 				still = append(still, h)
 			}
 		}
@@ -398,8 +539,9 @@ func (s *Scanner) confirm(fs procfs.FS, pids []int, st *scanState, cands []uint6
 }
 
 // stillHolds re-reads h's fd: an nsfs link must still name ns; a socket
-// must still be a socket in ns.
-func (s *Scanner) stillHolds(r *procfs.Reader, h Holder, ns uint64) bool {
+// must still be a socket in ns, as the FileSource's new listing (again)
+// says, or else the probe.
+func (s *Scanner) stillHolds(r *procfs.Reader, h Holder, ns uint64, again map[OpenFile]bool) bool {
 	l, err := r.Readlink(h.PID, "fd/"+strconv.Itoa(h.FD))
 	if err != nil {
 		return false
@@ -409,7 +551,13 @@ func (s *Scanner) stillHolds(r *procfs.Reader, h Holder, ns uint64) bool {
 		return err == nil && bytes.HasPrefix(l, []byte("net:[")) && got == ns
 	}
 	sock, err := procfs.ParseNSLink(l)
-	if err != nil || !bytes.HasPrefix(l, []byte("socket:[")) || s.Probe == nil {
+	if err != nil || !bytes.HasPrefix(l, []byte("socket:[")) {
+		return false
+	}
+	if again != nil {
+		return again[OpenFile{PID: h.PID, FD: h.FD, Kind: "socket", Inode: sock, NS: ns}]
+	}
+	if s.Probe == nil {
 		return false
 	}
 	got, err := s.Probe.SocketNS(h.PID, h.FD, sock)

@@ -1,7 +1,9 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -188,5 +190,111 @@ func TestNSMounts(t *testing.T) {
 		"614 29 0:4 net:[4026532610] /var/run/docker/netns/ab12 rw - nsfs nsfs rw\n"
 	if got := NSMounts([]byte(mi)); !reflect.DeepEqual(got, []uint64{4026532608, 4026532610}) {
 		t.Fatalf("got %v", got)
+	}
+}
+
+// listed is a FileSource that returns its files, each call the next
+// listing (the last again once they run out), or err.
+type listed struct {
+	calls    int
+	listings []OpenFiles
+	err      error
+}
+
+func (l *listed) OpenFiles() (OpenFiles, error) {
+	l.calls++
+	return l.listings[min(l.calls, len(l.listings))-1], l.err
+}
+
+// How Scan takes a FileSource's files (the iterator's contract, on a
+// fixture tree for the /proc side): sockets come with their namespace, so
+// the probe is asked nothing; an nsfs file counts only when its link names
+// a network namespace (the iterator sees a namespace file, not its type);
+// a socket shared by forked processes is held once; the scanner's own
+// files are not looked at; the confirmation lists again, and a socket gone
+// from the new listing is no longer a leak. A FileSource that fails makes
+// the fd walk run, and the result says why.
+func TestScanWithFileSource(t *testing.T) {
+	const leaked, nsfsLeaked, mntNS = 4026532700, 4026532701, 4026532900
+	tr := tree(t,
+		proc{pid: 40, comm: "agent", net: hostNet, fds: map[int]string{
+			4: "socket:[901]", 5: fmt.Sprintf("net:[%d]", nsfsLeaked), 6: fmt.Sprintf("mnt:[%d]", mntNS)}},
+		proc{pid: 41, comm: "agent", net: hostNet, fds: map[int]string{4: "socket:[901]"}},
+		proc{pid: 99, comm: "cellguard", net: hostNet, fds: map[int]string{3: "socket:[999]"}},
+	)
+	first := OpenFiles{SocketFDs: 12, Files: []OpenFile{
+		{PID: 41, FD: 4, Kind: "socket", Inode: 901, NS: leaked},
+		{PID: 40, FD: 6, Kind: "nsfs", Inode: mntNS, NS: mntNS},
+		{PID: 40, FD: 5, Kind: "nsfs", Inode: nsfsLeaked, NS: nsfsLeaked},
+		{PID: 40, FD: 4, Kind: "socket", Inode: 901, NS: leaked},
+		{PID: 99, FD: 3, Kind: "socket", Inode: 999, NS: 4026532800},
+	}}
+	probe := &fakeProbe{refuse: true}
+	src := &listed{listings: []OpenFiles{first}}
+	res, err := (&Scanner{Root: tr.Root, Probe: probe, Files: src, Self: 99}).Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range res.Leaks {
+		got = append(got, fmt.Sprintf("%d held %d by %+v", l.Inode, l.Held, l.Holders))
+	}
+	want := []string{
+		fmt.Sprintf("%d held 1 by [{PID:40 Comm:agent FD:4 Kind:socket}]", leaked),
+		fmt.Sprintf("%d held 1 by [{PID:40 Comm:agent FD:5 Kind:nsfs}]", nsfsLeaked),
+	}
+	if !reflect.DeepEqual(got, want) || res.Via != ViaIterator || probe.asked != 0 || probe.read != 0 ||
+		res.Sockets != 12 || res.NSFiles != 1 || res.Processes != 2 || res.Unresolved != 0 {
+		t.Fatalf("leaks %q, want %q; %+v; probe asked %d, tables %d", got, want, res, probe.asked, probe.read)
+	}
+
+	// Confirmed: listed again after the wait, socket 901 is gone.
+	src = &listed{listings: []OpenFiles{first, {Files: first.Files[1:3]}}}
+	res, err = (&Scanner{Root: tr.Root, Probe: probe, Files: src, Self: 99, Confirm: time.Second, Sleep: func(time.Duration) {}}).Scan()
+	if err != nil || len(res.Leaks) != 1 || res.Leaks[0].Inode != nsfsLeaked || src.calls != 2 {
+		t.Fatalf("after the confirmation: leaks %+v (%v), %d listings", res.Leaks, err, src.calls)
+	}
+
+	// The iterator cannot run: the fd walk, and why.
+	src = &listed{listings: []OpenFiles{{}}, err: fmt.Errorf("load kernel BTF: %w", os.ErrNotExist)}
+	res, err = (&Scanner{Root: tr.Root, Probe: &fakeProbe{ns: map[uint64]uint64{901: leaked}}, Files: src, Self: 99}).Scan()
+	if err != nil || res.Via != ViaFDWalk || !errors.Is(res.IterErr, os.ErrNotExist) || len(res.Leaks) != 2 {
+		t.Fatalf("fallback: via %q (%v), leaks %+v, %v", res.Via, res.IterErr, res.Leaks, err)
+	}
+}
+
+// When a FileSource also says which namespaces tasks are in (NetNS,
+// threads included) and names a process per mount namespace (MountNS),
+// the scan takes them instead of reading every process's: a namespace
+// in NetNS is no leak though no /proc entry shows a process in it, a
+// mount namespace's mountinfo is read from the process named, and a
+// process no longer in the mount namespace it is named for makes the scan
+// read every process's after all.
+func TestScanWithFileSourceNamespaces(t *testing.T) {
+	const leaked, mounted, told, hostMnt, podMnt = 4026532700, 4026532701, 4026532702, 4026531841, 4026532900
+	tr := tree(t,
+		proc{pid: 40, comm: "agent", net: hostNet, fds: map[int]string{4: "socket:[901]", 5: "socket:[902]", 6: "socket:[903]"}},
+		proc{pid: 50, comm: "containerd", net: hostNet, mnt: podMnt,
+			mountinfo: fmt.Sprintf("25 1 8:1 / / rw - ext4 /dev/sda1 rw\n"+nsMountLine, mounted)},
+	)
+	files := []OpenFile{
+		{PID: 40, FD: 4, Kind: "socket", Inode: 901, NS: leaked},
+		{PID: 40, FD: 5, Kind: "socket", Inode: 902, NS: mounted},
+		{PID: 40, FD: 6, Kind: "socket", Inode: 903, NS: told},
+	}
+	for _, tc := range []struct {
+		name   string
+		mounts map[uint64]int
+	}{
+		{"mountinfo from the process named", map[uint64]int{hostMnt: 40, podMnt: 50}},
+		{"a process named for the wrong mount namespace", map[uint64]int{hostMnt: 40, podMnt: 40}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &listed{listings: []OpenFiles{{Files: files, NetNS: map[uint64]bool{hostNet: true, told: true}, MountNS: tc.mounts}}}
+			res, err := (&Scanner{Root: tr.Root, Probe: &fakeProbe{refuse: true}, Files: src}).Scan()
+			if err != nil || len(res.Leaks) != 1 || res.Leaks[0].Inode != leaked {
+				t.Fatalf("leaks %+v (%v), want net:[%d] alone", res.Leaks, err, leaked)
+			}
+		})
 	}
 }

@@ -1,0 +1,66 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/netns"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/leakyns"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
+)
+
+func TestMain(m *testing.M) {
+	leakyns.Main() // returns unless this process is a helper
+	os.Exit(m.Run())
+}
+
+// noIterator is a FileSource that cannot run, as on a kernel without BTF.
+type noIterator struct{}
+
+func (noIterator) OpenFiles() (netns.OpenFiles, error) {
+	return netns.OpenFiles{}, errors.New("load kernel BTF: no such file")
+}
+
+// seed 003 on the real kernel, through the check: a namespace held only
+// by a helper's socket is a failure naming its pid and fd, whichever way
+// open files were listed, and the pass finding says which: the BPF
+// iterator by default on the live root, the fd walk and why when the
+// iterator cannot run.
+func TestLeakedNetnsLive(t *testing.T) {
+	testkit.RequireRoot(t, "a BPF iterator, pidfd_getfd and a new network namespace")
+	h := leakyns.Start(t, leakyns.Socket, 0)
+	for _, tc := range []struct {
+		name    string
+		files   netns.FileSource
+		via     string
+		because string
+	}{
+		{"bpf-iterator", nil, netns.ViaIterator, "BPF task_file iterator (sockets' namespaces from the kernel"},
+		{"fd-walk", noIterator{}, netns.ViaFDWalk, "fd walk of /proc/<pid>/fd (the BPF task_file iterator could not run: load kernel BTF: no such file)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &LeakedNetns{Root: "/", Files: tc.files, Sleep: func(time.Duration) {}}
+			fs, err := c.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns := "net:[" + strconv.FormatUint(h.Inode, 10) + "]"
+			found := false
+			for _, f := range fs {
+				found = found || f.Subject == ns && f.Status == validator.Fail &&
+					strings.Contains(f.Data["holders"], "pid "+strconv.Itoa(h.PID)+" (checks.test) fd "+strconv.Itoa(h.FD)+" (socket)")
+			}
+			pass := fs[len(fs)-1]
+			if !found || pass.Data["files_via"] != tc.via || !strings.Contains(pass.Detail, tc.because) {
+				t.Fatalf("want %s held by pid %d fd %d and the files listed by %q (%q); got %+v", ns, h.PID, h.FD, tc.via, tc.because, fs)
+			}
+			t.Logf("%s", pass.Detail)
+		})
+	}
+}
