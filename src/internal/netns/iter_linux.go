@@ -129,8 +129,12 @@ func iterSpec(name, attachTo string, insns asm.Instructions) *ebpf.ProgramSpec {
 		AttachType:   ebpf.AttachTraceIter,
 		AttachTo:     attachTo,
 		Instructions: insns,
-		// bpf_seq_write and bpf_sock_from_file are GPL-only helpers.
-		License: "GPL",
+		// bpf_seq_write and bpf_sock_from_file are GPL-only helpers, so
+		// the kernel loads only a program that declares a GPL-compatible
+		// license. These few instructions, written here, are offered as
+		// BSD or GPL, as Apache-2.0 projects (Cilium, Tetragon) declare
+		// their BPF programs; the Go code that writes them stays Apache-2.0.
+		License: "Dual BSD/GPL",
 	}
 }
 
