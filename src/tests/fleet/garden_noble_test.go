@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -93,7 +94,7 @@ func (f *fleet) gardenChurnStep(ctx context.Context, g *gardenRun) Step {
 			sort.Strings(listed)
 			r.Expect("churn-through-garden", rounds == gardenChurnRounds && strings.Join(listed, " ") == strings.Join(g.handles, " "),
 				"%d of %d rounds made, ran (exit 0, \"ok\"), ran and destroyed a container (create %s s, destroy %s s); Garden lists %v afterwards",
-				rounds, gardenChurnRounds, secondsRange(creates), secondsRange(destroys), listed)
+				rounds, gardenChurnRounds, garden.SecondsRange(creates), garden.SecondsRange(destroys), listed)
 
 			// c1's and c2's processes: the churn must have moved nothing
 			// the trigger had not.
@@ -228,18 +229,6 @@ func errSuffix(e string) string {
 		return ""
 	}
 	return " error: " + e
-}
-
-// secondsRange formats durations in seconds as "min-max".
-func secondsRange(v []float64) string {
-	if len(v) == 0 {
-		return "none"
-	}
-	lo, hi := v[0], v[0]
-	for _, x := range v {
-		lo, hi = min(lo, x), max(hi, x)
-	}
-	return fmt.Sprintf("%.2f-%.2f", lo, hi)
 }
 
 // watchContainerFinding reports whether a line of watch.log is a finding of

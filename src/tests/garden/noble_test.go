@@ -91,7 +91,7 @@ func triggerAndChurn(t *testing.T, box *sdbox.Box, g *garden.Garden, cellguard s
 		}
 		destroys = append(destroys, d.Seconds)
 	}
-	t.Logf("churn of %d containers: create %s s, destroy %s s", churnRounds, seconds(creates), seconds(destroys))
+	t.Logf("churn of %d containers: create %s s, destroy %s s", churnRounds, garden.SecondsRange(creates), garden.SecondsRange(destroys))
 	if moved := g.Moved(t, c); len(moved) != 0 {
 		t.Fatalf("c1 moved during the churn: %v", moved)
 	}
@@ -163,16 +163,4 @@ func problems(t *testing.T, report string, ids []string) []string {
 		}
 	}
 	return out
-}
-
-// seconds formats durations as "min-max".
-func seconds(v []float64) string {
-	if len(v) == 0 {
-		return "none"
-	}
-	lo, hi := v[0], v[0]
-	for _, x := range v {
-		lo, hi = min(lo, x), max(hi, x)
-	}
-	return fmt.Sprintf("%.2f-%.2f", lo, hi)
 }

@@ -635,3 +635,16 @@ func WaitGone(box *sdbox.Box, pids []int, d time.Duration) []int {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// SecondsRange formats durations in seconds (a churn's creates, destroys)
+// as "min-max", "none" for none.
+func SecondsRange(v []float64) string {
+	if len(v) == 0 {
+		return "none"
+	}
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return fmt.Sprintf("%.2f-%.2f", lo, hi)
+}
