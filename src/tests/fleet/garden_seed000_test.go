@@ -95,7 +95,7 @@ func (f *fleet) gardenSeedScenario(ctx context.Context, afterOthers bool) Scenar
 					}
 					// gdn (monit's pidfile) and monit in the same unit, and
 					// no garden.service: the shape before v1.18.0.
-					out, err := vm.Exec(ctx, "sh", "-c", `g=$(cat `+seedGardenPidfile+`); m=$(pidof monit); m=${m%% *}
+					out, err := vm.Exec(ctx, "sh", "-c", `g=$(cat `+seedGardenPidfile+`); m=$(pidof monit-actual || pidof monit); m=${m%% *}
 echo "gdn=$g $(grep name=systemd /proc/$g/cgroup)"; echo "monit=$m $(grep name=systemd /proc/$m/cgroup)"
 systemctl show garden.service -p LoadState`)
 					if err != nil {
@@ -293,7 +293,7 @@ systemctl show garden.service -p LoadState`)
 				return nil
 			}},
 		{Name: "with cellguard.supervisor.protect on fresh VMs: nothing moves, the destroy takes seconds",
-			Expects: []string{"seed-protect-deployed", "seed-supervisor-delegated", "seed-protected-nothing-moved", "seed-protected-watch-quiet", "seed-protected-destroy-seconds"},
+			Expects: []string{"seed-protect-deployed", "seed-supervisor-delegated", "seed-protected-where-runc-recorded", "seed-protected-nothing-moved", "seed-protected-watch-quiet", "seed-protected-destroy-seconds"},
 			Do: func(r *Record) error {
 				// Fresh VMs: once systemd realized a controller for the
 				// slice, a second trigger moves nothing, protected or not.
@@ -341,6 +341,13 @@ systemctl show garden.service -p LoadState`)
 				if p.before, err = procCgroups(ctx, p.vm, c.PIDs); err != nil {
 					return err
 				}
+				inPlace := len(c.PIDs) >= 2 && len(p.before) == len(c.PIDs)
+				for _, m := range p.before {
+					inPlace = inPlace && len(outsideRecorded(m, c.Paths)) == 0
+				}
+				r.Say("   %s: container c1: init pid %d, pids %v; runc's state.json records %s", p.cell, c.InitPID, c.PIDs, describePaths(c.Paths))
+				r.Say("      /proc/%d/cgroup before the trigger: %s", c.InitPID, describePaths(p.before[c.InitPID]))
+				r.Expect("seed-protected-where-runc-recorded", inPlace, "before the trigger c1's processes are in every cgroup runc recorded: %t", inPlace)
 				if !watchReady(ctx, p.vm) {
 					return fmt.Errorf("watch on %s never scanned with 0 escapes", p.cell)
 				}
