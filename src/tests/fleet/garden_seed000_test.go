@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
+	"golang.org/x/sys/unix"
 )
 
 // Seed 000 as it happened (issue 22), opt-in with
@@ -214,6 +215,11 @@ systemctl show garden.service -p LoadState`)
 				escaped, eok := metric(ctx, g.vm, "cellguard_escaped_processes")
 				latency := at.Sub(fired)
 				r.Say("   cellguard watch's first finding naming Garden's containers: %s", line)
+				if active, err := activeSince(ctx, g.vm, "seed000-trigger.service"); err == nil && !at.IsZero() {
+					r.Say("   seed000-trigger.service became active at %s; watch's first finding %.2fs after that", active.UTC().Format(time.RFC3339Nano), at.Sub(active).Seconds())
+				} else if err != nil {
+					r.Say("   when seed000-trigger.service became active: %v", err)
+				}
 				r.Expect("seed-watch-names-escape", !at.IsZero() && latency >= 0 && latency <= seedWatchBound && eok && escaped > 0,
 					"watch logged the escape %.2fs after the trigger's start was asked for (bound %s); cellguard_escaped_processes %v (read: %t)", latency.Seconds(), seedWatchBound, escaped, eok)
 				out, verr := validateDrain(ctx, g.vm)
@@ -506,6 +512,26 @@ func lagerTime(s string) time.Time {
 		ns = f
 	}
 	return time.Unix(n, ns)
+}
+
+// activeSince is when unit in vm last became active, from systemd's
+// ActiveEnterTimestampMonotonic: systemd 229 prints the wall-clock form in
+// whole seconds only, and the VM shares the host's monotonic clock.
+func activeSince(ctx context.Context, vm VM, unit string) (time.Time, error) {
+	out, err := vm.Exec(ctx, "systemctl", "show", unit, "-p", "ActiveEnterTimestampMonotonic")
+	if err != nil {
+		return time.Time{}, err
+	}
+	us, err := strconv.ParseInt(keyValues(out)["ActiveEnterTimestampMonotonic"], 10, 64)
+	if err != nil || us == 0 {
+		return time.Time{}, fmt.Errorf("%s's ActiveEnterTimestampMonotonic %q: %v", unit, strings.TrimSpace(out), err)
+	}
+	var mono unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono); err != nil {
+		return time.Time{}, fmt.Errorf("read the monotonic clock: %w", err)
+	}
+	now := time.Now()
+	return now.Add(-(time.Duration(mono.Nano()) - time.Duration(us)*time.Microsecond)), nil
 }
 
 // since are lines after the first n (all of them when fewer: a rotated log).
