@@ -5,11 +5,9 @@ BIN        := bin/cellguard
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS    := -X github.com/cloudfoundry/cellguard/src/internal/cli.Version=$(VERSION)
 # The tests build with safefile's crash hook (cellguard_crashtest); build,
-# release and packaging never set the tag. src/tests/e2e deploys the release
-# with bosh create-env onto the real agent (the jammy shape): 15-25 minutes
-# here, about an hour on a cold machine. src/tests/fleet deploys it as an
-# addon on a real director, on jammy then xenial: about 15 minutes a shape
-# cold, 13 warm from the compiled-release cache (src/tests/fleet/README.md).
+# release and packaging never set the tag. src/tests/fleet deploys the
+# release as an addon on a real director, jammy and xenial at once (make
+# cell: all three shapes); times in src/tests/fleet/README.md.
 CRASHTAG   := cellguard_crashtest
 GOTESTFLAGS ?= -count=1 -timeout 90m -tags $(CRASHTAG)
 
@@ -71,14 +69,21 @@ release-sync:
 release-e2e:
 	bash ci/scripts/release-e2e.sh
 
-# The README's first command: a local cell, the release deployed with bosh
-# create-env onto the real bosh-agent and BOSH's monit in systemd-nspawn VMs
-# (both stemcell shapes), showing seed-000 without and with cellguard, and
-# seed-001. CELLFLAGS="--json-out /tmp/cell.json" also writes the summary for
-# machines; CELLFLAGS="--shapes jammy --scenarios protect" runs a part.
-CELLFLAGS ?=
-cell: deps release
-	bash src/tests/cell/cell.sh --tarball dev_releases/cellguard-dev.tgz $(CELLFLAGS)
+# The README's first command: the fleet (src/tests/fleet/README.md). A real
+# BOSH director (cloudfoundry/bosh v283.0.0) deploys 3 cells and 1 other VM
+# with cellguard as a runtime-config addon, on each stemcell shape at once
+# (xenial: systemd 229, the seed's; jammy: 249; noble: 255): blocked
+# rollouts at a later cell and at the canary, the way out over bosh ssh, the
+# errand's fleet summary, seed 001, leaving, heal, protect and start. Each
+# shape's last line says "all expectations held". CELL_SHAPES=jammy runs one;
+# CELL_SCENARIOS=default,garden adds real Garden (CELLGUARD_FLEET_SCENARIOS).
+# -parallel 3: go test runs GOMAXPROCS parallel subtests at once (2 here),
+# and a shape waiting for a slot would double the wall time.
+CELL_SHAPES ?= xenial,jammy,noble
+CELL_SCENARIOS ?=
+cell: deps
+	CELLGUARD_FLEET_SHAPE=$(CELL_SHAPES) CELLGUARD_FLEET_SCENARIOS=$(CELL_SCENARIOS) \
+	  $(GO) test -count=1 -timeout 100m -parallel 3 -tags $(CRASHTAG) -run '^TestFleet$$' -v ./src/tests/fleet/
 
 # A real BOSH director (v283.0.0) in a lab network namespace, for the fleet
 # (src/tests/director/README.md): DIRECTOR_STATE holds everything, DIRECTOR_CPI

@@ -6,7 +6,7 @@
 //     in ../shared/tools/boshcli beside the repository;
 //   - bosh-agent v2.759.0, the version bosh-cli v7.9.12 requires
 //     (ci/scripts/bosh-agent.sh builds .../bosh-agent/v2/main for the local
-//     stemcell, src/tests/bosh/stemcell); cmd/agent-update uses its client.
+//     stemcell, src/tests/bosh/stemcell).
 //
 // Neither enters the root go.mod: the product's vendored module stays free
 // of them.

@@ -31,14 +31,13 @@ apt_install() {  # quiet apt-get install; the full log only when it fails
 
 # 1. Debian packages: the systemd box (systemd-nspawn, debootstrap, nsenter), the
 #    daemons and runtimes tests drive on the host, ruby for the BOSH templates, jq;
-#    time (GNU time) for make bench's peak RSS; for the local cell on the real BOSH
-#    agent (make cell, src/tests/bosh): a compiler and flex, bison, zlib for BOSH's
-#    monit, socat for the CPI's mbus forwarder; for boxes of older Ubuntu suites (the xenial
+#    time (GNU time) for make bench's peak RSS; for the fleet's stemcells (make cell,
+#    src/tests/bosh): a compiler and flex, bison, zlib for BOSH's monit; for boxes of older Ubuntu suites (the xenial
 #    seed-000 test, src/tests/harness/seed000-matrix.sh): curl and gpg to fetch and check
 #    Ubuntu's archive keyring, patchelf to run this host's runc and containerd there;
 #    iptables for real Garden in boxes (src/tests/garden; copied in with containerd).
 pkgs=(systemd-container debootstrap curl gpg patchelf monit runc containerd ruby busybox-static jq iproute2 util-linux time
-  gcc make patch flex bison zlib1g-dev socat iptables)
+  gcc make patch flex bison zlib1g-dev iptables)
 missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"

@@ -1,8 +1,7 @@
 // Package render renders a BOSH job directory (jobs/NAME: spec, monit,
 // templates/) with bosh-cli v7.9.12's own job renderer and ERB evaluation
 // context, which shell out to ruby exactly as `bosh create-env` does. It is
-// what the template tests use, and what a local cell can use to lay a job out
-// as the BOSH agent would.
+// what the template tests use.
 package render
 
 import (

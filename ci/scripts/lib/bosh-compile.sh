@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Compiling a release tarball's packages as the BOSH agent does on a compile
 # VM. Sourced by ci/scripts/release-e2e.sh (a fresh compile of every package,
-# at the real /var/vcap paths); `make cell` has the real bosh-agent compile
-# them (src/tests/cell/cell.sh).
+# at the real /var/vcap paths); `make cell` has the director compile them on
+# its compilation VMs (src/tests/fleet).
 #
 #   compile_order RELEASE_MF
 #   compile_package NAME VERSION PACKAGE_TGZ INSTALL_DIR LOG [DEP=DIR ...]

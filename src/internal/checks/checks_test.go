@@ -375,7 +375,7 @@ func TestCgroupIntegrityTransientMoveIsNotReported(t *testing.T) {
 // that read a process between its cpu and its blkio move must report (and,
 // with --fix, heal) both: the confirming re-read takes every hierarchy as
 // it is then, or the next scan heals the same process a second time
-// (make cell in CI: cellguard_healed_processes_total 8 for 4 processes).
+// (the local cell in CI, 2026-12-01: cellguard_healed_processes_total 8 for 4 processes).
 func TestCgroupIntegrityConfirmTakesAMoveStillUnderWay(t *testing.T) {
 	h := fakehost.New(t, cgroup.Legacy)
 	h.RunContainer(garden("c1"), 100, 2, 500)

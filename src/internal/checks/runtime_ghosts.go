@@ -56,9 +56,9 @@ func (*RuntimeGhosts) Meta() validator.Meta {
 			"https://github.com/cloudfoundry/guardian/issues/53",
 			"https://github.com/opencontainers/runc/blob/main/libcontainer/container_linux.go",
 		},
-		Fix: "For a ghost state, `runc --root <root> delete --force <id>` (or let Garden/containerd destroy " +
-			"the container). For orphan processes, find their owner from the evidence and stop them; " +
-			"cellguard never kills processes itself.",
+		Fix: "For a ghost state, `runc --root <root> delete --force <id>`, or its owner's destroy while the owner still knows " +
+			"the container (Garden's API; a ghost of Garden's says what gdn's next start cleans and leaves). For orphan " +
+			"processes, find their owner from the evidence and stop them; cellguard never kills processes itself.",
 	}
 }
 
@@ -80,6 +80,7 @@ func (g *RuntimeGhosts) Run(ctx context.Context) ([]validator.Finding, error) {
 		c := &v.Discovery().Containers[i]
 		if f, ok := ghost(v, c); ok {
 			remaining(v, v.Members(i), &f)
+			gardenRestart(c, &f)
 			ghosts = append(ghosts, f)
 		}
 	}
@@ -157,6 +158,25 @@ func ghost(v *snapshot.Host, c *runcstate.Container) (validator.Finding, bool) {
 		return validator.Finding{}, false
 	}
 	return f, true
+}
+
+// gardenNamespace is the containerd namespace Garden (guardian) keeps its
+// containers in, in containerd mode.
+const gardenNamespace = "garden"
+
+// gardenRestart adds to a ghost of Garden's what Garden itself will clean,
+// because "let Garden destroy it" is not true once gdn has forgotten the
+// container. gdn's start destroys every container of its namespace that it
+// cannot restore, and it restores only those whose properties it saved at
+// its last signalled stop; that destroy skips the network of each, as
+// measured with gdn v1.58.0 in boxes and on the fleet (docs/garden.md,
+// "Seed 002").
+func gardenRestart(c *runcstate.Container, f *validator.Finding) {
+	if c.Runtime != "containerd" || c.Namespace != gardenNamespace {
+		return
+	}
+	f.Detail += "; Garden's restart: gdn's next start destroys it only if it cannot restore it (gdn was killed, not " +
+		"stopped, so saved no properties), and then leaves its bridge and iptables rules"
 }
 
 // remaining adds to a ghost's finding the processes still in its recorded

@@ -31,7 +31,7 @@ const defaultDrainBudget = 60 * time.Second
 // ephemeral disk, so a reboot keeps it (it expires anyway) and a recreate,
 // which brings a new disk, drops it. Its directory is its own, 0700, beside
 // the job's and not in it: the agent makes /var/vcap/data/cellguard 0770
-// root:vcap (measured in make cell's jammy VM), so anything running as vcap
+// root:vcap (measured in the local cell's jammy VM), so anything running as vcap
 // could swap a lift in there, and CheckTrusted rightly refuses it.
 const defaultLiftFile = "/var/vcap/data/cellguard-lift/drain-lift.json"
 

@@ -3,7 +3,6 @@ package bosh
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,65 +188,6 @@ func rootfsImage(t *testing.T, dir string) (script, image string) {
 	image = filepath.Join(dir, "image")
 	run(t, "tar", "--numeric-owner", "-C", strings.TrimSpace(string(out)), "-cf", image, ".")
 	return script, image
-}
-
-// TestCPIForwarder: without a lab network (bosh create-env), the VM keeps
-// nspawn's private network (only lo) and the forwarder listens on the
-// manifest's 127.0.0.1 port; delete_vm ends it and frees the port.
-func TestCPIForwarder(t *testing.T) {
-	sdbox.RequireSuite(t, "bookworm")
-	for _, c := range []string{"jq", "tar", "ip", "nsenter", "socat", "ss"} {
-		if _, err := exec.LookPath(c); err != nil {
-			testkit.Unavailable(t, c+" is missing (make deps installs it)")
-		}
-	}
-	dir := t.TempDir()
-	script, image := rootfsImage(t, dir)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	state := filepath.Join(dir, "state")
-	config := filepath.Join(dir, "cpi.json")
-	cfg, _ := json.Marshal(map[string]any{
-		"sdbox": script, "state_dir": state, "box_prefix": fmt.Sprintf("cgfwd%d", os.Getpid()),
-		"mbus_listen": fmt.Sprintf("127.0.0.1:%d", port), "nspawn_args": "",
-		"agent": map[string]any{"mbus": "https://mbus:p@0.0.0.0:6868", "ntp": []string{},
-			"blobstore": map[string]any{"provider": "local", "options": map[string]any{"blobstore_path": "/var/vcap/micro_bosh/data/cache"}}},
-	})
-	if err := os.WriteFile(config, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := call(t, config, `{"method":"create_stemcell","arguments":["`+image+`",{}],"context":{}}`)
-	var stemcell string
-	if err := json.Unmarshal(r.Result, &stemcell); err != nil || r.Error != nil {
-		t.Fatalf("create_stemcell = %s, %+v", r.Result, r.Error)
-	}
-	t.Cleanup(func() { call(t, config, `{"method":"delete_stemcell","arguments":["`+stemcell+`"],"context":{}}`) })
-	cleanupVMs(t, config, state)
-	networks := `{"default":{"type":"manual","ip":"10.244.0.2","netmask":"255.255.255.0","gateway":"10.244.0.1","default":["dns","gateway"],"cloud_properties":{}}}`
-	v := createVM(t, config, state, `"agent-1","`+stemcell+`",{},`+networks+`,[],{}`)
-	vmdir := filepath.Join(state, "vms", v.cid)
-	listening := func() bool {
-		out, _ := exec.Command("ss", "-Htln", fmt.Sprintf("sport = :%d", port)).Output()
-		return strings.TrimSpace(string(out)) != ""
-	}
-	if !listening() {
-		t.Errorf("no forwarder listens on 127.0.0.1:%d", port)
-	}
-	if _, err := os.Stat(filepath.Join(vmdir, "net.env")); err == nil {
-		t.Errorf("create-env's VM got a lab network (net.env)")
-	}
-	out, err := v.in("ip", "-o", "link", "show")
-	if err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, " lo:") {
-		t.Errorf("the VM's links: %v\n%s\nwant only lo (nspawn's private network)", err, out)
-	}
-	deleteVM(t, config, v.cid)
-	if listening() {
-		t.Errorf("delete_vm left the forwarder listening on 127.0.0.1:%d", port)
-	}
 }
 
 // TestCPINetwork: behind a director, create_vm puts the VM on the lab's

@@ -1,8 +1,8 @@
-// Package bosh holds the local cell's BOSH tooling (stemcell builder, nspawn
-// CPI release, test release, manifest; see README.md). Its Go tests drive
-// the CPI's protocol without booting anything (cpi_test.go) and, as root,
-// a VM on a lab network as a director's CPI makes it (cpi_network_test.go);
-// create-env's VMs are exercised end to end by `make cell` and src/tests/e2e.
+// Package bosh holds the fleet's BOSH tooling (stemcell builder, nspawn CPI,
+// test releases; see README.md). Its Go tests drive the CPI's protocol
+// without booting anything (cpi_test.go) and, as root, a VM on a lab
+// network as the director's CPI makes it (cpi_network_test.go); the VMs are
+// exercised end to end by the fleet (src/tests/fleet, make cell).
 package bosh
 
 import (
@@ -28,7 +28,7 @@ type cpiResponse struct {
 // call runs the CPI once with request on stdin, as bosh-cli does.
 func call(t *testing.T, config, request string) cpiResponse {
 	t.Helper()
-	cmd := exec.Command("bash", "cpi-release/src/nspawn_cpi/nspawn-cpi", config)
+	cmd := exec.Command("bash", "cpi/nspawn-cpi", config)
 	cmd.Stdin = strings.NewReader(request)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -77,7 +77,7 @@ func TestCPIProtocol(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	config := filepath.Join(dir, "cpi.json")
 	cfg, _ := json.Marshal(map[string]any{
-		"sdbox": "/nonexistent/sdbox.sh", "state_dir": state, "mbus_listen": "127.0.0.1:1",
+		"sdbox": "/nonexistent/sdbox.sh", "state_dir": state,
 		"box_prefix": "test", "nspawn_args": "",
 		"agent": map[string]any{"mbus": "https://mbus:p@0.0.0.0:6868", "blobstore": map[string]any{}, "ntp": []string{}},
 	})
@@ -108,6 +108,25 @@ func TestCPIProtocol(t *testing.T) {
 	}
 	if r := call(t, config, `{"method":"set_vm_metadata","arguments":["vm-0000abcd",{}],"context":{}}`); r.Error == nil || r.Error.Type != "Bosh::Clouds::VMNotFound" {
 		t.Errorf("set_vm_metadata of an unknown VM: %+v; want VMNotFound", r.Error)
+	}
+
+	// Without a lab network (what bosh create-env's config was) a VM is
+	// refused before anything is made.
+	r = call(t, config, `{"method":"create_vm","arguments":["agent-1","sc-0000abcd",{},{},[],{}],"context":{}}`)
+	if r.Error == nil || !strings.Contains(r.Error.Message, "no network.netns") {
+		t.Errorf("create_vm without network in the config: %+v; want the missing network.netns named", r.Error)
+	}
+	if left, _ := filepath.Glob(filepath.Join(state, "vms", "*")); len(left) != 0 {
+		t.Errorf("a refused create_vm left %v", left)
+	}
+	// The rest runs with a network named (never reached: nothing boots).
+	cfg, _ = json.Marshal(map[string]any{
+		"sdbox": "/nonexistent/sdbox.sh", "state_dir": state, "box_prefix": "test", "nspawn_args": "",
+		"network": map[string]any{"netns": "/nonexistent/netns", "bridge": "cgbr0"},
+		"agent":   map[string]any{"mbus": "nats://mbus:p@10.244.0.1:4222", "blobstore": map[string]any{}, "ntp": []string{}},
+	})
+	if err := os.WriteFile(config, cfg, 0o644); err != nil {
+		t.Fatal(err)
 	}
 
 	// A tar without sdbox-init is not an nspawn rootfs: refused, nothing left.

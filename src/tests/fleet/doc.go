@@ -7,7 +7,8 @@
 // Scenarios are Go values (scenario.go) that own their steps and the
 // expectations each step records: one list, checked once at the end. A
 // scenario whose step failed or whose expectations were not all recorded
-// fails; it never counts as ok. TestFleet is part of make test: it needs
+// fails; it never counts as ok. TestFleet is make cell and part of make
+// test (jammy and xenial; make cell adds noble): it needs
 // root, the director's dependencies (make deps) and a stemcell, and without
 // them it skips loudly, and in CI (CI=true) it fails.
 //

@@ -70,6 +70,58 @@ type fleet struct {
 	cleanOnce sync.Once
 }
 
+// interrupts holds every fleet still running, so that one SIGINT or
+// SIGTERM ends them all: the shapes run in parallel, and the first cleanup
+// to finish must not exit the process under the others.
+var interrupts = &interruptSet{fleets: map[*fleet]bool{}}
+
+type interruptSet struct {
+	mu          sync.Mutex
+	fleets      map[*fleet]bool
+	interrupted bool
+	once        sync.Once
+}
+
+// add watches for the signals (once per process) and registers f; the
+// returned func forgets it once its own cleanup has run. After a signal it
+// registers nothing and says so (ok false).
+func (s *interruptSet) add(f *fleet) (forget func(), ok bool) {
+	s.once.Do(func() {
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+		go func() {
+			<-sigs
+			fmt.Fprintln(os.Stderr, "fleet: interrupted, cleaning up")
+			s.mu.Lock()
+			s.interrupted = true
+			var all []*fleet
+			for f := range s.fleets {
+				all = append(all, f)
+			}
+			s.mu.Unlock()
+			var wg sync.WaitGroup
+			for _, f := range all {
+				f.cancel()
+				wg.Add(1)
+				go func() { defer wg.Done(); f.cleanup() }()
+			}
+			wg.Wait()
+			os.Exit(130)
+		}()
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.interrupted {
+		return nil, false
+	}
+	s.fleets[f] = true
+	return func() {
+		s.mu.Lock()
+		delete(s.fleets, f)
+		s.mu.Unlock()
+	}, true
+}
+
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
@@ -137,7 +189,15 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	}
 	f.ctx, f.cancel = context.WithCancel(parent)
 	ctx := f.ctx
-	f.story = func(s string) { t.Log(s) }
+	// Before anything is made: a shape whose turn comes after an interrupt
+	// (a paused parallel subtest is let go as the others end) makes nothing.
+	forget, ok := interrupts.add(f)
+	if !ok {
+		t.Fatal("interrupted before this shape started")
+	}
+	t.Cleanup(func() { f.cancel(); f.cleanup(); forget() })
+	// Shapes run in parallel: every line says which one it is about.
+	f.story = func(s string) { t.Log(sh0.name + " | " + s) }
 	director := filepath.Join(f.repo, "src/tests/director/director.sh")
 	if _, err := os.Stat(director); err != nil {
 		testkit.Unavailable(t, "no director: "+err.Error())
@@ -157,18 +217,6 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 			os.RemoveAll(work)
 		}
 	})
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		if _, ok := <-sigs; ok {
-			fmt.Fprintln(os.Stderr, "fleet: interrupted, cleaning up")
-			f.cancel()
-			f.cleanup()
-			os.Exit(130)
-		}
-	}()
-	t.Cleanup(func() { signal.Stop(sigs); close(sigs); f.cancel(); f.cleanup() })
-
 	for _, d := range []string{"home", "logs", "cpi-state", "src"} {
 		if err := os.MkdirAll(filepath.Join(work, d), 0o700); err != nil {
 			t.Fatal(err)
@@ -179,8 +227,8 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	// runs, so an edit to the checkout during a run must not change this run.
 	sdboxCopy, cpiCopy := filepath.Join(work, "sdbox.sh"), filepath.Join(work, "nspawn-cpi")
 	for src, dst := range map[string]string{
-		"src/tests/harness/sdbox.sh":                           sdboxCopy,
-		"src/tests/bosh/cpi-release/src/nspawn_cpi/nspawn-cpi": cpiCopy,
+		"src/tests/harness/sdbox.sh":    sdboxCopy,
+		"src/tests/bosh/cpi/nspawn-cpi": cpiCopy,
 	} {
 		b, err := os.ReadFile(filepath.Join(f.repo, src))
 		if err != nil {
@@ -317,7 +365,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	m := filepath.Join(f.repo, "src/tests/fleet/manifests")
 	f.vars = append([]string{"-v", "deployment=" + deployment,
 		"-v", "cellguard_version=" + cgVersion, "-v", "cidr=" + f.env.CIDR, "-v", "gateway=" + f.env.Gateway,
-		"-v", "reserved=" + reservedIPs, "-l", filepath.Join(f.repo, "src/tests/bosh/scenarios/defaults.yml")}, f.shape.vars()...)
+		"-v", "reserved=" + reservedIPs, "-l", filepath.Join(f.repo, "src/tests/fleet/manifests/defaults.yml")}, f.shape.vars()...)
 	f.onCleanup(func() {
 		// delete-deployment drains with job_shutdown, which cellguard lets go.
 		if f.bosh != nil {
@@ -407,7 +455,7 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 		return boshlab.Result{}, err
 	}
 	args := append([]string{"update-runtime-config", filepath.Join(f.repo, "src/tests/fleet/manifests/runtime-config.yml")}, f.vars...)
-	for _, o := range f.shape.runtimeConfigOps() {
+	for _, o := range append(f.shape.runtimeConfigOps(), f.gardenAddonOps()...) {
 		args = append(args, "-o", filepath.Join(f.repo, o))
 	}
 	if f.seedJob {

@@ -126,13 +126,15 @@ type gardenContainer struct {
 }
 
 // gardenScenario (long for the same reason as deployScenario): real Garden
-// (gdn v1.58.0, containerd mode) in garden.service on jammy's cells, every
+// (gdn v1.58.0, containerd mode) in garden.service on the shape's cells
+// (delegated by the addon where the shape needs it: gardenDelegate), every
 // container operation through Garden's API with gclient over bosh ssh; the
 // seed-000 trigger, what it moved (measured from /proc, beside a control
-// process in the unit that holds monit), cellguard's verdict, Garden's destroy.
+// process in the unit that holds monit), a churn of containers, cellguard's
+// verdict, Garden's destroy; then seed 002 (garden_seed002_test.go).
 func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 	g := &gardenRun{handles: []string{"c1", "c2"}, containers: map[string]gardenContainer{}}
-	return Scenario{Name: "real Garden today (v1.58.0, garden.service)", Steps: []Step{
+	return Scenario{Name: "real Garden today (v1.58.0, garden.service)", Steps: append([]Step{
 		{Name: "bosh deploy with real Garden (garden-ops.yml swaps the stand-in for cellguard-test-garden's garden job)",
 			Expects: []string{"garden-deploy-succeeds", "guardian-compiled-at-most-once"},
 			Do: func(r *Record) error {
@@ -227,6 +229,7 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 				r.Expect("addon-on-garden-cells", withAddon == 3, "cellguard beside %s's garden job on %d of 3 cells (include.jobs matches garden of %s)", gardenReleaseName, withAddon, gardenReleaseName)
 				return nil
 			}},
+		f.gardenDelegateStep(ctx),
 		{Name: "containers through Garden's API (gclient over bosh ssh)", Expects: []string{"containers-created", "containers-below-garden-service"},
 			Do: func(r *Record) error {
 				order, err := f.cellOrder(ctx)
@@ -394,6 +397,7 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 					g.systemd, read, len(pids), describeAllMoved(g.moved))
 				return nil
 			}},
+		f.gardenChurnStep(ctx, g),
 		{Name: "cellguard's verdict: validate --phase drain and watch", Expects: []string{"validate-agrees", "watch-agrees"},
 			Do: func(r *Record) error {
 				vm := g.vm
@@ -430,11 +434,11 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 				logText, _ := vm.Exec(ctx, "tail", "-n", "+"+strconv.Itoa(g.watchLines+1), watchLog)
 				var findings []string
 				for _, l := range strings.Split(logText, "\n") {
-					if strings.Contains(l, "cellguard.watch.finding") && strings.Contains(l, "garden/c") {
+					if watchContainerFinding(l) {
 						findings = append(findings, l)
 					}
 				}
-				r.Say("   cellguard watch: scans %v -> %v over the trigger, cellguard_escaped_processes %v (read: %t), %d findings naming Garden's containers", g.scans0, scans, escaped, eok, len(findings))
+				r.Say("   cellguard watch: scans %v -> %v over the trigger and the churn, cellguard_escaped_processes %v (read: %t), %d findings of container checks", g.scans0, scans, escaped, eok, len(findings))
 				for i, l := range findings {
 					if i < 4 {
 						r.Say("      %s", l)
@@ -506,7 +510,7 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 				}
 				return nil
 			}},
-	}}
+	}, f.gardenSeed002Steps(ctx, g)...)}
 }
 
 // control is a process below the unit that holds monit (controlScript).

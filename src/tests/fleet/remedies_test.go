@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// make cell's heal and protect scenarios, brought onto the director. They
+// the create-env local cell's heal and protect scenarios, brought onto the director. They
 // run after leavingScenario, whose recreate and warm deploy left every cell
 // on a VM the trigger never ran on: the first realization on each is still
 // to come, so the trigger moves container processes there unless the unit
@@ -92,7 +92,7 @@ func (f *fleet) rollOutEverywhere(ctx context.Context, r *Record, id string, a a
 
 // healScenario: cellguard.watch.heal rolled out, then the seed-000 trigger
 // on a cell: watch moves every escaped process back, and the drain-phase
-// validation there passes (make cell's "heal").
+// validation there passes (the local cell's "heal").
 func (f *fleet) healScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "watch heals (cellguard.watch.heal)", Steps: []Step{
 		{Name: "bosh deploy with cellguard.watch.heal", Expects: []string{"heal-rolled-out"},
@@ -156,7 +156,7 @@ func (f *fleet) healScenario(ctx context.Context) Scenario {
 // scenario without fix stopped at the second cell's pre-start), and fix
 // moves them back. Then bosh recreate: on new VMs pre-start protects the
 // supervisor before monit starts Garden, and the seed-000 trigger moves
-// nothing (make cell's "protect").
+// nothing (the local cell's "protect").
 func (f *fleet) protectScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "the unit holding monit delegated (cellguard.supervisor.protect)", Steps: []Step{
 		{Name: "bosh deploy with cellguard.supervisor.protect and validator.fix", Expects: []string{"protect-rolled-out", "supervisor-delegated"},
@@ -224,7 +224,7 @@ func (f *fleet) expectDelegated(ctx context.Context, r *Record) error {
 // (start-ops.yml, cellguard.daemons), deployed with --recreate so every cell
 // is a new VM where the stand-in, and so its containers, start in the
 // delegated cellguard-garden.service; then the seed-000 trigger on one
-// moves nothing (make cell's "start"). Supervisor protection is off here:
+// moves nothing (the local cell's "start"). Supervisor protection is off here:
 // the delegated unit alone keeps the containers in place.
 func (f *fleet) startScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "Garden in its delegated unit (cellguard start garden)", Steps: []Step{

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,21 +26,45 @@ const (
 )
 
 // TestFleet deploys the fleet on a real director, once per stemcell shape
-// (CELLGUARD_FLEET_SHAPE, default jammy then xenial), one shape after the
-// other: each gets its own director, lab and VMs, undone before the next.
+// (CELLGUARD_FLEET_SHAPE, default jammy and xenial), the shapes at once:
+// each gets its own director, lab and VMs. A run waits on the director and
+// the agents far more than it computes, so two shapes at once took about as
+// long as one (src/tests/fleet/README.md, "Shapes").
 func TestFleet(t *testing.T) {
 	shapes, err := shapesNamed(os.Getenv("CELLGUARD_FLEET_SHAPE"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	verdicts := map[string]string{}
+	// Runs after every parallel subtest ended: one line per shape, last.
+	t.Cleanup(func() {
+		for _, sh := range shapes {
+			t.Logf("fleet %s: %s", sh.name, verdicts[sh.name])
+		}
+	})
 	for _, sh := range shapes {
-		t.Run(sh.name, func(t *testing.T) { runFleet(t, sh) })
+		t.Run(sh.name, func(t *testing.T) {
+			t.Parallel()
+			v := "FAILED: stopped before its scenarios ran to the end (the errors above)"
+			// Deferred: t.Fatal and t.Skip end the goroutine.
+			defer func() {
+				if t.Skipped() {
+					v = "SKIPPED (why: above)"
+				}
+				mu.Lock()
+				verdicts[sh.name] = v
+				mu.Unlock()
+			}()
+			v = runFleet(t, sh)
+		})
 	}
 }
 
 // runFleet runs the scenarios on one shape in order, each on what the one
-// before left; the list is checked once at the end.
-func runFleet(t *testing.T, sh shape) {
+// before left; the list is checked once at the end, and the verdict
+// returned ("all expectations held (N scenarios)" or what failed).
+func runFleet(t *testing.T, sh shape) string {
 	// Bounded by go test's -timeout (make test: 90m), less a margin for the
 	// cleanup, which must not be cut short.
 	deadline := time.Now().Add(80 * time.Minute)
@@ -79,6 +104,7 @@ func runFleet(t *testing.T, sh shape) {
 		outcomes[i] = Run(s, f.story)
 	}
 	held := 0
+	var failed []string
 	for i, s := range scenarios {
 		problems := Check(s, outcomes[i])
 		for _, p := range problems {
@@ -86,11 +112,16 @@ func runFleet(t *testing.T, sh shape) {
 		}
 		if len(problems) == 0 {
 			held++
+		} else {
+			failed = append(failed, s.Name)
 		}
 	}
 	if held == len(scenarios) {
-		f.story(fmt.Sprintf("fleet %s: all expectations held (%d scenarios)", sh.name, held))
+		v := fmt.Sprintf("all expectations held (%d scenarios)", held)
+		f.story(fmt.Sprintf("fleet %s: %s", sh.name, v))
+		return v
 	}
+	return fmt.Sprintf("FAILED: %d of %d scenarios held; failed: %s", held, len(scenarios), strings.Join(failed, "; "))
 }
 
 // rollout is what the scenarios learn and pass on: the cells in the
@@ -709,7 +740,7 @@ func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 				canary := order[0]
 				f.showInstances(ctx, r, "before")
 				// The old-runc job on every cell (seed001-ops.yml).
-				res, err := f.rollOut(ctx, r, addon{Level: "debug", Seed001: true}, "src/tests/bosh/scenarios/seed001-ops.yml")
+				res, err := f.rollOut(ctx, r, addon{Level: "debug", Seed001: true}, "src/tests/fleet/manifests/seed001-ops.yml")
 				if err != nil {
 					return err
 				}

@@ -9,7 +9,7 @@ import (
 // shape is what differs between the stemcell shapes the fleet runs on
 // (src/tests/bosh/stemcell/build.sh); everything else in the test is the
 // same on every shape. CELLGUARD_FLEET_SHAPE picks them (shapesNamed); make
-// test runs defaultShapes.
+// test runs defaultShapes, make cell all three.
 type shape struct {
 	name string // build.sh's argument; the stemcell's operating_system is ubuntu-<name>
 	// systemd is the stemcell's systemd; the seed-000 trigger is written for
@@ -23,12 +23,17 @@ type shape struct {
 	// (garden.StageHostRuntime), bound into every VM read-only at runtimeDir,
 	// instead of the stemcell's: xenial's release pocket has no containerd.
 	hostRuntime bool
+	// gardenDelegate: real Garden's garden.service (Delegate=yes) still
+	// loses v1 blkio to the trigger here (noble, fleet run 1 of the garden
+	// scenario), so the garden scenario's addon delegates it with
+	// cellguard's list (cellguard.delegate_units) and expects quiet.
+	gardenDelegate bool
 }
 
 var shapes = map[string]shape{
 	"xenial": {name: "xenial", systemd: 229, supervisor: "runit.service", hostRuntime: true},
 	"jammy":  {name: "jammy", systemd: 249, supervisor: "runit.service"},
-	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service"},
+	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service", gardenDelegate: true},
 }
 
 // runtimeDir is where a hostRuntime shape's VMs see the host's runtime: not
@@ -39,7 +44,7 @@ const runtimeDir = "/usr/local/garden-runtime"
 // unset (make test): jammy, and xenial, the seed's own systemd (issue 21).
 const defaultShapes = "jammy,xenial"
 
-// shapesNamed is CELLGUARD_FLEET_SHAPE's shapes, one after the other: a
+// shapesNamed is CELLGUARD_FLEET_SHAPE's shapes, in its order: a
 // comma-separated list, "" for defaultShapes.
 func shapesNamed(list string) ([]shape, error) {
 	if list == "" {

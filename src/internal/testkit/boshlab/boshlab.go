@@ -2,7 +2,7 @@
 // reach it. Env is director.sh's STATE/env.json, Bosh runs bosh-cli in the
 // lab's network namespace (every call logged to a file), BuildRelease makes
 // the cellguard dev release from a copy of the work tree. Used by
-// src/tests/director, src/tests/fleet and src/tests/e2e.
+// src/tests/director and src/tests/fleet.
 package boshlab
 
 import (

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# build.sh - a local BOSH stemcell for systemd-nspawn VMs (the nspawn CPI in
-# ../cpi-release) from Ubuntu's userland, in one of the shapes whose supervisor
+# build.sh - a local BOSH stemcell for systemd-nspawn VMs (the nspawn CPI,
+# ../cpi/nspawn-cpi) from Ubuntu's userland, in one of the shapes whose supervisor
 # seed 000 hits:
 #
 #   build.sh xenial  systemd 229 -> runit.service -> runsvdir -> monit 5.2.5 (+ validate.patch)
@@ -10,7 +10,7 @@
 #                    bosh-agent.service
 #
 # Prints the stemcell tarball's path on stdout (stemcell.MF + image, what `bosh
-# create-env` takes as resource_pools[].stemcell.url); progress goes to stderr.
+# upload-stemcell` takes); progress goes to stderr.
 # Built once per content key (shape, base rootfs, agent binary, monit build, this
 # script and assets/) into $CELLGUARD_BOSH_CACHE/stemcells (default
 # /var/tmp/cellguard-bosh); a second call with the same inputs only prints the path.
