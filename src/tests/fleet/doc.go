@@ -14,5 +14,7 @@
 //
 // CELLGUARD_FLEET_SCENARIOS=garden (garden_test.go) swaps the stand-in for
 // real Garden (src/tests/bosh/garden-release) and runs its own scenario;
-// unset, TestFleet runs the default scenarios only (README.md).
+// garden-seed (garden_seed000_test.go, xenial) does the same with Garden of
+// 2020-01 started by monit: seed 000 as it happened. Unset, TestFleet runs
+// the default scenarios only (README.md).
 package fleet

@@ -56,6 +56,9 @@ type fleet struct {
 	// gardenJob is the release of the garden job the addon includes
 	// (runtime-config.yml's ((garden_release))).
 	gardenJob string
+	// seedJob: the cells run garden-seed instead of a job named garden, so
+	// the addon includes that (garden-seed-addon-ops.yml).
+	seedJob bool
 
 	// ctx is the scenarios' context: an interrupt cancels it, so what runs
 	// stops before the cleanup starts.
@@ -304,7 +307,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	if f.cache, err = newCompiledCache(stemcell); err != nil {
 		t.Fatal(err)
 	}
-	if sel.Garden {
+	if sel.Garden || sel.GardenSeed {
 		gt, err := f.buildGardenRelease(ctx, boshBin)
 		if err != nil {
 			t.Fatal(err)
@@ -383,7 +386,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 		f.toStore = append(f.toStore, r)
 		uploads = append(uploads, []string{"upload-release", r.Tarball})
 	}
-	if sel.Garden {
+	if sel.Garden || sel.GardenSeed {
 		r := f.gardenRel
 		if p, ok := f.cache.Lookup(r); ok {
 			f.story(fmt.Sprintf("   %s/%s: compiled for %s/%s in the cache (%s)", r.Name, r.Version, f.cache.StemcellOS, f.cache.Stemcell, filepath.Base(p)))
@@ -454,6 +457,9 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	args := append([]string{"update-runtime-config", filepath.Join(f.repo, "src/tests/fleet/manifests/runtime-config.yml")}, f.vars...)
 	for _, o := range append(f.shape.runtimeConfigOps(), f.gardenAddonOps()...) {
 		args = append(args, "-o", filepath.Join(f.repo, o))
+	}
+	if f.seedJob {
+		args = append(args, "-o", filepath.Join(f.repo, gardenSeedAddonOps))
 	}
 	return f.bosh.MustRun(ctx, append(args, "-l", vars)...)
 }

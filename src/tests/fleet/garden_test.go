@@ -35,14 +35,15 @@ const (
 )
 
 // selection is what CELLGUARD_FLEET_SCENARIOS asks for: Default, the eight
-// scenarios make test runs, and Garden, real Garden on the cells.
+// scenarios make test runs, Garden, real Garden on the cells, and
+// GardenSeed, seed 000 as it happened (garden_seed000_test.go).
 type selection struct {
-	Default, Garden bool
+	Default, Garden, GardenSeed bool
 }
 
 // parseSelection reads CELLGUARD_FLEET_SCENARIOS: empty is the default
-// scenarios; otherwise a comma- or space-separated list of "default" and
-// "garden" ("garden" alone skips the default ones).
+// scenarios; otherwise a comma- or space-separated list of "default",
+// "garden" and "garden-seed" (either Garden word alone skips the default ones).
 func parseSelection(s string) (selection, error) {
 	if strings.TrimSpace(s) == "" {
 		return selection{Default: true}, nil
@@ -54,37 +55,52 @@ func parseSelection(s string) (selection, error) {
 			sel.Default = true
 		case "garden":
 			sel.Garden = true
+		case "garden-seed":
+			sel.GardenSeed = true
 		default:
-			return sel, fmt.Errorf("CELLGUARD_FLEET_SCENARIOS=%q: unknown %q (want default, garden, or both)", s, w)
+			return sel, fmt.Errorf("CELLGUARD_FLEET_SCENARIOS=%q: unknown %q (want default, garden, garden-seed, or a list of them)", s, w)
 		}
 	}
 	return sel, nil
 }
 
+// gardenPackages are the release's packages of build.sh's binaries, by the
+// guardian variant each carries: every package's files must be there for
+// bosh create-release, whichever job a scenario deploys.
+var gardenPackages = []struct {
+	name    string
+	variant garden.Variant
+}{{"guardian", garden.Today}, {"guardian-2020-01", garden.SeedEra}}
+
 // buildGardenRelease makes the cellguard-test-garden tarball in the work
 // directory: a copy of src/tests/bosh/garden-release with build.sh's
-// binaries in its src/guardian (the package only installs them).
+// binaries in its src/<package> (the packages only install them).
 func (f *fleet) buildGardenRelease(ctx context.Context, boshBin string) (string, error) {
 	t0 := time.Now()
-	bin := garden.Build(f.t, garden.Today)
 	src := filepath.Join(f.work, "src", "garden-release")
 	if _, err := sh(ctx, f.repo, nil, "cp", "-a", filepath.Join(f.repo, "src/tests/bosh/garden-release"), src); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Join(src, "src", "guardian"), 0o755); err != nil {
-		return "", err
-	}
-	for _, b := range []string{"gdn", "dadoo", "init", "nstar", "gclient", "BUILDINFO"} {
-		if _, err := sh(ctx, f.repo, nil, "cp", filepath.Join(bin, b), filepath.Join(src, "src", "guardian", b)); err != nil {
-			return "", err
+	var built []string
+	for _, p := range gardenPackages {
+		bin := garden.Build(f.t, p.variant)
+		dst := filepath.Join(src, "src", p.name)
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return "", fmt.Errorf("package %s's source directory: %w", p.name, err)
 		}
+		for _, b := range []string{"gdn", "dadoo", "init", "nstar", "gclient", "BUILDINFO"} {
+			if _, err := sh(ctx, f.repo, nil, "cp", filepath.Join(bin, b), filepath.Join(dst, b)); err != nil {
+				return "", fmt.Errorf("package %s: %w", p.name, err)
+			}
+		}
+		built = append(built, fmt.Sprintf("%s: build.sh %s's binaries from %s", p.name, p.variant, bin))
 	}
 	tarball := filepath.Join(f.work, gardenReleaseName+".tgz")
 	if _, err := sh(ctx, src, []string{"HOME=" + filepath.Join(f.work, "home")}, boshBin, "create-release", "--force",
 		"--tarball="+tarball, "--non-interactive"); err != nil {
 		return "", fmt.Errorf("bosh create-release of %s: %w", gardenReleaseName, err)
 	}
-	f.story(fmt.Sprintf("   %s (build.sh %s's binaries from %s, bosh create-release): %s", gardenReleaseName, garden.Today, bin, time.Since(t0).Round(time.Second)))
+	f.story(fmt.Sprintf("   %s (%s; bosh create-release): %s", gardenReleaseName, strings.Join(built, "; "), time.Since(t0).Round(time.Second)))
 	return tarball, nil
 }
 

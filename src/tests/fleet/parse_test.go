@@ -144,6 +144,8 @@ func TestParseSelection(t *testing.T) {
 		{"garden", selection{Garden: true}, false},
 		{"default,garden", selection{Default: true, Garden: true}, false},
 		{"garden default", selection{Default: true, Garden: true}, false},
+		{"garden-seed", selection{GardenSeed: true}, false},
+		{"default garden-seed", selection{Default: true, GardenSeed: true}, false},
 		{"gardn", selection{}, true},
 	} {
 		got, err := parseSelection(c.in)

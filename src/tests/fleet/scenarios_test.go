@@ -95,6 +95,10 @@ func runFleet(t *testing.T, sh shape) string {
 		// stand-in's containers and a fired trigger must not be on its cells.
 		scenarios = append(scenarios, f.gardenScenario(ctx, f.selected.Default))
 	}
+	if f.selected.GardenSeed {
+		// Fresh VMs as well: a cell the trigger realized once moves nothing.
+		scenarios = append(scenarios, f.gardenSeedScenario(ctx, f.selected.Default || f.selected.Garden))
+	}
 	outcomes := make([]Outcome, len(scenarios))
 	for i, s := range scenarios {
 		outcomes[i] = Run(s, f.story)

@@ -340,11 +340,13 @@ func patchedCopy(patchelf string, data []byte, dst, dir string) error {
 }
 
 // stagedRuntime are the host's binaries StageHostRuntime lays out: what runc
-// and containerd mode need (containerd, the runc v2 shim, ctr, runc).
-var stagedRuntime = []string{"runc", "containerd", "containerd-shim-runc-v2", "ctr"}
+// and containerd mode need (containerd, the runc v2 shim, ctr, runc), and
+// containerd's v1 shim, which the 2020-01 Garden's containerd client asks for
+// (the fleet's garden-seed job on xenial).
+var stagedRuntime = []string{"runc", "containerd", "containerd-shim-runc-v2", "containerd-shim", "ctr"}
 
-// StageHostRuntime lays the host's runc, containerd, its runc v2 shim and
-// ctr out on the host in stage (bin/, and lib/ with the host's loader, glibc
+// StageHostRuntime lays the host's runc, containerd, its runc v2 and v1
+// shims and ctr out on the host in stage (bin/, and lib/ with the host's loader, glibc
 // and libseccomp), patched to load them from dir: for a machine that sees
 // stage at dir (a VM with it bind-mounted), whose own runtime is too old or
 // missing (xenial). An error names what is missing on the host; nothing is
