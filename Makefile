@@ -74,13 +74,16 @@ release-e2e:
 # with cellguard as a runtime-config addon, on each stemcell shape at once
 # (xenial: systemd 229, the seed's; jammy: 249; noble: 255): blocked
 # rollouts at a later cell and at the canary, the way out over bosh ssh, the
-# errand's fleet summary, seed 001, leaving, heal, protect and start. Each
-# shape's last line says "all expectations held". CELL_SHAPES=jammy runs one;
-# CELL_SCENARIOS=default,garden adds real Garden (CELLGUARD_FLEET_SCENARIOS).
+# errand's fleet summary, seed 001, leaving, heal, protect and start; then
+# each shape's real Garden (all): seed 000 as it happened on xenial (the
+# 2020-01 Garden started by monit), today's Garden with seed 002 on jammy and
+# noble. Each shape's last line says "all expectations held".
+# CELL_SHAPES=jammy runs one; CELL_SCENARIOS=default runs the nine only
+# (CELLGUARD_FLEET_SCENARIOS).
 # -parallel 3: go test runs GOMAXPROCS parallel subtests at once (2 here),
 # and a shape waiting for a slot would double the wall time.
 CELL_SHAPES ?= xenial,jammy,noble
-CELL_SCENARIOS ?=
+CELL_SCENARIOS ?= all
 cell: deps
 	CELLGUARD_FLEET_SHAPE=$(CELL_SHAPES) CELLGUARD_FLEET_SCENARIOS=$(CELL_SCENARIOS) \
 	  $(GO) test -count=1 -timeout 100m -parallel 3 -tags $(CRASHTAG) -run '^TestFleet$$' -v ./src/tests/fleet/

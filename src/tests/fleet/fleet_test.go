@@ -183,6 +183,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sel = sel.forShape(sh0)
 	f := &fleet{t: t, repo: repoRoot(), shape: sh0, selected: sel, gardenJob: testReleaseName}
 	if !sel.Default {
 		f.gardenJob = gardenReleaseName
