@@ -15,6 +15,7 @@
 // CELLGUARD_FLEET_SCENARIOS=garden (garden_test.go) swaps the stand-in for
 // real Garden (src/tests/bosh/garden-release) and runs its own scenario;
 // garden-seed (garden_seed000_test.go, xenial) does the same with Garden of
-// 2020-01 started by monit: seed 000 as it happened. Unset, TestFleet runs
-// the default scenarios only (README.md).
+// 2020-01 started by monit: seed 000 as it happened. "all" (make cell) is
+// the default scenarios, then each shape's own real Garden. Unset, TestFleet
+// runs the default scenarios only (make test; README.md).
 package fleet
