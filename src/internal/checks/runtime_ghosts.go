@@ -175,8 +175,8 @@ func gardenRestart(c *runcstate.Container, f *validator.Finding) {
 	if c.Runtime != "containerd" || c.Namespace != gardenNamespace {
 		return
 	}
-	f.Detail += "; Garden's restart: gdn's next start destroys it only if it cannot restore it (gdn was killed, not " +
-		"stopped, so saved no properties), and then leaves its bridge and iptables rules"
+	f.Detail += "; Garden's restart: gdn's next start destroys it only if it cannot restore it (a gdn killed rather than " +
+		"stopped saved no properties and restores none), and then leaves its bridge and iptables rules"
 }
 
 // remaining adds to a ghost's finding the processes still in its recorded

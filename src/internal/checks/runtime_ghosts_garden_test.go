@@ -13,7 +13,7 @@ import (
 // Garden, and the fix no longer tells the operator to let Garden destroy a
 // container Garden may have forgotten.
 func TestRuntimeGhostSaysWhatGardenRestartCleans(t *testing.T) {
-	const cleans = "gdn's next start destroys it only if it cannot restore it (gdn was killed, not stopped, so saved no properties), and then leaves its bridge and iptables rules"
+	const cleans = "gdn's next start destroys it only if it cannot restore it (a gdn killed rather than stopped saved no properties and restores none), and then leaves its bridge and iptables rules"
 	for _, mode := range allModes {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := fakehost.New(t, mode)
