@@ -232,20 +232,9 @@ systemctl show garden.service -p LoadState`)
 		{Name: "Garden's destroy through its API", Expects: []string{"seed-destroy-times-out", "seed-gdn-logs-timeout", "seed-container-left"},
 			Do: func(r *Record) error {
 				// c1 only: each destroy takes Garden's two minutes.
-				rows, _, err := f.ssh(ctx, g.cell, "sudo "+seedGclient("destroy", "-handle", "c1")+"; sudo "+seedGclient("list"))
+				destroy, list, err := f.seedDestroy(ctx, g.cell, "c1")
 				if err != nil {
 					return err
-				}
-				var destroy, list garden.Result
-				for _, row := range rows {
-					for _, res := range gclientResults(row.Stdout) {
-						switch res.Op {
-						case "destroy":
-							destroy = res
-						case "list":
-							list = res
-						}
-					}
 				}
 				r.Say("   %s: Garden's destroy of c1 through its API: after %.1fs, error: %s", g.cell, destroy.Seconds, destroy.Error)
 				r.Expect("seed-destroy-times-out", strings.Contains(destroy.Error, seedKillTimeout) && destroy.Seconds >= 100 && destroy.Seconds <= 200,
@@ -370,20 +359,9 @@ systemctl show garden.service -p LoadState`)
 				escaped, eok := metric(ctx, p.vm, "cellguard_escaped_processes")
 				at, _ := firstFinding(since(watchLines(ctx, p.vm, "finding"), lines0), "garden/")
 				r.Expect("seed-protected-watch-quiet", eok && escaped == 0 && at.IsZero(), "cellguard_escaped_processes %v (read: %t), a finding naming Garden's containers: %t", escaped, eok, !at.IsZero())
-				rows, _, err := f.ssh(ctx, p.cell, "sudo "+seedGclient("destroy", "-handle", "c1")+"; sudo "+seedGclient("list"))
+				destroy, list, err := f.seedDestroy(ctx, p.cell, "c1")
 				if err != nil {
 					return err
-				}
-				var destroy, list garden.Result
-				for _, row := range rows {
-					for _, res := range gclientResults(row.Stdout) {
-						switch res.Op {
-						case "destroy":
-							destroy = res
-						case "list":
-							list = res
-						}
-					}
 				}
 				var alive []int
 				for i := 0; i < 20; i++ {
@@ -564,4 +542,24 @@ func TestSeedHelpers(t *testing.T) {
 	if got := outsideRecorded(map[string]string{"devices": "/system.slice/runit.service", "cpu,cpuacct": "/garden/c1"}, recorded); !slices.Equal(got, []string{"devices"}) {
 		t.Errorf("devices moved: outsideRecorded = %v, want [devices]", got)
 	}
+}
+
+// seedDestroy destroys a container through the seed's Garden API over bosh
+// ssh and lists what Garden still knows after it: each step's result.
+func (f *fleet) seedDestroy(ctx context.Context, cell, handle string) (destroy, list garden.Result, err error) {
+	rows, _, err := f.ssh(ctx, cell, "sudo "+seedGclient("destroy", "-handle", handle)+"; sudo "+seedGclient("list"))
+	if err != nil {
+		return destroy, list, err
+	}
+	for _, row := range rows {
+		for _, res := range gclientResults(row.Stdout) {
+			switch res.Op {
+			case "destroy":
+				destroy = res
+			case "list":
+				list = res
+			}
+		}
+	}
+	return destroy, list, nil
 }
