@@ -154,15 +154,11 @@ systemctl show garden.service -p LoadState`)
 				g.before = map[int]map[string]string{}
 				where := 0
 				for _, h := range handles {
-					c, err := f.inspectContainer(ctx, g.vm, h)
+					c, cg, err := f.containerCgroups(ctx, g.vm, h)
 					if err != nil {
 						return err
 					}
 					g.containers[h] = c
-					cg, err := procCgroups(ctx, g.vm, c.PIDs)
-					if err != nil {
-						return err
-					}
 					ok := len(c.PIDs) >= 2 && len(cg) == len(c.PIDs)
 					for pid, m := range cg {
 						g.before[pid] = m
@@ -328,14 +324,11 @@ systemctl show garden.service -p LoadState`)
 				if failed != nil {
 					return fmt.Errorf("Garden's create and run on %s: %v", p.cell, failed)
 				}
-				c, err := f.inspectContainer(ctx, p.vm, "c1")
+				c, before, err := f.containerCgroups(ctx, p.vm, "c1")
 				if err != nil {
 					return err
 				}
-				p.containers["c1"] = c
-				if p.before, err = procCgroups(ctx, p.vm, c.PIDs); err != nil {
-					return err
-				}
+				p.containers["c1"], p.before = c, before
 				inPlace := len(c.PIDs) >= 2 && len(p.before) == len(c.PIDs)
 				for _, m := range p.before {
 					inPlace = inPlace && len(outsideRecorded(m, c.Paths)) == 0

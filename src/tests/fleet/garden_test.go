@@ -302,15 +302,11 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 				g.before = map[int]map[string]string{}
 				below := 0
 				for _, h := range g.handles {
-					c, err := f.inspectContainer(ctx, g.vm, h)
+					c, cg, err := f.containerCgroups(ctx, g.vm, h)
 					if err != nil {
 						return err
 					}
 					g.containers[h] = c
-					cg, err := procCgroups(ctx, g.vm, c.PIDs)
-					if err != nil {
-						return err
-					}
 					ok := len(cg) == len(c.PIDs) && len(c.PIDs) >= 2
 					for pid, m := range cg {
 						g.before[pid] = m
@@ -673,6 +669,17 @@ func (f *fleet) inspectContainer(ctx context.Context, vm VM, handle string) (gar
 	}
 	sort.Ints(c.PIDs)
 	return c, nil
+}
+
+// containerCgroups is a Garden container as inspectContainer reads it and
+// its processes' /proc/<pid>/cgroup as they are now.
+func (f *fleet) containerCgroups(ctx context.Context, vm VM, handle string) (gardenContainer, map[int]map[string]string, error) {
+	c, err := f.inspectContainer(ctx, vm, handle)
+	if err != nil {
+		return c, nil, err
+	}
+	cg, err := procCgroups(ctx, vm, c.PIDs)
+	return c, cg, err
 }
 
 // procCgroups reads /proc/<pid>/cgroup of pids in the VM (its pid and cgroup
