@@ -48,7 +48,10 @@ NATS_PORT=4222
 NATS_VERSION=v2.15.2
 BOSH_VERSION=283.0.0
 BOSH_COMMIT=e4b7ae38ea7e
-WORKERS=2
+# Each worker runs one task at a time; the fleet's lanes deploy at once and
+# set more (src/tests/fleet/lanes_test.go).
+WORKERS=${CELLGUARD_DIRECTOR_WORKERS:-2}
+[[ "${WORKERS}" =~ ^[1-9][0-9]?$ ]] || { echo "director.sh: CELLGUARD_DIRECTOR_WORKERS=${WORKERS}: want 1-99" >&2; exit 2; }
 PG_BIN=/usr/lib/postgresql/15/bin
 
 # The director's source and the gems Debian lacks (../shared/sources/README.md).

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -57,9 +58,9 @@ func ReadEnv(path string) (Env, error) {
 type Bosh struct {
 	Bin  string // bosh-cli
 	Env  Env
-	Home string // HOME and TMPDIR for bosh-cli: nothing lands in the caller's
-	Logs string // every call's output goes to Logs/NNN-VERB.log
-	n    int
+	Home string       // HOME and TMPDIR for bosh-cli: nothing lands in the caller's
+	Logs string       // every call's output goes to Logs/NNN-VERB.log
+	n    atomic.Int64 // calls so far: lanes run bosh-cli at once
 }
 
 // Result is one bosh-cli run.
@@ -75,7 +76,7 @@ type Result struct {
 // Run runs bosh-cli with args; a non-zero exit is a Result, not an error.
 // The error is for what kept bosh-cli from running at all.
 func (b *Bosh) Run(ctx context.Context, args ...string) (Result, error) {
-	b.n++
+	n := b.n.Add(1)
 	verb := "bosh"
 	for _, a := range args {
 		if !strings.HasPrefix(a, "-") {
@@ -83,7 +84,7 @@ func (b *Bosh) Run(ctx context.Context, args ...string) (Result, error) {
 			break
 		}
 	}
-	r := Result{Args: args, Log: filepath.Join(b.Logs, fmt.Sprintf("%03d-%s.log", b.n, verb))}
+	r := Result{Args: args, Log: filepath.Join(b.Logs, fmt.Sprintf("%03d-%s.log", n, verb))}
 	full := append([]string{"--net=" + b.Env.Netns, "--", b.Bin, "--non-interactive", "--no-color"}, args...)
 	cmd := exec.CommandContext(ctx, "nsenter", full...)
 	cmd.Env = append(os.Environ(),
