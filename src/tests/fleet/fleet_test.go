@@ -20,10 +20,9 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 )
 
-const deployment = "fleet"
-
 // fleet is what every scenario shares: the director, bosh-cli, the CPI's
-// state and the variables the manifests take.
+// state and the variables the manifests take. startFleet makes the shape's
+// one; each lane (lanes.go) is a copy of it with a deployment of its own.
 type fleet struct {
 	t        *testing.T
 	repo     string
@@ -34,6 +33,11 @@ type fleet struct {
 	vars     []string // bosh-cli -v/-l for the manifests
 	shape    shape
 	story    func(string)
+
+	// dep is this lane's deployment (its manifest's name, its runtime
+	// config's include.deployments); cells and others its instance counts.
+	dep           string
+	cells, others int
 
 	// summary is this work tree's cellguard, built for the host: its
 	// fleet-summary reads the errand's output as an operator would.
@@ -68,6 +72,7 @@ type fleet struct {
 	mu        sync.Mutex
 	cleanups  []func()
 	cleanOnce sync.Once
+	lanes     []string // the deployments lane made, for deleteLanes
 }
 
 // interrupts holds every fleet still running, so that one SIGINT or
@@ -199,6 +204,15 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	t.Cleanup(func() { f.cancel(); f.cleanup(); forget() })
 	// Shapes run in parallel: every line says which one it is about.
 	f.story = func(s string) { t.Log(sh0.name + " | " + s) }
+	// Registered first, so it runs last: after every VM is gone.
+	release, said, err := hostInotify.raise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.onCleanup(release)
+	if said != "" {
+		f.story("   " + said)
+	}
 	director := filepath.Join(f.repo, "src/tests/director/director.sh")
 	if _, err := os.Stat(director); err != nil {
 		testkit.Unavailable(t, "no director: "+err.Error())
@@ -336,7 +350,10 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 			t.Errorf("director.sh down: %v\n%s", err, out)
 		}
 	})
-	step("director.sh up (the director, PostgreSQL, NATS, the lab network)", "bash", director, "up", dstate, "--cpi", wrapper)
+	// A worker per lane, and one for what they ask meanwhile (bosh ssh,
+	// run-errand and instances --details are tasks too).
+	step(fmt.Sprintf("director.sh up (the director with %d workers, PostgreSQL, NATS, the lab network)", sel.lanes()+1),
+		"env", fmt.Sprintf("CELLGUARD_DIRECTOR_WORKERS=%d", sel.lanes()+1), "bash", director, "up", dstate, "--cpi", wrapper)
 	f.env, err = boshlab.ReadEnv(filepath.Join(dstate, "env.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -364,17 +381,10 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 		t.Fatal(err)
 	}
 	m := filepath.Join(f.repo, "src/tests/fleet/manifests")
-	f.vars = append([]string{"-v", "deployment=" + deployment,
-		"-v", "cellguard_version=" + cgVersion, "-v", "cidr=" + f.env.CIDR, "-v", "gateway=" + f.env.Gateway,
+	f.vars = append([]string{"-v", "cellguard_version=" + cgVersion, "-v", "cidr=" + f.env.CIDR, "-v", "gateway=" + f.env.Gateway,
 		"-v", "reserved=" + reservedIPs, "-l", filepath.Join(f.repo, "src/tests/fleet/manifests/defaults.yml")}, f.shape.vars()...)
-	f.onCleanup(func() {
-		// delete-deployment drains with job_shutdown, which cellguard lets go.
-		if f.bosh != nil {
-			if r, err := f.bosh.Run(context.Background(), "-d", deployment, "delete-deployment", "--force"); err != nil || r.ExitCode != 0 {
-				t.Logf("cleanup: delete-deployment: %v exit %d (log %s)", err, r.ExitCode, r.Log)
-			}
-		}
-	})
+	// Each lane's deployment, deleted before the director goes down.
+	f.onCleanup(f.deleteLanes)
 	uploads := [][]string{{"upload-stemcell", stemcell}}
 	for _, r := range f.releases {
 		// A compiled release of this content for this stemcell, when an
@@ -405,9 +415,6 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 		}
 		f.story(fmt.Sprintf("   bosh %s %s: %s", c[0], filepath.Base(c[1]), r.Took.Round(100*time.Millisecond)))
 	}
-	if _, err := f.runtimeConfig(ctx, addon{Level: "info"}); err != nil {
-		t.Fatal(err)
-	}
 	return f
 }
 
@@ -431,8 +438,10 @@ type addon struct {
 const gardenDaemon = `[{name: garden, start: /var/vcap/jobs/garden/bin/garden_ctl start, stop: /var/vcap/jobs/garden/bin/garden_ctl stop,
   pidfile: /var/vcap/sys/run/garden/garden.pid, type: forking, start_timeout: 60s, stop_timeout: 60s}]`
 
-// runtimeConfig sets the cellguard addon's runtime config; the next deploy
-// rolls it out.
+// runtimeConfig sets the cellguard addon's runtime config for this lane's
+// deployment: a named one (cellguard-<dep>) whose include.deployments is
+// the lane's own, so lanes set theirs side by side; the next deploy rolls
+// it out.
 func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, error) {
 	// delegation-audit reports without blocking: nothing protects the unit
 	// holding monit here (the escapes need that), and with it blocking every
@@ -449,13 +458,13 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	if a.Start {
 		daemons = gardenDaemon
 	}
-	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%t-%t-%t-%t-%t-%s.yml", a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, a.Start, f.gardenJob))
+	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%s-%t-%t-%t-%t-%t-%s.yml", f.dep, a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, a.Start, f.gardenJob))
 	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ncellguard_daemons: %s\ngarden_release: %s\n",
 		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, daemons, f.gardenJob)
 	if err := os.WriteFile(vars, []byte(text), 0o600); err != nil {
 		return boshlab.Result{}, err
 	}
-	args := append([]string{"update-runtime-config", filepath.Join(f.repo, "src/tests/fleet/manifests/runtime-config.yml")}, f.vars...)
+	args := append([]string{"update-runtime-config", "--name", "cellguard-" + f.dep, filepath.Join(f.repo, "src/tests/fleet/manifests/runtime-config.yml")}, f.vars...)
 	for _, o := range append(f.shape.runtimeConfigOps(), f.gardenAddonOps()...) {
 		args = append(args, "-o", filepath.Join(f.repo, o))
 	}
@@ -465,19 +474,14 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	return f.bosh.MustRun(ctx, append(args, "-l", vars)...)
 }
 
-// deploy runs bosh deploy of the fleet's manifest, with the shape's ops
+// deploy runs bosh deploy of the lane's manifest, with the shape's ops
 // files and ops (paths relative to the repository).
 func (f *fleet) deploy(ctx context.Context, ops ...string) (boshlab.Result, error) {
-	return f.deployWith(ctx, nil, ops...)
-}
-
-// deployWith is deploy with bosh-cli flags (e.g. --recreate).
-func (f *fleet) deployWith(ctx context.Context, flags []string, ops ...string) (boshlab.Result, error) {
-	args := append([]string{"-d", deployment, "deploy", filepath.Join(f.repo, "src/tests/fleet/manifests/deployment.yml")}, f.vars...)
+	args := append([]string{"-d", f.dep, "deploy", filepath.Join(f.repo, "src/tests/fleet/manifests/deployment.yml")}, f.vars...)
 	for _, o := range append(f.shape.deployOps(), ops...) {
 		args = append(args, "-o", filepath.Join(f.repo, o))
 	}
-	return f.bosh.Run(ctx, append(args, flags...)...)
+	return f.bosh.Run(ctx, args...)
 }
 
 // deleteLeftoverVMs deletes every VM still in the CPI's state, through the CPI.
@@ -501,7 +505,7 @@ func lastLine(s string) string {
 
 // instances is `bosh instances` (with --ps: one row per process too).
 func (f *fleet) instances(ctx context.Context, extra ...string) ([]map[string]string, error) {
-	tables, err := f.bosh.Tables(ctx, append([]string{"-d", deployment, "instances"}, extra...)...)
+	tables, err := f.bosh.Tables(ctx, append([]string{"-d", f.dep, "instances"}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

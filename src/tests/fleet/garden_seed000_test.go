@@ -56,7 +56,7 @@ type seedRun struct {
 // gardenSeedScenario is issue 22's "seed 000 as it happened" on the
 // director's xenial cells. Long for the same reason as gardenScenario: one
 // value holding its steps and expectations.
-func (f *fleet) gardenSeedScenario(ctx context.Context, afterOthers bool) Scenario {
+func (f *fleet) gardenSeedScenario(ctx context.Context) Scenario {
 	g := &seedRun{containers: map[string]gardenContainer{}}
 	handles := []string{"c1", "c2"}
 	return Scenario{Name: "seed 000 as it happened (Garden 2020-01 started by monit, systemd 229)", Steps: []Step{
@@ -65,13 +65,6 @@ func (f *fleet) gardenSeedScenario(ctx context.Context, afterOthers bool) Scenar
 			Do: func(r *Record) error {
 				if f.shape.systemd != 229 {
 					return fmt.Errorf("seed 000 as it happened is systemd 229's (xenial); shape %s has %d", f.shape.name, f.shape.systemd)
-				}
-				if afterOthers {
-					res, err := f.bosh.Run(ctx, "-d", deployment, "delete-deployment")
-					if err != nil {
-						return fmt.Errorf("delete-deployment before the seed's Garden: %w", err)
-					}
-					r.Say("   bosh delete-deployment (fresh VMs for the seed's Garden) exited %d after %s", res.ExitCode, res.Took.Round(time.Second))
 				}
 				f.gardenJob, f.seedJob = gardenReleaseName, true
 				res, err := f.rollOut(ctx, r, addon{Level: "info"}, gardenSeedOps)
@@ -288,7 +281,7 @@ systemctl show garden.service -p LoadState`)
 			Do: func(r *Record) error {
 				// Fresh VMs: once systemd realized a controller for the
 				// slice, a second trigger moves nothing, protected or not.
-				del, err := f.bosh.Run(ctx, "-d", deployment, "delete-deployment")
+				del, err := f.bosh.Run(ctx, "-d", f.dep, "delete-deployment")
 				if err != nil {
 					return fmt.Errorf("delete-deployment before the protected run: %w", err)
 				}

@@ -149,19 +149,12 @@ type gardenContainer struct {
 // seed-000 trigger, what it moved (measured from /proc, beside a control
 // process in the unit that holds monit), a churn of containers, cellguard's
 // verdict, Garden's destroy; then seed 002 (garden_seed002_test.go).
-func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
+func (f *fleet) gardenScenario(ctx context.Context) Scenario {
 	g := &gardenRun{handles: []string{"c1", "c2"}, containers: map[string]gardenContainer{}}
 	return Scenario{Name: "real Garden today (v1.58.0, garden.service)", Steps: append([]Step{
 		{Name: "bosh deploy with real Garden (garden-ops.yml swaps the stand-in for cellguard-test-garden's garden job)",
 			Expects: []string{"garden-deploy-succeeds", "guardian-compiled-at-most-once"},
 			Do: func(r *Record) error {
-				if afterOthers {
-					res, err := f.bosh.Run(ctx, "-d", deployment, "delete-deployment")
-					if err != nil {
-						return err
-					}
-					r.Say("   bosh delete-deployment (fresh VMs for real Garden) exited %d after %s", res.ExitCode, res.Took.Round(time.Second))
-				}
 				f.gardenJob = gardenReleaseName
 				res, err := f.rollOut(ctx, r, addon{Level: "info"}, gardenOps)
 				if err != nil {
@@ -343,7 +336,7 @@ func (f *fleet) gardenScenario(ctx context.Context, afterOthers bool) Scenario {
 				// moved" on the cell would mean nothing; on the cell it shows
 				// what was left to realize in system.slice once garden.service
 				// (Delegate=yes) had started.
-				others, err := VMs(f.cpiState)
+				others, err := f.laneVMs()
 				if err != nil {
 					return err
 				}
@@ -610,7 +603,7 @@ func (f *fleet) storeGardenReleases(ctx context.Context, r *Record) error {
 }
 
 func (f *fleet) store(ctx context.Context, r *Record, rel release) error {
-	ex, err := f.cache.Store(ctx, f.bosh, deployment, rel)
+	ex, err := f.cache.Store(ctx, f.bosh, f.dep, rel)
 	if err != nil {
 		return err
 	}

@@ -149,8 +149,9 @@ func (f *fleet) healScenario(ctx context.Context) Scenario {
 	}}
 }
 
-// protectScenario: cellguard.supervisor.protect rolled out onto running
-// cells, with validator.fix: protect-supervisor's own realization of the
+// protectScenario: on its lane's cell, first deployed unprotected,
+// cellguard.supervisor.protect rolled out onto the running cell, with
+// validator.fix: protect-supervisor's own realization of the
 // unit's cgroups moves containers that already run on systemd 249 and 252
 // (docs/bosh.md, "run after the containers exist"; a first run of this
 // scenario without fix stopped at the second cell's pre-start), and fix
@@ -159,6 +160,7 @@ func (f *fleet) healScenario(ctx context.Context) Scenario {
 // nothing (the local cell's "protect").
 func (f *fleet) protectScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "the unit holding monit delegated (cellguard.supervisor.protect)", Steps: []Step{
+		f.laneDeployStep(ctx, "protect-lane-deployed", addon{Level: "info"}),
 		{Name: "bosh deploy with cellguard.supervisor.protect and validator.fix", Expects: []string{"protect-rolled-out", "supervisor-delegated"},
 			Do: func(r *Record) error {
 				if err := f.rollOutEverywhere(ctx, r, "protect-rolled-out", addon{Level: "debug", Protect: true, Fix: true}); err != nil {
@@ -168,7 +170,7 @@ func (f *fleet) protectScenario(ctx context.Context) Scenario {
 			}},
 		{Name: "bosh recreate: new VMs, protected before Garden starts; the seed-000 trigger on one", Expects: []string{"protected-recreate-completes", "protected-nothing-moved"},
 			Do: func(r *Record) error {
-				res, err := f.bosh.Run(ctx, "-d", deployment, "recreate")
+				res, err := f.bosh.Run(ctx, "-d", f.dep, "recreate")
 				if err != nil {
 					return err
 				}
@@ -221,27 +223,27 @@ func (f *fleet) expectDelegated(ctx context.Context, r *Record) error {
 }
 
 // startScenario: Garden's monit file calls `cellguard start|stop garden`
-// (start-ops.yml, cellguard.daemons), deployed with --recreate so every cell
-// is a new VM where the stand-in, and so its containers, start in the
-// delegated cellguard-garden.service; then the seed-000 trigger on one
-// moves nothing (the local cell's "start"). Supervisor protection is off here:
-// the delegated unit alone keeps the containers in place.
+// (start-ops.yml, cellguard.daemons), deployed onto its lane's new VMs, where
+// the stand-in, and so its containers, start in the delegated
+// cellguard-garden.service; then the seed-000 trigger on one moves nothing
+// (the local cell's "start"). Supervisor protection is off here: the
+// delegated unit alone keeps the containers in place.
 func (f *fleet) startScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "Garden in its delegated unit (cellguard start garden)", Steps: []Step{
-		{Name: "bosh deploy --recreate: monit calls cellguard start|stop garden, supervisor protection off",
+		{Name: "bosh deploy onto new VMs: monit calls cellguard start|stop garden, supervisor protection off",
 			Expects: []string{"start-deploy-completes", "garden-in-delegated-unit"},
 			Do: func(r *Record) error {
 				if _, err := f.runtimeConfig(ctx, addon{Level: "info", Start: true}); err != nil {
 					return err
 				}
-				res, err := f.deployWith(ctx, []string{"--recreate"}, "src/tests/fleet/manifests/start-ops.yml")
+				res, err := f.deploy(ctx, "src/tests/fleet/manifests/start-ops.yml")
 				if err != nil {
 					return err
 				}
-				r.Say("   bosh deploy --recreate -o start-ops.yml exited %d after %s (log %s)", res.ExitCode, res.Took.Round(time.Second), res.Log)
-				r.Expect("start-deploy-completes", res.ExitCode == 0, "bosh deploy --recreate exited %d", res.ExitCode)
+				r.Say("   bosh deploy -o start-ops.yml exited %d after %s (log %s)", res.ExitCode, res.Took.Round(time.Second), res.Log)
+				r.Expect("start-deploy-completes", res.ExitCode == 0, "bosh deploy exited %d", res.ExitCode)
 				if res.ExitCode != 0 {
-					return fmt.Errorf("bosh deploy --recreate exited %d", res.ExitCode)
+					return fmt.Errorf("bosh deploy exited %d", res.ExitCode)
 				}
 				order, err := f.cellOrder(ctx)
 				if err != nil {

@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Expectation is one claim a step checked, with what it saw.
@@ -66,7 +67,10 @@ func Run(s Scenario, log func(string)) Outcome {
 	o := Outcome{Scenario: s.Name}
 	for _, st := range s.Steps {
 		r.Say("-- %s: %s", s.Name, st.Name)
-		if err := st.Do(r); err != nil {
+		t0 := time.Now()
+		err := st.Do(r)
+		r.Say("   (step took %s)", time.Since(t0).Round(100*time.Millisecond))
+		if err != nil {
 			o.StoppedAt, o.StopReason = st.Name, err.Error()
 			r.Say("   !! %s stopped at %q: %v", s.Name, st.Name, err)
 			break

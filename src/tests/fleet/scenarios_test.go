@@ -61,9 +61,10 @@ func TestFleet(t *testing.T) {
 	}
 }
 
-// runFleet runs the scenarios on one shape in order, each on what the one
-// before left; the list is checked once at the end, and the verdict
-// returned ("all expectations held (N scenarios)" or what failed).
+// runFleet runs the scenarios on one shape in lanes (lanes_test.go), at
+// once; within a lane each scenario starts from what the one before left.
+// The list is checked once at the end, and the verdict returned ("all
+// expectations held (N scenarios)" or what failed).
 func runFleet(t *testing.T, sh shape) string {
 	// Bounded by go test's -timeout (make test: 90m), less a margin for the
 	// cleanup, which must not be cut short.
@@ -75,34 +76,55 @@ func runFleet(t *testing.T, sh shape) string {
 	defer cancel()
 	f := startFleet(t, ctx, sh)
 	ctx = f.ctx
-	st := &rollout{}
-	var scenarios []Scenario
+	var lanes []laneRun
+	// Cold (a release not in the compiled cache): the other lanes start
+	// once the rollout lane's first deploy compiled every package once, so
+	// its compiled-once holds and theirs reuse.
+	var compiled chan struct{}
+	if f.selected.Default && len(f.toStore) > 0 {
+		compiled = make(chan struct{})
+	}
 	if f.selected.Default {
-		scenarios = append(scenarios,
-			f.deployScenario(ctx, st),
-			f.blockedScenario(ctx, st, "blocked rollout at a later cell", 1, "debug"),
-			f.blockedScenario(ctx, st, "blocked rollout at the canary", 0, "error"),
-			f.wayOutScenario(ctx, st),
-			f.seed001Scenario(ctx, st),
-			f.leavingScenario(ctx),
-			f.healScenario(ctx),
-			f.protectScenario(ctx),
-			f.startScenario(ctx),
-		)
+		// The rollout lane is the fleet issue 21 describes (3 cells and
+		// other); each remedy, and leaving, gets a lane of 1 cell.
+		ro, st := f.lane("fleet", 3, 1), &rollout{}
+		ro.toStore = f.toStore
+		rollout := laneRun{f: ro, first: compiled, scenarios: []Scenario{
+			ro.deployScenario(ctx, st),
+			ro.blockedScenario(ctx, st, "blocked rollout at a later cell", 1, "debug"),
+			ro.blockedScenario(ctx, st, "blocked rollout at the canary", 0, "error"),
+			ro.wayOutScenario(ctx, st),
+			ro.seed001Scenario(ctx, st),
+		}}
+		lanes = append(lanes, rollout)
+		for _, l := range oneCellLanes {
+			lf := f.lane(l.dep, 1, 0)
+			lanes = append(lanes, laneRun{f: lf, scenarios: []Scenario{l.scenario(lf, ctx)}, waitFor: compiled})
+		}
+	}
+	// Real Garden in lanes of their own, 3 cells and other as the rollout
+	// lane; they export the releases only they name.
+	gardenLane := func(dep string) *fleet {
+		g := f.lane(dep, 3, 1)
+		if !f.selected.Default {
+			g.toStore = f.toStore // cellguard: no rollout lane exports it
+		}
+		g.gardenToStore, f.gardenToStore = f.gardenToStore, false
+		return g
 	}
 	if f.selected.Garden {
-		// After the default ones it starts from a deleted deployment: the
-		// stand-in's containers and a fired trigger must not be on its cells.
-		scenarios = append(scenarios, f.gardenScenario(ctx, f.selected.Default))
+		g := gardenLane("fleet-garden")
+		lanes = append(lanes, laneRun{f: g, scenarios: []Scenario{g.gardenScenario(ctx)}, waitFor: compiled})
 	}
 	if f.selected.GardenSeed {
-		// Fresh VMs as well: a cell the trigger realized once moves nothing.
-		scenarios = append(scenarios, f.gardenSeedScenario(ctx, f.selected.Default || f.selected.Garden))
+		g := gardenLane("fleet-garden-seed")
+		lanes = append(lanes, laneRun{f: g, scenarios: []Scenario{g.gardenSeedScenario(ctx)}, waitFor: compiled})
 	}
-	outcomes := make([]Outcome, len(scenarios))
-	for i, s := range scenarios {
-		outcomes[i] = Run(s, f.story)
+	var scenarios []Scenario
+	for _, l := range lanes {
+		scenarios = append(scenarios, l.scenarios...)
 	}
+	outcomes := runLanes(lanes)
 	held := 0
 	var failed []string
 	for i, s := range scenarios {
@@ -216,7 +238,7 @@ func (f *fleet) levels(ctx context.Context, names []string) map[string]string {
 
 // showInstances tells bosh instances --details in the story.
 func (f *fleet) showInstances(ctx context.Context, r *Record, when string) {
-	res, err := f.bosh.Run(ctx, "-d", deployment, "instances", "--details")
+	res, err := f.bosh.Run(ctx, "-d", f.dep, "instances", "--details")
 	if err != nil {
 		r.Say("   bosh instances --details %s: %v", when, err)
 		return
@@ -288,6 +310,11 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 	return Scenario{Name: "deploy", Steps: []Step{
 		{Name: "bosh deploy (cold: each package compiled once per stemcell; warm: from the compiled-release cache)", Expects: []string{"deploy-succeeds", "compiled-once"},
 			Do: func(r *Record) error {
+				// The lane's named runtime config first: the addon is what
+				// the cells must run from their first deploy.
+				if _, err := f.runtimeConfig(ctx, addon{Level: "info"}); err != nil {
+					return err
+				}
 				res, err := f.deploy(ctx)
 				if err != nil {
 					return err
@@ -316,7 +343,7 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 				}
 				st.level = "info"
 				for _, rel := range f.toStore {
-					ex, err := f.cache.Store(ctx, f.bosh, deployment, rel)
+					ex, err := f.cache.Store(ctx, f.bosh, f.dep, rel)
 					if err != nil {
 						return err
 					}
@@ -459,7 +486,7 @@ type instanceRow struct {
 // table's rows; a non-zero exit is the Result's, an output without a table
 // the error.
 func (f *fleet) instanceRows(ctx context.Context, args ...string) ([]instanceRow, boshlab.Result, error) {
-	res, err := f.bosh.Run(ctx, append([]string{"--json", "-d", deployment}, args...)...)
+	res, err := f.bosh.Run(ctx, append([]string{"--json", "-d", f.dep}, args...)...)
 	if err != nil {
 		return nil, res, err
 	}
@@ -791,29 +818,32 @@ func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 	}}
 }
 
-// leavingScenario (long for the same reason as deployScenario): delete-deployment (its drain is job_shutdown, which
-// cellguard lets go) leaves no VM of the fleet; a deploy after it is warm:
-// the director compiled every package once per stemcell and compiles nothing.
+// leavingScenario (long for the same reason as deployScenario): on its
+// lane's own cell, bosh recreate with escapes; delete-deployment (its drain
+// is job_shutdown, which cellguard lets go) leaves no VM of the lane; a
+// deploy after it is warm: the director compiled every package once per
+// stemcell and compiles nothing.
 func (f *fleet) leavingScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "leaving and a warm deploy", Steps: []Step{
+		f.laneDeployStep(ctx, "leaving-deployed", addon{Level: "info"}),
 		{Name: "bosh recreate with escapes on a cell (job_shutdown lets go)", Expects: []string{"escapes-before-recreate", "recreate-completes", "every-vm-recreated"},
 			Do: func(r *Record) error {
 				order, err := f.cellOrder(ctx)
 				if err != nil {
 					return err
 				}
-				// The last cell: the blocked rollouts made escapes on the first
-				// two, and restarting the trigger there realizes nothing anew,
-				// so it moves nothing (run 5 and 6: no escape found).
+				// A cell no trigger ran on: restarting the trigger realizes
+				// nothing anew, so it would move nothing (runs 5 and 6 when
+				// every scenario shared one deployment: no escape found).
 				unsafe := order[len(order)-1]
 				if err := f.escape(ctx, r, unsafe, "escapes-before-recreate"); err != nil {
 					return err
 				}
-				before, err := VMs(f.cpiState)
+				before, err := f.laneVMs()
 				if err != nil {
 					return err
 				}
-				res, err := f.bosh.Run(ctx, "-d", deployment, "recreate")
+				res, err := f.bosh.Run(ctx, "-d", f.dep, "recreate")
 				if err != nil {
 					return err
 				}
@@ -822,7 +852,7 @@ func (f *fleet) leavingScenario(ctx context.Context) Scenario {
 					r.Say("      %s", l)
 				}
 				r.Expect("recreate-completes", res.ExitCode == 0, "bosh recreate exited %d", res.ExitCode)
-				after, err := VMs(f.cpiState)
+				after, err := f.laneVMs()
 				if err != nil {
 					return err
 				}
@@ -842,7 +872,8 @@ func (f *fleet) leavingScenario(ctx context.Context) Scenario {
 						renewed++
 					}
 				}
-				r.Expect("every-vm-recreated", instances == 4 && renewed == 4, "%d of %d instances on a new VM", renewed, instances)
+				want := f.cells + f.others
+				r.Expect("every-vm-recreated", instances == want && renewed == want, "%d of %d instances on a new VM", renewed, instances)
 				// The unsafe cell's drain, from its deleted VM's logs (the CPI keeps them).
 				if cid := old[unsafe]; cid != "" {
 					logs, _ := filepath.Glob(filepath.Join(f.cpiState, "deleted", cid, "sys-log", "cellguard", "drain*.log"))
@@ -855,13 +886,13 @@ func (f *fleet) leavingScenario(ctx context.Context) Scenario {
 			}},
 		{Name: "bosh delete-deployment", Expects: []string{"delete-succeeds", "no-instance-vm-left"},
 			Do: func(r *Record) error {
-				res, err := f.bosh.Run(ctx, "-d", deployment, "delete-deployment")
+				res, err := f.bosh.Run(ctx, "-d", f.dep, "delete-deployment")
 				if err != nil {
 					return err
 				}
 				r.Say("   bosh delete-deployment exited %d after %s (log %s)", res.ExitCode, res.Took.Round(100*time.Millisecond), res.Log)
 				r.Expect("delete-succeeds", res.ExitCode == 0, "bosh delete-deployment exited %d", res.ExitCode)
-				vms, err := VMs(f.cpiState)
+				vms, err := f.laneVMs()
 				if err != nil {
 					return err
 				}

@@ -16,15 +16,18 @@ import (
 // VM is one of the nspawn CPI's VMs, found through the CPI's state: the
 // director's metadata (set_vm_metadata) says which instance it is.
 type VM struct {
-	CID      string
-	Box      string
-	InitPID  string
-	IP       string
-	Name     string // instance group/uuid, as the director names it
-	Job      string // instance group
-	Index    string
-	Dir      string
-	Metadata map[string]string
+	CID     string
+	Box     string
+	InitPID string
+	IP      string
+	Name    string // instance group/uuid, as the director names it
+	// Deployment is the director's deployment of the instance: a shape's
+	// lanes are deployments of their own on one director.
+	Deployment string
+	Job        string // instance group
+	Index      string
+	Dir        string
+	Metadata   map[string]string
 }
 
 // VMs lists the CPI's VMs in state (its state_dir), by instance group and index.
@@ -47,6 +50,7 @@ func VMs(state string) ([]VM, error) {
 					vm.Metadata[k] = fmt.Sprint(v)
 				}
 				vm.Name, vm.Job, vm.Index = vm.Metadata["name"], vm.Metadata["job"], vm.Metadata["index"]
+				vm.Deployment = vm.Metadata["deployment"]
 			}
 		}
 		vms = append(vms, vm)
