@@ -259,8 +259,28 @@ running() {
   [ "${st:0:1}" != Z ]
 }
 
+# group_left PID: PID runs, or a process of the group it leads does (not
+# counting zombies).
+group_left() {
+  local p st
+  running "$1" && return 0
+  for p in /proc/[0-9]*; do
+    read -r st 2>/dev/null <"${p}/stat" || continue
+    st=${st##*) }
+    # fields after the name: state ppid pgrp ...
+    set -- "$1" ${st}
+    [ "$4" = "$1" ] && [ "$2" != Z ] && return 0
+  done
+  return 1
+}
+
 # stop SIGNAL NAME...: ends the NAMEs' processes together (SIGNAL, then SIGKILL
 # after 30 s) and removes their pid files.
+# stop SIG NAME...: each named process and its process group, which start()
+# made with setsid (pgid = pid). A worker runs each task in a child it forks
+# into its group; signalled alone, the worker ended and a deploy's child went
+# on without a database, holding the deleted lab's network namespace (lanes
+# run 2, a fleet interrupted mid-deploy).
 stop() {
   local sig=$1 name pid i left
   shift
@@ -268,22 +288,22 @@ stop() {
   for name in "$@"; do
     pid=$(cat "$(pidfile "${name}")" 2>/dev/null) || continue
     if alive "${name}"; then
-      kill "-${sig}" "${pid}" 2>/dev/null || true
+      kill "-${sig}" -- "-${pid}" 2>/dev/null || kill "-${sig}" "${pid}" 2>/dev/null || true
       pids[${name}]=${pid}
     fi
   done
   for ((i = 0; i < 150; i++)); do
     left=0
-    for pid in "${pids[@]}"; do running "${pid}" && left=1; done
+    for pid in "${pids[@]}"; do group_left "${pid}" && left=1; done
     [ "${left}" = 1 ] || break
     sleep 0.2
   done
   for name in "${!pids[@]}"; do
     pid=${pids[${name}]}
-    if running "${pid}"; then
-      log "${name} (pid ${pid}) still runs 30 s after SIG${sig}: SIGKILL"
-      kill -KILL "${pid}" 2>/dev/null || true
-      while running "${pid}"; do sleep 0.1; done
+    if group_left "${pid}"; then
+      log "${name} (pid ${pid}) or its group still runs 30 s after SIG${sig}: SIGKILL"
+      kill -KILL -- "-${pid}" 2>/dev/null || kill -KILL "${pid}" 2>/dev/null || true
+      while group_left "${pid}"; do sleep 0.1; done
     fi
     log "stopped ${name} (pid ${pid})"
   done
