@@ -29,10 +29,11 @@ var oneCellLanes = []struct {
 // lanes is how many lanes the selection runs at once on a shape.
 func (s selection) lanes() int {
 	n := 0
-	for _, on := range []bool{s.Garden, s.GardenSeed} {
-		if on {
-			n++
-		}
+	if s.Garden {
+		n++
+	}
+	if s.GardenSeed {
+		n += 2 // as it happened, and protected
 	}
 	if s.Default {
 		n += 1 + len(oneCellLanes)

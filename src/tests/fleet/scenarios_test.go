@@ -119,6 +119,10 @@ func runFleet(t *testing.T, sh shape) string {
 	if f.selected.GardenSeed {
 		g := gardenLane("fleet-garden-seed")
 		lanes = append(lanes, laneRun{f: g, scenarios: []Scenario{g.gardenSeedScenario(ctx)}, waitFor: compiled})
+		// Its protected run needs VMs the trigger never ran on: 2 cells
+		// (it fires on the second), at once with the first.
+		p := f.lane("fleet-garden-seed-protected", 2, 0)
+		lanes = append(lanes, laneRun{f: p, scenarios: []Scenario{p.gardenSeedProtectedScenario(ctx)}, waitFor: compiled})
 	}
 	var scenarios []Scenario
 	for _, l := range lanes {
