@@ -1,12 +1,14 @@
 package fleet
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -31,17 +33,33 @@ var (
 	mfFingerprintRE = regexp.MustCompile(`(?m)^\s*(?:- )?fingerprint: *['"]?([0-9a-f]+)['"]?`)
 )
 
-// readManifest reads name and version out of a tarball's release.MF or
-// stemcell.MF ("./" first: bosh-cli writes either form).
+// readManifest reads a tarball's release.MF or stemcell.MF ("./" or not:
+// bosh-cli writes either form), and stops there: both put it before the
+// bulk (build.sh packs stemcell.MF before the image), where tar -xzOf read
+// on to the end, twice with the two names, a whole stemcell per shape.
 func readManifest(tarball, file string) ([]byte, error) {
-	out, err := exec.Command("tar", "-xzOf", tarball, "./"+file).Output()
-	if err != nil {
-		out, err = exec.Command("tar", "-xzOf", tarball, file).Output()
-	}
+	fh, err := os.Open(tarball)
 	if err != nil {
 		return nil, fmt.Errorf("read %s of %s: %w", file, tarball, err)
 	}
-	return out, nil
+	defer fh.Close()
+	gz, err := gzip.NewReader(fh)
+	if err != nil {
+		return nil, fmt.Errorf("read %s of %s: %w", file, tarball, err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil, fmt.Errorf("read %s of %s: not in the tarball", file, tarball)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s of %s: %w", file, tarball, err)
+		}
+		if strings.TrimPrefix(h.Name, "./") == file {
+			return io.ReadAll(tr)
+		}
+	}
 }
 
 // readRelease is a release tarball's name, version and content key.
