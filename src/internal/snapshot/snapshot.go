@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -103,20 +104,49 @@ type Members struct {
 	Exps []Expectation
 	// Unmapped are the state's cgroup keys on no hierarchy mounted here.
 	Unmapped []string
-	// Listed[j] are the pids the cgroup of Exps[j] listed, sorted.
+	// Listed[j] are the pids the cgroup of Exps[j] listed, sorted, each
+	// once.
 	Listed [][]int
+	// any are the pids some hierarchy listed and all those every one did,
+	// sorted: set once by index, so that the checks' per-process questions
+	// are one search, not one per hierarchy.
+	any, all []int
 }
 
 // InAll reports whether pid was listed in the container's cgroup in every
 // hierarchy: then it is in place without reading /proc/<pid>/cgroup.
 func (m *Members) InAll(pid int) bool {
+	_, ok := slices.BinarySearch(m.all, pid)
+	return ok
+}
+
+// Any returns the pids listed in some hierarchy, sorted, each once; the
+// caller must not change it.
+func (m *Members) Any() []int { return m.any }
+
+// index sets any and all from Listed (each list sorted, each pid once).
+func (m *Members) index() {
+	n := 0
 	for _, l := range m.Listed {
-		i := sort.SearchInts(l, pid)
-		if i == len(l) || l[i] != pid {
-			return false
-		}
+		n += len(l)
 	}
-	return len(m.Listed) > 0
+	u := make([]int, 0, n)
+	for _, l := range m.Listed {
+		u = append(u, l...)
+	}
+	slices.Sort(u)
+	m.any, m.all = u[:0], nil
+	for i := 0; i < len(u); {
+		j := i + 1
+		for j < len(u) && u[j] == u[i] {
+			j++
+		}
+		if j-i == len(m.Listed) {
+			m.all = append(m.all, u[i])
+		}
+		m.any = append(m.any, u[i]) // never ahead of i: in place
+		i = j
+	}
 }
 
 // Proc is one process as the snapshot read it.
@@ -219,10 +249,8 @@ func (v *Host) readCgroups() {
 		for _, pid := range v.unlisted[i] {
 			read(cm, pid)
 		}
-		for _, l := range cm.Listed {
-			for _, pid := range l {
-				read(cm, pid)
-			}
+		for _, pid := range cm.Any() {
+			read(cm, pid)
 		}
 	}
 }
@@ -370,9 +398,10 @@ func (v *Host) readMembers() error {
 				if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
 					return err
 				}
-				sort.Ints(pids)
-				m.Listed[j] = pids
+				slices.Sort(pids)
+				m.Listed[j] = slices.Compact(pids)
 			}
+			m.index()
 			return nil
 		}, pr.Close
 	})
