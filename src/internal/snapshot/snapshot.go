@@ -40,6 +40,8 @@ type Host struct {
 	boot   time.Time
 	// procs holds every process that could be read, sorted by pid.
 	procs []Proc
+	// listed is Root/proc's listing, sorted by pid.
+	listed []procfs.Entry
 	// members[i] is what the cgroup.procs files of container i list.
 	members []Members
 	// listedBy maps every pid some container cgroup lists (in any
@@ -80,6 +82,18 @@ func (v *Host) Boot() time.Time { return v.boot }
 
 // Procs are the processes read, sorted by pid.
 func (v *Host) Procs() []Proc { return v.procs }
+
+// PIDs returns every pid Root/proc listed, sorted, in a new slice: those
+// whose stat was denied or who went away before it was read too. A check
+// that reads every process (leaked-netns) takes them instead of listing
+// /proc again.
+func (v *Host) PIDs() []int {
+	pids := make([]int, len(v.listed))
+	for i, e := range v.listed {
+		pids[i] = e.PID
+	}
+	return pids
+}
 
 // Members is what container i (an index into Discovery().Containers)
 // listed in its cgroups.
@@ -213,6 +227,7 @@ func read(s Spec, c *caches) (*Host, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
+	v.listed = l.ents
 	if err := v.readProcs(l.ents, c); err != nil {
 		return nil, err
 	}
