@@ -46,7 +46,7 @@ type Host struct {
 	members []Members
 	// listedBy maps every pid some container cgroup lists (in any
 	// hierarchy) to that container's index.
-	listedBy map[int]int
+	listedBy pidIndex
 	// hostNS is the pid namespace of the root's pid 1: a container "in"
 	// it has no pid namespace of its own.
 	hostNS uint64
@@ -101,7 +101,7 @@ func (v *Host) Members(i int) *Members { return &v.members[i] }
 
 // ListedBy returns the index of the container whose cgroup listed pid.
 func (v *Host) ListedBy(pid int) (int, bool) {
-	i, ok := v.listedBy[pid]
+	i, ok := v.listedBy.get(pid)
 	return i, ok
 }
 
@@ -286,24 +286,7 @@ func (v *Host) Cgroup(pid int) ([]byte, error) {
 }
 
 // indexListed builds listedBy from the cgroup.procs read.
-func (v *Host) indexListed() {
-	n := 0
-	for i := range v.members {
-		if ls := v.members[i].Listed; len(ls) > 0 {
-			n += len(ls[0])
-		}
-	}
-	v.listedBy = make(map[int]int, n)
-	for i := range v.members {
-		for _, l := range v.members[i].Listed {
-			for _, pid := range l {
-				if _, ok := v.listedBy[pid]; !ok {
-					v.listedBy[pid] = i
-				}
-			}
-		}
-	}
-}
+func (v *Host) indexListed() { v.listedBy = newPIDIndex(v.members) }
 
 // readProcs reads stat of every pid, and the pid namespace of those no
 // container cgroup lists and of the containers' inits, split over
@@ -368,7 +351,7 @@ func (v *Host) readProc(r *procfs.Reader, e procfs.Entry, inits map[int]bool, c 
 		return Proc{}, err
 	}
 	p := Proc{PID: pid, Stat: st, ok: true}
-	if _, listed := v.listedBy[pid]; inits[pid] || !listed {
+	if _, listed := v.listedBy.get(pid); inits[pid] || !listed {
 		// Zombies have no namespaces, and a ptrace-protected process
 		// hides them: both stay 0, "unknown".
 		pidNS := r.PidNS
@@ -508,7 +491,7 @@ func (v *Host) unlistedOwners() map[int][]int {
 		if p.NS == 0 || p.NS == v.hostNS {
 			continue
 		}
-		if _, listed := v.listedBy[p.PID]; listed {
+		if _, listed := v.listedBy.get(p.PID); listed {
 			continue
 		}
 		owner, found := initIdx[p.PID]
@@ -516,7 +499,7 @@ func (v *Host) unlistedOwners() map[int][]int {
 			if owner, found = initIdx[cur]; found {
 				break
 			}
-			if owner, found = v.listedBy[cur]; found {
+			if owner, found = v.listedBy.get(cur); found {
 				break
 			}
 			q := v.Find(cur)
