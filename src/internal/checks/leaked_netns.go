@@ -31,6 +31,9 @@ type LeakedNetns struct {
 	// anyway, and a second listing of a cell's /proc is a tenth of the
 	// fd walk's cost.
 	host *snapshot.Source
+	// walked is the fd walk host's read makes (Deps.FDWalk); nil walks
+	// here.
+	walked *netns.Walk
 }
 
 var _ validator.Check = (*LeakedNetns)(nil)
@@ -73,6 +76,12 @@ func (c *LeakedNetns) Run(ctx context.Context) ([]validator.Finding, error) {
 	}
 	if s.Files == nil && live {
 		s.Files = netns.TaskFiles{}
+	}
+	if c.host != nil && c.walked != nil && s.Files == nil {
+		// The walk is whole only when the read that made it is.
+		if _, err := c.host.Get(); err == nil {
+			s.Walked = c.walked
+		}
 	}
 	if c.host != nil {
 		s.PIDs = func() ([]int, error) {

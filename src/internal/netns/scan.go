@@ -146,6 +146,10 @@ type Scanner struct {
 	// made for another reader of every process (the validator's snapshot),
 	// asked once, after Files. nil, or an error from it, lists Root/proc.
 	PIDs func() ([]int, error)
+	// Walked is the fd walk made in another pass over every process
+	// (Walk), used when open files come from the walk; nil walks here.
+	// Without PIDs, its pids are the scan's.
+	Walked *Walk
 }
 
 // ErrProbe wraps what the probe refused.
@@ -202,7 +206,7 @@ func (s *Scanner) Scan() (Result, error) {
 			res.IterErr = err
 		}
 	}
-	pids, err := s.pids(fs)
+	pids, err := s.pids(fs, of)
 	if err != nil {
 		return res, fmt.Errorf("scan network namespaces: %w", err)
 	}
@@ -273,7 +277,10 @@ func (s *Scanner) Scan() (Result, error) {
 
 // pids are the processes to scan, sorted: the scanner's PIDs when it has
 // them and they can be had, else Root/proc listed here.
-func (s *Scanner) pids(fs procfs.FS) ([]int, error) {
+func (s *Scanner) pids(fs procfs.FS, of *OpenFiles) ([]int, error) {
+	if of == nil && s.Walked != nil && s.PIDs == nil {
+		return s.Walked.pids(), nil
+	}
 	if s.PIDs != nil {
 		if pids, err := s.PIDs(); err == nil {
 			return pids, nil
@@ -297,6 +304,9 @@ func (s *Scanner) listFiles(r *procfs.Reader, of *OpenFiles, pids []int, self in
 		return fileRefs(r, *of, self, res)
 	}
 	res.Via = ViaFDWalk
+	if s.Walked != nil {
+		return s.Walked.refs(self, res)
+	}
 	return openFiles(r, pids, self, res)
 }
 
