@@ -148,7 +148,7 @@ type Scanner struct {
 	PIDs func() ([]int, error)
 	// Walked is the fd walk made in another pass over every process
 	// (Walk), used when open files come from the walk; nil walks here.
-	// Without PIDs, its pids are the scan's.
+	// Its pids are then the scan's (PIDs is not asked).
 	Walked *Walk
 }
 
@@ -278,7 +278,7 @@ func (s *Scanner) Scan() (Result, error) {
 // pids are the processes to scan, sorted: the scanner's PIDs when it has
 // them and they can be had, else Root/proc listed here.
 func (s *Scanner) pids(fs procfs.FS, of *OpenFiles) ([]int, error) {
-	if of == nil && s.Walked != nil && s.PIDs == nil {
+	if of == nil && s.Walked != nil {
 		return s.Walked.pids(), nil
 	}
 	if s.PIDs != nil {

@@ -30,7 +30,8 @@ func NewWalk(workers int) *Walk { return &Walk{parts: make([]walkPart, workers)}
 
 // Add reads pid's open files that may hold a network namespace, as
 // openFiles does, with r; worker (0 <= worker < workers) is the
-// goroutine's own, so Adds of different workers run at once.
+// goroutine's own, so Adds of different workers run at once. Each worker
+// adds its pids in ascending order.
 func (w *Walk) Add(worker int, r *procfs.Reader, pid int) {
 	p := &w.parts[worker]
 	p.pids = append(p.pids, pid)
@@ -51,13 +52,25 @@ func (w *Walk) Add(worker int, r *procfs.Reader, pid int) {
 	}
 }
 
-// pids are the processes the pass walked, sorted.
+// pids are the processes the pass walked, sorted: each worker's are, and
+// they are merged.
 func (w *Walk) pids() []int {
-	var pids []int
+	n := 0
 	for _, p := range w.parts {
-		pids = append(pids, p.pids...)
+		n += len(p.pids)
 	}
-	slices.Sort(pids)
+	pids := make([]int, 0, n)
+	at := make([]int, len(w.parts))
+	for len(pids) < n {
+		k := -1
+		for i, p := range w.parts {
+			if at[i] < len(p.pids) && (k < 0 || p.pids[at[i]] < w.parts[k].pids[at[k]]) {
+				k = i
+			}
+		}
+		pids = append(pids, w.parts[k].pids[at[k]])
+		at[k]++
+	}
 	return pids
 }
 

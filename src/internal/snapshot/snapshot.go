@@ -171,6 +171,7 @@ func (m *Members) index() {
 		m.any = append(m.any, u[i]) // never ahead of i: in place
 		i = j
 	}
+	m.any = slices.Clone(m.any) // not u's room for every hierarchy's copy
 }
 
 // Proc is one process as the snapshot read it.
