@@ -57,7 +57,8 @@ func (d *DevicesCgroup) Run(ctx context.Context) ([]validator.Finding, error) {
 	}
 	var fs []validator.Finding
 	decoded := map[string][]runcstate.DeviceRule{} // a cell's containers share their rules
-	pr := v.Layout().NewProcsReader() // relative to the hierarchy, as cgroup.procs is read
+	// devices.list is read relative to its hierarchy, as cgroup.procs is.
+	pr := v.Layout().NewProcsReader()
 	defer pr.Close()
 	checked := 0
 	for i := range v.Discovery().Containers {

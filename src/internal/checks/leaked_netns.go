@@ -28,8 +28,7 @@ type LeakedNetns struct {
 	// Sleep waits before a leak is confirmed; nil means time.Sleep.
 	Sleep func(time.Duration)
 	// host, when set, lists /proc for the scan: the snapshot lists it
-	// anyway, and a second listing of a cell's /proc is a tenth of the
-	// fd walk's cost.
+	// anyway (docs/performance.md, "Cheaper shared reads").
 	host *snapshot.Source
 	// walked is the fd walk host's read makes (Deps.FDWalk); nil walks
 	// here.

@@ -275,8 +275,9 @@ func (s *Scanner) Scan() (Result, error) {
 	return res, nil
 }
 
-// pids are the processes to scan, sorted: the scanner's PIDs when it has
-// them and they can be had, else Root/proc listed here.
+// pids are the processes to scan, sorted: those the Walked pass walked
+// when its files are the scan's, else the scanner's PIDs when it has them
+// and they can be had, else Root/proc listed here.
 func (s *Scanner) pids(fs procfs.FS, of *OpenFiles) ([]int, error) {
 	if of == nil && s.Walked != nil {
 		return s.Walked.pids(), nil
