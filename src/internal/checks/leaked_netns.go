@@ -30,9 +30,6 @@ type LeakedNetns struct {
 	// host, when set, lists /proc for the scan: the snapshot lists it
 	// anyway (docs/performance.md, "Cheaper shared reads").
 	host *snapshot.Source
-	// walked is the fd walk host's read makes (Deps.FDWalk); nil walks
-	// here.
-	walked *netns.Walk
 }
 
 var _ validator.Check = (*LeakedNetns)(nil)
@@ -75,12 +72,6 @@ func (c *LeakedNetns) Run(ctx context.Context) ([]validator.Finding, error) {
 	}
 	if s.Files == nil && live {
 		s.Files = netns.TaskFiles{}
-	}
-	if c.host != nil && c.walked != nil && s.Files == nil {
-		// The walk is whole only when the read that made it is.
-		if _, err := c.host.Get(); err == nil {
-			s.Walked = c.walked
-		}
 	}
 	if c.host != nil {
 		s.PIDs = func() ([]int, error) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
-	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -116,49 +115,5 @@ func TestLeakedNetnsReportsSocketsNotInspected(t *testing.T) {
 		!strings.Contains(got.Detail, "1 of 2 sockets not inspected: receiving them would re-tag them") ||
 		!strings.Contains(got.Detail, "fd 7 of pid 40") {
 		t.Fatalf("got %+v", fs)
-	}
-}
-
-// The walk the snapshot's pass makes (All without a Snapshot, under a
-// fixture root) and the check's own walk (a Snapshot without FDWalk, as
-// watch gives it) find the same leak and read the same processes.
-func TestLeakedNetnsWalkedBySnapshotOrItself(t *testing.T) {
-	h := fakehost.New(t, cgroup.Hybrid)
-	h.Add(fakehost.Proc{PID: 40, Comm: "datadog-agent", Cgroup: "/system.slice/datadog.service",
-		FDs: map[int]string{3: "socket:[900]", 7: "socket:[901]", 9: "net:[4026532778]"}})
-	h.Add(fakehost.Proc{PID: 41, Comm: "datadog-agent", Cgroup: "/system.slice/datadog.service",
-		FDs: map[int]string{7: "socket:[901]"}})
-	h.Symlink("proc/1/ns/net", "net:[4026531840]")
-	h.Symlink("proc/40/ns/net", "net:[4026531840]")
-	h.Symlink("proc/41/ns/net", "net:[4026531840]")
-	testCases := []struct {
-		name string
-		deps func() Deps
-	}{
-		{name: "walked in the snapshot's pass", deps: func() Deps { return deps(h) }},
-		{name: "walked by the check", deps: func() Deps {
-			d := deps(h)
-			d.Snapshot = snapshot.Lazy(snapshot.Spec{Root: h.Root})
-			return d
-		}},
-	}
-	for _, tc := range testCases {
-		t.Run(tc.name, func(t *testing.T) {
-			d := tc.deps()
-			d.NetNS = socketsIn{900: 4026531840, 901: 4026532777}
-			fs := run(t, d, "leaked-netns")
-			bad := failures(fs)
-			if len(bad) != 2 || bad[0].Subject != "net:[4026532777]" || bad[0].Data["pids"] != "40" ||
-				bad[1].Subject != "net:[4026532778]" || !strings.Contains(bad[1].Detail, "fd 9 (nsfs)") {
-				t.Fatalf("got %+v", bad)
-			}
-			last := fs[len(fs)-1]
-			if last.Data["sockets"] != "2" || last.Data["namespace_files"] != "1" || last.Data["leaks"] != "2" || last.Data["files_via"] != netns.ViaFDWalk {
-				t.Fatalf("summary %+v", last)
-			}
-			if p := last.Data["processes"]; p == "" || p == "0" {
-				t.Fatalf("summary %+v", last)
-			}
-		})
 	}
 }

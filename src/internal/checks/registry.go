@@ -75,35 +75,13 @@ type Deps struct {
 	// means the kernel's (pidfd_getfd, SIOCGSKNS) on the live root and
 	// none under a fixture root.
 	NetNS netns.Probe
-	// FDWalk is leaked-netns's fd walk, made in the pass of Snapshot's
-	// read over every process (its spec's EachProcess is FDWalk.Add); nil
-	// walks fd/ in the check. See FDWalk. Without a Snapshot, All makes
-	// both.
-	FDWalk *netns.Walk
-}
-
-// FDWalk returns the walk that leaked-netns takes from the snapshot's pass
-// over every process under root, where its open files come from the fd
-// walk by construction (a fixture root: the BPF iterator reads only the
-// live kernel), or nil on the live root, where the iterator reads no
-// process's fd/ (and where it cannot run, the check walks fd/ itself).
-// One walk serves one snapshot read.
-func FDWalk(root string) *netns.Walk {
-	if hostroot.IsLive(root) {
-		return nil
-	}
-	return netns.NewWalk(snapshot.Workers)
 }
 
 // All is the one list of the validator's checks, in report order.
 func All(d Deps) []validator.Check {
 	h := d.Snapshot
 	if h == nil {
-		spec := snapshot.Spec{Root: d.Root, RuntimeRoots: d.RuntimeRoots, Namespaces: d.Namespaces}
-		if d.FDWalk = FDWalk(d.Root); d.FDWalk != nil { // one walk per read
-			spec.EachProcess = d.FDWalk.Add
-		}
-		h = snapshot.Lazy(spec)
+		h = snapshot.Lazy(snapshot.Spec{Root: d.Root, RuntimeRoots: d.RuntimeRoots, Namespaces: d.Namespaces})
 	}
 	if d.Sleep == nil && !hostroot.IsLive(d.Root) {
 		d.Sleep = func(time.Duration) {}
@@ -117,7 +95,7 @@ func All(d Deps) []validator.Check {
 		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},
 		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons, Units: d.DelegateUnits},
 		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},
-		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep, host: h, walked: d.FDWalk},
+		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep, host: h},
 		&DevicesCgroup{host: h},
 	}
 }

@@ -283,7 +283,6 @@ func (c *cantRun) print(env *Env) {
 // read under root: nothing could be validated.
 func newValidation(cfg *config.Config, phase validator.Phase, root string, runtimeRoots, extraIgnore []string, fix bool) (*validation, *cantRun) {
 	d := validatorDeps(root, cfg, phase, runtimeRoots)
-	d.FDWalk = checks.FDWalk(root)
 	d.Snapshot = snapshot.Lazy(snapshotSpec(d))
 	registry := checks.All(d)
 	if err := validator.Validate(registry); err != nil {

@@ -55,9 +55,5 @@ func validatorPolicy(vc config.Validator, phase validator.Phase, ignore []string
 
 // snapshotSpec is what the checks' snapshot reads, from their deps.
 func snapshotSpec(d checks.Deps) snapshot.Spec {
-	s := snapshot.Spec{Root: d.Root, RuntimeRoots: d.RuntimeRoots, Namespaces: d.Namespaces}
-	if d.FDWalk != nil {
-		s.EachProcess = d.FDWalk.Add
-	}
-	return s
+	return snapshot.Spec{Root: d.Root, RuntimeRoots: d.RuntimeRoots, Namespaces: d.Namespaces}
 }

@@ -146,10 +146,6 @@ type Scanner struct {
 	// made for another reader of every process (the validator's snapshot),
 	// asked once, after Files. nil, or an error from it, lists Root/proc.
 	PIDs func() ([]int, error)
-	// Walked is the fd walk made in another pass over every process
-	// (Walk), used when open files come from the walk; nil walks here.
-	// Its pids are then the scan's (PIDs is not asked).
-	Walked *Walk
 }
 
 // ErrProbe wraps what the probe refused.
@@ -206,7 +202,7 @@ func (s *Scanner) Scan() (Result, error) {
 			res.IterErr = err
 		}
 	}
-	pids, err := s.pids(fs, of)
+	pids, err := s.pids(fs)
 	if err != nil {
 		return res, fmt.Errorf("scan network namespaces: %w", err)
 	}
@@ -275,13 +271,9 @@ func (s *Scanner) Scan() (Result, error) {
 	return res, nil
 }
 
-// pids are the processes to scan, sorted: those the Walked pass walked
-// when its files are the scan's, else the scanner's PIDs when it has them
-// and they can be had, else Root/proc listed here.
-func (s *Scanner) pids(fs procfs.FS, of *OpenFiles) ([]int, error) {
-	if of == nil && s.Walked != nil {
-		return s.Walked.pids(), nil
-	}
+// pids are the processes to scan, sorted: the scanner's PIDs when it has
+// them and they can be had, else Root/proc listed here.
+func (s *Scanner) pids(fs procfs.FS) ([]int, error) {
 	if s.PIDs != nil {
 		if pids, err := s.PIDs(); err == nil {
 			return pids, nil
@@ -305,9 +297,6 @@ func (s *Scanner) listFiles(r *procfs.Reader, of *OpenFiles, pids []int, self in
 		return fileRefs(r, *of, self, res)
 	}
 	res.Via = ViaFDWalk
-	if s.Walked != nil {
-		return s.Walked.refs(self, res)
-	}
 	return openFiles(r, pids, self, res)
 }
 

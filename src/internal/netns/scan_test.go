@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 )
 
@@ -330,43 +329,5 @@ func TestScanTakesPIDsFromElsewhere(t *testing.T) {
 				t.Fatalf("%d processes and %d leaks, want %d and %d", res.Processes, len(res.Leaks), tc.processes, tc.leaks)
 			}
 		})
-	}
-}
-
-// A walk made in another pass (the snapshot's, on two workers) gives the
-// scan what its own walk gives: the same leaks, counts and holders.
-func TestScanWalkedElsewhere(t *testing.T) {
-	const leaked, mounted = 4026532700, 4026532701
-	tr := tree(t,
-		proc{pid: 1, comm: "systemd", net: hostNet, fds: map[int]string{3: "socket:[906]"}},
-		proc{pid: 40, comm: "agent", net: hostNet, fds: map[int]string{
-			3: "socket:[900]", 4: "socket:[901]", 6: "pipe:[77]", 8: fmt.Sprintf("net:[%d]", leaked), 9: fmt.Sprintf("net:[%d]", mounted)}},
-		proc{pid: 41, comm: "agent", net: hostNet, fds: map[int]string{4: "socket:[901]", 5: fmt.Sprintf("net:[%d]", leaked)}},
-		proc{pid: 50, comm: "containerd", net: hostNet, mnt: 4026532900,
-			mountinfo: fmt.Sprintf("25 1 8:1 / / rw - ext4 /dev/sda1 rw\n"+nsMountLine, mounted)},
-	)
-	own, err := (&Scanner{Root: tr.Root}).Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := NewWalk(2)
-	fs := procfs.New(tr.Root)
-	pids, err := fs.PIDs(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readers := []*procfs.Reader{fs.NewReader(), fs.NewReader()}
-	for i, pid := range pids {
-		w.Add(i%2, readers[i%2], pid)
-	}
-	walked, err := (&Scanner{Root: tr.Root, Walked: w}).Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(own.Leaks) != 1 || own.Leaks[0].Held != 2 {
-		t.Fatalf("own walk: leaks %+v", own.Leaks)
-	}
-	if !reflect.DeepEqual(walked, own) {
-		t.Fatalf("walked elsewhere\n%+v\nown walk\n%+v", walked, own)
 	}
 }

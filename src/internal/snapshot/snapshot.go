@@ -25,17 +25,7 @@ type Spec struct {
 	RuntimeRoots []string
 	// Namespaces filters containerd namespaces; empty means all.
 	Namespaces []string
-	// EachProcess, when set, is called in the per-process pass for every
-	// listed process not gone by its stat read, with the pass's worker
-	// (0 <= w < Workers) and that worker's reader: a check that reads
-	// something of every process (leaked-netns's fd walk) reads it there,
-	// while the process's /proc entry is at hand, instead of listing /proc
-	// and looking every process up again.
-	EachProcess func(w int, r *procfs.Reader, pid int)
 }
-
-// Workers is how many goroutines the per-process pass runs on.
-const Workers = scanWorkers
 
 // Host is one read of the host: the cgroup layout, the runtime states,
 // what each container's cgroup.procs listed, and every process's stat. It
@@ -171,7 +161,6 @@ func (m *Members) index() {
 		m.any = append(m.any, u[i]) // never ahead of i: in place
 		i = j
 	}
-	m.any = slices.Clone(m.any) // not u's room for every hierarchy's copy
 }
 
 // Proc is one process as the snapshot read it.
@@ -239,7 +228,7 @@ func read(s Spec, c *caches) (*Host, error) {
 		return nil, l.err
 	}
 	v.listed = l.ents
-	if err := v.readProcs(l.ents, c, s.EachProcess); err != nil {
+	if err := v.readProcs(l.ents, c); err != nil {
 		return nil, err
 	}
 	v.readHostNS()
@@ -303,7 +292,7 @@ func (v *Host) indexListed() { v.listedBy = newPIDIndex(v.members) }
 // container cgroup lists and of the containers' inits, split over
 // scanWorkers. Processes gone meanwhile are left out; those whose stat is
 // denied are counted.
-func (v *Host) readProcs(pids []procfs.Entry, c *caches, each func(w int, r *procfs.Reader, pid int)) error {
+func (v *Host) readProcs(pids []procfs.Entry, c *caches) error {
 	inits := make(map[int]bool, len(v.disc.Containers))
 	for i := range v.disc.Containers {
 		if pid := v.disc.Containers[i].State.InitProcessPid; pid > 0 {
@@ -326,9 +315,6 @@ func (v *Host) readProcs(pids []procfs.Entry, c *caches, each func(w int, r *pro
 				return fmt.Errorf("scan processes: %w", err)
 			}
 			procs[i] = p
-			if each != nil && (p.ok || err != nil) {
-				each(w, r, pids[i].PID)
-			}
 			return nil
 		}, func() { r.Close() }
 	})
