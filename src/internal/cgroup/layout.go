@@ -133,7 +133,7 @@ func (l *Layout) Split(abs string) (*Hierarchy, string, bool) {
 			if i >= 0 {
 				dir = h.Aliases[i]
 			}
-			if (abs == dir || strings.HasPrefix(abs, dir+"/")) && len(dir) > len(bestDir) {
+			if len(dir) > len(bestDir) && inDir(abs, dir) {
 				best, bestDir = h, dir
 			}
 		}
@@ -146,6 +146,12 @@ func (l *Layout) Split(abs string) (*Hierarchy, string, bool) {
 		rel = "/"
 	}
 	return best, rel, true
+}
+
+// inDir reports whether path abs is dir or below it, without building
+// dir+"/" (Split runs for every cgroup path of every container).
+func inDir(abs, dir string) bool {
+	return strings.HasPrefix(abs, dir) && (len(abs) == len(dir) || abs[len(dir)] == '/')
 }
 
 // Path is the directory of cgroup rel (/garden/c1) in hierarchy h, under

@@ -57,7 +57,23 @@ func (l *Layout) NewProcsReader() *ProcsReader {
 // Read returns the pids of cgroup rel (/garden/c1) in hierarchy h, in a
 // slice of their exact number. A missing cgroup is ErrNoCgroup.
 func (r *ProcsReader) Read(h *Hierarchy, rel string) ([]int, error) {
+	b, err := r.ReadFile(h, rel, "cgroup.procs")
+	if err != nil {
+		return nil, err
+	}
 	path := func() string { return filepath.Join(r.l.Path(h, rel), "cgroup.procs") }
+	if r.pids, err = parseProcs(path, b, r.pids[:0]); err != nil {
+		return nil, err
+	}
+	return slices.Clone(r.pids), nil
+}
+
+// ReadFile returns file name of cgroup rel in hierarchy h (devices.list),
+// read relative to the hierarchy's directory like cgroup.procs; the slice
+// is valid until the reader's next call. A missing cgroup or file is
+// ErrNoCgroup.
+func (r *ProcsReader) ReadFile(h *Hierarchy, rel, name string) ([]byte, error) {
+	path := func() string { return filepath.Join(r.l.Path(h, rel), name) }
 	fd, ok := r.fds[h]
 	if !ok {
 		var err error
@@ -73,7 +89,7 @@ func (r *ProcsReader) Read(h *Hierarchy, rel string) ([]int, error) {
 	if rel = strings.TrimPrefix(rel, "/"); rel != "" {
 		r.name = append(append(r.name, rel...), '/')
 	}
-	r.name = append(append(r.name, "cgroup.procs"...), 0)
+	r.name = append(append(r.name, name...), 0)
 	var err error
 	if r.buf, err = procfs.ReadIntoAtZ(fd, r.name, r.buf[:0]); err != nil {
 		if err == unix.ENOENT || err == unix.ENODEV {
@@ -81,10 +97,7 @@ func (r *ProcsReader) Read(h *Hierarchy, rel string) ([]int, error) {
 		}
 		return nil, fmt.Errorf("read %s: %w", path(), err)
 	}
-	if r.pids, err = parseProcs(path, r.buf, r.pids[:0]); err != nil {
-		return nil, err
-	}
-	return slices.Clone(r.pids), nil
+	return r.buf, nil
 }
 
 // Close closes the hierarchy directories.

@@ -236,9 +236,7 @@ func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlist
 		initPID = p.PID
 	}
 	j.members = append(j.members, unlisted...)
-	for _, l := range cm.Listed {
-		j.members = append(j.members, l...)
-	}
+	j.members = append(j.members, cm.Any()...) // one copy of each listed pid, not one per hierarchy
 	sort.Ints(j.members)
 	j.members = compactInts(j.members)
 	nProcs := 0

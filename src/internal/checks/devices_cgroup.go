@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -59,6 +57,9 @@ func (d *DevicesCgroup) Run(ctx context.Context) ([]validator.Finding, error) {
 	}
 	var fs []validator.Finding
 	decoded := map[string][]runcstate.DeviceRule{} // a cell's containers share their rules
+	// devices.list is read relative to its hierarchy, as cgroup.procs is.
+	pr := v.Layout().NewProcsReader()
+	defer pr.Close()
 	checked := 0
 	for i := range v.Discovery().Containers {
 		if err := ctx.Err(); err != nil {
@@ -82,8 +83,8 @@ func (d *DevicesCgroup) Run(ctx context.Context) ([]validator.Finding, error) {
 			}
 			decoded[raw] = rules
 		}
-		b, err := os.ReadFile(filepath.Join(v.Layout().Path(h, rel), "devices.list"))
-		if errors.Is(err, os.ErrNotExist) {
+		b, err := pr.ReadFile(h, rel, "devices.list")
+		if errors.Is(err, cgroup.ErrNoCgroup) {
 			continue // the cgroup went away with the container
 		}
 		if err != nil {

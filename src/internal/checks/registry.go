@@ -95,7 +95,7 @@ func All(d Deps) []validator.Check {
 		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},
 		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons, Units: d.DelegateUnits},
 		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},
-		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep},
+		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep, host: h},
 		&DevicesCgroup{host: h},
 	}
 }

@@ -142,6 +142,10 @@ type Scanner struct {
 	// with sockets' namespaces, so the probe is asked about none; nil, or
 	// an error from it (Result.IterErr), means the walk.
 	Files FileSource
+	// PIDs returns the processes to scan, sorted: a listing of Root/proc
+	// made for another reader of every process (the validator's snapshot),
+	// asked once, after Files. nil, or an error from it, lists Root/proc.
+	PIDs func() ([]int, error)
 }
 
 // ErrProbe wraps what the probe refused.
@@ -186,14 +190,23 @@ func (s *Scanner) Scan() (Result, error) {
 	if self == 0 && hostroot.IsLive(root) {
 		self = os.Getpid()
 	}
-	pids, err := fs.PIDs(nil)
+	r := fs.NewReader()
+	defer r.Close()
+	var of *OpenFiles
+	if s.Files != nil {
+		// Before the listing: the one a snapshot makes may still be under
+		// way, and the iterator's load overlaps it.
+		if o, err := s.Files.OpenFiles(); err == nil {
+			of = &o
+		} else {
+			res.IterErr = err
+		}
+	}
+	pids, err := s.pids(fs)
 	if err != nil {
 		return res, fmt.Errorf("scan network namespaces: %w", err)
 	}
-	sort.Ints(pids)
-	r := fs.NewReader()
-	defer r.Close()
-	refs, of := s.listFiles(r, pids, self, &res)
+	refs := s.listFiles(r, of, pids, self, &res)
 	if len(refs) == 0 {
 		return res, nil
 	}
@@ -258,24 +271,33 @@ func (s *Scanner) Scan() (Result, error) {
 	return res, nil
 }
 
-// listFiles lists the open files that may hold a namespace: from the
-// scanner's FileSource when it has one and it works, else by the fd walk.
-func (s *Scanner) listFiles(r *procfs.Reader, pids []int, self int, res *Result) ([]ref, *OpenFiles) {
-	if s.Files != nil {
-		of, err := s.Files.OpenFiles()
-		if err == nil {
-			res.Via = ViaIterator
-			for _, pid := range pids {
-				if pid != self {
-					res.Processes++
-				}
-			}
-			return fileRefs(r, of, self, res), &of
+// pids are the processes to scan, sorted: the scanner's PIDs when it has
+// them and they can be had, else Root/proc listed here.
+func (s *Scanner) pids(fs procfs.FS) ([]int, error) {
+	if s.PIDs != nil {
+		if pids, err := s.PIDs(); err == nil {
+			return pids, nil
 		}
-		res.IterErr = err
+	}
+	pids, err := fs.PIDs(nil)
+	sort.Ints(pids)
+	return pids, err
+}
+
+// listFiles lists the open files that may hold a namespace: from the
+// FileSource's listing of (of) when it worked, else by the fd walk.
+func (s *Scanner) listFiles(r *procfs.Reader, of *OpenFiles, pids []int, self int, res *Result) []ref {
+	if of != nil {
+		res.Via = ViaIterator
+		for _, pid := range pids {
+			if pid != self {
+				res.Processes++
+			}
+		}
+		return fileRefs(r, *of, self, res)
 	}
 	res.Via = ViaFDWalk
-	return openFiles(r, pids, self, res), nil
+	return openFiles(r, pids, self, res)
 }
 
 // fileRefs turns a FileSource's files into refs in pid and fd order,

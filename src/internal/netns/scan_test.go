@@ -298,3 +298,36 @@ func TestScanWithFileSourceNamespaces(t *testing.T) {
 		})
 	}
 }
+
+// A listing made elsewhere (the validator's snapshot) is what the scan
+// reads, and the same leak is found as with its own; when that listing
+// fails, the scan lists /proc itself.
+func TestScanTakesPIDsFromElsewhere(t *testing.T) {
+	const leaked = 4026532700
+	tr := tree(t,
+		proc{pid: 1, comm: "systemd", net: hostNet},
+		proc{pid: 40, comm: "agent", net: hostNet, fds: map[int]string{4: fmt.Sprintf("net:[%d]", leaked)}},
+	)
+	testCases := []struct {
+		name      string
+		pids      func() ([]int, error)
+		processes int
+		leaks     int
+	}{
+		{name: "own listing", processes: 2, leaks: 1},
+		{name: "handed", pids: func() ([]int, error) { return []int{1, 40}, nil }, processes: 2, leaks: 1},
+		{name: "handed without the holder", pids: func() ([]int, error) { return []int{1}, nil }, processes: 1, leaks: 0},
+		{name: "handed an error", pids: func() ([]int, error) { return nil, errors.New("snapshot failed") }, processes: 2, leaks: 1},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := (&Scanner{Root: tr.Root, PIDs: tc.pids}).Scan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Processes != tc.processes || len(res.Leaks) != tc.leaks {
+				t.Fatalf("%d processes and %d leaks, want %d and %d", res.Processes, len(res.Leaks), tc.processes, tc.leaks)
+			}
+		})
+	}
+}

@@ -57,14 +57,14 @@ func (r *Reader) PinnedCgroup(p *Pinned) ([]byte, error) { return r.readAt(p, "c
 
 // PinnedPidNS returns the inode of the pinned process's pid namespace.
 func (r *Reader) PinnedPidNS(p *Pinned) (uint64, error) {
-	path := p.fs.Path(p.pid, "ns/pid")
+	path := func() string { return p.fs.Path(p.pid, "ns/pid") } // for errors only
 	for {
 		n, err := unix.Readlinkat(p.fd, "ns/pid", r.link[:cap(r.link)])
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return 0, wrap("readlink", path, err)
+			return 0, wrap("readlink", path(), err)
 		}
 		if n == cap(r.link) {
 			r.link = make([]byte, 2*cap(r.link))
@@ -72,22 +72,21 @@ func (r *Reader) PinnedPidNS(p *Pinned) (uint64, error) {
 		}
 		ino, err := ParseNSLink(r.link[:n])
 		if err != nil {
-			return 0, fmt.Errorf("parse %s: %w", path, err)
+			return 0, fmt.Errorf("parse %s: %w", path(), err)
 		}
 		return ino, nil
 	}
 }
 
 func (r *Reader) readAt(p *Pinned, name string) ([]byte, error) {
-	path := p.fs.Path(p.pid, name)
 	fd, err := openAtRetry(p.fd, name)
 	if err != nil {
-		return r.buf[:0], wrap("open", path, err)
+		return r.buf[:0], wrap("open", p.fs.Path(p.pid, name), err)
 	}
 	defer unix.Close(fd)
 	r.buf, err = readFD(fd, r.buf[:0], true)
 	if err != nil {
-		return r.buf, wrap("read", path, err)
+		return r.buf, wrap("read", p.fs.Path(p.pid, name), err)
 	}
 	return r.buf, nil
 }

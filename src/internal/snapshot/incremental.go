@@ -74,7 +74,7 @@ func (in *Incremental) StatsRead() int { return in.c.procs.Read }
 // processes (their parents are followed to owners), and the listed but
 // displaced, whose findings name them.
 func (v *Host) reread(pid int, inits map[int]bool) func(procfs.Stat) bool {
-	i, listed := v.listedBy[pid]
+	i, listed := v.listedBy.get(pid)
 	if !listed || inits[pid] || !v.members[i].InAll(pid) {
 		return always
 	}

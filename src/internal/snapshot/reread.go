@@ -47,19 +47,27 @@ func (n *Now) Cgroup(key string) (string, bool) {
 	return string(p), ok
 }
 
-// Rereader reads processes under the snapshot's root.
-func (v *Host) Rereader() Rereader { return liveRereader{v.proc} }
+// Rereader reads processes under the snapshot's root, one at a time: it
+// is not safe for concurrent use (a check confirms its suspects in turn).
+func (v *Host) Rereader() Rereader { return &liveRereader{fs: v.proc} }
 
-type liveRereader struct{ fs procfs.FS }
+type liveRereader struct {
+	fs procfs.FS
+	// r is made on the first Reread and kept: a reader per suspect and
+	// round was a 4 KB buffer each, thousands on an escaped cell.
+	r *procfs.Reader
+}
 
-func (l liveRereader) Reread(pid int) (Now, error) {
+func (l *liveRereader) Reread(pid int) (Now, error) {
 	p, err := l.fs.Pin(pid)
 	if err != nil {
 		return Now{}, err
 	}
 	defer p.Close()
-	r := l.fs.NewReader()
-	defer r.Close()
+	if l.r == nil {
+		l.r = l.fs.NewReader() // reads through p's directory: nothing to Close
+	}
+	r := l.r
 	st, err := r.PinnedStat(p)
 	if err != nil {
 		return Now{}, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -39,11 +40,13 @@ type Host struct {
 	boot   time.Time
 	// procs holds every process that could be read, sorted by pid.
 	procs []Proc
+	// listed is Root/proc's listing, sorted by pid.
+	listed []procfs.Entry
 	// members[i] is what the cgroup.procs files of container i list.
 	members []Members
 	// listedBy maps every pid some container cgroup lists (in any
 	// hierarchy) to that container's index.
-	listedBy map[int]int
+	listedBy pidIndex
 	// hostNS is the pid namespace of the root's pid 1: a container "in"
 	// it has no pid namespace of its own.
 	hostNS uint64
@@ -80,13 +83,25 @@ func (v *Host) Boot() time.Time { return v.boot }
 // Procs are the processes read, sorted by pid.
 func (v *Host) Procs() []Proc { return v.procs }
 
+// PIDs returns every pid Root/proc listed, sorted, in a new slice: those
+// whose stat was denied or who went away before it was read too. A check
+// that reads every process (leaked-netns) takes them instead of listing
+// /proc again.
+func (v *Host) PIDs() []int {
+	pids := make([]int, len(v.listed))
+	for i, e := range v.listed {
+		pids[i] = e.PID
+	}
+	return pids
+}
+
 // Members is what container i (an index into Discovery().Containers)
 // listed in its cgroups.
 func (v *Host) Members(i int) *Members { return &v.members[i] }
 
 // ListedBy returns the index of the container whose cgroup listed pid.
 func (v *Host) ListedBy(pid int) (int, bool) {
-	i, ok := v.listedBy[pid]
+	i, ok := v.listedBy.get(pid)
 	return i, ok
 }
 
@@ -103,20 +118,49 @@ type Members struct {
 	Exps []Expectation
 	// Unmapped are the state's cgroup keys on no hierarchy mounted here.
 	Unmapped []string
-	// Listed[j] are the pids the cgroup of Exps[j] listed, sorted.
+	// Listed[j] are the pids the cgroup of Exps[j] listed, sorted, each
+	// once.
 	Listed [][]int
+	// any are the pids some hierarchy listed and all those every one did,
+	// sorted: set once by index, so that the checks' per-process questions
+	// are one search, not one per hierarchy.
+	any, all []int
 }
 
 // InAll reports whether pid was listed in the container's cgroup in every
 // hierarchy: then it is in place without reading /proc/<pid>/cgroup.
 func (m *Members) InAll(pid int) bool {
+	_, ok := slices.BinarySearch(m.all, pid)
+	return ok
+}
+
+// Any returns the pids listed in some hierarchy, sorted, each once; the
+// caller must not change it.
+func (m *Members) Any() []int { return m.any }
+
+// index sets any and all from Listed (each list sorted, each pid once).
+func (m *Members) index() {
+	n := 0
 	for _, l := range m.Listed {
-		i := sort.SearchInts(l, pid)
-		if i == len(l) || l[i] != pid {
-			return false
-		}
+		n += len(l)
 	}
-	return len(m.Listed) > 0
+	u := make([]int, 0, n)
+	for _, l := range m.Listed {
+		u = append(u, l...)
+	}
+	slices.Sort(u)
+	m.any, m.all = u[:0], nil
+	for i := 0; i < len(u); {
+		j := i + 1
+		for j < len(u) && u[j] == u[i] {
+			j++
+		}
+		if j-i == len(m.Listed) {
+			m.all = append(m.all, u[i])
+		}
+		m.any = append(m.any, u[i]) // never ahead of i: in place
+		i = j
+	}
 }
 
 // Proc is one process as the snapshot read it.
@@ -183,6 +227,7 @@ func read(s Spec, c *caches) (*Host, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
+	v.listed = l.ents
 	if err := v.readProcs(l.ents, c); err != nil {
 		return nil, err
 	}
@@ -219,10 +264,8 @@ func (v *Host) readCgroups() {
 		for _, pid := range v.unlisted[i] {
 			read(cm, pid)
 		}
-		for _, l := range cm.Listed {
-			for _, pid := range l {
-				read(cm, pid)
-			}
+		for _, pid := range cm.Any() {
+			read(cm, pid)
 		}
 	}
 }
@@ -243,24 +286,7 @@ func (v *Host) Cgroup(pid int) ([]byte, error) {
 }
 
 // indexListed builds listedBy from the cgroup.procs read.
-func (v *Host) indexListed() {
-	n := 0
-	for i := range v.members {
-		if ls := v.members[i].Listed; len(ls) > 0 {
-			n += len(ls[0])
-		}
-	}
-	v.listedBy = make(map[int]int, n)
-	for i := range v.members {
-		for _, l := range v.members[i].Listed {
-			for _, pid := range l {
-				if _, ok := v.listedBy[pid]; !ok {
-					v.listedBy[pid] = i
-				}
-			}
-		}
-	}
-}
+func (v *Host) indexListed() { v.listedBy = newPIDIndex(v.members) }
 
 // readProcs reads stat of every pid, and the pid namespace of those no
 // container cgroup lists and of the containers' inits, split over
@@ -325,7 +351,7 @@ func (v *Host) readProc(r *procfs.Reader, e procfs.Entry, inits map[int]bool, c 
 		return Proc{}, err
 	}
 	p := Proc{PID: pid, Stat: st, ok: true}
-	if _, listed := v.listedBy[pid]; inits[pid] || !listed {
+	if _, listed := v.listedBy.get(pid); inits[pid] || !listed {
 		// Zombies have no namespaces, and a ptrace-protected process
 		// hides them: both stay 0, "unknown".
 		pidNS := r.PidNS
@@ -370,9 +396,10 @@ func (v *Host) readMembers() error {
 				if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
 					return err
 				}
-				sort.Ints(pids)
-				m.Listed[j] = pids
+				slices.Sort(pids)
+				m.Listed[j] = slices.Compact(pids)
 			}
+			m.index()
 			return nil
 		}, pr.Close
 	})
@@ -464,7 +491,7 @@ func (v *Host) unlistedOwners() map[int][]int {
 		if p.NS == 0 || p.NS == v.hostNS {
 			continue
 		}
-		if _, listed := v.listedBy[p.PID]; listed {
+		if _, listed := v.listedBy.get(p.PID); listed {
 			continue
 		}
 		owner, found := initIdx[p.PID]
@@ -472,7 +499,7 @@ func (v *Host) unlistedOwners() map[int][]int {
 			if owner, found = initIdx[cur]; found {
 				break
 			}
-			if owner, found = v.listedBy[cur]; found {
+			if owner, found = v.listedBy.get(cur); found {
 				break
 			}
 			q := v.Find(cur)
