@@ -165,7 +165,9 @@ func TestDirector(t *testing.T) {
 		}
 	}
 	l.timed("bosh login", "login")
-	wrong := *l.bosh
+	// A client of its own (a Bosh numbers its calls, so it is not copied),
+	// logging apart from l.bosh's.
+	wrong := &boshlab.Bosh{Bin: l.bosh.Bin, Env: l.bosh.Env, Home: l.bosh.Home, Logs: t.TempDir()}
 	wrong.Env.ClientSecret = "not-the-secret"
 	if r, err := wrong.Run(context.Background(), "login"); err != nil || r.ExitCode == 0 || !strings.Contains(r.Output, "Invalid credentials") {
 		t.Errorf("bosh login with a wrong secret: %v, exit %d, want Invalid credentials:\n%s", err, r.ExitCode, r.Output)
