@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -60,10 +61,21 @@ func newFront(backend *url.URL, spool, accelRoot string, logger *log.Logger) *fr
 		// bosh logs) with an empty body and X-Accel-Redirect, as nginx
 		// expects; without this the client got nothing ("Expected stream
 		// to have digest ... but was sha256:e3b0c442...", the empty one).
-		ModifyResponse: f.accelRedirect,
+		ModifyResponse: func(resp *http.Response) error {
+			// A refused upload's file goes before the client hears the
+			// refusal: no job of the director's will read it, and a client
+			// that looks at once must not find it (TestFront did, under load).
+			if p, ok := resp.Request.Context().Value(spooledKey{}).(string); ok && resp.StatusCode >= 400 {
+				os.Remove(p)
+			}
+			return f.accelRedirect(resp)
+		},
 	}
 	return f
 }
+
+// spooledKey carries an upload's spooled file on the request to the director.
+type spooledKey struct{}
 
 // accelRedirect replaces the body of a response that carries
 // X-Accel-Redirect with the file it names, which must lie in accelRoot.
@@ -134,7 +146,7 @@ func (f *front) serveUpload(w *statusRecorder, r *http.Request) {
 		return
 	}
 	f.log.Printf("spooled %d bytes of %s to %s", size, r.URL.Path, path)
-	out := r.Clone(r.Context())
+	out := r.Clone(context.WithValue(r.Context(), spooledKey{}, path))
 	out.Body = io.NopCloser(strings.NewReader(body))
 	out.ContentLength = int64(len(body))
 	out.Header.Set("Content-Type", ctype)
@@ -142,7 +154,7 @@ func (f *front) serveUpload(w *statusRecorder, r *http.Request) {
 	out.Header.Del("Content-Md5")
 	f.proxy.ServeHTTP(w, out)
 	if w.status >= 400 {
-		os.Remove(path)
+		os.Remove(path) // the proxy's own error (no response came): no job either
 	}
 }
 
