@@ -459,7 +459,9 @@ do_gc() {  # boxes whose owner process has exited (a killed "go test") are garba
     n=$(basename "$d")
     # another run may remove its box meanwhile: a vanished owner file is not ours to judge
     read -r owner start 2>/dev/null <"$d/owner" || continue
-    [ "$(proc_start "$owner")" = "$start" ] && continue
+    # "gone" was recorded when the owner died while start ran (a Ctrl-C during
+    # boot): it matches proc_start's "gone" forever, so it never protects a box.
+    [ "$start" != gone ] && [ "$(proc_start "$owner")" = "$start" ] && continue
     log "box $n: owner pid $owner is gone, stopping it"
     SDBOX_NAME=$n "$0" stop || true
   done

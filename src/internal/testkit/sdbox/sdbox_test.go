@@ -329,6 +329,54 @@ func TestOwnerDiesWithoutStop(t *testing.T) {
 	t.Logf("box of a SIGKILLed owner gone after %v", time.Since(t0).Round(time.Millisecond))
 }
 
+// TestGCOwnerGoneBeforeBoot: an owner that died while sdbox.sh start ran (a
+// Ctrl-C during boot: CI5's integration box) is recorded as "gone", and gc
+// stops that box; it used to match proc_start's "gone" and live on.
+func TestGCOwnerGoneBeforeBoot(t *testing.T) {
+	sdbox.Require(t, box)
+	script, err := sdbox.ScriptPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("sdbox-gone-%d", os.Getpid())
+	env := append(os.Environ(), "SDBOX_NAME="+name, "SDBOX_OWNER_PID="+strconv.Itoa(dead.Process.Pid))
+	start := exec.Command("bash", script, "start")
+	start.Env = env
+	out, err := start.CombinedOutput()
+	stop := func() {
+		c := exec.Command("bash", script, "stop")
+		c.Env = env
+		c.Run()
+	}
+	t.Cleanup(stop)
+	if err != nil {
+		t.Fatalf("sdbox.sh start: %v\n%s", err, out)
+	}
+	boxes := "/var/tmp/cellguard-sdbox/boxes" // sdbox.sh's, SDBOX_DIR unset
+	if d := os.Getenv("SDBOX_DIR"); d != "" {
+		boxes = filepath.Join(d, "boxes")
+	}
+	owner, _ := os.ReadFile(filepath.Join(boxes, name, "owner"))
+	if !strings.HasSuffix(strings.TrimSpace(string(owner)), " gone") {
+		t.Fatalf("owner file %q, want the dead owner recorded as gone", owner)
+	}
+	gc := exec.Command("bash", script, "gc")
+	gc.Env = os.Environ()
+	if out, err := gc.CombinedOutput(); err != nil {
+		t.Fatalf("sdbox.sh gc: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(boxes, name)); err == nil {
+		t.Fatalf("gc left box %s (its owner died before it booted)", name)
+	}
+	if left := leftovers(t, &sdbox.Box{Name: name}); len(left) > 0 {
+		t.Fatalf("gc left:\n%s", strings.Join(left, "\n"))
+	}
+}
+
 // TestExecCancel: cancelling ctx kills the command inside the box too, not
 // only the host-side nsenter.
 func TestExecCancel(t *testing.T) {
