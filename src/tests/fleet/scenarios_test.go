@@ -102,10 +102,11 @@ func runFleet(t *testing.T, sh shape) string {
 			lanes = append(lanes, laneRun{f: lf, scenarios: []Scenario{l.scenario(lf, ctx)}, waitFor: compiled})
 		}
 	}
-	// Real Garden in lanes of their own, 3 cells and other as the rollout
-	// lane; they export the releases only they name.
-	gardenLane := func(dep string) *fleet {
-		g := f.lane(dep, 3, 1)
+	// Real Garden in lanes of their own, 3 cells as the rollout lane (other
+	// where the scenario puts its control there); they export the releases
+	// only they name.
+	gardenLane := func(dep string, others int) *fleet {
+		g := f.lane(dep, 3, others)
 		if !f.selected.Default {
 			g.toStore = f.toStore // cellguard: no rollout lane exports it
 		}
@@ -113,11 +114,11 @@ func runFleet(t *testing.T, sh shape) string {
 		return g
 	}
 	if f.selected.Garden {
-		g := gardenLane("fleet-garden")
+		g := gardenLane("fleet-garden", 1)
 		lanes = append(lanes, laneRun{f: g, scenarios: []Scenario{g.gardenScenario(ctx)}, waitFor: compiled})
 	}
 	if f.selected.GardenSeed {
-		g := gardenLane("fleet-garden-seed")
+		g := gardenLane("fleet-garden-seed", 0)
 		lanes = append(lanes, laneRun{f: g, scenarios: []Scenario{g.gardenSeedScenario(ctx)}, waitFor: compiled})
 		// Its protected run needs VMs the trigger never ran on: 2 cells
 		// (it fires on the second), at once with the first.
