@@ -251,6 +251,14 @@ func (s *Scanner) Scan() (Result, error) {
 		sleep(s.Confirm)
 		cands = s.confirm(fs, &res, &st, cands)
 	}
+	res.Leaks = s.leaks(r, &st, cands)
+	return res, nil
+}
+
+// leaks describes each confirmed namespace: its holders with their command
+// names, how many files hold it, and what the probe finds in it.
+func (s *Scanner) leaks(r *procfs.Reader, st *scanState, cands []uint64) []Leak {
+	var out []Leak
 	comms := map[int]string{}
 	for _, ino := range cands {
 		hs := st.held[ino]
@@ -266,9 +274,9 @@ func (s *Scanner) Scan() (Result, error) {
 		} else {
 			l.InspectErr = "no probe on a fixture root"
 		}
-		res.Leaks = append(res.Leaks, l)
+		out = append(out, l)
 	}
-	return res, nil
+	return out
 }
 
 // pids are the processes to scan, sorted: the scanner's PIDs when it has
