@@ -1,11 +1,14 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // inotifyInstances is fs.inotify.max_user_instances while fleets run. The
@@ -19,39 +22,69 @@ const inotifyInstances = 2048
 
 var hostInotify = &hostSysctl{path: "/proc/sys/fs/inotify/max_user_instances", atLeast: inotifyInstances}
 
-// hostSysctl raises one host sysctl to atLeast while any fleet runs, and
-// puts the old value back when the last one ends.
+// hostSysctl raises one host sysctl to atLeast while any fleet runs, in
+// this process or another (make cell beside a CI run), and the last one to
+// end puts the old value back. Processes agree through two lock files in
+// stateDir (the director's cache directory unless set): each holds the
+// users lock shared while its fleets run, and takes the gate lock
+// exclusively for a moment to raise, or, at its end, to learn (users lock
+// exclusive, without waiting) whether it is the last one and then restore
+// the value kept in a file beside them. A process killed without its
+// cleanup leaves that file, and the next last one restores it.
 type hostSysctl struct {
-	path    string
-	atLeast int
+	path     string
+	atLeast  int
+	stateDir string
 
 	mu    sync.Mutex
 	users int
-	old   string // "" when it was already high enough
+	held  *os.File // the users lock, held shared while this process's fleets run
 }
 
-// raise counts a user and, for the first, raises the value; the returned
-// release must run once the user's VMs are gone. said tells what changed.
+func (h *hostSysctl) base() string {
+	dir := h.stateDir
+	if dir == "" {
+		dir = os.Getenv("CELLGUARD_DIRECTOR_CACHE")
+		if dir == "" {
+			dir = "/var/tmp/cellguard-director"
+		}
+	}
+	return filepath.Join(dir, "host-"+strings.ReplaceAll(strings.TrimPrefix(h.path, "/proc/sys/"), "/", "."))
+}
+
+// lockFile opens base+suffix and flocks it with how.
+func lockFile(path string, how int) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// raise counts a user and, for the process's first, raises the value if
+// it is lower; release must run once the user's VMs are gone. said tells
+// what changed.
 func (h *hostSysctl) raise() (release func(), said string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.users == 0 {
-		b, err := os.ReadFile(h.path)
+		gate, err := lockFile(h.base()+".gate", syscall.LOCK_EX)
 		if err != nil {
-			return nil, "", fmt.Errorf("read %s: %w", h.path, err)
+			return nil, "", err
 		}
-		cur := strings.TrimSpace(string(b))
-		n, err := strconv.Atoi(cur)
-		if err != nil {
-			return nil, "", fmt.Errorf("%s: %q: %w", h.path, cur, err)
+		defer gate.Close()
+		if said, err = h.raiseLocked(h.base() + ".orig"); err != nil {
+			return nil, "", err
 		}
-		h.old = ""
-		if n < h.atLeast {
-			if err := os.WriteFile(h.path, []byte(strconv.Itoa(h.atLeast)), 0o644); err != nil {
-				return nil, "", fmt.Errorf("raise %s to %d: %w", h.path, h.atLeast, err)
-			}
-			h.old = cur
-			said = fmt.Sprintf("%s %s -> %d while the fleets run (put back after)", h.path, cur, h.atLeast)
+		if h.held, err = lockFile(h.base()+".users", syscall.LOCK_SH); err != nil {
+			return nil, "", err
 		}
 	}
 	h.users++
@@ -59,14 +92,64 @@ func (h *hostSysctl) raise() (release func(), said string, err error) {
 	return func() { once.Do(h.release) }, said, nil
 }
 
+func (h *hostSysctl) raiseLocked(origPath string) (string, error) {
+	cur, err := h.read()
+	if err != nil {
+		return "", err
+	}
+	if cur >= h.atLeast {
+		return "", nil
+	}
+	if _, err := os.Stat(origPath); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(origPath, []byte(strconv.Itoa(cur)), 0o644); err != nil {
+			return "", err
+		}
+	}
+	if err := os.WriteFile(h.path, []byte(strconv.Itoa(h.atLeast)), 0o644); err != nil {
+		return "", fmt.Errorf("raise %s to %d: %w", h.path, h.atLeast, err)
+	}
+	return fmt.Sprintf("%s %d -> %d while fleets run (the last one puts it back)", h.path, cur, h.atLeast), nil
+}
+
+func (h *hostSysctl) read() (int, error) {
+	b, err := os.ReadFile(h.path)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", h.path, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q: %w", h.path, b, err)
+	}
+	return n, nil
+}
+
 func (h *hostSysctl) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.users--
-	if h.users == 0 && h.old != "" {
-		if err := os.WriteFile(h.path, []byte(h.old), 0o644); err != nil {
-			fmt.Fprintf(os.Stderr, "fleet: put %s back to %s: %v\n", h.path, h.old, err)
-		}
-		h.old = ""
+	if h.users--; h.users > 0 || h.held == nil {
+		return
 	}
+	held := h.held
+	h.held = nil
+	defer held.Close()
+	// Under the gate no other process joins meanwhile.
+	gate, err := lockFile(h.base()+".gate", syscall.LOCK_EX)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fleet: %v; %s left as it is\n", err, h.path)
+		return
+	}
+	defer gate.Close()
+	if syscall.Flock(int(held.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return // another process's fleets still run: the last one restores
+	}
+	origPath := h.base() + ".orig"
+	b, err := os.ReadFile(origPath)
+	if err != nil {
+		return // nobody raised it
+	}
+	if err := os.WriteFile(h.path, []byte(strings.TrimSpace(string(b))), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "fleet: put %s back to %s: %v\n", h.path, b, err)
+		return
+	}
+	os.Remove(origPath)
 }

@@ -7,37 +7,58 @@ import (
 	"testing"
 )
 
-// TestHostSysctl: the first user raises a low value, the last one puts it
-// back; a value already high enough is left alone.
+// TestHostSysctl: the first user raises a low value; a second process (here
+// a second hostSysctl on the same lock, as flock locks belong to each open
+// file) keeps it raised after the first ends, and the last one puts it back;
+// a value already high enough is left alone; a value a killed process left
+// raised is put back by the next last one.
 func TestHostSysctl(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "max_user_instances")
+	dir := t.TempDir()
+	p := filepath.Join(dir, "max_user_instances")
 	read := func() string { b, _ := os.ReadFile(p); return strings.TrimSpace(string(b)) }
 	os.WriteFile(p, []byte("128\n"), 0o644)
-	h := &hostSysctl{path: p, atLeast: 2048}
-	r1, said, err := h.raise()
+	a := &hostSysctl{path: p, atLeast: 2048, stateDir: dir}
+	b := &hostSysctl{path: p, atLeast: 2048, stateDir: dir}
+	ra, said, err := a.raise()
 	if err != nil || read() != "2048" || !strings.Contains(said, "128 -> 2048") {
 		t.Fatalf("first raise: %v, value %s, said %q", err, read(), said)
 	}
-	r2, said2, err := h.raise()
-	if err != nil || said2 != "" {
-		t.Fatalf("second raise: %v, said %q", err, said2)
+	ra2, _, _ := a.raise() // a second fleet of the same process
+	rb, saidB, err := b.raise()
+	if err != nil || saidB != "" {
+		t.Fatalf("the other process's raise: %v, said %q", err, saidB)
 	}
-	r1()
-	r1() // once
+	ra()
+	ra() // once
+	ra2()
 	if read() != "2048" {
-		t.Fatalf("put back while a user remains: %s", read())
+		t.Fatalf("put back while another process's fleets run: %s", read())
 	}
-	r2()
+	rb()
 	if read() != "128" {
 		t.Fatalf("after the last release: %s, want 128", read())
 	}
+
 	os.WriteFile(p, []byte("8192\n"), 0o644)
-	r3, said3, err := h.raise()
-	if err != nil || said3 != "" || read() != "8192" {
-		t.Fatalf("already high: %v %q %s", err, said3, read())
+	r, said, err := a.raise()
+	if err != nil || said != "" || read() != "8192" {
+		t.Fatalf("already high: %v %q %s", err, said, read())
 	}
-	r3()
+	r()
 	if read() != "8192" {
 		t.Fatalf("a value not raised was changed: %s", read())
+	}
+
+	// A killed process: raised, never released (its lock is gone with it).
+	os.WriteFile(p, []byte("128\n"), 0o644)
+	k := &hostSysctl{path: p, atLeast: 2048, stateDir: dir}
+	if _, _, err := k.raise(); err != nil {
+		t.Fatal(err)
+	}
+	k.held.Close() // its locks go with it
+	r, _, _ = a.raise()
+	r()
+	if read() != "128" {
+		t.Fatalf("the value a killed process raised: %s, want 128 put back", read())
 	}
 }
