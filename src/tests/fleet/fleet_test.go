@@ -22,7 +22,7 @@ import (
 
 // fleet is what every scenario shares: the director, bosh-cli, the CPI's
 // state and the variables the manifests take. startFleet makes the shape's
-// one; each lane (lanes.go) is a copy of it with a deployment of its own.
+// one; each lane (lanes_test.go) is a copy of it with a deployment of its own.
 type fleet struct {
 	t        *testing.T
 	repo     string
