@@ -268,6 +268,7 @@ group_left() {
     read -r st 2>/dev/null <"${p}/stat" || continue
     st=${st##*) }
     # fields after the name: state ppid pgrp ...
+    # shellcheck disable=SC2086 # split into fields on purpose
     set -- "$1" ${st}
     [ "$4" = "$1" ] && [ "$2" != Z ] && return 0
   done
@@ -275,12 +276,11 @@ group_left() {
 }
 
 # stop SIGNAL NAME...: ends the NAMEs' processes together (SIGNAL, then SIGKILL
-# after 30 s) and removes their pid files.
-# stop SIG NAME...: each named process and its process group, which start()
-# made with setsid (pgid = pid). A worker runs each task in a child it forks
-# into its group; signalled alone, the worker ended and a deploy's child went
-# on without a database, holding the deleted lab's network namespace (lanes
-# run 2, a fleet interrupted mid-deploy).
+# after 30 s) and removes their pid files. Each with its process group, which
+# start() made with setsid (pgid = pid): a worker runs each task in a child it
+# forks into its group, and signalled alone, the worker ended while a deploy's
+# child went on without a database, holding the deleted lab's network
+# namespace (a fleet interrupted mid-deploy).
 stop() {
   local sig=$1 name pid i left
   shift
