@@ -318,7 +318,7 @@ func findMember(t btf.Type, name string) (btf.Member, uint32, bool) {
 func fileProgram(o offsets, counts string) asm.Instructions {
 	const rec = -recSize // the record on the stack
 	const key = rec - 8  // the counter map's key
-	return asm.Instructions{
+	prog := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R7, asm.R6, o.ctxFile, asm.DWord),
 		asm.JEq.Imm(asm.R7, 0, "exit"),
@@ -329,14 +329,9 @@ func fileProgram(o offsets, counts string) asm.Instructions {
 		asm.FnSockFromFile.Call(),
 		asm.JEq.Imm(asm.R0, 0, "nsfs"),
 		asm.Mov.Reg(asm.R9, asm.R0),
-		asm.StoreImm(asm.R10, key, countSockets, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(counts),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, key),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "counted"),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+	}
+	prog = append(prog, countUp(counts, key, countSockets, "counted")...)
+	prog = append(prog, asm.Instructions{
 		asm.LoadMem(asm.R1, asm.R9, o.socketSk, asm.DWord).WithSymbol("counted"),
 		asm.JEq.Imm(asm.R1, 0, "exit"),
 		asm.LoadMem(asm.R1, asm.R1, o.sockNet, asm.DWord),
@@ -383,7 +378,8 @@ func fileProgram(o offsets, counts string) asm.Instructions {
 
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
-	}
+	}...)
+	return prog
 }
 
 // taskProgram is the task iterator, per task (every thread) t: t's
@@ -392,7 +388,7 @@ func fileProgram(o offsets, counts string) asm.Instructions {
 // counted, and the scan then reads /proc instead.
 func taskProgram(o offsets, counts, netns, mntns string) asm.Instructions {
 	const tgid, netKey, mntKey, key = -4, -8, -12, -16
-	return asm.Instructions{
+	prog := asm.Instructions{
 		asm.LoadMem(asm.R8, asm.R1, o.taskCtxTask, asm.DWord),
 		asm.JEq.Imm(asm.R8, 0, "exit"),
 		asm.LoadMem(asm.R9, asm.R8, o.taskNSProxy, asm.DWord),
@@ -404,39 +400,56 @@ func taskProgram(o offsets, counts, netns, mntns string) asm.Instructions {
 		asm.JEq.Imm(asm.R1, 0, "mnt"),
 		asm.LoadMem(asm.R1, asm.R1, o.netInum, asm.Word),
 		asm.StoreMem(asm.R10, netKey, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(netns),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, netKey),
-		asm.Mov.Reg(asm.R3, asm.R10),
-		asm.Add.Imm(asm.R3, tgid),
-		asm.Mov.Imm(asm.R4, int32(ebpf.UpdateAny)),
-		asm.FnMapUpdateElem.Call(),
+	}
+	prog = append(prog, mapUpdate(netns, netKey, tgid, ebpf.UpdateAny)...)
+	prog = append(prog,
 		asm.JSLT.Imm(asm.R0, 0, "full"),
 
 		asm.LoadMem(asm.R1, asm.R9, o.nsproxyMnt, asm.DWord).WithSymbol("mnt"),
 		asm.JEq.Imm(asm.R1, 0, "exit"),
 		asm.LoadMem(asm.R1, asm.R1, o.mntInum, asm.Word),
 		asm.StoreMem(asm.R10, mntKey, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(mntns),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, mntKey),
-		asm.Mov.Reg(asm.R3, asm.R10),
-		asm.Add.Imm(asm.R3, tgid),
-		asm.Mov.Imm(asm.R4, int32(ebpf.UpdateNoExist)),
-		asm.FnMapUpdateElem.Call(),
+	)
+	prog = append(prog, mapUpdate(mntns, mntKey, tgid, ebpf.UpdateNoExist)...)
+	prog = append(prog,
 		asm.JEq.Imm(asm.R0, 0, "exit"),
 		asm.JEq.Imm(asm.R0, -int32(unix.EEXIST), "exit"),
+	)
+	full := countUp(counts, key, countFull, "exit")
+	full[0] = full[0].WithSymbol("full")
+	prog = append(prog, full...)
+	return append(prog,
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	)
+}
 
-		asm.StoreImm(asm.R10, key, countFull, asm.Word).WithSymbol("full"),
+// mapUpdate is bpf_map_update_elem(m, fp+key, fp+val, flags), its result
+// in R0.
+func mapUpdate(m string, key, val int32, flags ebpf.MapUpdateFlags) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, 0).WithReference(m),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, key),
+		asm.Mov.Reg(asm.R3, asm.R10),
+		asm.Add.Imm(asm.R3, val),
+		asm.Mov.Imm(asm.R4, int32(flags)),
+		asm.FnMapUpdateElem.Call(),
+	}
+}
+
+// countUp adds one to counter which of the counts map (its key stored at
+// fp+key), then goes on at next; a counter the lookup cannot find is
+// skipped.
+func countUp(counts string, key int32, which int64, next string) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreImm(asm.R10, int16(key), which, asm.Word),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(counts),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, key),
 		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.JEq.Imm(asm.R0, 0, next),
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
-		asm.Return(),
 	}
 }
