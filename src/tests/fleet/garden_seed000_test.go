@@ -292,13 +292,8 @@ func (f *fleet) gardenSeedProtectedScenario(ctx context.Context) Scenario {
 					return fmt.Errorf("seed 000 as it happened is systemd 229's (xenial); shape %s has %d", f.shape.name, f.shape.systemd)
 				}
 				f.gardenJob, f.seedJob = gardenReleaseName, true
-				res, err := f.rollOut(ctx, r, addon{Level: "info", Protect: true}, gardenSeedOps)
-				if err != nil {
+				if err := f.rollOutEverywhere(ctx, r, "seed-protect-deployed", addon{Level: "info", Protect: true}, gardenSeedOps); err != nil {
 					return err
-				}
-				r.Expect("seed-protect-deployed", res.ExitCode == 0, "bosh deploy with supervisor.protect exited %d after %s", res.ExitCode, res.Took.Round(time.Second))
-				if res.ExitCode != 0 {
-					return fmt.Errorf("bosh deploy exited %d", res.ExitCode)
 				}
 				order, err := f.cellOrder(ctx)
 				if err != nil {

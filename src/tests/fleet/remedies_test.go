@@ -77,9 +77,10 @@ func verdictLine(out string) string {
 	return firstLine(out)
 }
 
-// rollOutEverywhere deploys addon a and expects the deploy to complete.
-func (f *fleet) rollOutEverywhere(ctx context.Context, r *Record, id string, a addon) error {
-	res, err := f.rollOut(ctx, r, a)
+// rollOutEverywhere deploys addon a (with ops files) and expects the deploy
+// to complete.
+func (f *fleet) rollOutEverywhere(ctx context.Context, r *Record, id string, a addon, ops ...string) error {
+	res, err := f.rollOut(ctx, r, a, ops...)
 	if err != nil {
 		return err
 	}
