@@ -561,8 +561,8 @@ func (c control) stop() {
 	c.vm.Exec(context.Background(), "sh", "-c", controlCleanup, "sh", strconv.Itoa(c.pid)) //nolint:errcheck // a cleanup
 }
 
-// fireTrigger installs the seed-000 trigger (TriggerFor the VM's systemd)
-// and starts it.
+// fireTrigger installs the seed-000 trigger (TriggerFor the VM's systemd),
+// starts it, and returns once systemd has made the moves the start causes.
 func (f *fleet) fireTrigger(ctx context.Context, vm VM, version int) error {
 	b, err := os.ReadFile(filepath.Join(f.repo, "src/tests/bosh/seed000-trigger.service"))
 	if err != nil {
@@ -575,7 +575,10 @@ func (f *fleet) fireTrigger(ctx context.Context, vm VM, version int) error {
 	if _, err := vm.Exec(ctx, "systemctl", "daemon-reload"); err != nil {
 		return err
 	}
-	_, err = vm.Exec(ctx, "systemctl", "start", "seed000-trigger.service")
+	if _, err := vm.Exec(ctx, "systemctl", "restart", "seed000-trigger.service"); err != nil {
+		return err
+	}
+	_, err = vm.Exec(ctx, garden.SettleArgs...)
 	return err
 }
 

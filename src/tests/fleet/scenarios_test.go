@@ -17,7 +17,6 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 )
 
 const (
@@ -553,10 +552,6 @@ func (f *fleet) trigger(ctx context.Context, name string) (VM, error) {
 		return vm, err
 	}
 	standinReady(ctx, vm)
-	unit, err := os.ReadFile(filepath.Join(f.repo, "src/tests/bosh/seed000-trigger.service"))
-	if err != nil {
-		return vm, err
-	}
 	// The trigger as this VM's systemd reads it (the old directive names
 	// before 232: xenial), which must be the shape's.
 	out, err := vm.Exec(ctx, "systemctl", "--version")
@@ -570,15 +565,7 @@ func (f *fleet) trigger(ctx context.Context, name string) (VM, error) {
 	if version != f.shape.systemd {
 		return vm, fmt.Errorf("%s runs systemd %d; the %s shape has %d", name, version, f.shape.name, f.shape.systemd)
 	}
-	text := garden.TriggerFor(string(unit), version)
-	if err := os.WriteFile(filepath.Join("/proc", vm.InitPID, "root/etc/systemd/system/seed000-trigger.service"), []byte(text), 0o644); err != nil {
-		return vm, fmt.Errorf("install the trigger in %s: %w", name, err)
-	}
-	if _, err := vm.Exec(ctx, "systemctl", "daemon-reload"); err != nil {
-		return vm, err
-	}
-	_, err = vm.Exec(ctx, "systemctl", "restart", "seed000-trigger.service")
-	return vm, err
+	return vm, f.fireTrigger(ctx, vm, version)
 }
 
 // escape makes seed-000 escapes on a cell: the trigger unit starts in its
@@ -598,6 +585,12 @@ func (f *fleet) escape(ctx context.Context, r *Record, name, id string) error {
 	r.Say("   %s (%s, %s): the seed-000 trigger started; cellguard validate --phase drain there:", name, vm.CID, vm.IP)
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if strings.Contains(l, "BLOCKED") || strings.Contains(l, "escaped") {
+			r.Say("      %s", l)
+		}
+	}
+	if !blocked {
+		r.Say("   validate's whole output (err %v):", verr)
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 			r.Say("      %s", l)
 		}
 	}

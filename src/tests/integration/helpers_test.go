@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
 
@@ -38,6 +39,18 @@ func writeFile(t *testing.T, box *sdbox.Box, path, content string, mode os.FileM
 	if err := box.WriteFile(path, []byte(content), mode); err != nil {
 		t.Fatalf("write %s into container: %v", path, err)
 	}
+}
+
+// startTrigger starts trigger.service, a brand-new unit with CPU and IO
+// settings in system.slice, and returns after the moves its start made
+// (garden.SettleArgs).
+func startTrigger(t *testing.T, box *sdbox.Box) {
+	t.Helper()
+	writeFile(t, box, "/etc/systemd/system/trigger.service",
+		"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
+	box.Run(t, "systemctl", "daemon-reload")
+	box.Run(t, "systemctl", "start", "trigger.service")
+	box.Run(t, garden.SettleArgs...)
 }
 
 // fakeGarden is a stand-in for Garden's cgroupfs driver: it writes its own

@@ -432,10 +432,7 @@ func TestDrainOnARealEscape(t *testing.T) {
 	installRunc(t, box)
 	pid := startGarden(t, box)
 	removeContainersAtEnd(t, box, "c1")
-	writeFile(t, box, "/etc/systemd/system/trigger.service",
-		"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
-	box.Run(t, "systemctl", "daemon-reload")
-	box.Run(t, "systemctl", "start", "trigger.service")
+	startTrigger(t, box)
 
 	// Only the container checks decide: the box's runc has advisories and
 	// its unit is not delegated, which other tests cover.

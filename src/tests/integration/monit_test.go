@@ -189,10 +189,7 @@ func TestProtectSupervisor(t *testing.T) {
 		}
 	}
 
-	writeFile(t, box, "/etc/systemd/system/trigger.service",
-		"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
-	box.Run(t, "systemctl", "daemon-reload")
-	box.Run(t, "systemctl", "start", "trigger.service")
+	startTrigger(t, box)
 	if d := moved(before, cgroups(t, box, child)); len(d) != 0 {
 		t.Fatalf("below the protected supervisor the child moved: %s", describe(d))
 	}

@@ -49,10 +49,7 @@ func seed000Scenario(t *testing.T, box *sdbox.Box, start func(ctl, pidfile strin
 			t.Fatalf("child %d not placed in garden/c1 in %s (%s): the stand-in failed", child, h, p)
 		}
 	}
-	writeFile(t, box, "/etc/systemd/system/trigger.service",
-		"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
-	box.Run(t, "systemctl", "daemon-reload")
-	box.Run(t, "systemctl", "start", "trigger.service")
+	startTrigger(t, box)
 	d := moved(before, cgroups(t, box, child))
 	t.Logf("child %d: %s", child, describe(d))
 	return d

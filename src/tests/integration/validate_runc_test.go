@@ -238,10 +238,7 @@ func TestValidateRealRunc(t *testing.T) {
 			if mode == cgroup.Unified {
 				box.Run(t, "sh", "-c", fmt.Sprintf("echo %d > /sys/fs/cgroup%s/cgroup.procs", pid, unitCgroup))
 			} else {
-				writeFile(t, box, "/etc/systemd/system/trigger.service",
-					"[Service]\nExecStart=/bin/sleep infinity\nCPUAccounting=yes\nCPUWeight=50\nIOWeight=50\n", 0o644)
-				box.Run(t, "systemctl", "daemon-reload")
-				box.Run(t, "systemctl", "start", "trigger.service")
+				startTrigger(t, box)
 			}
 			after, err := cgroupsOf(pid)
 			if err != nil {

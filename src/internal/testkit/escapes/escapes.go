@@ -222,11 +222,20 @@ func (k *Kit) Start(ctx context.Context, n int) (*Round, error) {
 }
 
 // Trigger starts round r's trigger unit (CPUAccounting, CPUWeight,
-// IOWeight) in its slice and returns when the job finished, as seen on
-// the bus. systemd has moved the container's cpu and blkio by then.
+// IOWeight) in its slice. It returns when the job finished, as seen on the
+// bus, once systemd has moved the container's cpu and blkio.
 func (k *Kit) Trigger(ctx context.Context, r *Round) (time.Time, error) {
-	return k.StartUnit(ctx, r.Trigger, r.Slice, []string{"/bin/sleep", "infinity"},
+	at, err := k.StartUnit(ctx, r.Trigger, r.Slice, []string{"/bin/sleep", "infinity"},
 		map[string]any{"CPUAccounting": true, "CPUWeight": uint64(50), "IOWeight": uint64(50)})
+	if err != nil {
+		return at, err
+	}
+	// One more call, whose reply comes after the moves the start made
+	// (garden.SettleArgs says why).
+	if _, err := k.manager().GetProperty("org.freedesktop.systemd1.Manager.Version"); err != nil {
+		return at, fmt.Errorf("after starting %s: %w", r.Trigger, err)
+	}
+	return at, nil
 }
 
 // Moved returns the hierarchies (as /proc/<pid>/cgroup names them) where

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
@@ -43,11 +42,24 @@ func FireSeed000Trigger(t testing.TB, box *sdbox.Box) {
 	}
 	box.Run(t, "systemctl", "daemon-reload")
 	box.Run(t, "systemctl", "start", "seed000-trigger.service")
+	// is-active is a call to systemd too: its reply comes after the moves
+	// (SettleArgs).
 	if s := strings.TrimSpace(box.Run(t, "systemctl", "is-active", "seed000-trigger.service")); s != "active" {
 		t.Fatalf("the trigger is %s", s)
 	}
-	time.Sleep(time.Second) // the migration runs in the start job; let it settle
 }
+
+// SettleArgs is a command whose reply comes after the moves a unit's start
+// made. systemctl start returns at the job's JobRemoved, which systemd
+// sends as the job finishes (job_uninstall). The start only queued the new
+// unit's siblings, the unit holding monit among them, for realization "to
+// the next event loop iteration" (unit_realize_cgroup), and their
+// processes move there. manager_loop empties that queue before it handles
+// another bus message, so the reply to any call comes after the moves
+// (read in systemd 229's and 249's src/core). Without it, a look at where
+// processes are, made at once, can come before the moves: it did once, on
+// a loaded machine (CI, xenial).
+var SettleArgs = []string{"systemctl", "show", "--property=Version"}
 
 // TriggerFor is the trigger unit's text (src/tests/bosh/seed000-trigger.service)
 // for a systemd of the given version: before 232 its settings go by the
