@@ -14,31 +14,95 @@ import (
 // and the scenarios of different lanes share nothing but the director, the
 // stemcell and the releases.
 
-// oneCellLanes are the default scenarios' lanes beside the rollout lane
-// (runFleet), one cell each: leaving, and one per remedy.
-var oneCellLanes = []struct {
-	dep      string
-	scenario func(*fleet, context.Context) Scenario
-}{
-	{"fleet-leaving", (*fleet).leavingScenario},
-	{"fleet-heal", (*fleet).healScenario},
-	{"fleet-protect", (*fleet).protectScenario},
-	{"fleet-start", (*fleet).startScenario},
+// laneSpec is one lane of a shape's run, as data: selection.plan lists
+// them, and both the director's worker count (one per lane, plus one) and
+// runFleet read that one list.
+type laneSpec struct {
+	dep           string
+	cells, others int
+	// gates: this lane's first scenario deploys first and, cold, compiles
+	// every package once; the other lanes wait for it and reuse what it
+	// compiled (compiled-once). It exports the releases the cache lacked.
+	gates bool
+	// garden: this lane exports the real Garden releases the cache lacked,
+	// and the releases too when no lane gates.
+	garden    bool
+	scenarios func(l *fleet, ctx context.Context) []Scenario
 }
 
-// lanes is how many lanes the selection runs at once on a shape.
-func (s selection) lanes() int {
-	n := 0
+// plan is the lanes the selection runs at once on a shape.
+func (s selection) plan() []laneSpec {
+	var p []laneSpec
+	if s.Default {
+		// The rollout lane is the fleet issue 21 describes (3 cells and
+		// other); each remedy, and leaving, gets a lane of 1 cell.
+		p = append(p, laneSpec{dep: "fleet", cells: 3, others: 1, gates: true, scenarios: (*fleet).rolloutScenarios},
+			laneSpec{dep: "fleet-leaving", cells: 1, scenarios: one((*fleet).leavingScenario)},
+			laneSpec{dep: "fleet-heal", cells: 1, scenarios: one((*fleet).healScenario)},
+			laneSpec{dep: "fleet-protect", cells: 1, scenarios: one((*fleet).protectScenario)},
+			laneSpec{dep: "fleet-start", cells: 1, scenarios: one((*fleet).startScenario)})
+	}
+	// Real Garden in lanes of their own, 3 cells as the rollout lane
+	// (other where the scenario puts its control there).
 	if s.Garden {
-		n++
+		p = append(p, laneSpec{dep: "fleet-garden", cells: 3, others: 1, garden: true, scenarios: one((*fleet).gardenScenario)})
 	}
 	if s.GardenSeed {
-		n += 2 // as it happened, and protected
+		p = append(p, laneSpec{dep: "fleet-garden-seed", cells: 3, garden: true, scenarios: one((*fleet).gardenSeedScenario)},
+			// Its protected run needs VMs the trigger never ran on: 2
+			// cells (it fires on the second), at once with the first.
+			laneSpec{dep: "fleet-garden-seed-protected", cells: 2, scenarios: one((*fleet).gardenSeedProtectedScenario)})
 	}
-	if s.Default {
-		n += 1 + len(oneCellLanes)
+	return p
+}
+
+// one is a lane of a single scenario.
+func one(s func(*fleet, context.Context) Scenario) func(*fleet, context.Context) []Scenario {
+	return func(f *fleet, ctx context.Context) []Scenario { return []Scenario{s(f, ctx)} }
+}
+
+// rolloutScenarios are the rollout lane's, in order: each starts from what
+// the one before left (st).
+func (f *fleet) rolloutScenarios(ctx context.Context) []Scenario {
+	st := &rollout{}
+	return []Scenario{
+		f.deployScenario(ctx, st),
+		f.blockedScenario(ctx, st, "blocked rollout at a later cell", 1, "debug"),
+		f.blockedScenario(ctx, st, "blocked rollout at the canary", 0, "error"),
+		f.wayOutScenario(ctx, st),
+		f.seed001Scenario(ctx, st),
 	}
-	return n
+}
+
+// laneRuns makes the plan's lanes of this shape's fleet.
+func (f *fleet) laneRuns(ctx context.Context, plan []laneSpec) []laneRun {
+	// Cold (a release not in the compiled cache): the lanes wait for the
+	// gating lane's first scenario.
+	gated := false
+	for _, spec := range plan {
+		gated = gated || spec.gates
+	}
+	var compiled chan struct{}
+	if gated && len(f.toStore) > 0 {
+		compiled = make(chan struct{})
+	}
+	var runs []laneRun
+	for _, spec := range plan {
+		l := f.lane(spec.dep, spec.cells, spec.others)
+		run := laneRun{f: l, waitFor: compiled}
+		switch {
+		case spec.gates:
+			l.toStore, run.first, run.waitFor = f.toStore, compiled, nil
+		case spec.garden:
+			if !gated {
+				l.toStore = f.toStore // cellguard: no gating lane exports it
+			}
+			l.gardenToStore, f.gardenToStore = f.gardenToStore, false
+		}
+		run.scenarios = spec.scenarios(l, ctx)
+		runs = append(runs, run)
+	}
+	return runs
 }
 
 // lane is a copy of the shape's fleet that deploys as dep with cells and

@@ -68,3 +68,39 @@ func TestRunLanesCancelled(t *testing.T) {
 		t.Fatal("a lane waiting on a gate never opened did not end with its context")
 	}
 }
+
+// TestPlan: on every shape, make cell's selection gives each lane a
+// deployment of its own (two lanes of one name would deploy over each
+// other), exactly one lane gates the others, and make test's default
+// scenarios run in five lanes.
+func TestPlan(t *testing.T) {
+	all, err := parseSelection("all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, sh := range shapes {
+		plan := all.forShape(sh).plan()
+		seen, gates := map[string]bool{}, 0
+		for _, l := range plan {
+			if seen[l.dep] {
+				t.Errorf("%s: two lanes deploy %s", name, l.dep)
+			}
+			seen[l.dep] = true
+			if l.gates {
+				gates++
+			}
+			if l.cells < 1 || l.scenarios == nil {
+				t.Errorf("%s: lane %s has %d cells, scenarios %t", name, l.dep, l.cells, l.scenarios != nil)
+			}
+		}
+		if gates != 1 {
+			t.Errorf("%s: %d lanes gate, want 1", name, gates)
+		}
+		if len(plan) < 6 {
+			t.Errorf("%s: make cell runs %d lanes, want the default five and a Garden lane at least", name, len(plan))
+		}
+	}
+	if n := len((selection{Default: true}).plan()); n != 5 {
+		t.Errorf("the default scenarios run in %d lanes, want 5", n)
+	}
+}

@@ -75,55 +75,7 @@ func runFleet(t *testing.T, sh shape) string {
 	defer cancel()
 	f := startFleet(t, ctx, sh)
 	ctx = f.ctx
-	var lanes []laneRun
-	// Cold (a release not in the compiled cache): the other lanes start
-	// once the rollout lane's first deploy compiled every package once, so
-	// its compiled-once holds and theirs reuse.
-	var compiled chan struct{}
-	if f.selected.Default && len(f.toStore) > 0 {
-		compiled = make(chan struct{})
-	}
-	if f.selected.Default {
-		// The rollout lane is the fleet issue 21 describes (3 cells and
-		// other); each remedy, and leaving, gets a lane of 1 cell.
-		ro, st := f.lane("fleet", 3, 1), &rollout{}
-		ro.toStore = f.toStore
-		rollout := laneRun{f: ro, first: compiled, scenarios: []Scenario{
-			ro.deployScenario(ctx, st),
-			ro.blockedScenario(ctx, st, "blocked rollout at a later cell", 1, "debug"),
-			ro.blockedScenario(ctx, st, "blocked rollout at the canary", 0, "error"),
-			ro.wayOutScenario(ctx, st),
-			ro.seed001Scenario(ctx, st),
-		}}
-		lanes = append(lanes, rollout)
-		for _, l := range oneCellLanes {
-			lf := f.lane(l.dep, 1, 0)
-			lanes = append(lanes, laneRun{f: lf, scenarios: []Scenario{l.scenario(lf, ctx)}, waitFor: compiled})
-		}
-	}
-	// Real Garden in lanes of their own, 3 cells as the rollout lane (other
-	// where the scenario puts its control there); they export the releases
-	// only they name.
-	gardenLane := func(dep string, others int) *fleet {
-		g := f.lane(dep, 3, others)
-		if !f.selected.Default {
-			g.toStore = f.toStore // cellguard: no rollout lane exports it
-		}
-		g.gardenToStore, f.gardenToStore = f.gardenToStore, false
-		return g
-	}
-	if f.selected.Garden {
-		g := gardenLane("fleet-garden", 1)
-		lanes = append(lanes, laneRun{f: g, scenarios: []Scenario{g.gardenScenario(ctx)}, waitFor: compiled})
-	}
-	if f.selected.GardenSeed {
-		g := gardenLane("fleet-garden-seed", 0)
-		lanes = append(lanes, laneRun{f: g, scenarios: []Scenario{g.gardenSeedScenario(ctx)}, waitFor: compiled})
-		// Its protected run needs VMs the trigger never ran on: 2 cells
-		// (it fires on the second), at once with the first.
-		p := f.lane("fleet-garden-seed-protected", 2, 0)
-		lanes = append(lanes, laneRun{f: p, scenarios: []Scenario{p.gardenSeedProtectedScenario(ctx)}, waitFor: compiled})
-	}
+	lanes := f.laneRuns(ctx, f.selected.plan())
 	var scenarios []Scenario
 	for _, l := range lanes {
 		scenarios = append(scenarios, l.scenarios...)
