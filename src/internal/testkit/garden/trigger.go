@@ -54,11 +54,12 @@ func FireSeed000Trigger(t testing.TB, box *sdbox.Box) {
 // sends as the job finishes (job_uninstall). The start only queued the new
 // unit's siblings, the unit holding monit among them, for realization "to
 // the next event loop iteration" (unit_realize_cgroup), and their
-// processes move there. manager_loop empties that queue before it handles
-// another bus message, so the reply to any call comes after the moves
-// (read in systemd 229's and 249's src/core). Without it, a look at where
-// processes are, made at once, can come before the moves: it did once, on
-// a loaded machine (CI, xenial).
+// processes move there: for a Type=simple unit (the trigger before 240)
+// always after JobRemoved. manager_loop empties that queue before it
+// handles another bus message, so the reply to any call comes after the
+// moves (read in systemd 229's and 249's src/core; docs/performance.md).
+// Without it, a look at where processes are, made at once, can come
+// before the moves: it did once, on a loaded machine (CI, xenial).
 var SettleArgs = []string{"systemctl", "show", "--property=Version"}
 
 // TriggerFor is the trigger unit's text (src/tests/bosh/seed000-trigger.service)
