@@ -10,7 +10,9 @@ import (
 )
 
 func TestRunKillsOnContextEnd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Long enough for sh to print on a loaded machine: the line must be
+	// there before the kill.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
 	out, err := Run(ctx, exec.Command("/bin/sh", "-c", "echo started; exec sleep 60"))

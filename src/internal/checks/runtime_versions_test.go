@@ -125,7 +125,10 @@ func TestRuntimeVersionsBinariesMissingOrBroken(t *testing.T) {
 	if err := os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 300\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin"}, Prober: runtimever.Prober{Timeout: 200 * time.Millisecond},
+	// The timeout is the hang's whole cost, and a fake that answers must
+	// answer within it on a loaded machine: at 200 ms the runc script here
+	// was once timed out too (beside make cell, load ~20).
+	c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin"}, Prober: runtimever.Prober{Timeout: 3 * time.Second},
 		Binaries: map[string]string{"runc": "/var/vcap/packages/runc/bin/runc"}}
 	fs, err := c.Run(context.Background())
 	if err != nil {

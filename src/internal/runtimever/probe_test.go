@@ -134,7 +134,8 @@ func TestProbeHangingBinary(t *testing.T) {
 	if err := os.WriteFile(host, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Prober{Timeout: 300 * time.Millisecond}.Probe(context.Background(), Binary{Component: Runc, Path: "/usr/bin/runc", HostPath: host})
+	// Long enough for the script to record its child on a loaded machine.
+	_, err := Prober{Timeout: 2 * time.Second}.Probe(context.Background(), Binary{Component: Runc, Path: "/usr/bin/runc", HostPath: host})
 	if !errors.Is(err, boundedexec.ErrTimeout) {
 		t.Fatalf("Probe of a hanging binary: err = %v, want boundedexec.ErrTimeout", err)
 	}
