@@ -172,8 +172,8 @@ func sh(ctx context.Context, dir string, env []string, args ...string) (string, 
 
 // workTreeRelease is this work tree's cellguard release, built once for
 // the shapes that run at once: the source release is the same for each,
-// and three builds side by side cost a saturated machine ~10 s of CPU
-// each. The first shape to ask builds it in its work directory; the others
+// and three builds side by side took 9-12 s each on a saturated machine.
+// The first shape to ask builds it in its work directory; the others
 // wait, then link it into their own, so a shape's cleanup removes only its
 // link. A shape that finds the first one's gone (it ended early) builds
 // its own.
