@@ -385,8 +385,9 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	})
 	// A worker per lane, and one for what they ask meanwhile (bosh ssh,
 	// run-errand and instances --details are tasks too).
-	step(fmt.Sprintf("director.sh up (the director with %d workers, PostgreSQL, NATS, the lab network)", len(sel.plan())+1),
-		"env", fmt.Sprintf("CELLGUARD_DIRECTOR_WORKERS=%d", len(sel.plan())+1), "bash", director, "up", dstate, "--cpi", wrapper)
+	workers := len(sel.plan()) + 1
+	step(fmt.Sprintf("director.sh up (the director with %d workers, PostgreSQL, NATS, the lab network)", workers),
+		"env", fmt.Sprintf("CELLGUARD_DIRECTOR_WORKERS=%d", workers), "bash", director, "up", dstate, "--cpi", wrapper)
 	f.env, err = boshlab.ReadEnv(filepath.Join(dstate, "env.json"))
 	if err != nil {
 		t.Fatal(err)

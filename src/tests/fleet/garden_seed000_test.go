@@ -63,10 +63,9 @@ func (f *fleet) gardenSeedScenario(ctx context.Context) Scenario {
 		{Name: "bosh deploy with the seed's Garden (garden-seed-ops.yml), nothing protected",
 			Expects: []string{"seed-deploy-succeeds", "seed-garden-in-monit-unit", "seed-garden-answers-ping"},
 			Do: func(r *Record) error {
-				if f.shape.systemd != 229 {
-					return fmt.Errorf("seed 000 as it happened is systemd 229's (xenial); shape %s has %d", f.shape.name, f.shape.systemd)
+				if err := f.seedGarden(); err != nil {
+					return err
 				}
-				f.gardenJob, f.seedJob = gardenReleaseName, true
 				res, err := f.rollOut(ctx, r, addon{Level: "info"}, gardenSeedOps)
 				if err != nil {
 					return err
@@ -279,6 +278,16 @@ systemctl show garden.service -p LoadState`)
 	}}
 }
 
+// seedGarden makes this lane's cells run the seed's Garden (garden-seed,
+// which the addon then includes), on systemd 229 alone.
+func (f *fleet) seedGarden() error {
+	if f.shape.systemd != 229 {
+		return fmt.Errorf("seed 000 as it happened is systemd 229's (xenial); shape %s has %d", f.shape.name, f.shape.systemd)
+	}
+	f.gardenJob, f.seedJob = gardenReleaseName, true
+	return nil
+}
+
 // gardenSeedProtectedScenario is the seed's Garden with
 // cellguard.supervisor.protect, in a lane of its own: fresh VMs, because once
 // systemd realized a controller for the slice a second trigger moves
@@ -288,10 +297,9 @@ func (f *fleet) gardenSeedProtectedScenario(ctx context.Context) Scenario {
 		{Name: "with cellguard.supervisor.protect on fresh VMs: nothing moves, the destroy takes seconds",
 			Expects: []string{"seed-protect-deployed", "seed-supervisor-delegated", "seed-protected-where-runc-recorded", "seed-protected-nothing-moved", "seed-protected-watch-quiet", "seed-protected-destroy-seconds"},
 			Do: func(r *Record) error {
-				if f.shape.systemd != 229 {
-					return fmt.Errorf("seed 000 as it happened is systemd 229's (xenial); shape %s has %d", f.shape.name, f.shape.systemd)
+				if err := f.seedGarden(); err != nil {
+					return err
 				}
-				f.gardenJob, f.seedJob = gardenReleaseName, true
 				if err := f.rollOutEverywhere(ctx, r, "seed-protect-deployed", addon{Level: "info", Protect: true}, gardenSeedOps); err != nil {
 					return err
 				}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 )
 
 // inotifyInstances is fs.inotify.max_user_instances while fleets run. The
@@ -20,7 +22,7 @@ import (
 // for 8192 (src/internal/sysctl/profile.go).
 const inotifyInstances = 2048
 
-var hostInotify = &hostSysctl{path: "/proc/sys/fs/inotify/max_user_instances", atLeast: inotifyInstances}
+var hostInotify = &hostSysctl{proc: sysctl.Proc{Dir: "/proc/sys"}, key: sysctl.MustKey("fs.inotify.max_user_instances"), atLeast: inotifyInstances}
 
 // hostSysctl raises one host sysctl to atLeast while any fleet runs, in
 // this process or another (make cell beside a CI run), and the last one to
@@ -32,7 +34,8 @@ var hostInotify = &hostSysctl{path: "/proc/sys/fs/inotify/max_user_instances", a
 // the value kept in a file beside them. A process killed without its
 // cleanup leaves that file, and the next last one restores it.
 type hostSysctl struct {
-	path     string
+	proc     sysctl.Proc // read and written as cellguard's sysctl profile is
+	key      sysctl.Key
 	atLeast  int
 	stateDir string
 
@@ -49,7 +52,7 @@ func (h *hostSysctl) base() string {
 			dir = "/var/tmp/cellguard-director"
 		}
 	}
-	return filepath.Join(dir, "host-"+strings.ReplaceAll(strings.TrimPrefix(h.path, "/proc/sys/"), "/", "."))
+	return filepath.Join(dir, "host-"+h.key.Name())
 }
 
 // lockFile opens base+suffix and flocks it with how.
@@ -105,20 +108,20 @@ func (h *hostSysctl) raiseLocked(origPath string) (string, error) {
 			return "", err
 		}
 	}
-	if err := os.WriteFile(h.path, []byte(strconv.Itoa(h.atLeast)), 0o644); err != nil {
-		return "", fmt.Errorf("raise %s to %d: %w", h.path, h.atLeast, err)
+	if err := h.proc.Write(h.key, strconv.Itoa(h.atLeast)); err != nil {
+		return "", fmt.Errorf("raise %s to %d: %w", h.key, h.atLeast, err)
 	}
-	return fmt.Sprintf("%s %d -> %d while fleets run (the last one puts it back)", h.path, cur, h.atLeast), nil
+	return fmt.Sprintf("%s %d -> %d while fleets run (the last one puts it back)", h.key, cur, h.atLeast), nil
 }
 
 func (h *hostSysctl) read() (int, error) {
-	b, err := os.ReadFile(h.path)
+	v, err := h.proc.Read(h.key)
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", h.path, err)
+		return 0, err
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil {
-		return 0, fmt.Errorf("%s: %q: %w", h.path, b, err)
+		return 0, fmt.Errorf("%s: %q: %w", h.key, v, err)
 	}
 	return n, nil
 }
@@ -135,7 +138,7 @@ func (h *hostSysctl) release() {
 	// Under the gate no other process joins meanwhile.
 	gate, err := lockFile(h.base()+".gate", syscall.LOCK_EX)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "fleet: %v; %s left as it is\n", err, h.path)
+		fmt.Fprintf(os.Stderr, "fleet: %v; %s left as it is\n", err, h.key)
 		return
 	}
 	defer gate.Close()
@@ -147,8 +150,8 @@ func (h *hostSysctl) release() {
 	if err != nil {
 		return // nobody raised it
 	}
-	if err := os.WriteFile(h.path, []byte(strings.TrimSpace(string(b))), 0o644); err != nil {
-		fmt.Fprintf(os.Stderr, "fleet: put %s back to %s: %v\n", h.path, b, err)
+	if err := h.proc.Write(h.key, strings.TrimSpace(string(b))); err != nil {
+		fmt.Fprintf(os.Stderr, "fleet: put %s back to %s: %v\n", h.key, b, err)
 		return
 	}
 	os.Remove(origPath)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 )
 
 // TestHostSysctl: the first user raises a low value; a second process (here
@@ -14,11 +16,15 @@ import (
 // raised is put back by the next last one.
 func TestHostSysctl(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, "max_user_instances")
+	proc, key := sysctl.Proc{Dir: filepath.Join(dir, "sys")}, sysctl.MustKey("fs.inotify.max_user_instances")
+	p := filepath.Join(proc.Dir, "fs/inotify/max_user_instances")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	read := func() string { b, _ := os.ReadFile(p); return strings.TrimSpace(string(b)) }
 	os.WriteFile(p, []byte("128\n"), 0o644)
-	a := &hostSysctl{path: p, atLeast: 2048, stateDir: dir}
-	b := &hostSysctl{path: p, atLeast: 2048, stateDir: dir}
+	a := &hostSysctl{proc: proc, key: key, atLeast: 2048, stateDir: dir}
+	b := &hostSysctl{proc: proc, key: key, atLeast: 2048, stateDir: dir}
 	ra, said, err := a.raise()
 	if err != nil || read() != "2048" || !strings.Contains(said, "128 -> 2048") {
 		t.Fatalf("first raise: %v, value %s, said %q", err, read(), said)
@@ -51,7 +57,7 @@ func TestHostSysctl(t *testing.T) {
 
 	// A killed process: raised, never released (its lock is gone with it).
 	os.WriteFile(p, []byte("128\n"), 0o644)
-	k := &hostSysctl{path: p, atLeast: 2048, stateDir: dir}
+	k := &hostSysctl{proc: proc, key: key, atLeast: 2048, stateDir: dir}
 	if _, _, err := k.raise(); err != nil {
 		t.Fatal(err)
 	}
