@@ -90,8 +90,16 @@ func (TaskFiles) OpenFiles() (OpenFiles, error) {
 		return out, fmt.Errorf("read socket counter: %w", err)
 	}
 	out.SocketFDs = int(n)
-	// The namespaces tasks are in are a second pass; a map that filled up
-	// leaves them to /proc (NetNS nil), never half-known.
+	// The namespaces tasks are in are a second pass over every thread,
+	// made only when this one listed a file: Scan needs them to judge a
+	// listed file and stops at none. On a cell without a foreign socket or
+	// an nsfs file open, the common one, it is skipped (about a third of
+	// the iterators' CPU on cellbench's live 10x cell).
+	if len(out.Files) == 0 {
+		return out, nil
+	}
+	// A map that filled up leaves them to /proc (NetNS nil), never
+	// half-known.
 	if _, err := runIter(coll.Programs["cg_task"], "task"); err != nil {
 		return out, err
 	}

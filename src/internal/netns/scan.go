@@ -97,7 +97,8 @@ type OpenFiles struct {
 	SocketFDs int
 	// NetNS are the network namespaces some task (thread) is in, and
 	// MountNS a tgid in each mount namespace; nil when the source does
-	// not tell, and the scan reads /proc for them.
+	// not tell, or listed no file (then nothing needs them), and the scan
+	// reads /proc for them.
 	NetNS   map[uint64]bool
 	MountNS map[uint64]int
 }
