@@ -7,6 +7,7 @@
 //	cellbench gen --dir D [--scale 1] [--escaped 0.01]   write one cell and keep it
 //	cellbench run --bin bin/cellguard [--scales 1,10,100] [--runs 11] [--baseline REV]
 //	cellbench cycle SPEC-JSON   time start/stop variants (inside the systemd box; see src/tests/perf)
+//	cellbench live [--scale 1] [--escaped 0.01] -- CMD...   run CMD beside a live cell (perf record, say)
 //
 // With --baseline, run builds the cellguard of git revision REV from a
 // worktree of this repository and runs it in turn with --bin on the same
@@ -16,6 +17,14 @@
 // run writes each cell into a fresh directory under --dir and removes it
 // after; with --tmpfs (root, inside `unshare --mount`) that directory is a
 // tmpfs of its own, so nothing is left behind even if cellbench is killed.
+//
+// With --live, a cell is real processes instead (live.go): validate runs
+// on the live root and reads the kernel's /proc and cgroupfs, and its
+// leaked-netns the BPF iterator where the kernel allows it, as on a cell.
+// The cell's processes, cgroups and kernel.pid_max (raised for a large
+// cell) are undone at the end and on Ctrl-C or SIGTERM; a SIGKILL still
+// ends the processes (each dies with its parent) but leaves the empty
+// cgroups, named cellbench-<pid>*.
 package main
 
 import (
@@ -60,6 +69,8 @@ func main() {
 		err = run(os.Args[2:])
 	case "cycle":
 		err = cycle(os.Args[2:])
+	case "live":
+		err = live(os.Args[2:])
 	default:
 		usage()
 	}
@@ -70,7 +81,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cellbench gen --dir D [--scale K] [--escaped SHARE] | cellbench run --bin CELLGUARD [flags]")
+	fmt.Fprintln(os.Stderr, "usage: cellbench gen --dir D [--scale K] [--escaped SHARE] | cellbench run --bin CELLGUARD [flags] | cellbench live [--scale K] [--escaped SHARE] -- CMD...")
 	os.Exit(2)
 }
 
@@ -118,6 +129,7 @@ type runFlags struct {
 	tmpfs        bool
 	baseline     string // git revision to build and compare against
 	baseBin      string
+	live         bool
 }
 
 // result is one size's measurements.
@@ -136,6 +148,16 @@ type result struct {
 	baselineRSS                int64
 	baselineSkips              string
 	found                      string // findings comparison, printed
+	live                       bool   // a cell of real processes (live.go)
+}
+
+// size names the cell in tables: "10x", or "10x live".
+func (r *result) size() string {
+	s := fmt.Sprintf("%dx", r.spec.Containers/250)
+	if r.live {
+		s += " live"
+	}
+	return s
 }
 
 func run(args []string) error {
@@ -151,6 +173,7 @@ func run(args []string) error {
 	fs.StringVar(&f.dir, "dir", "/dev/shm", "where the cells are written (one at a time, removed after)")
 	fs.BoolVar(&f.tmpfs, "tmpfs", false, "mount a tmpfs of its own for each cell (root, in a private mount namespace: unshare --mount)")
 	fs.StringVar(&f.baseline, "baseline", "", "git revision whose cellguard runs in turn with --bin on the same cells (built from a worktree of this repository)")
+	fs.BoolVar(&f.live, "live", false, "cells of real processes on this host, validated on the live root (root; needs a C compiler), instead of fixture trees")
 	_ = fs.Parse(args)
 	for _, s := range strings.Split(*scales, ",") {
 		k, err := strconv.Atoi(strings.TrimSpace(s))
@@ -189,7 +212,11 @@ func run(args []string) error {
 		runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), loadavg(), strings.TrimSpace(string(version)), f.runs, f.escaped)
 	var results []*result
 	for _, k := range f.scales {
-		r, err := f.measure(k)
+		measure := f.measure
+		if f.live {
+			measure = func(k int) (*result, error) { return f.measureLive(k, tmp) }
+		}
+		r, err := measure(k)
 		if r != nil {
 			results = append(results, r)
 		}
@@ -296,7 +323,8 @@ func (f *runFlags) measure(k int) (*result, error) {
 
 	// Escaped cell: cellguard, then the baseline; both must report the truth.
 	var got []string
-	runs, err := f.cellguards(root, f.runs, len(truth) > 0)
+	target := []string{"--root", root}
+	runs, err := f.cellguards(target, f.runs, len(truth) > 0)
 	if err != nil {
 		return r, err
 	}
@@ -332,7 +360,7 @@ func (f *runFlags) measure(k int) (*result, error) {
 	if err := w.Heal(); err != nil {
 		return r, err
 	}
-	if runs, err = f.cellguards(root, f.runs, false); err != nil {
+	if runs, err = f.cellguards(target, f.runs, false); err != nil {
 		return r, err
 	}
 	for _, b := range runs {
@@ -375,14 +403,14 @@ type binRuns struct {
 // set, the baseline's binary in turn (so load that comes and goes falls on
 // both alike), and returns each one's timings, peak RSS and the escapes of
 // its last run's JSON report.
-func (f *runFlags) cellguards(root string, runs int, wantBlocked bool) ([]binRuns, error) {
+func (f *runFlags) cellguards(target []string, runs int, wantBlocked bool) ([]binRuns, error) {
 	out := []binRuns{{bin: f.bin}}
 	if f.baseBin != "" {
 		out = append(out, binRuns{bin: f.baseBin, old: true})
 	}
 	for i := 0; i < runs+1; i++ { // the first run warms the page cache and is dropped
 		for j := range out {
-			if err := out[j].once(root, wantBlocked, i > 0, i == runs); err != nil {
+			if err := out[j].once(target, wantBlocked, i > 0, i == runs); err != nil {
 				return nil, err
 			}
 		}
@@ -390,9 +418,11 @@ func (f *runFlags) cellguards(root string, runs int, wantBlocked bool) ([]binRun
 	return out, nil
 }
 
-// once runs validate one time; keep records it, last reads its escapes.
-func (b *binRuns) once(root string, wantBlocked, keep, last bool) error {
-	cmd, rssOf := measured(b.bin, "validate", "--phase", "drain", "--root", root, "--format", "json", "--log-file", "/dev/null")
+// once runs validate one time on target (--root <cell>, or --runtime-root
+// <dir> on the live root); keep records it, last reads its escapes.
+func (b *binRuns) once(target []string, wantBlocked, keep, last bool) error {
+	argv := append([]string{b.bin, "validate", "--phase", "drain"}, target...)
+	cmd, rssOf := measured(append(argv, "--format", "json", "--log-file", "/dev/null")...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -556,8 +586,8 @@ func printTable(w io.Writer, rs []*result) {
 			cspeed = fmt.Sprintf("%.0fx", float64(bcm)/float64(max(dc, time.Millisecond)))
 			brss = fmt.Sprintf("%.1f", float64(r.baselineRSS)/1024)
 		}
-		fmt.Fprintf(tw, "%dx (%dx%d)\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t\n",
-			r.spec.Containers/250, r.spec.Containers, r.spec.ProcsPerContainer, p, r.escapedPIDs,
+		fmt.Fprintf(tw, "%s (%dx%d)\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t\n",
+			r.size(), r.spec.Containers, r.spec.ProcsPerContainer, p, r.escapedPIDs,
 			ms(c), ms(cc), ms(d), ms(dc), b, bc, speed, cspeed,
 			float64(c.Microseconds())/float64(p), float64(max(r.cleanRSS, r.dirtyRSS))/1024, brss)
 	}
@@ -741,7 +771,7 @@ func printBaseline(w io.Writer, rev string, rs []*result) {
 			tRSS, bRSS int64
 		}{{"clean", r.clean, r.baseClean, r.cleanRSS, r.baseCleanRSS}, {"escaped", r.dirty, r.baseDirty, r.dirtyRSS, r.baseDirtyRSS}} {
 			tw1, bw, tc, bc := median(c.this.wall), median(c.base.wall), median(c.this.cpu), median(c.base.cpu)
-			fmt.Fprintf(tw, "%dx\t%s\t%s\t%s\t%.2f\t%s\t%s\t%.2f\t%.1f\t%.1f\t\n", r.spec.Containers/250, c.name,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%.2f\t%.1f\t%.1f\t\n", r.size(), c.name,
 				ms(tw1), ms(bw), float64(tw1)/float64(max(bw, 1)), ms(tc), ms(bc), float64(tc)/float64(max(bc, 1)),
 				float64(c.tRSS)/1024, float64(c.bRSS)/1024)
 		}

@@ -179,3 +179,10 @@ func (t *template) render(dst []byte, id string, pid int, start uint64) []byte {
 	}
 	return dst
 }
+
+// StateJSON is the state.json Generate writes for container id with init
+// pid and its start time (clock ticks after boot), for a caller that lays
+// out a cell of its own (cellbench's live cell) and rewrites what differs.
+func StateJSON(id string, pid int, start uint64) []byte {
+	return stateTemplate().render(nil, id, pid, start)
+}
