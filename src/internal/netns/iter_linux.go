@@ -3,15 +3,13 @@ package netns
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/cloudfoundry/cellguard/src/internal/bpfiter"
 )
 
 // TaskFiles lists open files with one BPF iterator over every task's file
@@ -22,7 +20,11 @@ import (
 // socket is received and none is re-tagged with cellguard's net_cls
 // classid. It needs root (CAP_BPF and CAP_PERFMON), the kernel's BTF and
 // cellguard in the initial pid namespace.
-type TaskFiles struct{}
+type TaskFiles struct {
+	// Kernel is the kernel's BTF, shared with the run's other iterators;
+	// nil reads it for this listing alone.
+	Kernel *bpfiter.Kernel
+}
 
 var _ FileSource = TaskFiles{}
 
@@ -39,25 +41,23 @@ const recSize = 32
 // nsfsMagic is NSFS_MAGIC, the superblock magic of namespace files.
 const nsfsMagic = 0x6e736673
 
-// procPIDInitIno is PROC_PID_INIT_INO, the initial pid namespace's inode:
-// the iterator's pids are the initial namespace's, /proc's are the
-// reader's.
-const procPIDInitIno = 0xEFFFFFFC
-
 // OpenFiles loads the iterator, runs it once and closes it again, so
 // nothing of it outlives the call.
-func (TaskFiles) OpenFiles() (OpenFiles, error) {
+func (t TaskFiles) OpenFiles() (OpenFiles, error) {
 	var out OpenFiles
-	if err := initialPIDNS(); err != nil {
+	if err := bpfiter.InitialPIDNS(); err != nil {
 		return out, err
 	}
 	// One cache, so that the kernel's BTF is read and indexed once, for
 	// the offsets and for the loader's lookup of the attach point: each
 	// costs tens of ms of CPU.
-	cache := btf.NewCache()
-	kern, err := cache.Kernel()
+	k := t.Kernel
+	if k == nil {
+		k = &bpfiter.Kernel{}
+	}
+	cache, kern, err := k.Types()
 	if err != nil {
-		return out, fmt.Errorf("load kernel BTF: %w", err)
+		return out, err
 	}
 	off, err := iterOffsets(kern)
 	if err != nil {
@@ -70,15 +70,15 @@ func (TaskFiles) OpenFiles() (OpenFiles, error) {
 			"cg_mntns":  {Name: "cg_mntns", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxNamespaces},
 		},
 		Programs: map[string]*ebpf.ProgramSpec{
-			"cg_task_file": iterSpec("cg_task_file", "task_file", fileProgram(off, "cg_counts")),
-			"cg_task":      iterSpec("cg_task", "task", taskProgram(off, "cg_counts", "cg_netns", "cg_mntns")),
+			"cg_task_file": bpfiter.Spec("cg_task_file", "task_file", fileProgram(off, "cg_counts")),
+			"cg_task":      bpfiter.Spec("cg_task", "task", taskProgram(off, "cg_counts", "cg_netns", "cg_mntns")),
 		},
 	}, ebpf.CollectionOptions{Cache: cache, Programs: ebpf.ProgramOptions{KernelTypes: kern}})
 	if err != nil {
 		return out, fmt.Errorf("load task_file and task iterators: %w", err)
 	}
 	defer coll.Close()
-	b, err := runIter(coll.Programs["cg_task_file"], "task_file")
+	b, err := bpfiter.Run(coll.Programs["cg_task_file"], "task_file")
 	if err != nil {
 		return out, err
 	}
@@ -100,7 +100,7 @@ func (TaskFiles) OpenFiles() (OpenFiles, error) {
 	}
 	// A map that filled up leaves them to /proc (NetNS nil), never
 	// half-known.
-	if _, err := runIter(coll.Programs["cg_task"], "task"); err != nil {
+	if _, err := bpfiter.Run(coll.Programs["cg_task"], "task"); err != nil {
 		return out, err
 	}
 	if err := coll.Maps["cg_counts"].Lookup(uint32(countFull), &n); err != nil {
@@ -129,58 +129,6 @@ const (
 	countSockets = 0 // socket descriptors the task_file pass saw
 	countFull    = 1 // namespaces the task pass could not add to its maps
 )
-
-func iterSpec(name, attachTo string, insns asm.Instructions) *ebpf.ProgramSpec {
-	return &ebpf.ProgramSpec{
-		Name:         name,
-		Type:         ebpf.Tracing,
-		AttachType:   ebpf.AttachTraceIter,
-		AttachTo:     attachTo,
-		Instructions: insns,
-		// bpf_seq_write and bpf_sock_from_file are GPL-only helpers, so
-		// the kernel loads only a program that declares a GPL-compatible
-		// license. These few instructions, written here, are offered as
-		// BSD or GPL, as Apache-2.0 projects (Cilium, Tetragon) declare
-		// their BPF programs; the Go code that writes them stays Apache-2.0.
-		License: "Dual BSD/GPL",
-	}
-}
-
-// runIter runs the iterator prog once, to its end, and returns what it
-// wrote; the link is closed before it returns.
-func runIter(prog *ebpf.Program, name string) ([]byte, error) {
-	it, err := link.AttachIter(link.IterOptions{Program: prog})
-	if err != nil {
-		return nil, fmt.Errorf("attach %s iterator: %w", name, err)
-	}
-	defer it.Close()
-	rd, err := it.Open()
-	if err != nil {
-		return nil, fmt.Errorf("open %s iterator: %w", name, err)
-	}
-	defer rd.Close()
-	b, err := io.ReadAll(rd)
-	if err != nil {
-		return nil, fmt.Errorf("read %s iterator: %w", name, err)
-	}
-	return b, nil
-}
-
-// initialPIDNS refuses a reader outside the initial pid namespace, or one
-// whose /proc is another namespace's: the pids would not be /proc's.
-func initialPIDNS() error {
-	l, err := os.Readlink("/proc/self/ns/pid")
-	if err != nil {
-		return fmt.Errorf("read own pid namespace: %w", err)
-	}
-	if l != "pid:["+strconv.FormatUint(procPIDInitIno, 10)+"]" {
-		return fmt.Errorf("cellguard is in %s, not the initial pid namespace: the iterator's pids would not be /proc's", l)
-	}
-	if self, err := os.Readlink("/proc/self"); err != nil || self != strconv.Itoa(os.Getpid()) {
-		return fmt.Errorf("/proc is not this pid namespace's (/proc/self is %q, %v)", self, err)
-	}
-	return nil
-}
 
 // parseRecords decodes the iterator's output. A thread with a file table
 // of its own (unshare(CLONE_FILES)) is named by its tid, as /proc/<tid>/fd
@@ -219,99 +167,30 @@ type offsets struct {
 	taskCtxTask, nsproxyMnt, mntInum                             int16
 }
 
-// btfField is one offset to find: a path through named members (anonymous
-// structs and unions are searched through) and the size of the last.
-type btfField struct {
-	dst  *int16
-	typ  string
-	path []string
-	size uint32
-}
-
 func iterOffsets(kern *btf.Spec) (offsets, error) {
 	var o offsets
-	fields := []btfField{
-		{&o.ctxMeta, "bpf_iter__task_file", []string{"meta"}, 8},
-		{&o.ctxTask, "bpf_iter__task_file", []string{"task"}, 8},
-		{&o.ctxFD, "bpf_iter__task_file", []string{"fd"}, 4},
-		{&o.ctxFile, "bpf_iter__task_file", []string{"file"}, 8},
-		{&o.taskCtxTask, "bpf_iter__task", []string{"task"}, 8},
-		{&o.nsproxyMnt, "nsproxy", []string{"mnt_ns"}, 8},
-		{&o.mntInum, "mnt_namespace", []string{"ns", "inum"}, 4},
-		{&o.metaSeq, "bpf_iter_meta", []string{"seq"}, 8},
-		{&o.taskTGID, "task_struct", []string{"tgid"}, 4},
-		{&o.taskPID, "task_struct", []string{"pid"}, 4},
-		{&o.taskNSProxy, "task_struct", []string{"nsproxy"}, 8},
-		{&o.nsproxyNet, "nsproxy", []string{"net_ns"}, 8},
-		{&o.netInum, "net", []string{"ns", "inum"}, 4},
-		{&o.socketSk, "socket", []string{"sk"}, 8},
-		{&o.sockNet, "sock", []string{"__sk_common", "skc_net", "net"}, 8},
-		{&o.fileInode, "file", []string{"f_inode"}, 8},
-		{&o.inodeIno, "inode", []string{"i_ino"}, 8},
-		{&o.inodeSb, "inode", []string{"i_sb"}, 8},
-		{&o.sbMagic, "super_block", []string{"s_magic"}, 8},
+	fields := []bpfiter.Field{
+		bpfiter.At(&o.ctxMeta, "bpf_iter__task_file", 8, "meta"),
+		bpfiter.At(&o.ctxTask, "bpf_iter__task_file", 8, "task"),
+		bpfiter.At(&o.ctxFD, "bpf_iter__task_file", 4, "fd"),
+		bpfiter.At(&o.ctxFile, "bpf_iter__task_file", 8, "file"),
+		bpfiter.At(&o.taskCtxTask, "bpf_iter__task", 8, "task"),
+		bpfiter.At(&o.nsproxyMnt, "nsproxy", 8, "mnt_ns"),
+		bpfiter.At(&o.mntInum, "mnt_namespace", 4, "ns", "inum"),
+		bpfiter.At(&o.metaSeq, "bpf_iter_meta", 8, "seq"),
+		bpfiter.At(&o.taskTGID, "task_struct", 4, "tgid"),
+		bpfiter.At(&o.taskPID, "task_struct", 4, "pid"),
+		bpfiter.At(&o.taskNSProxy, "task_struct", 8, "nsproxy"),
+		bpfiter.At(&o.nsproxyNet, "nsproxy", 8, "net_ns"),
+		bpfiter.At(&o.netInum, "net", 4, "ns", "inum"),
+		bpfiter.At(&o.socketSk, "socket", 8, "sk"),
+		bpfiter.At(&o.sockNet, "sock", 8, "__sk_common", "skc_net", "net"),
+		bpfiter.At(&o.fileInode, "file", 8, "f_inode"),
+		bpfiter.At(&o.inodeIno, "inode", 8, "i_ino"),
+		bpfiter.At(&o.inodeSb, "inode", 8, "i_sb"),
+		bpfiter.At(&o.sbMagic, "super_block", 8, "s_magic"),
 	}
-	for _, f := range fields {
-		var s *btf.Struct
-		if err := kern.TypeByName(f.typ, &s); err != nil {
-			return o, fmt.Errorf("find struct %s in kernel BTF: %w", f.typ, err)
-		}
-		off, size, err := memberOffset(s, f.path)
-		if err != nil {
-			return o, fmt.Errorf("find %s.%v in kernel BTF: %w", f.typ, f.path, err)
-		}
-		if size != f.size || off > 1<<15-1 {
-			return o, fmt.Errorf("find %s.%v in kernel BTF: %d bytes at offset %d, want %d bytes within 32 KiB", f.typ, f.path, size, off, f.size)
-		}
-		*f.dst = int16(off)
-	}
-	return o, nil
-}
-
-// memberOffset is the byte offset and size of path in t.
-func memberOffset(t btf.Type, path []string) (uint32, uint32, error) {
-	var off uint32
-	for _, name := range path {
-		m, at, ok := findMember(t, name)
-		if !ok {
-			return 0, 0, fmt.Errorf("no member %s", name)
-		}
-		if m.BitfieldSize != 0 {
-			return 0, 0, fmt.Errorf("member %s is a bitfield", name)
-		}
-		off += at
-		t = btf.UnderlyingType(m.Type)
-	}
-	size, err := btf.Sizeof(t)
-	if err != nil {
-		return 0, 0, fmt.Errorf("size of %v: %w", path, err)
-	}
-	return off, uint32(size), nil
-}
-
-// findMember finds name in a struct or union, looking inside anonymous
-// members, and returns its byte offset from t.
-func findMember(t btf.Type, name string) (btf.Member, uint32, bool) {
-	var members []btf.Member
-	switch c := btf.UnderlyingType(t).(type) {
-	case *btf.Struct:
-		members = c.Members
-	case *btf.Union:
-		members = c.Members
-	default:
-		return btf.Member{}, 0, false
-	}
-	for _, m := range members {
-		if m.Name == name {
-			return m, m.Offset.Bytes(), true
-		}
-		if m.Name == "" {
-			if in, at, ok := findMember(m.Type, name); ok {
-				return in, m.Offset.Bytes() + at, true
-			}
-		}
-	}
-	return btf.Member{}, 0, false
+	return o, bpfiter.Offsets(kern, fields)
 }
 
 // fileProgram is the task_file iterator, per file f of task t:
