@@ -25,6 +25,12 @@ type Spec struct {
 	RuntimeRoots []string
 	// Namespaces filters containerd namespaces; empty means all.
 	Namespaces []string
+	// Procs reads every process's stat at once (bpfiter.Procs, on the live
+	// root), read while the cgroups are: a one-shot Read then reads
+	// /proc/<pid>/stat only for the pids it lacks. nil, or an error from
+	// it, reads every stat file. It may leave processes out and may list
+	// some /proc no longer does; /proc's listing says which there are.
+	Procs func() ([]procfs.Stat, error)
 }
 
 // Host is one read of the host: the cgroup layout, the runtime states,
@@ -56,6 +62,8 @@ type Host struct {
 	unlisted map[int][]int
 	// cgroups holds /proc/<pid>/cgroup of the processes Cgroup names.
 	cgroups map[int]cgroupFile
+	// statsErr is StatsErr.
+	statsErr error
 }
 
 // cgroupFile is one /proc/<pid>/cgroup as read, or why it was not.
@@ -206,8 +214,23 @@ func read(s Spec, c *caches) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	var known chan knownStats
+	if s.Procs != nil && c == nil {
+		known = make(chan knownStats, 1)
+		go func() {
+			st, err := s.Procs()
+			byPID := func(a, b procfs.Stat) int { return a.PID - b.PID }
+			if err == nil && !slices.IsSortedFunc(st, byPID) {
+				slices.SortFunc(st, byPID)
+			}
+			known <- knownStats{st, err}
+		}()
+	}
 	v.members = make([]Members, len(v.disc.Containers))
 	if err := v.readMembers(); err != nil {
+		if known != nil {
+			<-known
+		}
 		return nil, err
 	}
 	// Listing /proc (after the cgroup.procs reads, see above) overlaps
@@ -228,7 +251,12 @@ func read(s Spec, c *caches) (*Host, error) {
 		return nil, l.err
 	}
 	v.listed = l.ents
-	if err := v.readProcs(l.ents, c); err != nil {
+	var stats []procfs.Stat
+	if known != nil {
+		k := <-known
+		stats, v.statsErr = k.stats, k.err
+	}
+	if err := v.readProcs(l.ents, c, stats); err != nil {
 		return nil, err
 	}
 	v.readHostNS()
@@ -236,6 +264,16 @@ func read(s Spec, c *caches) (*Host, error) {
 	v.readCgroups()
 	return v, nil
 }
+
+// knownStats is what Spec.Procs returned.
+type knownStats struct {
+	stats []procfs.Stat
+	err   error
+}
+
+// StatsErr is why Spec.Procs gave no stats (then every stat file was
+// read); nil when it did, or there was none.
+func (v *Host) StatsErr() error { return v.statsErr }
 
 // readCgroups reads /proc/<pid>/cgroup of every process that is its
 // container's by being its init, listed in some of its cgroups, or in its
@@ -288,11 +326,11 @@ func (v *Host) Cgroup(pid int) ([]byte, error) {
 // indexListed builds listedBy from the cgroup.procs read.
 func (v *Host) indexListed() { v.listedBy = newPIDIndex(v.members) }
 
-// readProcs reads stat of every pid, and the pid namespace of those no
-// container cgroup lists and of the containers' inits, split over
-// scanWorkers. Processes gone meanwhile are left out; those whose stat is
-// denied are counted.
-func (v *Host) readProcs(pids []procfs.Entry, c *caches) error {
+// readProcs reads stat of every pid (from stats, sorted by pid, where it
+// has the pid), and the pid namespace of those no container cgroup lists
+// and of the containers' inits, split over scanWorkers. Processes gone
+// meanwhile are left out; those whose stat is denied are counted.
+func (v *Host) readProcs(pids []procfs.Entry, c *caches, stats []procfs.Stat) error {
 	inits := make(map[int]bool, len(v.disc.Containers))
 	for i := range v.disc.Containers {
 		if pid := v.disc.Containers[i].State.InitProcessPid; pid > 0 {
@@ -307,7 +345,7 @@ func (v *Host) readProcs(pids []procfs.Entry, c *caches) error {
 	err := striped(len(pids), func(w int) (func(i int) error, func()) {
 		r := v.proc.NewReader()
 		return func(i int) error {
-			p, err := v.readProc(r, pids[i], inits, c)
+			p, err := v.readProc(r, pids[i], inits, c, stats)
 			switch {
 			case procfs.IsDenied(err):
 				denied[w]++
@@ -335,13 +373,17 @@ func (v *Host) readProcs(pids []procfs.Entry, c *caches) error {
 
 // readProc reads one process: a zero Proc (not ok) when it is gone, an
 // error matching procfs.IsDenied when its stat is not ours to read.
-func (v *Host) readProc(r *procfs.Reader, e procfs.Entry, inits map[int]bool, c *caches) (Proc, error) {
+func (v *Host) readProc(r *procfs.Reader, e procfs.Entry, inits map[int]bool, c *caches, stats []procfs.Stat) (Proc, error) {
 	pid := e.PID
 	var st procfs.Stat
 	var err error
-	if c != nil {
+	i, known := slices.BinarySearchFunc(stats, pid, func(s procfs.Stat, pid int) int { return s.PID - pid })
+	switch {
+	case known:
+		st = stats[i]
+	case c != nil:
 		st, err = c.procs.Stat(r, e, v.reread(pid, inits))
-	} else {
+	default:
 		st, err = r.Stat(pid)
 	}
 	if procfs.IsGone(err) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 )
 
@@ -95,5 +96,44 @@ func TestReadHoldsTheCgroupOfProcessesNotListedEverywhere(t *testing.T) {
 	}
 	if _, err := v.Cgroup(102); !errors.Is(err, ErrNotRead) {
 		t.Fatalf("cgroup of 102, listed everywhere: %v", err)
+	}
+}
+
+// With Spec.Procs, Read takes each process's stat from it and reads the
+// stat files only of the pids it lacks; a pid it has but /proc does not
+// list is no process. When it fails, every stat file is read.
+func TestReadTakesStatsFromProcs(t *testing.T) {
+	h := fakehost.New(t, cgroup.Hybrid)
+	h.RunContainer(garden("c1"), 100, 3, 500)
+	given := []procfs.Stat{
+		{PID: 102, Comm: "from-procs", State: 'S', PPID: 100, StartTime: 500},
+		{PID: 100, Comm: "from-procs", State: 'S', PPID: 1, StartTime: 500}, // out of order: sorted
+		{PID: 777, Comm: "gone", State: 'S', PPID: 1, StartTime: 9},
+	}
+	v, err := Read(Spec{Root: h.Root, Procs: func() ([]procfs.Stat, error) { return given, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.StatsErr() != nil {
+		t.Fatalf("StatsErr %v", v.StatsErr())
+	}
+	for pid, want := range map[int]string{100: "from-procs", 102: "from-procs", 101: h.Get(101).Comm} {
+		if p := v.Find(pid); p == nil || p.Stat.Comm != want {
+			t.Errorf("Find(%d) = %+v, want comm %q", pid, p, want)
+		}
+	}
+	if v.Find(777) != nil {
+		t.Error("a pid only Procs had is a process")
+	}
+	if p := v.Find(100); p == nil || p.NS == 0 {
+		t.Errorf("init 100 without its pid namespace: %+v", p)
+	}
+
+	v, err = Read(Spec{Root: h.Root, Procs: func() ([]procfs.Stat, error) { return nil, errors.New("no BTF") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.StatsErr() == nil || v.Find(100) == nil || v.Find(100).Stat.Comm != h.Get(100).Comm {
+		t.Errorf("Procs failing: StatsErr %v, Find(100) %+v", v.StatsErr(), v.Find(100))
 	}
 }
