@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/bpfiter"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
@@ -25,6 +26,8 @@ type LeakedNetns struct {
 	// netns.TaskFiles (the BPF iterator) on the live root and the fd walk
 	// under a fixture root, whose processes are files.
 	Files netns.FileSource
+	// Kernel is the BTF the iterator loads with (Deps.Kernel).
+	Kernel *bpfiter.Kernel
 	// Sleep waits before a leak is confirmed; nil means time.Sleep.
 	Sleep func(time.Duration)
 	// host, when set, lists /proc for the scan: the snapshot lists it
@@ -71,7 +74,7 @@ func (c *LeakedNetns) Run(ctx context.Context) ([]validator.Finding, error) {
 		s.Probe = netns.Live{}
 	}
 	if s.Files == nil && live {
-		s.Files = netns.TaskFiles{}
+		s.Files = netns.TaskFiles{Kernel: c.Kernel}
 	}
 	if c.host != nil {
 		s.PIDs = func() ([]int, error) {

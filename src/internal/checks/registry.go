@@ -3,6 +3,7 @@ package checks
 import (
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/bpfiter"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
@@ -71,6 +72,10 @@ type Deps struct {
 	DelegateUnits []string
 	// Sysctl is the operator's sysctl settings, for sysctl-profile.
 	Sysctl sysctl.Settings
+	// Kernel is the kernel's BTF for the run's BPF iterators (the
+	// snapshot's stats, leaked-netns's open files), read once; nil reads it
+	// per iterator. watch leaves it nil: it would keep the types.
+	Kernel *bpfiter.Kernel
 	// NetNS resolves sockets' network namespaces for leaked-netns; nil
 	// means the kernel's (pidfd_getfd, SIOCGSKNS) on the live root and
 	// none under a fixture root.
@@ -95,7 +100,7 @@ func All(d Deps) []validator.Check {
 		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},
 		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons, Units: d.DelegateUnits},
 		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},
-		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep, host: h},
+		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep, Kernel: d.Kernel, host: h},
 		&DevicesCgroup{host: h},
 	}
 }

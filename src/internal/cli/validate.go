@@ -13,10 +13,12 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
+	"github.com/cloudfoundry/cellguard/src/internal/bpfiter"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
 	"github.com/cloudfoundry/cellguard/src/internal/heal"
+	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
@@ -283,6 +285,10 @@ func (c *cantRun) print(env *Env) {
 // read under root: nothing could be validated.
 func newValidation(cfg *config.Config, phase validator.Phase, root string, runtimeRoots, extraIgnore []string, fix bool) (*validation, *cantRun) {
 	d := validatorDeps(root, cfg, phase, runtimeRoots)
+	if hostroot.IsLive(root) {
+		// One read of the kernel's BTF for this run's iterators.
+		d.Kernel = &bpfiter.Kernel{}
+	}
 	d.Snapshot = snapshot.Lazy(snapshotSpec(d))
 	registry := checks.All(d)
 	if err := validator.Validate(registry); err != nil {

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"github.com/cloudfoundry/cellguard/src/internal/bpfiter"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -53,7 +55,25 @@ func validatorPolicy(vc config.Validator, phase validator.Phase, ignore []string
 	return p
 }
 
-// snapshotSpec is what the checks' snapshot reads, from their deps.
+// snapshotSpec is what the checks' snapshot reads, from their deps: with
+// d.Kernel, every process's stat from one BPF iterator where it runs
+// (kernel threads excepted: /proc has their full names).
 func snapshotSpec(d checks.Deps) snapshot.Spec {
-	return snapshot.Spec{Root: d.Root, RuntimeRoots: d.RuntimeRoots, Namespaces: d.Namespaces}
+	s := snapshot.Spec{Root: d.Root, RuntimeRoots: d.RuntimeRoots, Namespaces: d.Namespaces}
+	if k := d.Kernel; k != nil {
+		s.Procs = func() ([]procfs.Stat, error) {
+			ps, err := bpfiter.Procs(k)
+			if err != nil {
+				return nil, err
+			}
+			stats := make([]procfs.Stat, 0, len(ps))
+			for _, p := range ps {
+				if !p.KThread {
+					stats = append(stats, p.Stat)
+				}
+			}
+			return stats, nil
+		}
+	}
+	return s
 }
