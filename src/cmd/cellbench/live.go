@@ -177,11 +177,11 @@ func buildFarm(dir string) (string, error) {
 		cc = v
 	}
 	// Static when libc's archive is installed: fewer pages per process.
-	out, err := exec.Command(cc, "-O2", "-static", "-o", bin, src).CombinedOutput()
-	if err != nil {
-		if out, err = exec.Command(cc, "-O2", "-o", bin, src).CombinedOutput(); err != nil {
-			return "", fmt.Errorf("--live: compile the cell's process (%s %s): %w\n%s(install a C compiler: apt-get install gcc)", cc, src, err, out)
-		}
+	if exec.Command(cc, "-O2", "-static", "-o", bin, src).Run() == nil {
+		return bin, nil
+	}
+	if out, err := exec.Command(cc, "-O2", "-o", bin, src).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("--live: compile the cell's process (%s %s): %w\n%s(install a C compiler: apt-get install gcc)", cc, src, err, out)
 	}
 	return bin, nil
 }

@@ -24,7 +24,7 @@ import (
 func TestLiveCellComesAndGoes(t *testing.T) {
 	testkit.RequireRoot(t, "the live cell's processes go into cgroups of their own")
 	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no C compiler (cc) to build the cell's process")
+		testkit.Unavailable(t, "no C compiler (cc) to build the cell's process; apt-get install gcc")
 	}
 	pidMax, err := os.ReadFile("/proc/sys/kernel/pid_max")
 	if err != nil {
