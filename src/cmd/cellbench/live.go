@@ -514,20 +514,8 @@ func (f *runFlags) measureLive(k int, tmp string) (r *result, err error) {
 	}
 	r.found = fmt.Sprintf("%dx live: planted %d escapes (%d pids); every binary found the same %d", k, len(c.truth), len(c.escaped), len(c.truth))
 	fmt.Println(r.found)
-	if err := c.heal(); err != nil {
+	if err := f.measureHealed(r, target, c.heal); err != nil {
 		return r, err
-	}
-	if runs, err = f.cellguards(target, f.runs, false); err != nil {
-		return r, err
-	}
-	for _, b := range runs {
-		if len(b.escapes) > 0 {
-			return r, fmt.Errorf("%dx live: %s: healed cell still has escapes: %v", k, b.bin, b.escapes)
-		}
-	}
-	r.clean, r.cleanRSS = runs[0].times, runs[0].rss
-	if len(runs) > 1 {
-		r.baseClean, r.baseCleanRSS = runs[1].times, runs[1].rss
 	}
 	fmt.Printf("cellguard clean median %s ms (CPU %s), escaped median %s ms (CPU %s)\n",
 		ms(median(r.clean.wall)), ms(median(r.clean.cpu)), ms(median(r.dirty.wall)), ms(median(r.dirty.cpu)))

@@ -357,25 +357,35 @@ func (f *runFlags) measure(k int) (*result, error) {
 	}
 
 	// The same cell healed: the drain of a healthy cell.
-	if err := w.Heal(); err != nil {
+	if err := f.measureHealed(r, target, w.Heal); err != nil {
 		return r, err
 	}
-	if runs, err = f.cellguards(target, f.runs, false); err != nil {
-		return r, err
+	fmt.Printf("cellguard clean median %s ms (CPU %s), escaped median %s ms (CPU %s), baseline %s\n",
+		ms(median(r.clean.wall)), ms(median(r.clean.cpu)), ms(median(r.dirty.wall)), ms(median(r.dirty.cpu)),
+		msOr(r.baseline, r.baselineSkips))
+	return r, nil
+}
+
+// measureHealed heals the cell and measures it clean into r: no binary may
+// report an escape.
+func (f *runFlags) measureHealed(r *result, target []string, heal func() error) error {
+	if err := heal(); err != nil {
+		return err
+	}
+	runs, err := f.cellguards(target, f.runs, false)
+	if err != nil {
+		return err
 	}
 	for _, b := range runs {
 		if len(b.escapes) > 0 {
-			return r, fmt.Errorf("%dx: %s: healed cell still has escapes: %v", k, b.bin, b.escapes)
+			return fmt.Errorf("%s: %s: healed cell still has escapes: %v", r.size(), b.bin, b.escapes)
 		}
 	}
 	r.clean, r.cleanRSS = runs[0].times, runs[0].rss
 	if len(runs) > 1 {
 		r.baseClean, r.baseCleanRSS = runs[1].times, runs[1].rss
 	}
-	fmt.Printf("cellguard clean median %s ms (CPU %s), escaped median %s ms (CPU %s), baseline %s\n",
-		ms(median(r.clean.wall)), ms(median(r.clean.cpu)), ms(median(r.dirty.wall)), ms(median(r.dirty.cpu)),
-		msOr(r.baseline, r.baselineSkips))
-	return r, nil
+	return nil
 }
 
 // timings are the wall and CPU (user+sys, the child and what it reaped)

@@ -74,6 +74,23 @@ func Run(prog *ebpf.Program, name string) ([]byte, error) {
 	return b, nil
 }
 
+// WriteRecord ends an iterator program: bpf_seq_write of the size bytes
+// at fp+rec to the iterator's seq_file (ctx at R6, the context's meta and
+// the meta's seq at ctxMeta and metaSeq), then return 0. Its first
+// instruction may be labelled.
+func WriteRecord(ctxMeta, metaSeq int16, rec, size int32) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R1, asm.R6, ctxMeta, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R1, metaSeq, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, rec),
+		asm.Mov.Imm(asm.R3, size),
+		asm.FnSeqWrite.Call(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	}
+}
+
 // procPIDInitIno is PROC_PID_INIT_INO, the initial pid namespace's inode:
 // an iterator's pids are the initial namespace's, /proc's are the
 // reader's.

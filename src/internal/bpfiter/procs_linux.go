@@ -96,10 +96,11 @@ func (o *procOffsets) fields() []Field {
 // procsProgram is the task iterator, per task t that leads its thread
 // group (pid == tgid, as /proc lists them): emit tgid, the real parent's
 // tgid (stat's ppid: 0 for one without), __state, exit_state,
-// start_boottime, comm and flags. R6 ctx, R8 the task.
+// start_boottime, comm and flags; WriteRecord's "exit" ends the others.
+// R6 ctx, R8 the task.
 func procsProgram(o procOffsets, stateSize asm.Size) asm.Instructions {
 	const rec = -procRecSize
-	return asm.Instructions{
+	return append(asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R8, asm.R6, o.ctxTask, asm.DWord),
 		asm.JEq.Imm(asm.R8, 0, "exit"),
@@ -130,17 +131,7 @@ func procsProgram(o procOffsets, stateSize asm.Size) asm.Instructions {
 		asm.Mov.Reg(asm.R3, asm.R8),
 		asm.Add.Imm(asm.R3, int32(o.taskComm)),
 		asm.FnProbeReadKernel.Call(),
-
-		asm.LoadMem(asm.R1, asm.R6, o.ctxMeta, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R1, o.metaSeq, asm.DWord),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, rec),
-		asm.Mov.Imm(asm.R3, procRecSize),
-		asm.FnSeqWrite.Call(),
-
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
-		asm.Return(),
-	}
+	}, WriteRecord(o.ctxMeta, o.metaSeq, rec, procRecSize)...)
 }
 
 // nsPerTick converts start_boottime to stat's field 22, clock ticks

@@ -256,17 +256,8 @@ func fileProgram(o offsets, counts string) asm.Instructions {
 		asm.JEq.Imm(asm.R1, 0, "ino"),
 		asm.LoadMem(asm.R2, asm.R1, o.inodeIno, asm.DWord),
 		asm.StoreMem(asm.R10, rec+24, asm.R2, asm.DWord).WithSymbol("ino"),
-		asm.LoadMem(asm.R1, asm.R6, o.ctxMeta, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R1, o.metaSeq, asm.DWord),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, rec),
-		asm.Mov.Imm(asm.R3, recSize),
-		asm.FnSeqWrite.Call(),
-
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
-		asm.Return(),
 	}...)
-	return prog
+	return append(prog, bpfiter.WriteRecord(o.ctxMeta, o.metaSeq, rec, recSize)...)
 }
 
 // taskProgram is the task iterator, per task (every thread) t: t's
