@@ -32,7 +32,8 @@ apt_install() {  # quiet apt-get install; the full log only when it fails
 # 1. Debian packages: the systemd box (systemd-nspawn, debootstrap, nsenter), the
 #    daemons and runtimes tests drive on the host, ruby for the BOSH templates, jq;
 #    time (GNU time) for make bench's peak RSS; for the fleet's stemcells (make cell,
-#    src/tests/bosh): a compiler and flex, bison, zlib for BOSH's monit; for boxes of older Ubuntu suites (the xenial
+#    src/tests/bosh): a compiler and flex, bison, zlib for BOSH's monit (the compiler also
+#    builds cellbench's live cell, src/cmd/cellbench/cellfarm); for boxes of older Ubuntu suites (the xenial
 #    seed-000 test, src/tests/harness/seed000-matrix.sh): curl and gpg to fetch and check
 #    Ubuntu's archive keyring, patchelf to run this host's runc and containerd there;
 #    iptables for real Garden in boxes (src/tests/garden; copied in with containerd).
