@@ -54,19 +54,36 @@ type liveCell struct {
 	stopErr error
 }
 
+// liveHier is one of the host's hierarchies (Name as cellguard reports it,
+// Dir its mount on the live root).
 type liveHier struct {
-	name  string   // as cellguard reports it: "cpu", "name=systemd", "unified"
-	keys  []string // its keys in a state file's cgroup_paths
-	dir   string   // its mount
-	moved bool     // systemd moves processes in it (fakehost.Hierarchies)
+	*cgroup.Hierarchy
+	moved bool // systemd moves processes in it (fakehost.Hierarchies)
+}
+
+// keys are the hierarchy's keys in a state file's cgroup_paths.
+func (h liveHier) keys() []string {
+	if h.Unified {
+		return []string{""}
+	}
+	return h.Controllers
 }
 
 func (c *liveCell) runtimeRoot() string { return filepath.Join(c.dir, "run") }
 
 // ids and paths of the cell's cgroups, relative to a hierarchy's mount.
-func (c *liveCell) containerRel(i int) string { return fmt.Sprintf("/%s/c%06d", c.prefix, i) }
+func (c *liveCell) containerRel(i int) string { return "/" + c.prefix + "/" + fakehost.ContainerID(i) }
 func (c *liveCell) hostRel() string           { return "/" + c.prefix + "-host" }
 func (c *liveCell) escapedRel() string        { return "/" + c.prefix + "-escaped" }
+
+// cgroupDirs are every cgroup of the cell, each after its parent.
+func (c *liveCell) cgroupDirs() []string {
+	dirs := []string{c.hostRel(), c.escapedRel(), "/" + c.prefix}
+	for i := 0; i < c.spec.Containers; i++ {
+		dirs = append(dirs, c.containerRel(i))
+	}
+	return dirs
+}
 
 // startLive builds the cell under tmp. On error what it made is removed.
 func startLive(s fakehost.Spec, escaped float64, seed uint64, tmp string) (c *liveCell, err error) {
@@ -103,14 +120,11 @@ func startLive(s fakehost.Spec, escaped float64, seed uint64, tmp string) (c *li
 		}
 	}
 	for _, h := range layout.Hierarchies {
-		lh := liveHier{name: h.Name, keys: h.Controllers, dir: h.Dir, moved: moved[h.Key()]}
-		if h.Unified {
-			lh.keys = []string{""}
-		}
+		lh := liveHier{Hierarchy: h, moved: moved[h.Key()]}
+		c.hiers = append(c.hiers, lh) // before mkdirs: stop removes what it made
 		if err := c.mkdirs(lh); err != nil {
 			return c, err
 		}
-		c.hiers = append(c.hiers, lh)
 	}
 	if err := c.raisePidMax(); err != nil {
 		return c, err
@@ -189,20 +203,18 @@ func buildFarm(dir string) (string, error) {
 // mkdirs makes the cell's cgroups in one hierarchy. A v1 cpuset cgroup
 // takes no task until it has cpus and mems: each gets its parent's.
 func (c *liveCell) mkdirs(h liveHier) error {
-	dirs := []string{c.hostRel(), c.escapedRel(), "/" + c.prefix}
-	for i := 0; i < c.spec.Containers; i++ {
-		dirs = append(dirs, c.containerRel(i))
+	cpuset := map[string][]byte{} // the root's, which every cgroup of the cell gets
+	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+		if b, err := os.ReadFile(filepath.Join(h.Dir, f)); err == nil {
+			cpuset[f] = b
+		}
 	}
-	for _, d := range dirs {
-		p := filepath.Join(h.dir, d)
+	for _, d := range c.cgroupDirs() {
+		p := filepath.Join(h.Dir, d)
 		if err := os.Mkdir(p, 0o755); err != nil {
 			return fmt.Errorf("--live: make cgroup: %w", err)
 		}
-		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-			b, err := os.ReadFile(filepath.Join(filepath.Dir(p), f))
-			if err != nil {
-				break // not a v1 cpuset hierarchy
-			}
+		for f, b := range cpuset {
 			if err := os.WriteFile(filepath.Join(p, f), b, 0); err != nil {
 				return fmt.Errorf("--live: %s of %s: %w", f, p, err)
 			}
@@ -239,7 +251,7 @@ func (c *liveCell) spawn(farm string) error {
 	s := c.spec
 	args := []string{c.prefix, strconv.Itoa(s.Containers), strconv.Itoa(s.ProcsPerContainer), strconv.Itoa(s.HostProcs)}
 	for _, h := range c.hiers {
-		args = append(args, h.dir)
+		args = append(args, h.Dir)
 	}
 	c.farm = exec.Command(farm, args...)
 	c.farm.Stderr = os.Stderr
@@ -283,17 +295,8 @@ func (c *liveCell) spawn(farm string) error {
 }
 
 func (c *liveCell) listed(h liveHier, rel string) ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(h.dir, rel, "cgroup.procs"))
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if p, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, p)
-		}
-	}
-	return pids, nil
+	_, pids, err := cgroup.ReadProcs(filepath.Join(h.Dir, rel), nil, nil)
+	return pids, err
 }
 
 // writeStates writes each container's state.json: fakehost's, with this
@@ -306,15 +309,15 @@ func (c *liveCell) writeStates() error {
 		if err != nil {
 			return err
 		}
-		id := fmt.Sprintf("c%06d", i)
+		id := fakehost.ContainerID(i)
 		var state map[string]any
 		if err := json.Unmarshal(fakehost.StateJSON(id, pid, st.StartTime), &state); err != nil {
 			return err
 		}
 		paths := map[string]any{}
 		for _, h := range c.hiers {
-			for _, k := range h.keys {
-				paths[k] = filepath.Join(h.dir, c.containerRel(i))
+			for _, k := range h.keys() {
+				paths[k] = filepath.Join(h.Dir, c.containerRel(i))
 			}
 		}
 		state["cgroup_paths"] = paths
@@ -362,7 +365,7 @@ func (c *liveCell) escape(share float64, seed uint64) error {
 			if err := c.move(h, c.escapedRel(), pc[0]); err != nil {
 				return err
 			}
-			c.truth = append(c.truth, strings.Join([]string{strconv.Itoa(pc[0]), h.name, c.containerRel(pc[1]), c.escapedRel()}, " "))
+			c.truth = append(c.truth, strings.Join([]string{strconv.Itoa(pc[0]), h.Name, c.containerRel(pc[1]), c.escapedRel()}, " "))
 		}
 	}
 	slices.Sort(c.truth)
@@ -370,7 +373,7 @@ func (c *liveCell) escape(share float64, seed uint64) error {
 }
 
 func (c *liveCell) move(h liveHier, rel string, pid int) error {
-	p := filepath.Join(h.dir, rel, "cgroup.procs")
+	p := filepath.Join(h.Dir, rel, "cgroup.procs")
 	if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0); err != nil {
 		return fmt.Errorf("--live: move %d to %s: %w", pid, p, err)
 	}
@@ -419,14 +422,13 @@ func (c *liveCell) teardown() error {
 			errs = append(errs, err)
 		}
 	}
+	// One deadline for every rmdir: a cgroup still busy after it (a process
+	// that would not die) is reported, not waited for 25,000 times.
+	deadline := time.Now().Add(30 * time.Second)
+	dirs := c.cgroupDirs()
 	for _, h := range c.hiers {
-		var dirs []string
-		for i := 0; i < c.spec.Containers; i++ {
-			dirs = append(dirs, c.containerRel(i))
-		}
-		dirs = append(dirs, "/"+c.prefix, c.hostRel(), c.escapedRel())
-		for _, d := range dirs {
-			if err := rmdirRetry(filepath.Join(h.dir, d)); err != nil {
+		for i := len(dirs) - 1; i >= 0; i-- { // children first
+			if err := rmdirBy(filepath.Join(h.Dir, dirs[i]), deadline); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -442,17 +444,19 @@ func (c *liveCell) teardown() error {
 	return errors.Join(errs...)
 }
 
-// rmdirRetry removes a cgroup; one whose last process is still exiting
-// is busy for a moment.
-func rmdirRetry(p string) error {
-	var err error
-	for i := 0; i < 50; i++ {
-		if err = os.Remove(p); err == nil || errors.Is(err, os.ErrNotExist) {
+// rmdirBy removes a cgroup, retrying until deadline: one whose last
+// process is still exiting is busy for a moment.
+func rmdirBy(p string, deadline time.Time) error {
+	for {
+		err := os.Remove(p)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
 			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("remove cgroup %s: %w", p, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("remove cgroup %s: %w", p, err)
 }
 
 // stopOnSignal stops the cell on Ctrl-C or SIGTERM and exits; the function

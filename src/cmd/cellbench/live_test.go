@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,7 +56,7 @@ func TestLiveCellComesAndGoes(t *testing.T) {
 			Pid   int               `json:"init_process_pid"`
 			Paths map[string]string `json:"cgroup_paths"`
 		}
-		b, err := os.ReadFile(filepath.Join(c.runtimeRoot(), fmt.Sprintf("c%06d", i), "state.json"))
+		b, err := os.ReadFile(filepath.Join(c.runtimeRoot(), fakehost.ContainerID(i), "state.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,9 +77,9 @@ func TestLiveCellComesAndGoes(t *testing.T) {
 				}
 			}
 			if len(pids) != s.ProcsPerContainer || !slices.Contains(pids, init) {
-				t.Errorf("%s%s lists %v, want %d pids with init %d", h.dir, c.containerRel(i), pids, s.ProcsPerContainer, init)
+				t.Errorf("%s%s lists %v, want %d pids with init %d", h.Dir, c.containerRel(i), pids, s.ProcsPerContainer, init)
 			}
-			if h.name == c.hiers[0].name {
+			if h.Name == c.hiers[0].Name {
 				all = append(all, pids...)
 			}
 		}
@@ -102,7 +101,7 @@ func TestLiveCellComesAndGoes(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(got) != len(c.escaped) {
-				t.Errorf("%s%s lists %v, want the %d escaped", h.dir, c.escapedRel(), got, len(c.escaped))
+				t.Errorf("%s%s lists %v, want the %d escaped", h.Dir, c.escapedRel(), got, len(c.escaped))
 			}
 		}
 	}
@@ -114,7 +113,7 @@ func TestLiveCellComesAndGoes(t *testing.T) {
 	}
 	for _, h := range c.hiers {
 		if got, _ := c.listed(h, c.escapedRel()); len(got) > 0 {
-			t.Errorf("after heal %s%s still lists %v", h.dir, c.escapedRel(), got)
+			t.Errorf("after heal %s%s still lists %v", h.Dir, c.escapedRel(), got)
 		}
 	}
 
@@ -129,8 +128,8 @@ func TestLiveCellComesAndGoes(t *testing.T) {
 	}
 	for _, h := range c.hiers {
 		for _, d := range []string{"/" + c.prefix, c.hostRel(), c.escapedRel()} {
-			if _, err := os.Stat(filepath.Join(h.dir, d)); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("cgroup %s%s left behind (%v)", h.dir, d, err)
+			if _, err := os.Stat(filepath.Join(h.Dir, d)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("cgroup %s%s left behind (%v)", h.Dir, d, err)
 			}
 		}
 	}

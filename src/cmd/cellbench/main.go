@@ -211,11 +211,11 @@ func run(args []string) error {
 	fmt.Printf("cellbench: %s, %d CPUs, %s; cellguard %s; %d runs per size, escaped share %.3f\n",
 		runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), loadavg(), strings.TrimSpace(string(version)), f.runs, f.escaped)
 	var results []*result
+	measure := f.measure
+	if f.live {
+		measure = func(k int) (*result, error) { return f.measureLive(k, tmp) }
+	}
 	for _, k := range f.scales {
-		measure := f.measure
-		if f.live {
-			measure = func(k int) (*result, error) { return f.measureLive(k, tmp) }
-		}
 		r, err := measure(k)
 		if r != nil {
 			results = append(results, r)

@@ -228,10 +228,7 @@ func read(s Spec, c *caches) (*Host, error) {
 	}
 	v.members = make([]Members, len(v.disc.Containers))
 	if err := v.readMembers(); err != nil {
-		if known != nil {
-			<-known
-		}
-		return nil, err
+		return nil, err // known is buffered: its goroutine ends by itself
 	}
 	// Listing /proc (after the cgroup.procs reads, see above) overlaps
 	// building the index below, which only indexes what was read.

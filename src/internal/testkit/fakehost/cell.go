@@ -106,7 +106,8 @@ func (s Spec) firstPID(c int) int { return s.containerBase() + c*s.ProcsPerConta
 // containerBase leaves room after the host pids, rounded up for legibility.
 func (s Spec) containerBase() int { return (s.HostProcs/10000 + 1) * 10000 }
 
-func containerID(c int) string { return fmt.Sprintf("c%06d", c) }
+// ContainerID is container c's id: c000000, c000001, ...
+func ContainerID(c int) string { return fmt.Sprintf("c%06d", c) }
 
 func containerNS(c int) uint64 { return HostNS + 10000 + uint64(c) }
 
@@ -384,7 +385,7 @@ func (g *gen) containers(escaped map[int]bool) error {
 
 func (g *gen) container(c int, escaped map[int]bool, tmpl *template, buf, state []byte) ([]byte, []byte, []Escape, error) {
 	s := g.s
-	id := containerID(c)
+	id := ContainerID(c)
 	rel := "/garden/" + id
 	first := s.firstPID(c)
 	start := uint64(50000 + c) // ticks after boot
@@ -444,7 +445,7 @@ func (w *Written) Heal() error {
 		byContainer[c] = append(byContainer[c], pid)
 	}
 	for c, moved := range byContainer {
-		id := containerID(c)
+		id := ContainerID(c)
 		for _, pid := range moved {
 			p := g.path("proc/" + strconv.Itoa(pid) + "/cgroup")
 			if err := os.Remove(p); err != nil {
