@@ -93,7 +93,7 @@ cg="${installed}/cellguard/${cg_version}/bin/cellguard"
 [ -x "${cg}" ] || fail "no ${cg}"
 got="$("${cg}" version)" || fail "cellguard version exited non-zero"
 [ "${got}" = "${cg_version}" ] || fail "cellguard version printed ${got}, want the package version ${cg_version}"
-"${cg}" --help >/dev/null 2>"${work}/help.txt" || fail "cellguard --help exited non-zero"
+"${cg}" --help >"${work}/help.txt" 2>&1 || fail "cellguard --help exited non-zero"
 grep -q "validate" "${work}/help.txt" || fail "cellguard --help lists no validate command"
 if ldd "${cg}" >/dev/null 2>&1; then fail "${cg} is dynamically linked: CGO_ENABLED=0 did not hold"; fi
 # The crash hook (safefile, -tags cellguard_crashtest) is for tests only: no

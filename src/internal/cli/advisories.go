@@ -51,7 +51,7 @@ func runAdvisories(_ context.Context, env *Env, args []string) int {
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
-		fmt.Fprint(env.Stderr, advisoriesHelp)
+		fmt.Fprint(env.Stdout, advisoriesHelp)
 	}
 	if ok, code := parse(fs, args); !ok {
 		return code

@@ -197,11 +197,11 @@ func TestAdvisoriesCannotRun(t *testing.T) {
 }
 
 func TestAdvisoriesHelp(t *testing.T) {
-	code, _, errs := runCLI(t, "advisories", "--help")
+	code, errs, _ := runCLI(t, "advisories", "--help")
 	if code != ExitOK || !strings.Contains(errs, "usage: cellguard advisories") || !strings.Contains(errs, "Exit codes:") {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
-	if _, _, errs := runCLI(t, "--help"); !strings.Contains(errs, "advisories") {
+	if _, errs, _ := runCLI(t, "--help"); !strings.Contains(errs, "advisories") {
 		t.Errorf("top-level usage does not list advisories: %s", errs)
 	}
 }

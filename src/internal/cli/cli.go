@@ -93,11 +93,17 @@ func Main(ctx context.Context, env *Env, args []string) int {
 }
 
 func dispatch(ctx context.Context, env *Env, prog string, cmds []*Command, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
+		// No command is bad usage: the list goes where errors go.
 		usage(env.Stderr, prog, cmds)
-		if len(args) == 0 {
-			return ExitCantRun
-		}
+		return ExitCantRun
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+		// Asked for: stdout, so `cellguard --help | less` shows it.
+		usage(env.Stdout, prog, cmds)
+		return ExitOK
+	case args[0] == "--version" && prog == "cellguard":
+		fmt.Fprintln(env.Stdout, Version)
 		return ExitOK
 	}
 	for _, c := range cmds {
@@ -109,8 +115,8 @@ func dispatch(ctx context.Context, env *Env, prog string, cmds []*Command, args 
 		}
 		return c.Run(ctx, env, args[1:])
 	}
-	fmt.Fprintf(env.Stderr, "%s: unknown command %q\n", prog, args[0])
-	usage(env.Stderr, prog, cmds)
+	fmt.Fprintf(env.Stderr, "cellguard: error: unknown command %q\n", strings.TrimSpace(strings.TrimPrefix(prog+" "+args[0], "cellguard ")))
+	fmt.Fprintf(env.Stderr, "cellguard: hint: run '%s --help' for the commands\n", prog)
 	return ExitCantRun
 }
 
@@ -134,7 +140,8 @@ type common struct {
 }
 
 // newFlagSet returns a flag set for "cellguard <name>" with the common flags
-// registered; usage text goes to stderr.
+// registered. Asked-for help goes to stdout; the flag package's own error
+// line goes to stderr, and parse adds one hint instead of the whole list.
 func newFlagSet(env *Env, name, synopsis string, c *common) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
@@ -143,18 +150,39 @@ func newFlagSet(env *Env, name, synopsis string, c *common) *flag.FlagSet {
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, error or fatal")
 	fs.StringVar(&c.configPath, "config", "", "cellguard config file (JSON rendered by the BOSH job); default "+defaultConfigPath+" when it exists")
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "usage: cellguard %s\n\nflags:\n", synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(env.Stdout, "usage: cellguard %s\n\nflags:\n", synopsis)
+		printFlags(env.Stdout, fs)
 	}
 	return fs
 }
 
-// withHelp appends help to the flag set's usage (--help, a bad flag).
+// printFlags is flag.PrintDefaults with the --flag spelling the docs use
+// (the flag package accepts both; it prints one dash).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		usage = strings.ReplaceAll(usage, "\n", "\n    \t")
+		fmt.Fprintf(w, "%s\n    \t%s", line, usage)
+		if !zeroDefault[f.DefValue] {
+			fmt.Fprintf(w, " (default %q)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// zeroDefault are the defaults flag.PrintDefaults leaves unsaid.
+var zeroDefault = map[string]bool{"": true, "false": true, "0": true, "0s": true, "[]": true}
+
+// withHelp appends help to the flag set's usage (--help).
 func withHelp(env *Env, fs *flag.FlagSet, help string) {
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
-		fmt.Fprint(env.Stderr, help)
+		fmt.Fprint(env.Stdout, help)
 	}
 }
 
@@ -170,13 +198,27 @@ func parseNoArgs(env *Env, fs *flag.FlagSet, args []string) (bool, int) {
 	return true, ExitOK
 }
 
+// dashDash spells the flag package's "-flag" in its errors as the docs do.
+var dashDash = strings.NewReplacer("defined: -", "defined: --", "for flag -", "for flag --", "flag needs an argument: -", "flag needs an argument: --")
+
 // parse parses args; it returns ok=false and the exit code to use when the
-// command should stop (bad flags, or --help).
+// command should stop (bad flags, or --help). A bad flag is one error line
+// and one hint on stderr, never the whole flag list.
 func parse(fs *flag.FlagSet, args []string) (bool, int) {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return false, ExitOK
-		}
+	help := fs.Usage
+	fs.Usage = func() {}
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = help
+	fs.SetOutput(out)
+	switch {
+	case err == flag.ErrHelp:
+		help()
+		return false, ExitOK
+	case err != nil:
+		fmt.Fprintf(out, "cellguard: error: %s: %s\n", fs.Name(), dashDash.Replace(err.Error()))
+		fmt.Fprintf(out, "cellguard: hint: run 'cellguard %s --help' for its flags\n", fs.Name())
 		return false, ExitCantRun
 	}
 	return true, ExitOK

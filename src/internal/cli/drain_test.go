@@ -298,8 +298,8 @@ func TestDrainBudgetExpiredReportsWhatFinished(t *testing.T) {
 func TestDrainHelpStatesTheContract(t *testing.T) {
 	d := newDrainHost(t, t.TempDir(), `{}`)
 	code, out, errOut := d.run(t, "drain", "--help")
-	if code != ExitOK || out != "" {
-		t.Fatalf("exit %d stdout %q", code, out)
+	if code != ExitOK || errOut != "" {
+		t.Fatalf("exit %d stderr %q", code, errOut)
 	}
-	mustContainAll(t, "help", errOut, "bosh-agent v2.759.0", "job_shutdown", "Exit codes:", "cellguard drain lift --reason TEXT")
+	mustContainAll(t, "help", out, "bosh-agent v2.759.0", "job_shutdown", "Exit codes:", "cellguard drain lift --reason TEXT")
 }

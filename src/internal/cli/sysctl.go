@@ -93,7 +93,7 @@ func newSysctlFlags(env *Env, name, help string) (*flag.FlagSet, *sysctlFlags) {
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
-		fmt.Fprint(env.Stderr, help)
+		fmt.Fprint(env.Stdout, help)
 	}
 	return fs, f
 }

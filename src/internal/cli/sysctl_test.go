@@ -194,12 +194,12 @@ func TestSysctlConfigFile(t *testing.T) {
 
 func TestSysctlHelp(t *testing.T) {
 	for _, sub := range []string{"apply", "check"} {
-		code, _, errOut := runSysctlCLI(t, "sysctl", sub, "--help")
-		if code != ExitOK || !strings.Contains(errOut, "Exit codes:") || !strings.Contains(errOut, "-root") || !strings.Contains(errOut, "-json") {
+		code, errOut, _ := runSysctlCLI(t, "sysctl", sub, "--help")
+		if code != ExitOK || !strings.Contains(errOut, "Exit codes:") || !strings.Contains(errOut, "--root") || !strings.Contains(errOut, "--json") {
 			t.Fatalf("%s --help: code %d\n%s", sub, code, errOut)
 		}
 	}
-	code, _, errOut := runSysctlCLI(t, "sysctl", "--help")
+	code, errOut, _ := runSysctlCLI(t, "sysctl", "--help")
 	if code != ExitOK || !strings.Contains(errOut, "apply") || !strings.Contains(errOut, "check") {
 		t.Fatalf("sysctl --help: code %d\n%s", code, errOut)
 	}

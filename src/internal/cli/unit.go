@@ -136,7 +136,7 @@ func (f *daemonFlags) session(ctx context.Context, c *common, env *Env, source s
 func oneName(env *Env, fs *flag.FlagSet) (string, bool) {
 	if fs.NArg() != 1 {
 		errorf(env, "want exactly one daemon NAME, got %d arguments", fs.NArg())
-		fs.Usage()
+		hintf(env, "run 'cellguard %s --help' for its usage", fs.Name())
 		return "", false
 	}
 	return fs.Arg(0), true

@@ -69,8 +69,8 @@ func TestHelpOnEverySubcommand(t *testing.T) {
 		{"unit", "install", "--help"}, {"unit", "status", "--help"}, {"unit", "protect-supervisor", "--help"},
 		{"start", "--help"}, {"stop", "--help"}, {"version", "--help"}, {"--help"}, {"unit", "--help"},
 	} {
-		code, _, errs := runCLI(t, args...)
-		if code != ExitOK || !strings.Contains(errs, "usage: cellguard") {
+		code, out, errs := runCLI(t, args...)
+		if code != ExitOK || !strings.Contains(out, "usage: cellguard") || errs != "" {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
 		}
 	}

@@ -104,7 +104,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
-		fmt.Fprintf(env.Stderr, validateHelp, strings.Join(validator.IDs(checks.All(checks.Deps{})), ", "))
+		fmt.Fprintf(env.Stdout, validateHelp, strings.Join(validator.IDs(checks.All(checks.Deps{})), ", "))
 	}
 	if ok, code := parse(fs, args); !ok {
 		if code != ExitOK && asksDrain(args) {

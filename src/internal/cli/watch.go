@@ -87,7 +87,7 @@ func runWatch(ctx context.Context, env *Env, args []string) int {
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
-		fmt.Fprintf(env.Stderr, watchHelp, strings.Join(checks.OnEvent, ", "))
+		fmt.Fprintf(env.Stdout, watchHelp, strings.Join(checks.OnEvent, ", "))
 	}
 	if ok, code := parse(fs, args); !ok {
 		return code
