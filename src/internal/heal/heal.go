@@ -38,7 +38,8 @@ type Healer interface {
 }
 
 // Mover writes each escaped pid into its recorded cgroup.procs, in the
-// snapshot's cgroup layout, and reads /proc/<pid>/cgroup back.
+// snapshot's cgroup layout, and reads /proc/<pid>/cgroup back; it moves
+// only the process the escape names (move).
 type Mover struct{}
 
 var _ Healer = Mover{}
@@ -49,34 +50,63 @@ func (Mover) Heal(v *snapshot.Host, escapes []checks.Escape) []Outcome {
 	var m cgroup.Membership
 	out := make([]Outcome, len(escapes))
 	for i, e := range escapes {
-		out[i] = move(v.Layout(), r, &m, e)
+		out[i] = move(v.Layout(), v.ProcFS(), r, &m, e)
 	}
 	return out
 }
 
-func move(l *cgroup.Layout, r *procfs.Reader, m *cgroup.Membership, e checks.Escape) Outcome {
+// errOther means the pid names another process than the escape's, or one
+// that exited: the escape's process is gone.
+var errOther = errors.New("not the process confirmed")
+
+// move moves e's process back, and only it (issue 38, hole 1). It holds
+// /proc/<pid> open (a pidfd: files read through it are that process's,
+// and fail once it is reaped, even if the pid names another process by
+// then) from before the identity check to after the read back:
+//
+//   - Right before the write, the pinned process must be the escape's
+//     (start time and pid namespace as confirmed) and not have exited.
+//   - After the write, the identity checked again and the cgroup read
+//     back are the pinned process's. It was not reaped then, so it was
+//     not reaped at the write either, and the pid written named it: the
+//     write moved it, and "moved" is said of it alone.
+//
+// Any doubt (another start time or namespace, an identity not recorded,
+// a zombie, a process reaped at any step) is "gone": nothing is written,
+// or what was written is not called moved. What is left: the kernel moves
+// by pid number only (there is no cgroup.procs write by pidfd), so between
+// the last check and the write (a few microseconds) the process could
+// exit, be reaped by its parent and the pid counter wrap to the same
+// number for a new process; that process would be moved and the outcome
+// would still be "gone", never "moved". A tenant cannot pick a pid in the
+// host's namespace, only make the counter go round (pid_max forks).
+func move(l *cgroup.Layout, fs procfs.FS, r *procfs.Reader, m *cgroup.Membership, e checks.Escape) Outcome {
 	o := Outcome{Escape: e}
-	err := l.Move(e.Want.Hierarchy, e.Want.Rel, e.PID)
-	if errors.Is(err, procfs.ErrGone) {
-		o.Gone = true
+	p, err := fs.Pin(e.PID)
+	if err != nil {
+		o.Gone, o.Err = gone(err)
 		return o
 	}
+	defer p.Close()
+	err = l.MoveChecked(e.Want.Hierarchy, e.Want.Rel, e.PID, func() error { return confirmed(r, p, e) })
 	if err != nil {
-		o.Err = err
+		o.Gone, o.Err = gone(err)
 		return o
 	}
 	o.Written = true
-	// Verify from the kernel's side, not from our write's success.
-	b, err := r.Cgroup(e.PID)
-	if procfs.IsGone(err) {
-		o.Gone = true
-		return o
+	// Verify from the kernel's side, not from our write's success: still
+	// the escape's process (it may have exited since), and its cgroup.
+	// The read back is last: m points into the reader's buffer.
+	err = confirmed(r, p, e)
+	var b []byte
+	if err == nil {
+		b, err = r.PinnedCgroup(p)
 	}
 	if err == nil {
 		err = cgroup.ParseProcCgroup(b, m)
 	}
 	if err != nil {
-		o.Err = err
+		o.Gone, o.Err = gone(err)
 		return o
 	}
 	now, _ := m.Lookup(e.Want.Key)
@@ -86,6 +116,40 @@ func move(l *cgroup.Layout, r *procfs.Reader, m *cgroup.Membership, e checks.Esc
 		o.After = ""
 	}
 	return o
+}
+
+// gone sorts an error of move: the process is gone (nil error), or
+// moving it failed.
+func gone(err error) (bool, error) {
+	if procfs.IsGone(err) || errors.Is(err, errOther) {
+		return true, nil
+	}
+	return false, err
+}
+
+// confirmed reads the pinned process and says whether it is still e's:
+// errOther when its identity differs or was not recorded, or it exited
+// (a zombie's pid is not reused, but there is nothing left to move);
+// procfs.ErrGone once it was reaped.
+func confirmed(r *procfs.Reader, p *procfs.Pinned, e checks.Escape) error {
+	st, err := r.PinnedStat(p)
+	if err != nil {
+		return err
+	}
+	if st.State == 'Z' || st.State == 'X' || st.State == 'x' {
+		return fmt.Errorf("pid %d exited: %w", e.PID, errOther)
+	}
+	if e.StartTime == 0 || st.StartTime != e.StartTime {
+		return fmt.Errorf("pid %d started at tick %d, the escape's at %d: %w", e.PID, st.StartTime, e.StartTime, errOther)
+	}
+	ns, err := r.PinnedPidNS(p)
+	if err != nil {
+		return err
+	}
+	if e.PidNS == 0 || ns != e.PidNS {
+		return fmt.Errorf("pid %d is in pid namespace %d, the escape's in %d: %w", e.PID, ns, e.PidNS, errOther)
+	}
+	return nil
 }
 
 // outcomeMeasured are the data of a heal that change from one try to the

@@ -163,3 +163,73 @@ func TestOutcomeFinding(t *testing.T) {
 		t.Error("a process gone has a finding")
 	}
 }
+
+// TestMoverMovesOnlyTheConfirmedProcess: the pid is written only while
+// /proc/<pid> is the process the escape recorded, by start time and pid
+// namespace, and alive; otherwise the escape's process is gone and nothing
+// is written. A fake /proc: each case changes what it says after the
+// escape was confirmed (TestHealMovesOnlyTheConfirmedProcess does it with
+// real processes).
+func TestMoverMovesOnlyTheConfirmedProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		change  func(h *fakehost.Host, e *checks.Escape)
+		written bool
+	}{
+		{"the same process", func(*fakehost.Host, *checks.Escape) {}, true},
+		{"another start time", func(h *fakehost.Host, _ *checks.Escape) {
+			p := h.Get(101)
+			p.Start++
+			h.Update(p)
+		}, false},
+		{"another pid namespace", func(h *fakehost.Host, _ *checks.Escape) {
+			p := h.Get(101)
+			p.NS++
+			h.Update(p)
+		}, false},
+		{"a zombie", func(h *fakehost.Host, _ *checks.Escape) {
+			p := h.Get(101)
+			p.State = 'Z'
+			h.Update(p)
+		}, false},
+		{"exited", func(h *fakehost.Host, _ *checks.Escape) { h.RemoveProcDir(101) }, false},
+		{"no pid namespace recorded", func(_ *fakehost.Host, e *checks.Escape) { e.PidNS = 0 }, false},
+		{"no start time recorded", func(_ *fakehost.Host, e *checks.Escape) { e.StartTime = 0 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fakehost.New(t, cgroup.Legacy)
+			h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 2, 500)
+			h.Move(101, "blkio", "/system.slice")
+			rep, src := judge(t, h)
+			es := checks.Escapes(rep.Results[0].Findings)
+			if len(es) != 1 || es[0].StartTime != 500 || es[0].PidNS == 0 || es[0].PidNS != h.Get(101).NS {
+				t.Fatalf("escapes %+v: want pid 101's start time and pid namespace", es)
+			}
+			v, err := src.Get()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(h, &es[0])
+			// The fixture does not play kernel: what the file holds after
+			// the heal is what the heal wrote.
+			procs := filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs")
+			if err := os.WriteFile(procs, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := Mover{}.Heal(v, es)[0]
+			b, err := os.ReadFile(procs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.written {
+				if string(b) != "101" || !o.Written || o.Gone {
+					t.Fatalf("outcome %+v, wrote %q: want 101 written", o, b)
+				}
+				return
+			}
+			if len(b) != 0 || o.Written || o.Moved || !o.Gone {
+				t.Fatalf("outcome %+v, wrote %q: want gone and nothing written", o, b)
+			}
+		})
+	}
+}
