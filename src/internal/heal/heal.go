@@ -3,6 +3,7 @@ package heal
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
@@ -17,8 +18,12 @@ type Outcome struct {
 	// Moved: the process is in its recorded cgroup now, read back from
 	// /proc after the write.
 	Moved bool
-	// Gone: it exited before or during the move; nothing is left to heal.
+	// Gone: it exited before or during the move, or the pid names another
+	// process; nothing is left to heal.
 	Gone bool
+	// Deferred: not tried, the heal budget was spent (ReportWithin); a
+	// later scan heals it.
+	Deferred bool
 	// Written: the write to cgroup.procs succeeded.
 	Written bool
 	// Err is why the write, or reading the process back, failed.
@@ -29,7 +34,7 @@ type Outcome struct {
 }
 
 // Failed says the heal was tried and the process is still outside.
-func (o Outcome) Failed() bool { return !o.Moved && !o.Gone }
+func (o Outcome) Failed() bool { return !o.Moved && !o.Gone && !o.Deferred }
 
 // Healer heals escapes; Mover is the real one.
 type Healer interface {
@@ -154,7 +159,7 @@ func confirmed(r *procfs.Reader, p *procfs.Pinned, e checks.Escape) error {
 
 // outcomeMeasured are the data of a heal that change from one try to the
 // next while the escape stays the same.
-var outcomeMeasured = []string{"actual", "fix_error", "after_fix"}
+var outcomeMeasured = []string{"actual", "fix_error", "after_fix", "fix_deferred"}
 
 // Finding renders the outcome in place of the escape's finding: a heal
 // that held is a warning (it had escaped; the unit that moved it can do
@@ -171,6 +176,9 @@ func (o Outcome) Finding() (validator.Finding, bool) {
 		f.Detail = fmt.Sprintf("pid %d (%s) had escaped in %s to %s; moved back to %s",
 			e.PID, e.Comm, e.Want.Hierarchy.Name, e.Actual, e.Want.Rel)
 		f.Data["fixed"] = "true"
+	case o.Deferred:
+		f.Detail += "; moving it back is deferred: the heal budget is spent"
+		f.Data["fix_deferred"] = "true"
 	case !o.Written:
 		f.Detail += "; moving it back failed"
 		f.Data["fix_error"] = o.Err.Error()
@@ -188,38 +196,98 @@ func (o Outcome) Finding() (validator.Finding, bool) {
 
 // Report heals the escapes among rep's findings with h and puts each
 // outcome's finding in place of its escape's, judging the results again:
-// what validate --fix and watch's heals both do. The snapshot the checks
-// judged is asked for only when there is an escape: one was confirmed on
-// it, so it is read by then (a drain whose budget ran out while the read
-// went on has no escape and does not wait for it). It returns the
-// outcomes.
+// what validate --fix does. The snapshot the checks judged is asked for
+// only when there is an escape: one was confirmed on it, so it is read by
+// then (a drain whose budget ran out while the read went on has no escape
+// and does not wait for it). It returns the outcomes.
 func Report(rep *validator.Report, src *snapshot.Source, h Healer) []Outcome {
+	return ReportWithin(rep, src, h, nil)
+}
+
+// ReportWithin is Report healing at most b.Left() processes (nil b: no
+// cap), what watch does: the escapes of the others are outcomes Deferred,
+// still escapes in the report, and the processes healed are spent from b.
+// A process is counted once, whichever hierarchies it is out in.
+func ReportWithin(rep *validator.Report, src *snapshot.Source, h Healer, b *Budget) []Outcome {
 	var all []Outcome
+	admit := admission{left: -1, in: map[string]bool{}}
+	if b != nil {
+		admit.left = b.Left()
+	}
 	for i := range rep.Results {
 		fs := rep.Results[i].Findings
 		escapes := checks.Escapes(fs)
 		if len(escapes) == 0 {
 			continue
 		}
-		v, err := src.Get()
-		if err != nil {
-			return all // unreachable: the escapes were judged on it
+		tried, n := admit.split(escapes)
+		var moved []Outcome
+		if len(tried) > 0 {
+			v, err := src.Get()
+			if err != nil {
+				return all // unreachable: the escapes were judged on it
+			}
+			moved = h.Heal(v, tried)
+			if b != nil {
+				b.Spend(n) // after the moves: counted for a Window from then
+			}
 		}
-		outs := h.Heal(v, escapes)
+		outs := make([]Outcome, len(escapes))
+		for j, e := range escapes {
+			outs[j] = Outcome{Escape: e, Deferred: true}
+			if admit.in[processOf(e)] && len(moved) > 0 {
+				outs[j], moved = moved[0], moved[1:]
+			}
+		}
 		all = append(all, outs...)
-		amended := make([]validator.Finding, 0, len(fs))
-		next := 0
-		for _, f := range fs {
-			if _, ok := f.Evidence.(checks.Escape); !ok {
-				amended = append(amended, f)
-				continue
-			}
-			if hf, ok := outs[next].Finding(); ok {
-				amended = append(amended, hf)
-			}
-			next++
-		}
-		rep.SetFindings(i, amended)
+		rep.SetFindings(i, amend(fs, outs))
 	}
 	return all
+}
+
+// admission decides which processes a ReportWithin heals: the first left
+// (-1: all), in the findings' order.
+type admission struct {
+	left int
+	in   map[string]bool
+}
+
+// split returns the escapes to heal, in order, and how many processes they
+// add to those admitted.
+func (a *admission) split(escapes []checks.Escape) ([]checks.Escape, int) {
+	var tried []checks.Escape
+	n := 0
+	for _, e := range escapes {
+		p := processOf(e)
+		if !a.in[p] && a.left != 0 {
+			a.in[p] = true
+			a.left--
+			n++
+		}
+		if a.in[p] {
+			tried = append(tried, e)
+		}
+	}
+	return tried, n
+}
+
+// processOf names an escape's process across hierarchies: its container
+// and pid.
+func processOf(e checks.Escape) string { return e.Container + "/" + strconv.Itoa(e.PID) }
+
+// amend puts each outcome's finding in place of its escape's, in order.
+func amend(fs []validator.Finding, outs []Outcome) []validator.Finding {
+	amended := make([]validator.Finding, 0, len(fs))
+	next := 0
+	for _, f := range fs {
+		if _, ok := f.Evidence.(checks.Escape); !ok {
+			amended = append(amended, f)
+			continue
+		}
+		if hf, ok := outs[next].Finding(); ok {
+			amended = append(amended, hf)
+		}
+		next++
+	}
+	return amended
 }

@@ -3,8 +3,10 @@ package heal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,5 +233,79 @@ func TestMoverMovesOnlyTheConfirmedProcess(t *testing.T) {
 				t.Fatalf("outcome %+v, wrote %q: want gone and nothing written", o, b)
 			}
 		})
+	}
+}
+
+// recorder is a Healer whose moves hold; it records the processes it was
+// handed, per call.
+type recorder struct{ calls [][]int }
+
+func (r *recorder) Heal(v *snapshot.Host, es []checks.Escape) []Outcome {
+	var pids []int
+	for _, e := range es {
+		if len(pids) == 0 || pids[len(pids)-1] != e.PID {
+			pids = append(pids, e.PID)
+		}
+	}
+	r.calls = append(r.calls, pids)
+	return moved{}.Heal(v, es)
+}
+
+// ReportWithin heals at most what the budget leaves, counting a process
+// once whatever hierarchies it is out in, and reports the others as
+// escapes still, deferred by the budget; they are healed in later
+// windows, never more than the cap in one.
+func TestReportWithinDefersPastTheBudget(t *testing.T) {
+	h := fakehost.New(t, cgroup.Legacy)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 6, 500)
+	for pid := 101; pid <= 105; pid++ {
+		h.Move(pid, "blkio", "/system.slice")
+		h.Move(pid, "cpu,cpuacct", "/system.slice")
+	}
+	c := newFakeClock()
+	b := NewBudget(2, c.Now)
+	r := &recorder{}
+	heals := func() (validator.Report, []Outcome) {
+		rep, src := judge(t, h)
+		c.advance(time.Second) // the moves take time
+		return rep, ReportWithin(&rep, src, r, b)
+	}
+
+	rep, outs := heals()
+	if len(r.calls) != 1 || fmt.Sprint(r.calls[0]) != "[101 102]" {
+		t.Fatalf("healer handed %v, want pids 101 and 102 in one call", r.calls)
+	}
+	deferred := 0
+	for _, o := range outs {
+		if o.Deferred {
+			deferred++
+			if o.Failed() || o.Moved || o.Written {
+				t.Errorf("deferred outcome %+v", o)
+			}
+		}
+	}
+	if deferred != 6 { // 103-105, two hierarchies each
+		t.Errorf("%d deferred escapes, want 6", deferred)
+	}
+	n := 0
+	for _, f := range rep.Results[0].Findings {
+		if f.Data["fix_deferred"] == "true" {
+			n++
+			if f.Status != validator.Fail || !strings.HasSuffix(f.Detail, "; moving it back is deferred: the heal budget is spent") {
+				t.Errorf("deferred finding %+v", f)
+			}
+		}
+	}
+	if n != 6 || !rep.Blocked {
+		t.Fatalf("%d deferred findings, blocked %v: the escapes left must stay failures", n, rep.Blocked)
+	}
+
+	c.advance(50 * time.Second)
+	if heals(); len(r.calls) != 1 {
+		t.Fatalf("healed again within the minute: %v", r.calls)
+	}
+	c.advance(10 * time.Second)
+	if heals(); len(r.calls) != 2 || len(r.calls[1]) != 2 {
+		t.Fatalf("a minute after the first moves: %v, want two more processes", r.calls)
 	}
 }
