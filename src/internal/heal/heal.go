@@ -84,7 +84,12 @@ var errOther = errors.New("not the process confirmed")
 // exit, be reaped by its parent and the pid counter wrap to the same
 // number for a new process; that process would be moved and the outcome
 // would still be "gone", never "moved". A tenant cannot pick a pid in the
-// host's namespace, only make the counter go round (pid_max forks).
+// host's namespace, only make the counter go round (pid_max forks). The
+// identity itself cannot tell apart two processes of one pid namespace
+// that held the pid within one clock tick (10 ms): that too needs the
+// counter to go round. Holding the pid through the write would take
+// ptrace (a traced process is not reaped until its tracer waits), too
+// much to do to a tenant's process for this.
 func move(l *cgroup.Layout, fs procfs.FS, r *procfs.Reader, m *cgroup.Membership, e checks.Escape) Outcome {
 	o := Outcome{Escape: e}
 	p, err := fs.Pin(e.PID)
