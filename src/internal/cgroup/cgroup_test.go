@@ -258,6 +258,14 @@ func TestReadProcsAndMoveValidation(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A check that fails writes nothing and is returned as is.
+	notSame := errors.New("not the process")
+	if err := l.MoveChecked(h, "/garden/c1", 12, func() error { return notSame }); err != notSame {
+		t.Errorf("MoveChecked with a failing check = %v, want its error", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs")); len(b) != 0 {
+		t.Fatalf("a failed check wrote %q", b)
+	}
 	if err := l.Move(h, "/garden/c1", 12); err != nil {
 		t.Fatal(err)
 	}

@@ -164,6 +164,14 @@ func Walk(dir, rel string, fn func(dir, rel string) error) error {
 // state file, and a crafted "/../.." must not steer the write elsewhere.
 // A process that exited meanwhile yields procfs.ErrGone.
 func (l *Layout) Move(h *Hierarchy, rel string, pid int) error {
+	return l.MoveChecked(h, rel, pid, nil)
+}
+
+// MoveChecked is Move, with check (when not nil) called right before the
+// write, after everything else is ready: an error from it is returned as
+// is and nothing is written. A check that the pid still names a given
+// process then leaves the least time for it to name another.
+func (l *Layout) MoveChecked(h *Hierarchy, rel string, pid int, check func() error) error {
 	// Same rule as containerd's cgroup2.VerifyGroupPath, without pulling
 	// its eBPF dependencies into the binary.
 	if !strings.HasPrefix(rel, "/") || filepath.Clean(rel) != rel {
@@ -178,7 +186,13 @@ func (l *Layout) Move(h *Hierarchy, rel string, pid int) error {
 		return fmt.Errorf("move pid %d: open %s: %w", pid, path, err)
 	}
 	defer unix.Close(fd)
-	if _, err := unix.Write(fd, []byte(strconv.Itoa(pid))); err != nil {
+	b := []byte(strconv.Itoa(pid))
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if _, err := unix.Write(fd, b); err != nil {
 		if err == unix.ESRCH {
 			return fmt.Errorf("move pid %d to %s: %w", pid, path, procfs.ErrGone)
 		}

@@ -76,6 +76,12 @@ type Escape struct {
 	Want snapshot.Expectation
 	// Actual is the process's cgroup in that hierarchy when confirmed.
 	Actual string
+	// StartTime (clock ticks after boot) and PidNS (the inode of its pid
+	// namespace; 0 when unread) are the process's identity as confirmed:
+	// heal moves only the process they name, never another that was
+	// given the pid since.
+	StartTime uint64
+	PidNS     uint64
 }
 
 // escapeMeasured: where the process is changes while the escape lasts.
@@ -115,14 +121,13 @@ func Escapes(fs []validator.Finding) []Escape {
 }
 
 // suspect is an escape the scan saw, with what confirming it needs: the
-// container it is judged against, the process's start time and the pid
-// namespace the scan read (0 when not read).
+// container it is judged against and the pid namespace the scan read (0
+// when not read); its start time is the Escape's.
 type suspect struct {
 	Escape
-	c     *runcstate.Container
-	cm    *snapshot.Members
-	start uint64
-	ns    uint64
+	c  *runcstate.Container
+	cm *snapshot.Members
+	ns uint64
 }
 
 func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error) {
@@ -267,7 +272,7 @@ func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlist
 			esc := suspect{Escape: Escape{Container: c.Name(), Runtime: c.Runtime, State: c.StatePath, PID: pid,
 				Want: e, Actual: string(actual)}, c: c, cm: cm}
 			if p := j.v.Find(pid); p != nil {
-				esc.Comm, esc.start, esc.ns = p.Stat.Comm, p.Stat.StartTime, p.NS
+				esc.Comm, esc.StartTime, esc.ns = p.Stat.Comm, p.Stat.StartTime, p.NS
 			}
 			*escapes = append(*escapes, esc)
 		}
@@ -302,7 +307,7 @@ func confirm(rr snapshot.Rereader, escapes []suspect) []suspect {
 // start time counts in; such a process is outside every container cgroup
 // and in the host's namespace, so it is dropped here.
 func stillOutside(now *snapshot.Now, e0 *suspect) []suspect {
-	if now.Stat.StartTime != e0.start {
+	if now.Stat.StartTime != e0.StartTime {
 		return nil
 	}
 	if isRuncInit(now.Stat.Comm, nil) && e0.PID != e0.c.State.InitProcessPid {
@@ -330,6 +335,7 @@ func stillOutside(now *snapshot.Now, e0 *suspect) []suspect {
 		}
 		e := *e0
 		e.Want, e.Actual = x, actual
+		e.PidNS = now.PidNS // as confirmed: the identity heal checks
 		out = append(out, e)
 	}
 	if len(out) == 0 || inside {

@@ -6,39 +6,50 @@ import "time"
 // processes out must not become a busy loop.
 const DefaultPerMinute = 60
 
-// Budget is a token bucket of heals: perMinute tokens a minute, at most
-// perMinute saved. A scan heals only with a token left; what it healed is
-// taken afterwards, so a scan that healed many waits longer for the next.
+// Window is the span Budget counts heals over.
+const Window = time.Minute
+
+// Budget caps heals in a sliding window: at most perMinute processes are
+// handed to the healer in any Window (issue 38, hole 5; a token bucket
+// let one scan move every escape it saw). Each process is counted at the
+// clock's time after its move (Spend), never before, so a move is counted
+// for at least the Window that follows it.
 type Budget struct {
 	perMinute int
-	tokens    float64
-	at        time.Time
+	clock     func() time.Time
+	spent     []time.Time // when each heal of the last Window was counted
 }
 
-// NewBudget is a full bucket of perMinute heals at now.
-func NewBudget(perMinute int, now time.Time) *Budget {
-	return &Budget{perMinute: perMinute, tokens: float64(perMinute), at: now}
+// NewBudget is a budget of perMinute heals a Window, read on clock (nil:
+// time.Now, whose monotonic reading a wall clock step does not move).
+func NewBudget(perMinute int, clock func() time.Time) *Budget {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Budget{perMinute: perMinute, clock: clock}
 }
 
-// PerMinute is the refill rate.
+// PerMinute is the cap.
 func (b *Budget) PerMinute() int { return b.perMinute }
 
-func (b *Budget) refill(now time.Time) {
-	b.tokens += now.Sub(b.at).Minutes() * float64(b.perMinute)
-	if max := float64(b.perMinute); b.tokens > max {
-		b.tokens = max
+// Left is how many processes may be healed now: the cap less those counted
+// within the last Window.
+func (b *Budget) Left() int {
+	now := b.clock()
+	kept := b.spent[:0]
+	for _, at := range b.spent {
+		if now.Sub(at) < Window {
+			kept = append(kept, at)
+		}
 	}
-	b.at = now
+	b.spent = kept
+	return max(0, b.perMinute-len(b.spent))
 }
 
-// Available says whether a scan starting now may heal.
-func (b *Budget) Available(now time.Time) bool {
-	b.refill(now)
-	return b.tokens >= 1
-}
-
-// Take spends n heals made by now.
-func (b *Budget) Take(n int, now time.Time) {
-	b.refill(now)
-	b.tokens -= float64(n)
+// Spend counts n processes healed; call it after their moves.
+func (b *Budget) Spend(n int) {
+	now := b.clock()
+	for range n {
+		b.spent = append(b.spent, now)
+	}
 }

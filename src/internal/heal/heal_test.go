@@ -3,8 +3,10 @@ package heal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +163,149 @@ func TestOutcomeFinding(t *testing.T) {
 	}
 	if _, ok := (Outcome{Escape: e, Gone: true}).Finding(); ok {
 		t.Error("a process gone has a finding")
+	}
+}
+
+// TestMoverMovesOnlyTheConfirmedProcess: the pid is written only while
+// /proc/<pid> is the process the escape recorded, by start time and pid
+// namespace, and alive; otherwise the escape's process is gone and nothing
+// is written. A fake /proc: each case changes what it says after the
+// escape was confirmed (TestHealMovesOnlyTheConfirmedProcess does it with
+// real processes).
+func TestMoverMovesOnlyTheConfirmedProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		change  func(h *fakehost.Host, e *checks.Escape)
+		written bool
+	}{
+		{"the same process", func(*fakehost.Host, *checks.Escape) {}, true},
+		{"another start time", func(h *fakehost.Host, _ *checks.Escape) {
+			p := h.Get(101)
+			p.Start++
+			h.Update(p)
+		}, false},
+		{"another pid namespace", func(h *fakehost.Host, _ *checks.Escape) {
+			p := h.Get(101)
+			p.NS++
+			h.Update(p)
+		}, false},
+		{"a zombie", func(h *fakehost.Host, _ *checks.Escape) {
+			p := h.Get(101)
+			p.State = 'Z'
+			h.Update(p)
+		}, false},
+		{"exited", func(h *fakehost.Host, _ *checks.Escape) { h.RemoveProcDir(101) }, false},
+		{"no pid namespace recorded", func(_ *fakehost.Host, e *checks.Escape) { e.PidNS = 0 }, false},
+		{"no start time recorded", func(_ *fakehost.Host, e *checks.Escape) { e.StartTime = 0 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fakehost.New(t, cgroup.Legacy)
+			h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 2, 500)
+			h.Move(101, "blkio", "/system.slice")
+			rep, src := judge(t, h)
+			es := checks.Escapes(rep.Results[0].Findings)
+			if len(es) != 1 || es[0].StartTime != 500 || es[0].PidNS == 0 || es[0].PidNS != h.Get(101).NS {
+				t.Fatalf("escapes %+v: want pid 101's start time and pid namespace", es)
+			}
+			v, err := src.Get()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(h, &es[0])
+			// The fixture does not play kernel: what the file holds after
+			// the heal is what the heal wrote.
+			procs := filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs")
+			if err := os.WriteFile(procs, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := Mover{}.Heal(v, es)[0]
+			b, err := os.ReadFile(procs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.written {
+				if string(b) != "101" || !o.Written || o.Gone {
+					t.Fatalf("outcome %+v, wrote %q: want 101 written", o, b)
+				}
+				return
+			}
+			if len(b) != 0 || o.Written || o.Moved || !o.Gone {
+				t.Fatalf("outcome %+v, wrote %q: want gone and nothing written", o, b)
+			}
+		})
+	}
+}
+
+// recorder is a Healer whose moves hold; it records the processes it was
+// handed, per call.
+type recorder struct{ calls [][]int }
+
+func (r *recorder) Heal(v *snapshot.Host, es []checks.Escape) []Outcome {
+	var pids []int
+	for _, e := range es {
+		if len(pids) == 0 || pids[len(pids)-1] != e.PID {
+			pids = append(pids, e.PID)
+		}
+	}
+	r.calls = append(r.calls, pids)
+	return moved{}.Heal(v, es)
+}
+
+// ReportWithin heals at most what the budget leaves, counting a process
+// once whatever hierarchies it is out in, and reports the others as
+// escapes still, deferred by the budget; they are healed in later
+// windows, never more than the cap in one.
+func TestReportWithinDefersPastTheBudget(t *testing.T) {
+	h := fakehost.New(t, cgroup.Legacy)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 6, 500)
+	for pid := 101; pid <= 105; pid++ {
+		h.Move(pid, "blkio", "/system.slice")
+		h.Move(pid, "cpu,cpuacct", "/system.slice")
+	}
+	c := newFakeClock()
+	b := NewBudget(2, c.Now)
+	r := &recorder{}
+	heals := func() (validator.Report, []Outcome) {
+		rep, src := judge(t, h)
+		c.advance(time.Second) // the moves take time
+		return rep, ReportWithin(&rep, src, r, b)
+	}
+
+	rep, outs := heals()
+	if len(r.calls) != 1 || fmt.Sprint(r.calls[0]) != "[101 102]" {
+		t.Fatalf("healer handed %v, want pids 101 and 102 in one call", r.calls)
+	}
+	deferred := 0
+	for _, o := range outs {
+		if o.Deferred {
+			deferred++
+			if o.Failed() || o.Moved || o.Written {
+				t.Errorf("deferred outcome %+v", o)
+			}
+		}
+	}
+	if deferred != 6 { // 103-105, two hierarchies each
+		t.Errorf("%d deferred escapes, want 6", deferred)
+	}
+	n := 0
+	for _, f := range rep.Results[0].Findings {
+		if f.Data["fix_deferred"] == "true" {
+			n++
+			if f.Status != validator.Fail || !strings.HasSuffix(f.Detail, "; moving it back is deferred: the heal budget is spent") {
+				t.Errorf("deferred finding %+v", f)
+			}
+		}
+	}
+	if n != 6 || !rep.Blocked {
+		t.Fatalf("%d deferred findings, blocked %v: the escapes left must stay failures", n, rep.Blocked)
+	}
+
+	c.advance(50 * time.Second)
+	if heals(); len(r.calls) != 1 {
+		t.Fatalf("healed again within the minute: %v", r.calls)
+	}
+	c.advance(10 * time.Second)
+	if heals(); len(r.calls) != 2 || len(r.calls[1]) != 2 {
+		t.Fatalf("a minute after the first moves: %v, want two more processes", r.calls)
 	}
 }

@@ -2,7 +2,6 @@ package watch
 
 import (
 	"strconv"
-	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 
@@ -31,7 +30,7 @@ func healed(f validator.Finding) bool {
 // report logs what appeared, cleared and healed since the last run of
 // each check in rep, and sets the metrics. Checks not in rep (periodic
 // ones after an event scan) keep their open findings.
-func (w *Watcher) report(rep validator.Report, trigger string, healing bool, now time.Time) {
+func (w *Watcher) report(rep validator.Report, trigger string) {
 	w.m.Checks.Observe(metrics.WatchPhase, rep.Results)
 	ran := map[string]bool{}
 	seen := map[string]bool{}
@@ -63,7 +62,7 @@ func (w *Watcher) report(rep validator.Report, trigger string, healing bool, now
 				"detail": f.Detail, "data": f.Data, "trigger": trigger})
 		}
 	}
-	w.escapes(rep, healing, now)
+	w.escapes(rep)
 	for k, o := range w.open {
 		if !ran[o.check] || seen[k] {
 			continue
@@ -79,11 +78,12 @@ func (w *Watcher) report(rep validator.Report, trigger string, healing bool, now
 }
 
 // escapes counts the escaped processes of the report (the typed escapes
-// the checks confirmed, and the heals that did not hold) and logs and
-// counts the heals made.
-func (w *Watcher) escapes(rep validator.Report, healing bool, now time.Time) {
+// the checks confirmed, the heals that did not hold and those the budget
+// deferred) and logs and counts the heals made and deferred.
+func (w *Watcher) escapes(rep validator.Report) {
 	escaped := map[string]bool{}
 	healedPIDs := map[string]bool{}
+	deferred := map[string]bool{}
 	failed := 0
 	for _, r := range rep.Results {
 		for _, f := range r.Findings {
@@ -95,6 +95,9 @@ func (w *Watcher) escapes(rep validator.Report, healing bool, now time.Time) {
 				case ev.Moved:
 					healedPIDs[processOf(ev.Escape)] = true
 					w.log.Info("healed", lager.Data{"check": r.ID, "subject": f.Subject, "detail": f.Detail, "data": f.Data, "scan": w.scans})
+				case ev.Deferred:
+					escaped[processOf(ev.Escape)] = true
+					deferred[processOf(ev.Escape)] = true
 				case ev.Failed():
 					escaped[processOf(ev.Escape)] = true
 					failed++
@@ -109,11 +112,9 @@ func (w *Watcher) escapes(rep validator.Report, healing bool, now time.Time) {
 	w.m.Escaped.Set(float64(len(escaped)))
 	w.m.Healed.Add(float64(len(healedPIDs)))
 	w.m.HealFailed.Add(float64(failed))
-	if healing {
-		w.budget.Take(len(healedPIDs)+failed, now)
-	} else if w.cfg.Heal && len(escaped) > 0 {
-		w.m.HealRateLimited.Add(float64(len(escaped)))
-		w.log.Info("heal-rate-limited", lager.Data{"escaped": len(escaped), "per_minute": w.cfg.HealPerMinute})
+	if len(deferred) > 0 {
+		w.m.HealRateLimited.Add(float64(len(deferred)))
+		w.log.Info("heal-rate-limited", lager.Data{"deferred": len(deferred), "escaped": len(escaped), "per_minute": w.cfg.HealPerMinute})
 	}
 }
 

@@ -164,7 +164,7 @@ func New(cfg Config) *Watcher {
 		m:      metrics.NewWatch(Triggers),
 		open:   map[string]openFinding{},
 		roots:  map[string]bool{},
-		budget: heal.NewBudget(cfg.HealPerMinute, time.Now()),
+		budget: heal.NewBudget(cfg.HealPerMinute, nil),
 	}
 }
 
@@ -239,7 +239,7 @@ func (w *Watcher) Run(ctx context.Context) {
 func (w *Watcher) scan(ctx context.Context, trigger string, full bool) time.Duration {
 	cpu0 := processCPU()
 	start := time.Now()
-	healing := w.cfg.Heal && w.budget.Available(start)
+	healing := w.cfg.Heal
 	src := snapshot.From(w.read)
 	registry := w.cfg.Registry(src)
 	if !full {
@@ -250,11 +250,11 @@ func (w *Watcher) scan(ctx context.Context, trigger string, full bool) time.Dura
 		return 0
 	}
 	if healing {
-		heal.Report(&rep, src, w.healer())
+		heal.ReportWithin(&rep, src, w.healer(), w.budget)
 	}
 	end := time.Now()
 	w.scans++
-	w.report(rep, trigger, healing, end)
+	w.report(rep, trigger)
 	w.checkRoots()
 	cpu := processCPU() - cpu0
 	w.m.Scans.WithLabelValues(trigger).Inc()

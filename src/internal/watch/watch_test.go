@@ -247,7 +247,7 @@ func TestHealCountedAndRateLimited(t *testing.T) {
 	if got := testutil.ToFloat64(fx.w.m.HealRateLimited); got != 1 {
 		t.Errorf("cellguard_heal_rate_limited_total = %v", got)
 	}
-	fx.w.budget = heal.NewBudget(2, time.Now().Add(-time.Minute))
+	fx.w.budget = heal.NewBudget(2, nil)
 	fx.w.scan(ctx, "job", false)
 	if fx.healer.calls != 2 {
 		t.Fatal("did not heal after the budget refilled")
@@ -255,7 +255,7 @@ func TestHealCountedAndRateLimited(t *testing.T) {
 	// The same process healed again in a later scan is a heal again, and
 	// the log says which scan each move back was in.
 	fx.integrity.set(nil, escapeFinding(101, "cpu", "/"))
-	fx.w.budget = heal.NewBudget(2, time.Now().Add(-time.Minute))
+	fx.w.budget = heal.NewBudget(2, nil)
 	fx.w.scan(ctx, "settle", false)
 	if got := testutil.ToFloat64(fx.w.m.Healed); got != 4 {
 		t.Errorf("cellguard_healed_processes_total = %v after later scans healed 103 and 101 again, want 4", got)
