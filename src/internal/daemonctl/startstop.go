@@ -285,9 +285,13 @@ func (m *Manager) stopDirect(ctx context.Context, d Daemon, pid int) error {
 	}
 	// Root signals whatever the pidfile names: whoever could write or
 	// replace it would choose what root kills.
-	if err := safefile.CheckTrusted(m.path(d.PIDFile)); err != nil {
+	// (the next change reads the pid through the file checked, and proves
+	// the process is the daemon started)
+	f, err := safefile.OpenTrusted(m.path(d.PIDFile))
+	if err != nil {
 		return fmt.Errorf("stop %s directly: not signalling pid %d: pidfile %s: %w", d.Name, pid, d.PIDFile, err)
 	}
+	f.Close()
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stop %s directly: signal %d: %w", d.Name, pid, err)
 	}
