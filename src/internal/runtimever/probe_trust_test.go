@@ -39,9 +39,7 @@ func TestProbeRunsOnlyTrustedBinaries(t *testing.T) {
 			mark := filepath.Join(root, "ran")
 			fakeBinary(t, root, "/usr/sbin/runc", "runc version 1.1.12\ncommit: v1.1.12-0-g51d5e94\nspec: 1.0.2-dev\n", "")
 			bin := filepath.Join(root, "usr/sbin/runc")
-			script, err := os.ReadFile(bin)
-			must(t, err)
-			must(t, os.WriteFile(bin, []byte(strings.Replace(string(script), "#!/bin/sh\n", "#!/bin/sh\ntouch "+mark+"\n", 1)), 0o755))
+			firstRun(t, bin, "touch "+mark)
 			if tc.plant != nil {
 				tc.plant(t, bin)
 			}
@@ -86,10 +84,7 @@ func TestProbeExecsTheBinaryItChecked(t *testing.T) {
 	must(t, os.WriteFile(swappedIn, []byte("#!/bin/sh\ntouch "+mark+"\necho 'runc version 6.6.6'\n"), 0o755))
 	link := filepath.Join(root, "usr/sbin/runc")
 	must(t, os.MkdirAll(filepath.Dir(link), 0o755))
-	script, err := os.ReadFile(checked)
-	must(t, err)
-	swap := "#!/bin/sh\nln -sfn " + swappedIn + " " + link + "\n"
-	must(t, os.WriteFile(checked, []byte(strings.Replace(string(script), "#!/bin/sh\n", swap, 1)), 0o755))
+	firstRun(t, checked, "ln -sfn "+swappedIn+" "+link)
 	for _, p := range []Prober{{}, {Cache: &ProbeCache{}}} {
 		_ = os.Remove(link)
 		_ = os.Remove(mark)
@@ -112,15 +107,21 @@ func TestProbeRefusesALinkAnotherUserOwns(t *testing.T) {
 	mark := filepath.Join(root, "ran")
 	fakeBinary(t, root, "/real/runc", "runc version 1.1.12\n", "")
 	bin := filepath.Join(root, "real/runc")
-	script, err := os.ReadFile(bin)
-	must(t, err)
-	must(t, os.WriteFile(bin, []byte(strings.Replace(string(script), "#!/bin/sh\n", "#!/bin/sh\ntouch "+mark+"\n", 1)), 0o755))
+	firstRun(t, bin, "touch "+mark)
 	link := testkit.ForeignLink(t, bin)
-	_, err = Prober{}.Probe(context.Background(), Binary{Component: Runc, Path: link, HostPath: link})
+	_, err := Prober{}.Probe(context.Background(), Binary{Component: Runc, Path: link, HostPath: link})
 	if !errors.Is(err, safefile.ErrUntrusted) || !strings.Contains(err.Error(), "symlink "+link+" ") || !strings.Contains(err.Error(), "uid 64999") {
 		t.Fatalf("probe through a link uid 64999 owns = %v\nwant a refusal naming the link and its owner", err)
 	}
 	if _, ran := os.Stat(mark); ran == nil {
 		t.Fatal("the binary behind another user's link was run")
 	}
+}
+
+// firstRun makes the fake binary at bin run line first, each time it runs.
+func firstRun(t *testing.T, bin, line string) {
+	t.Helper()
+	script, err := os.ReadFile(bin)
+	must(t, err)
+	must(t, os.WriteFile(bin, []byte(strings.Replace(string(script), "#!/bin/sh\n", "#!/bin/sh\n"+line+"\n", 1)), 0o755))
 }
