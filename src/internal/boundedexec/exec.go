@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -19,17 +20,22 @@ const DefaultTimeout = 5 * time.Second
 // was killed.
 var ErrTimeout = errors.New("boundedexec: timed out")
 
-// Output runs path with args, bounded by timeout (DefaultTimeout when 0)
-// and by ctx, and returns stdout. On timeout the whole process group is
-// killed (a wrapper script's children too) and the error wraps ErrTimeout.
-// A non-zero exit returns stdout with an error that includes stderr.
-func Output(ctx context.Context, timeout time.Duration, path string, args ...string) ([]byte, error) {
+// Output runs the program open in bin with args, bounded by timeout
+// (DefaultTimeout when 0) and by ctx, and returns stdout. bin is what
+// safefile.OpenTrusted checked: the program is run through that open file
+// (Command), never by its path again. On timeout the whole process group
+// is killed (a wrapper script's children too) and the error wraps
+// ErrTimeout. A non-zero exit returns stdout with an error that includes
+// stderr.
+func Output(ctx context.Context, timeout time.Duration, bin *os.File, args ...string) ([]byte, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
+	path := bin.Name()
+	cmd := exec.CommandContext(ctx, selfFD, args...)
+	throughFile(cmd, bin)
 	// A fixed, small environment: LANG=C keeps messages parseable, and no
 	// inherited variables change what the runtime prints.
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
@@ -77,4 +83,28 @@ func Run(ctx context.Context, cmd *exec.Cmd) (string, error) {
 		<-done
 		return out.String(), ctx.Err()
 	}
+}
+
+// selfFD names, in the child at its exec, the descriptor Command hands it
+// as its first extra file.
+const selfFD = "/proc/self/fd/3"
+
+// Command returns a command that runs the program open in bin (from
+// safefile.OpenTrusted) with args, for Run: the kernel execs the checked
+// file itself, through the child's descriptor 3 (/proc/self/fd/3), so a
+// path swapped after the check changes nothing. Descriptor 3 stays open in
+// the program, read-only: a script's interpreter is handed the script as
+// /proc/self/fd/3 and opens it there, after the exec, so the descriptor
+// must outlive it (one closed on exec fails with ENOENT). A script thus
+// sees /proc/self/fd/3 as $0; an ELF binary sees bin's name as argv[0].
+// Keep bin open until the command has started.
+func Command(bin *os.File, args ...string) *exec.Cmd {
+	cmd := exec.Command(selfFD, args...)
+	throughFile(cmd, bin)
+	return cmd
+}
+
+func throughFile(cmd *exec.Cmd, bin *os.File) {
+	cmd.Args[0] = bin.Name()
+	cmd.ExtraFiles = []*os.File{bin}
 }

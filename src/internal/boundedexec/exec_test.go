@@ -3,6 +3,7 @@ package boundedexec
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestRunCombinesOutput(t *testing.T) {
 // stdout open does not hold it past the timeout.
 func TestOutputTimesOutAndKillsTheGroup(t *testing.T) {
 	start := time.Now()
-	_, err := Output(context.Background(), 300*time.Millisecond, "/bin/sh", "-c", "sleep 60 & wait")
+	_, err := Output(context.Background(), 300*time.Millisecond, openSh(t), "-c", "sleep 60 & wait")
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("Output = %v, want ErrTimeout", err)
 	}
@@ -49,8 +50,18 @@ func TestOutputTimesOutAndKillsTheGroup(t *testing.T) {
 }
 
 func TestOutputReportsStderr(t *testing.T) {
-	out, err := Output(context.Background(), 0, "/bin/sh", "-c", "echo partial; echo broken >&2; exit 1")
+	out, err := Output(context.Background(), 0, openSh(t), "-c", "echo partial; echo broken >&2; exit 1")
 	if err == nil || !strings.Contains(err.Error(), `"broken"`) || string(out) != "partial\n" {
 		t.Fatalf("Output = %q, %v", out, err)
 	}
+}
+
+func openSh(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.Open("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -272,11 +272,14 @@ func (s SystemctlVersion) SystemdVersion(ctx context.Context) (int, error) {
 		if _, err := os.Stat(host); err != nil {
 			continue
 		}
-		// run as root: only a binary no one else could change or replace
-		if err := safefile.CheckTrusted(host); err != nil {
+		// run as root: only a binary no one else could change or replace,
+		// run through the file that check opened
+		bin, err := safefile.OpenTrusted(host)
+		if err != nil {
 			return 0, fmt.Errorf("read systemd version: not running %s: %w", host, err)
 		}
-		out, err := boundedexec.Output(ctx, s.Timeout, host, "--version")
+		out, err := boundedexec.Output(ctx, s.Timeout, bin, "--version")
+		bin.Close()
 		if err != nil {
 			return 0, fmt.Errorf("read systemd version: %w", err)
 		}

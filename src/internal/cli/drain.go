@@ -32,7 +32,7 @@ const defaultDrainBudget = 60 * time.Second
 // which brings a new disk, drops it. Its directory is its own, 0700, beside
 // the job's and not in it: the agent makes /var/vcap/data/cellguard 0770
 // root:vcap (measured in the local cell's jammy VM), so anything running as vcap
-// could swap a lift in there, and CheckTrusted rightly refuses it.
+// could swap a lift in there, and OpenTrusted rightly refuses it.
 const defaultLiftFile = "/var/vcap/data/cellguard-lift/drain-lift.json"
 
 const drainHelp = `

@@ -87,6 +87,8 @@ func startStop(ctx context.Context, env *Env, args []string, start bool) int {
 	}
 	if f.jsonOut {
 		printJSON(env, res)
+	} else if res.Direct && res.LeftAlone != "" {
+		fmt.Fprintf(env.Stdout, "stopped %s directly (no systemd); %s\n", name, res.LeftAlone)
 	} else if res.Direct {
 		fmt.Fprintf(env.Stdout, "stopped %s directly (no systemd)\n", name)
 	} else {

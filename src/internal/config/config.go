@@ -8,9 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,14 +166,17 @@ var ErrUntrusted = safefile.ErrUntrusted
 
 // Load reads and validates a config file. Unknown fields are an error: a typo
 // in a job property must not silently disable a protection. The file must
-// be writable by root alone (safefile.CheckTrusted).
+// be writable by root alone, and it is read through the descriptor that
+// check opened (safefile.OpenTrusted).
 func Load(path string) (*Config, error) {
-	if err := safefile.CheckTrusted(path); errors.Is(err, safefile.ErrUntrusted) {
+	f, err := safefile.OpenTrusted(path)
+	if errors.Is(err, safefile.ErrUntrusted) {
 		return nil, fmt.Errorf("config: %w", err)
 	} else if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
-	b, err := os.ReadFile(path)
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}

@@ -99,3 +99,14 @@ func TestLoadFollowsJobSymlink(t *testing.T) {
 		t.Fatalf("missing config: %v", err)
 	}
 }
+
+// TestLoadRefusesALinkAnotherUserOwns: a symlink its owner may replace (in
+// a sticky directory) would choose the config root acts on; one not owned
+// by root is refused, naming the link.
+func TestLoadRefusesALinkAnotherUserOwns(t *testing.T) {
+	p := writeConfig(t, t.TempDir(), 0o644)
+	link := testkit.ForeignLink(t, p)
+	if _, err := Load(link); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "symlink "+link+" ") || !strings.Contains(err.Error(), "chown -h root") {
+		t.Fatalf("Load through a link uid %d owns = %v, want ErrUntrusted naming the link and the fix", testkit.ForeignUID, err)
+	}
+}

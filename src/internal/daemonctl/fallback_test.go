@@ -108,9 +108,15 @@ func TestFallbackWithoutSystemd(t *testing.T) {
 	if !st.Direct || st.PID == 0 || !m.alive(st.PID) {
 		t.Fatalf("start result %+v: want a direct start with a live pid", st)
 	}
+	if _, err := os.Stat(pidfile + startRecordSuffix); err != nil {
+		t.Fatalf("no start record after a direct start: %v", err)
+	}
 	sp, err := m.Stop(ctx, d)
 	if err != nil {
 		t.Fatalf("stop: %v", err)
+	}
+	if _, err := os.Stat(pidfile + startRecordSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the start record stays after the daemon stopped: %v", err)
 	}
 	if !sp.Direct || sp.PID != st.PID || m.alive(st.PID) {
 		t.Fatalf("stop result %+v: pid %d alive=%v", sp, st.PID, m.alive(st.PID))
@@ -125,9 +131,9 @@ func TestFallbackWithoutSystemd(t *testing.T) {
 // whoever can write the pidfile, or replace it, chooses what root kills. A
 // pidfile someone other than root could change is refused, naming the
 // path at fault, and no signal reaches the process it names; a trusted one
-// is signalled. The victim is a process this test starts, with SIGTERM
-// blocked, so a SIGTERM sent to it stays pending in /proc/<pid>/status
-// (ShdPnd) for the test to see, with no race against its exit.
+// naming the process cellguard start recorded is signalled (the record
+// itself: TestStopLeavesAStalePidfilesProcessAlone). The victim is a
+// process this test starts, with SIGTERM blocked (startVictim).
 func TestStopSignalsOnlyWhatATrustedPidfileNames(t *testing.T) {
 	if withoutSystemd(t) {
 		return
@@ -149,20 +155,7 @@ func TestStopSignalsOnlyWhatATrustedPidfileNames(t *testing.T) {
 			if tc.root {
 				testkit.RequireRoot(t, "chown a pidfile to another user")
 			}
-			victim := exec.Command("/usr/bin/perl", "-MPOSIX", "-e",
-				`sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGTERM)) or die "sigprocmask: $!"; $| = 1; print "blocked\n"; sleep 300`)
-			stdout, err := victim.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := victim.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = victim.Process.Kill(); _ = victim.Wait() })
-			if _, err := stdout.Read(make([]byte, 8)); err != nil {
-				t.Fatalf("victim did not block SIGTERM: %v", err)
-			}
-			pid := victim.Process.Pid
+			pid := startVictim(t).Process.Pid
 
 			dir := filepath.Join(t.TempDir(), "run")
 			if err := os.Mkdir(dir, 0o755); err != nil {
@@ -179,7 +172,10 @@ func TestStopSignalsOnlyWhatATrustedPidfileNames(t *testing.T) {
 			// The victim outlives any SIGTERM, so a stop that signals it
 			// ends when this runs out.
 			d := Daemon{Name: "victim", PIDFile: pidfile, StopTimeout: 500 * time.Millisecond}
-			_, err = m.Stop(context.Background(), d)
+			if tc.fault == "" {
+				recordStart(t, m, d, pid)
+			}
+			_, err := m.Stop(context.Background(), d)
 			if tc.fault == "" {
 				if err == nil || !strings.Contains(err.Error(), "still running") {
 					t.Fatalf("stop with a trusted pidfile: %v, want it to signal and wait", err)
@@ -199,6 +195,27 @@ func TestStopSignalsOnlyWhatATrustedPidfileNames(t *testing.T) {
 			t.Logf("refused: %v", err)
 		})
 	}
+}
+
+// startVictim starts a process that blocks SIGTERM, so a SIGTERM sent to
+// it stays pending in /proc/<pid>/status (termPending) for the test to
+// see, with no race against its exit. It is killed when t ends.
+func startVictim(t *testing.T) *exec.Cmd {
+	t.Helper()
+	victim := exec.Command("/usr/bin/perl", "-MPOSIX", "-e",
+		`sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGTERM)) or die "sigprocmask: $!"; $| = 1; print "blocked\n"; sleep 300`)
+	stdout, err := victim.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = victim.Process.Kill(); _ = victim.Wait() })
+	if _, err := stdout.Read(make([]byte, 8)); err != nil {
+		t.Fatalf("victim did not block SIGTERM: %v", err)
+	}
+	return victim
 }
 
 // termPending reads whether SIGTERM is pending for pid (ShdPnd: signals

@@ -177,6 +177,9 @@ type StopResult struct {
 	JobResult string `json:"job_result,omitempty"`
 	PID       int    `json:"pid"` // the process waited for, 0 if none was known
 	Direct    bool   `json:"direct,omitempty"`
+	// LeftAlone says why, without systemd, the process the pidfile names
+	// was neither signalled nor waited for (it is not the daemon).
+	LeftAlone string `json:"left_alone,omitempty"`
 }
 
 // Stop stops the daemon's unit and waits until its process is gone.
@@ -185,35 +188,36 @@ func (m *Manager) Stop(ctx context.Context, d Daemon) (StopResult, error) {
 	timeout := orDefault(d.StopTimeout, DefaultStopTimeout)
 	jctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if !m.HasSystemd() {
+		res.Direct = true
+		err := m.stopDirect(jctx, d, &res)
+		if err == nil {
+			m.Logger.Info("stopped", lager.Data{"unit": res.Unit, "pid": res.PID, "direct": true, "left_alone": res.LeftAlone})
+		}
+		return res, err
+	}
 	if d.PIDFile != "" {
 		if pid, err := m.readPID(d.PIDFile); err == nil && m.alive(pid) {
 			res.PID = pid
 		}
 	}
-	if !m.HasSystemd() {
-		res.Direct = true
-		if err := m.stopDirect(jctx, d, res.PID); err != nil {
-			return res, err
+	conn, err := m.dial(ctx)
+	if err != nil {
+		return res, fmt.Errorf("stop %s: %w", res.Unit, err)
+	}
+	if res.PID == 0 {
+		if u, err := conn.Unit(ctx, res.Unit); err == nil && u.MainPID != 0 {
+			res.PID = int(u.MainPID)
 		}
-	} else {
-		conn, err := m.dial(ctx)
-		if err != nil {
-			return res, fmt.Errorf("stop %s: %w", res.Unit, err)
-		}
-		if res.PID == 0 {
-			if u, err := conn.Unit(ctx, res.Unit); err == nil && u.MainPID != 0 {
-				res.PID = int(u.MainPID)
-			}
-		}
-		jr, err := conn.Stop(jctx, res.Unit)
-		res.JobResult = string(jr)
-		if err != nil {
-			return res, fmt.Errorf("%w; look at `journalctl -u %s`", err, res.Unit)
-		}
-		m.Logger.Info("stop-job-finished", lager.Data{"unit": res.Unit, "result": jr.Explain()})
-		if err := judgeJob("stop", d, jr); err != nil {
-			return res, err
-		}
+	}
+	jr, err := conn.Stop(jctx, res.Unit)
+	res.JobResult = string(jr)
+	if err != nil {
+		return res, fmt.Errorf("%w; look at `journalctl -u %s`", err, res.Unit)
+	}
+	m.Logger.Info("stop-job-finished", lager.Data{"unit": res.Unit, "result": jr.Explain()})
+	if err := judgeJob("stop", d, jr); err != nil {
+		return res, err
 	}
 	if res.PID != 0 {
 		if err := m.waitGone(jctx, res.PID); err != nil {
@@ -236,9 +240,12 @@ func (m *Manager) waitGone(ctx context.Context, pid int) error {
 	return nil
 }
 
-// startDirect runs the start command without systemd. An exec-type ctl
-// script stays in the foreground as the daemon, so it is detached into its
-// own session; a forking one is waited for.
+// startDirect runs the start command without systemd, through the file
+// safefile.OpenTrusted checked (it runs as root). An exec-type ctl script
+// stays in the foreground as the daemon, so it is detached into its own
+// session; a forking one is waited for. The process its pidfile then
+// names, started after the command, is recorded beside the pidfile, the
+// proof `cellguard stop` needs before it signals (startRecord).
 func (m *Manager) startDirect(ctx context.Context, d Daemon, timeout time.Duration) (int, error) {
 	if !hostroot.IsLive(m.Root) {
 		return 0, fmt.Errorf("start %s without systemd: only possible on the live root", d.Name)
@@ -247,7 +254,15 @@ func (m *Manager) startDirect(ctx context.Context, d Daemon, timeout time.Durati
 		"reason": "systemd is not init here, so no delegated unit can hold the daemon; running its start command as monit would"})
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.Command(d.Start[0], d.Start[1:]...)
+	since, err := bootTicks()
+	if err != nil {
+		return 0, fmt.Errorf("start %s directly: %w", d.Name, err)
+	}
+	cmd, ctl, err := m.ctlCommand(d.Start)
+	if err != nil {
+		return 0, fmt.Errorf("start %s directly: %w", d.Name, err)
+	}
+	defer ctl.Close()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if d.Type == "forking" {
 		if out, err := boundedexec.Run(ctx, cmd); err != nil {
@@ -263,42 +278,189 @@ func (m *Manager) startDirect(ctx context.Context, d Daemon, timeout time.Durati
 			return pid, nil
 		}
 	}
-	pid, err := m.waitRunning(ctx, nil, d)
+	p, err := m.waitStarted(ctx, d, since)
 	if err != nil {
 		return 0, fmt.Errorf("start %s directly: %w", d.Name, err)
 	}
-	return pid, nil
+	defer p.close()
+	rec := startRecord{PID: p.pid, StartTicks: p.start}
+	if rec.BootID, err = bootID(); err == nil {
+		err = m.writeStartRecord(d, rec)
+	}
+	if err != nil {
+		// the daemon runs; only a later stop's proof is missing, and it says so
+		m.Logger.Error("start-record-not-written", err, lager.Data{"daemon": d.Name, "pid": p.pid})
+	}
+	return p.pid, nil
 }
 
-// stopDirect runs the stop command, or signals the known pid.
-func (m *Manager) stopDirect(ctx context.Context, d Daemon, pid int) error {
-	m.Logger.Info("stopping-directly-without-systemd", lager.Data{"daemon": d.Name, "command": d.Stop, "pid": pid})
+// ctlCommand opens words[0] through safefile.OpenTrusted and returns the
+// command that runs that open file with the other words; the caller
+// closes the file once the command has started.
+func (m *Manager) ctlCommand(words []string) (*exec.Cmd, *os.File, error) {
+	ctl, err := safefile.OpenTrusted(m.path(words[0]))
+	if err != nil {
+		return nil, nil, fmt.Errorf("not running %s: %w", words[0], err)
+	}
+	return boundedexec.Command(ctl, words[1:]...), ctl, nil
+}
+
+// waitStarted waits for the pidfile, read through safefile.OpenTrusted, to
+// name a live process that started at or after since (when the start
+// command was run): a stale pidfile naming an older process is not taken
+// for the new daemon. The process comes back held by a pidfd.
+func (m *Manager) waitStarted(ctx context.Context, d Daemon, since uint64) (*proc, error) {
+	var wait backoff
+	for {
+		pid, err := m.readPIDTrusted(d.PIDFile)
+		if errors.Is(err, safefile.ErrUntrusted) {
+			return nil, fmt.Errorf("pidfile %s: %w", d.PIDFile, err)
+		}
+		if err == nil {
+			if p, err := openProc(pid); err == nil && p.start >= since {
+				return p, nil
+			} else if err == nil {
+				p.close()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("pidfile %s names no process started by the start command (%w)", d.PIDFile, ctx.Err())
+		case <-time.After(wait.next()):
+		}
+	}
+}
+
+// stopDirect runs the stop command, or signals the daemon. Either way it
+// signals or waits for the pidfile's process only once it is proven to be
+// the daemon cellguard start recorded (provenDaemon), and then through a
+// pidfd.
+func (m *Manager) stopDirect(ctx context.Context, d Daemon, res *StopResult) error {
+	if !hostroot.IsLive(m.Root) {
+		return fmt.Errorf("stop %s without systemd: only possible on the live root", d.Name)
+	}
+	p, why, err := m.provenDaemon(d)
+	var unproven *unprovenError
+	if errors.As(err, &unproven) && len(d.Stop) > 0 {
+		// the stop command still runs and decides; cellguard signals
+		// nothing then, and only waits for a proven daemon
+		why, err = "not waiting for "+unproven.what+": "+unproven.err.Error(), nil
+	}
+	if err != nil {
+		return fmt.Errorf("stop %s directly: %w", d.Name, err)
+	}
+	defer p.close()
+	if p != nil {
+		res.PID = p.pid
+	}
+	res.LeftAlone = why
+	m.Logger.Info("stopping-directly-without-systemd", lager.Data{"daemon": d.Name, "command": d.Stop, "pid": res.PID, "left_alone": why})
 	if len(d.Stop) > 0 {
-		cmd := exec.Command(d.Stop[0], d.Stop[1:]...)
+		cmd, ctl, err := m.ctlCommand(d.Stop)
+		if err != nil {
+			return fmt.Errorf("stop %s directly: %w", d.Name, err)
+		}
+		defer ctl.Close()
 		if out, err := boundedexec.Run(ctx, cmd); err != nil {
 			return fmt.Errorf("stop %s directly: %s: %w: %s", d.Name, strings.Join(d.Stop, " "), err, out)
 		}
-		return nil
+	} else if p != nil {
+		if err := p.signal(syscall.SIGTERM); err != nil && !errors.Is(err, errGone) {
+			return fmt.Errorf("stop %s directly: %w", d.Name, err)
+		}
 	}
-	if pid == 0 {
-		return nil
+	if p != nil {
+		if err := p.wait(ctx); err != nil {
+			return fmt.Errorf("stop %s: %w; with KillMode=none only the stop command ends the daemon: check it", res.Unit, err)
+		}
 	}
-	// Root signals whatever the pidfile names: whoever could write or
-	// replace it would choose what root kills.
-	if err := safefile.CheckTrusted(m.path(d.PIDFile)); err != nil {
-		return fmt.Errorf("stop %s directly: not signalling pid %d: pidfile %s: %w", d.Name, pid, d.PIDFile, err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("stop %s directly: signal %d: %w", d.Name, pid, err)
+	if unproven == nil && d.PIDFile != "" {
+		// the recorded daemon is gone: stopped, or its pid another's
+		if err := m.removeStartRecord(d); err != nil {
+			m.Logger.Error("start-record-not-removed", err, lager.Data{"daemon": d.Name})
+		}
 	}
 	return nil
 }
+
+// provenDaemon returns the pidfile's process, held by a pidfd, when it is
+// the one cellguard start recorded. Otherwise no process: why says what
+// the pidfile named when that is known to be not the daemon (it is
+// gone), and the error says why nothing proves it is (stop then signals
+// nothing). A missing pidfile, or one naming no live process, is nothing
+// to stop. The pidfile and the record are read through
+// safefile.OpenTrusted: whoever could write them would choose what root
+// signals.
+func (m *Manager) provenDaemon(d Daemon) (p *proc, why string, err error) {
+	if d.PIDFile == "" {
+		return nil, "", nil
+	}
+	b, err := readTrusted(m.path(d.PIDFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", &unprovenError{"what pidfile " + d.PIDFile + " names", err}
+	}
+	pid, err := parsePID(d.PIDFile, b)
+	if err != nil {
+		return nil, "", nil // names no process: nothing to stop
+	}
+	if p, err = openProc(pid); errors.Is(err, errGone) {
+		return nil, "", nil
+	} else if err != nil {
+		return nil, "", &unprovenError{"pid " + strconv.Itoa(pid), err}
+	}
+	boot, err := bootID()
+	var rec startRecord
+	if err == nil {
+		rec, err = m.readStartRecord(d)
+	}
+	if err != nil {
+		p.close()
+		return nil, "", &unprovenError{"pid " + strconv.Itoa(pid), err}
+	}
+	switch id, reason := judgeIdentity(rec, pid, p.start, boot); id {
+	case theDaemon:
+		return p, "", nil
+	case notTheDaemon:
+		p.close()
+		return nil, "left pid " + strconv.Itoa(pid) + " alone: " + reason, nil
+	default:
+		p.close()
+		return nil, "", &unprovenError{"pid " + strconv.Itoa(pid), errors.New(reason)}
+	}
+}
+
+// unprovenError says why nothing proves that what the pidfile names is
+// the daemon cellguard start recorded.
+type unprovenError struct {
+	what string // "pid 7", or what a pidfile names
+	err  error
+}
+
+func (e *unprovenError) Error() string { return "not signalling " + e.what + ": " + e.err.Error() }
+
+func (e *unprovenError) Unwrap() error { return e.err }
 
 func (m *Manager) readPID(pidfile string) (int, error) {
 	b, err := os.ReadFile(m.path(pidfile))
 	if err != nil {
 		return 0, err
 	}
+	return parsePID(pidfile, b)
+}
+
+// readPIDTrusted reads the pidfile through safefile.OpenTrusted.
+func (m *Manager) readPIDTrusted(pidfile string) (int, error) {
+	b, err := readTrusted(m.path(pidfile))
+	if err != nil {
+		return 0, err
+	}
+	return parsePID(pidfile, b)
+}
+
+func parsePID(pidfile string, b []byte) (int, error) {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 0 {
 		return 0, fmt.Errorf("pidfile %s: %q is not a pid", pidfile, strings.TrimSpace(string(b)))

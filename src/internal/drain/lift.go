@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -121,16 +122,19 @@ func privateDir(dir string) error {
 	return nil
 }
 
-// ReadLift reads the lift at path. A file someone other than root could
-// have written is refused (safefile.ErrUntrusted): whoever can write it
-// can let a VM with escaped containers go. ErrNoLift when there is none.
+// ReadLift reads the lift at path through safefile.OpenTrusted: a file
+// someone other than root could have written, or pointed a link at, is
+// refused (safefile.ErrUntrusted): whoever can write it can let a VM with
+// escaped containers go. ErrNoLift when there is none.
 func ReadLift(path string) (Lift, error) {
-	if err := safefile.CheckTrusted(path); errors.Is(err, fs.ErrNotExist) {
+	f, err := safefile.OpenTrusted(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return Lift{}, ErrNoLift
 	} else if err != nil {
 		return Lift{}, fmt.Errorf("read lift: %w", err)
 	}
-	b, err := os.ReadFile(path)
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return Lift{}, fmt.Errorf("read lift: %w", err)
 	}

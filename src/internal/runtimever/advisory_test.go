@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
 func TestShippedAdvisories(t *testing.T) {
@@ -376,8 +377,9 @@ func TestLoadMergesOperatorFile(t *testing.T) {
 }
 
 // TestLoadRefusesUntrustedFile: on the live root the operator's list
-// passes safefile.CheckTrusted (whoever can edit it can silence a blocking
-// check); the rules themselves are tested in safefile.
+// is read through safefile.OpenTrusted (whoever can edit it, or point a
+// link at another list, can silence a blocking check); the rules
+// themselves are tested in safefile.
 func TestLoadRefusesUntrustedFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "a.json")
 	must(t, os.WriteFile(p, []byte(`{"schema":1,"advisories":[]}`), 0o644))
@@ -389,6 +391,18 @@ func TestLoadRefusesUntrustedFile(t *testing.T) {
 	must(t, os.Chmod(p, 0o644))
 	if _, err := Load("/", p); err != nil {
 		t.Fatalf("Load of a 0644 list of ours: %v", err)
+	}
+}
+
+// TestLoadRefusesALinkAnotherUserOwns: a symlink its owner may replace (in
+// a sticky directory) would choose which list is read; one not owned by
+// root is refused, naming the link.
+func TestLoadRefusesALinkAnotherUserOwns(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a.json")
+	must(t, os.WriteFile(p, []byte(`{"schema":1,"advisories":[]}`), 0o644))
+	link := testkit.ForeignLink(t, p)
+	if _, err := Load("/", link); !errors.Is(err, safefile.ErrUntrusted) || !strings.Contains(err.Error(), "symlink "+link+" ") {
+		t.Fatalf("Load through a link uid %d owns = %v, want ErrUntrusted naming the link", testkit.ForeignUID, err)
 	}
 }
 

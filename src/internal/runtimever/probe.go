@@ -131,34 +131,38 @@ type Prober struct {
 // does not say its version yields Info.VersionErr.
 //
 // A binary someone other than root could change, or replace through a
-// directory on its path, is refused before any exec (safefile.CheckTrusted):
-// cellguard runs it as root.
+// directory or a symlink on its path, is refused before any exec
+// (safefile.OpenTrusted): cellguard runs it as root. Every exec and read
+// of the binary goes through the file that check opened, so a path
+// swapped in between changes nothing.
 func (p Prober) Probe(ctx context.Context, b Binary) (Info, error) {
-	if err := safefile.CheckTrusted(b.HostPath); err != nil {
+	bin, err := safefile.OpenTrusted(b.HostPath)
+	if err != nil {
 		return Info{Binary: b}, fmt.Errorf("probe %s: not running %s: %w", b.Component, b.HostPath, err)
 	}
+	defer bin.Close()
 	if p.Cache == nil {
-		return p.probe(ctx, b)
+		return p.probe(ctx, b, bin)
 	}
-	k, err := keyOf(b)
+	k, err := keyOf(b, bin)
 	if err != nil {
-		return p.probe(ctx, b)
+		return p.probe(ctx, b, bin)
 	}
 	if info, ok := p.Cache.get(k); ok {
 		info.Binary = b
 		return info, nil
 	}
-	info, err := p.probe(ctx, b)
+	info, err := p.probe(ctx, b, bin)
 	if err == nil {
 		p.Cache.put(k, info)
 	}
 	return info, err
 }
 
-func (p Prober) probe(ctx context.Context, b Binary) (Info, error) {
+func (p Prober) probe(ctx context.Context, b Binary, bin *os.File) (Info, error) {
 	info := Info{Binary: b}
 	args := versionArgs(b.Component)
-	out, err := boundedexec.Output(ctx, p.Timeout, b.HostPath, args...)
+	out, err := boundedexec.Output(ctx, p.Timeout, bin, args...)
 	if err != nil && (!versionFlagOptional(b.Component) || errors.Is(err, boundedexec.ErrTimeout) || ctx.Err() != nil) {
 		return info, fmt.Errorf("probe %s version: %w", b.Component, err)
 	}
@@ -184,14 +188,14 @@ func (p Prober) probe(ctx context.Context, b Binary) (Info, error) {
 	}
 
 	if b.Component == Runc {
-		if fout, ferr := boundedexec.Output(ctx, p.Timeout, b.HostPath, "features"); ferr == nil {
+		if fout, ferr := boundedexec.Output(ctx, p.Timeout, bin, "features"); ferr == nil {
 			p.useFeatures(&info, fout)
 		} else if errors.Is(ferr, boundedexec.ErrTimeout) {
 			return info, fmt.Errorf("probe %s features: %w", b.Component, ferr)
 		}
 	}
 	if info.VersionErr != nil {
-		if v, src, err := VersionFromBuildInfo(b.HostPath); err == nil {
+		if v, src, err := versionFromFile(bin); err == nil {
 			info.Version, info.VersionErr, info.VersionSource = v, nil, src
 		} else {
 			info.Notes = append(info.Notes, err.Error())
@@ -281,17 +285,17 @@ var ldflagsVersionRe = sync.OnceValue(func() *regexp.Regexp {
 
 var pseudoRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d{14}-[0-9a-f]{12}`) })
 
-// VersionFromBuildInfo reads the Go build information embedded in the
-// binary at path: the -X version ldflag when recorded, else the main
-// module's version (set by `go install module@version`).
-func VersionFromBuildInfo(path string) (Version, string, error) {
-	bi, err := buildinfo.ReadFile(path)
+// versionFromFile reads the Go build information embedded in the open
+// binary f: the -X version ldflag when recorded, else the main module's
+// version (set by `go install module@version`).
+func versionFromFile(f *os.File) (Version, string, error) {
+	bi, err := buildinfo.Read(f)
 	if err != nil {
-		return Version{}, "", fmt.Errorf("read build info %s: %w", path, err)
+		return Version{}, "", fmt.Errorf("read build info %s: %w", f.Name(), err)
 	}
 	v, err := versionFromBuildInfo(bi)
 	if err != nil {
-		return Version{}, "", fmt.Errorf("read build info %s: %w", path, err)
+		return Version{}, "", fmt.Errorf("read build info %s: %w", f.Name(), err)
 	}
 	return v, "buildinfo", nil
 }

@@ -39,9 +39,7 @@ func TestProbeRunsOnlyTrustedBinaries(t *testing.T) {
 			mark := filepath.Join(root, "ran")
 			fakeBinary(t, root, "/usr/sbin/runc", "runc version 1.1.12\ncommit: v1.1.12-0-g51d5e94\nspec: 1.0.2-dev\n", "")
 			bin := filepath.Join(root, "usr/sbin/runc")
-			script, err := os.ReadFile(bin)
-			must(t, err)
-			must(t, os.WriteFile(bin, []byte(strings.Replace(string(script), "#!/bin/sh\n", "#!/bin/sh\ntouch "+mark+"\n", 1)), 0o755))
+			firstRun(t, bin, "touch "+mark)
 			if tc.plant != nil {
 				tc.plant(t, bin)
 			}
@@ -69,4 +67,61 @@ func TestProbeRunsOnlyTrustedBinaries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProbeExecsTheBinaryItChecked: trust holds for the binary actually
+// run. Probe execs runc twice (--version, then features); the path is a
+// symlink that is swapped after the check, here by the checked binary's
+// own first run, so no timing is involved, and the second exec must still
+// run the binary that was checked, never what the path names by then.
+func TestProbeExecsTheBinaryItChecked(t *testing.T) {
+	root := t.TempDir()
+	mark := filepath.Join(root, "swapped-in-ran")
+	features := `{"annotations":{"org.opencontainers.runc.version":"1.1.12"}}`
+	fakeBinary(t, root, "/real/runc", "runc version 1.1.12\ncommit: v1.1.12-0-g51d5e94\n", features)
+	checked := filepath.Join(root, "real/runc")
+	swappedIn := filepath.Join(root, "real/other")
+	must(t, os.WriteFile(swappedIn, []byte("#!/bin/sh\ntouch "+mark+"\necho 'runc version 6.6.6'\n"), 0o755))
+	link := filepath.Join(root, "usr/sbin/runc")
+	must(t, os.MkdirAll(filepath.Dir(link), 0o755))
+	firstRun(t, checked, "ln -sfn "+swappedIn+" "+link)
+	for _, p := range []Prober{{}, {Cache: &ProbeCache{}}} {
+		_ = os.Remove(link)
+		_ = os.Remove(mark)
+		must(t, os.Symlink(checked, link))
+		info, err := p.Probe(context.Background(), Binary{Component: Runc, Path: "/usr/sbin/runc", HostPath: link})
+		if _, ran := os.Stat(mark); ran == nil {
+			t.Fatalf("an exec after the check ran what the path named by then (%s), not the binary checked (%s)", swappedIn, checked)
+		}
+		if err != nil || info.Version.Raw != "1.1.12" || !info.Features {
+			t.Fatalf("probe: %+v %v, want 1.1.12 with runc features, both from the checked binary", info, err)
+		}
+	}
+}
+
+// TestProbeRefusesALinkAnotherUserOwns: a symlink in a sticky directory
+// can be replaced by its owner whenever they like, so one owned by anyone
+// but root is refused before any exec, naming the link.
+func TestProbeRefusesALinkAnotherUserOwns(t *testing.T) {
+	root := t.TempDir()
+	mark := filepath.Join(root, "ran")
+	fakeBinary(t, root, "/real/runc", "runc version 1.1.12\n", "")
+	bin := filepath.Join(root, "real/runc")
+	firstRun(t, bin, "touch "+mark)
+	link := testkit.ForeignLink(t, bin)
+	_, err := Prober{}.Probe(context.Background(), Binary{Component: Runc, Path: link, HostPath: link})
+	if !errors.Is(err, safefile.ErrUntrusted) || !strings.Contains(err.Error(), "symlink "+link+" ") || !strings.Contains(err.Error(), "uid 64999") {
+		t.Fatalf("probe through a link uid 64999 owns = %v\nwant a refusal naming the link and its owner", err)
+	}
+	if _, ran := os.Stat(mark); ran == nil {
+		t.Fatal("the binary behind another user's link was run")
+	}
+}
+
+// firstRun makes the fake binary at bin run line first, each time it runs.
+func firstRun(t *testing.T, bin, line string) {
+	t.Helper()
+	script, err := os.ReadFile(bin)
+	must(t, err)
+	must(t, os.WriteFile(bin, []byte(strings.Replace(string(script), "#!/bin/sh\n", "#!/bin/sh\n"+line+"\n", 1)), 0o755))
 }

@@ -28,8 +28,9 @@ type probeKey struct {
 	size, mtimeNs   int64
 }
 
-func keyOf(b Binary) (probeKey, error) {
-	fi, err := os.Stat(b.HostPath)
+// keyOf names the file open in bin, the one probed.
+func keyOf(b Binary, bin *os.File) (probeKey, error) {
+	fi, err := bin.Stat()
 	if err != nil {
 		return probeKey{}, fmt.Errorf("stat %s: %w", b.HostPath, err)
 	}

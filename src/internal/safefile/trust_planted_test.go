@@ -13,10 +13,10 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
-// TestCheckTrustedPlantedTrees plants each unsafe case on disk, where the
+// TestOpenTrustedPlantedTrees plants each unsafe case on disk, where the
 // file itself is fine and only the way to it is not, and checks that the
 // refusal names the path at fault and why. Chown needs root.
-func TestCheckTrustedPlantedTrees(t *testing.T) {
+func TestOpenTrustedPlantedTrees(t *testing.T) {
 	testkit.RequireRoot(t, "chown planted directories to another user")
 	const nobody = 65534
 	type tree struct {
@@ -28,7 +28,7 @@ func TestCheckTrustedPlantedTrees(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		tree  tree
-		check string // relative path handed to CheckTrusted; "" means tree.file
+		check string // relative path handed to OpenTrusted; "" means tree.file
 		fault string // relative path the refusal must name; "" means trusted
 		why   string
 	}{
@@ -83,7 +83,7 @@ func TestCheckTrustedPlantedTrees(t *testing.T) {
 			if check == "" {
 				check = tc.tree.file
 			}
-			err := safefile.CheckTrusted(base + "/" + check) // not Join: it would clean "l/.." away
+			err := openAndClose(base + "/" + check) // not Join: it would clean "l/.." away
 			if tc.fault == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -91,14 +91,23 @@ func TestCheckTrustedPlantedTrees(t *testing.T) {
 				return
 			}
 			if !errors.Is(err, safefile.ErrUntrusted) || !strings.Contains(err.Error(), j(tc.fault)+" ") || !strings.Contains(err.Error(), tc.why) {
-				t.Fatalf("CheckTrusted = %v\nwant safefile.ErrUntrusted naming %s and %q", err, j(tc.fault), tc.why)
+				t.Fatalf("OpenTrusted = %v\nwant safefile.ErrUntrusted naming %s and %q", err, j(tc.fault), tc.why)
 			}
 		})
 	}
 }
 
-// TestCheckTrustedSymlinkLoop: a link cycle is an error, not a hang.
-func TestCheckTrustedSymlinkLoop(t *testing.T) {
+// TestOpenTrustedSymlinkLoop: a link cycle is an error, not a hang.
+// openAndClose is OpenTrusted's verdict alone.
+func openAndClose(path string) error {
+	f, err := safefile.OpenTrusted(path)
+	if f != nil {
+		f.Close()
+	}
+	return err
+}
+
+func TestOpenTrustedSymlinkLoop(t *testing.T) {
 	base := t.TempDir()
 	if err := os.Symlink("b", filepath.Join(base, "a")); err != nil {
 		t.Fatal(err)
@@ -106,7 +115,7 @@ func TestCheckTrustedSymlinkLoop(t *testing.T) {
 	if err := os.Symlink("a", filepath.Join(base, "b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := safefile.CheckTrusted(filepath.Join(base, "a")); !errors.Is(err, syscall.ELOOP) {
-		t.Fatalf("CheckTrusted of a loop = %v, want ELOOP", err)
+	if err := openAndClose(filepath.Join(base, "a")); !errors.Is(err, syscall.ELOOP) {
+		t.Fatalf("OpenTrusted of a loop = %v, want ELOOP", err)
 	}
 }

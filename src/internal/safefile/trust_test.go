@@ -6,9 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // statInfo is stat data for trustedFile and trustedDir.
@@ -17,14 +15,18 @@ type statInfo struct {
 	uid  uint32
 }
 
-func (s statInfo) Name() string       { return "x" }
-func (s statInfo) Size() int64        { return 0 }
-func (s statInfo) Mode() fs.FileMode  { return s.mode }
-func (s statInfo) ModTime() time.Time { return time.Time{} }
-func (s statInfo) IsDir() bool        { return s.mode.IsDir() }
-func (s statInfo) Sys() any           { return &syscall.Stat_t{Uid: s.uid} }
+func (s statInfo) attrs() attrs { return attrs{mode: s.mode, uid: s.uid} }
 
-// TestTrustRules: each rule of CheckTrusted on its own, from stat data.
+// openAndClose is OpenTrusted's verdict alone.
+func openAndClose(path string) error {
+	f, err := OpenTrusted(path)
+	if f != nil {
+		f.Close()
+	}
+	return err
+}
+
+// TestTrustRules: each rule of OpenTrusted on its own, from stat data.
 func TestTrustRules(t *testing.T) {
 	const euid = 1000
 	for _, tc := range []struct {
@@ -52,9 +54,9 @@ func TestTrustRules(t *testing.T) {
 		{"sticky dir of another uid", statInfo{0o644, 0}, statInfo{fs.ModeDir | fs.ModeSticky | 0o1777, 65534}, "owned by uid 65534"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := trustedFile("/etc/x/f.json", tc.file, euid)
+			err := trustedFile("/etc/x/f.json", tc.file.attrs(), euid)
 			if err == nil {
-				err = trustedDir("/etc/x", "/etc/x/f.json", tc.dir, euid)
+				err = trustedDir("/etc/x", "/etc/x/f.json", tc.dir.attrs(), euid)
 			}
 			if tc.want == "" {
 				if err != nil {
@@ -69,9 +71,9 @@ func TestTrustRules(t *testing.T) {
 	}
 }
 
-// TestCheckTrustedOnDisk: the rules hold on real files, symlinks are
-// followed to their target, and a missing file is os.Stat's error.
-func TestCheckTrustedOnDisk(t *testing.T) {
+// TestOpenTrustedOnDisk: the rules hold on real files, symlinks are
+// followed to their target, and a missing file is fs.ErrNotExist.
+func TestOpenTrustedOnDisk(t *testing.T) {
 	base := t.TempDir()
 	dir := filepath.Join(base, "jobs/cellguard/config")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -81,20 +83,20 @@ func TestCheckTrustedOnDisk(t *testing.T) {
 	if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckTrusted(p); err != nil {
+	if err := openAndClose(p); err != nil {
 		t.Fatalf("0644 file of ours: %v", err)
 	}
 	link := filepath.Join(base, "link.json")
 	if err := os.Symlink(p, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckTrusted(link); err != nil {
+	if err := openAndClose(link); err != nil {
 		t.Fatalf("a symlink to a trusted file (the link's own mode is 0777): %v", err)
 	}
 	if err := os.Chmod(p, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckTrusted(link); !errors.Is(err, ErrUntrusted) {
+	if err := openAndClose(link); !errors.Is(err, ErrUntrusted) {
 		t.Fatalf("a symlink to a world-writable file: %v", err)
 	}
 	if err := os.Chmod(p, 0o644); err != nil {
@@ -103,24 +105,24 @@ func TestCheckTrustedOnDisk(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckTrusted(p); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "chmod go-w "+dir) {
+	if err := openAndClose(p); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "chmod go-w "+dir) {
 		t.Fatalf("file in a world-writable dir: %v", err)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckTrusted(dir); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "not a regular file") {
+	if err := openAndClose(dir); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("a directory: %v", err)
 	}
-	err := CheckTrusted(filepath.Join(dir, "missing.json"))
+	err := openAndClose(filepath.Join(dir, "missing.json"))
 	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrUntrusted) {
-		t.Fatalf("missing file: %v, want os.Stat's not-exist", err)
+		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
 	}
 	if os.Geteuid() == 0 {
 		if err := os.Chown(p, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
-		if err := CheckTrusted(p); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "uid 65534") {
+		if err := openAndClose(p); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "uid 65534") {
 			t.Fatalf("file owned by nobody: %v", err)
 		}
 	}
