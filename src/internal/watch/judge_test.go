@@ -220,3 +220,47 @@ func TestHungCheckDoesNotStopScans(t *testing.T) {
 		t.Error("the check judged again but cellguard_check_could_not_judge stayed 1")
 	}
 }
+
+// A read of the host that never returns is not started again by the next
+// scan (the reader keeps state between reads, and a second one would pile
+// up behind the first): the checks that need it could not judge meanwhile.
+func TestHungReadIsNotDoubled(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	var mu sync.Mutex
+	reads := 0
+	fx := newFixture(t, func(c *Config) {
+		c.Period = 200 * time.Millisecond
+		c.Read = func() (*snapshot.Host, error) {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+			<-release
+			return &snapshot.Host{}, nil
+		}
+	})
+	fx.w.cfg.Registry = func(src *snapshot.Source) []validator.Check {
+		return []validator.Check{readingCheck{fx.integrity, src}, readingCheck{fx.versions, src}}
+	}
+	ctx := context.Background()
+	fx.w.scan(ctx, "job", false) // cgroup-integrity only: its read hangs
+	fx.w.scan(ctx, TriggerPeriod, true)
+	mu.Lock()
+	n := reads
+	mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d reads of the host started while the first never returned, want 1", n)
+	}
+	text := exposed(t, fx.w)
+	for _, id := range []string{escapeCheck, "runtime-versions"} {
+		if want := `cellguard_check_could_not_judge{check="` + id + `"} 1`; !strings.Contains(text, want+"\n") {
+			t.Errorf("want %s:\n%s", want, grepLines(text, "could_not_judge"))
+		}
+	}
+	for _, l := range fx.logger.Logs() {
+		if l.Data["check"] == "runtime-versions" && !strings.Contains(l.Data["error"].(string), "read of the host: still running") {
+			t.Errorf("runtime-versions could not judge for another reason: %v", l.Data["error"])
+		}
+	}
+}
