@@ -34,7 +34,7 @@ section), judged with drain's severities: what the next drain would say.
 
 It logs a finding once when it appears ("finding") and once when it clears
 ("finding-cleared"). A scan that could not judge a check (its error, the
-host unreadable, or the scan's deadline, the period or 30s, passed first)
+host unreadable, or the scan's 30s deadline passed first)
 logs "check-could-not-run" once, clears none of its findings and keeps its
 gauges (cellguard_check_could_not_judge 1); a check still running from an
 earlier scan is not started again. --heal moves escaped container processes back into

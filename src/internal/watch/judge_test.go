@@ -166,7 +166,7 @@ func (h *hungCheck) count() int {
 }
 
 // Issue 38, hole 8 in watch: a check that never returns does not stop
-// watch's scans. The scan ends at its deadline (the period) with that
+// watch's scans. The scan ends at its deadline (ScanTimeout) with that
 // check "could not judge" and the other checks judged; the next scan does
 // not start the stuck check a second time; once it returns it runs again.
 func TestHungCheckDoesNotStopScans(t *testing.T) {
@@ -174,7 +174,7 @@ func TestHungCheckDoesNotStopScans(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(hung.release) }) }
 	t.Cleanup(release)
-	fx := newFixture(t, func(c *Config) { c.Period = 300 * time.Millisecond })
+	fx := newFixture(t, func(c *Config) { c.ScanTimeout = 300 * time.Millisecond })
 	fx.w.cfg.Registry = func(*snapshot.Source) []validator.Check {
 		return []validator.Check{fx.integrity, hung}
 	}
@@ -193,7 +193,7 @@ func TestHungCheckDoesNotStopScans(t *testing.T) {
 		return 0
 	}
 	if d := scan("the first scan"); d > 2*time.Second {
-		t.Errorf("the first scan took %v, want about the period (300ms)", d)
+		t.Errorf("the first scan took %v, want about its deadline (300ms)", d)
 	}
 	if got := testutil.ToFloat64(fx.w.m.Checks.Status.WithLabelValues("leaked-netns", "watch")); got != 3 {
 		t.Errorf("the stuck check's status = %v, want 3 (could not judge)", got)
@@ -231,7 +231,7 @@ func TestHungReadIsNotDoubled(t *testing.T) {
 	var mu sync.Mutex
 	reads := 0
 	fx := newFixture(t, func(c *Config) {
-		c.Period = 200 * time.Millisecond
+		c.ScanTimeout = 200 * time.Millisecond
 		c.Read = func() (*snapshot.Host, error) {
 			mu.Lock()
 			reads++

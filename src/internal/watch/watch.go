@@ -72,11 +72,11 @@ const (
 	// starts then costs at most about a tenth of a core, however big the
 	// cell (docs/performance.md).
 	eventCPUShare = 0.1
-	// maxScanTime bounds a scan's wait for its checks (the period, if
-	// shorter, bounds it too): a check that overruns it could not judge in
-	// that scan, and the scan goes on without it. A full scan of a large
-	// cell takes about a second (docs/performance.md).
-	maxScanTime = 30 * time.Second
+	// DefaultScanTimeout bounds a scan's wait for its checks: a check that
+	// overruns it could not judge in that scan, and the scan goes on
+	// without it. A full scan of a large cell takes about a second
+	// (docs/performance.md).
+	DefaultScanTimeout = 30 * time.Second
 	// textfileEvery is how often an unchanged state is written to the
 	// textfile again (node_exporter is scraped every 15-60s); a change is
 	// written at once.
@@ -105,6 +105,10 @@ type Config struct {
 	// Debounce is how long events must be quiet before an event scan
 	// starts (bounded by maxDebounce from the first).
 	Debounce time.Duration
+	// ScanTimeout bounds each scan (DefaultScanTimeout when 0): a check
+	// still running then could not judge in that scan, and is not started
+	// again until it ends.
+	ScanTimeout time.Duration
 	// Heal moves escaped processes back (validate --fix's heal), at most
 	// HealPerMinute a minute.
 	Heal          bool
@@ -167,6 +171,9 @@ func New(cfg Config) *Watcher {
 	}
 	if cfg.Debounce <= 0 {
 		cfg.Debounce = DefaultDebounce
+	}
+	if cfg.ScanTimeout <= 0 {
+		cfg.ScanTimeout = DefaultScanTimeout
 	}
 	if cfg.HealPerMinute <= 0 {
 		cfg.HealPerMinute = DefaultHealPerMinute
@@ -260,7 +267,7 @@ func (w *Watcher) scan(ctx context.Context, trigger string, full bool) time.Dura
 	}
 	// Every scan ends: a check still running at the deadline could not
 	// judge in this scan, and is not started again while it runs.
-	sctx, cancel := context.WithTimeout(ctx, min(w.cfg.Period, maxScanTime))
+	sctx, cancel := context.WithTimeout(ctx, w.cfg.ScanTimeout)
 	rep := validator.Run(sctx, w.guard(registry), w.cfg.Options)
 	cancel()
 	if ctx.Err() != nil {
