@@ -33,14 +33,19 @@ The checks and their settings are validate's (the config's validator
 section), judged with drain's severities: what the next drain would say.
 
 It logs a finding once when it appears ("finding") and once when it clears
-("finding-cleared"). --heal moves escaped container processes back into
+("finding-cleared"). A scan that could not judge a check (its error, the
+host unreadable, or the scan's 30s deadline passed first)
+logs "check-could-not-run" once, clears none of its findings and keeps its
+gauges (cellguard_check_could_not_judge 1); a check still running from an
+earlier scan is not started again. --heal moves escaped container processes back into
 their recorded cgroups as validate --fix does, verifies from /proc, logs
 "healed", at most --heal-per-minute processes a minute; it never signals or
 kills a process.
 
 Metrics: /metrics on --listen (mutual TLS with --tls-cert, --tls-key and
 --tls-ca, the scraper's CA), and the same families in --textfile for
-node_exporter, written atomically. Faults (systemd or D-Bus gone, the port
+node_exporter, written atomically. /metrics serves at most a quarter of the
+fd limit (64 at most) of connections at once and drops idle ones. Faults (systemd or D-Bus gone, the port
 in use, /proc unreadable, a runtime root gone) are logged, counted and
 retried; watch keeps running.
 

@@ -20,6 +20,7 @@ type Watch struct {
 	All prometheus.Gatherers
 
 	Checks             *Checks
+	CouldNotJudge      *prometheus.GaugeVec
 	Escaped            prometheus.Gauge
 	Healed             prometheus.Counter
 	HealFailed         prometheus.Counter
@@ -42,8 +43,11 @@ func NewWatch(triggers []string) *Watch {
 	w := &Watch{
 		Own:    own,
 		Checks: NewChecks(own),
+		CouldNotJudge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellguard_check_could_not_judge",
+			Help: "1 while a check's last run in watch could not judge (an error, the host unreadable, past the scan's deadline): " +
+				"its findings stay open and its gauges keep their last judged values."}, []string{"check"}),
 		Escaped: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cellguard_escaped_processes",
-			Help: "Container processes outside a cgroup their runtime recorded, in the last scan (after healing)."}),
+			Help: "Container processes outside a cgroup their runtime recorded, in the last scan that judged (after healing)."}),
 		Healed: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellguard_healed_processes_total",
 			Help: "Escaped container processes watch moved back into every recorded cgroup and verified there."}),
 		HealFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellguard_heal_failures_total",
@@ -70,7 +74,7 @@ func NewWatch(triggers []string) *Watch {
 		RuntimeRootPresent: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellguard_runtime_root_present",
 			Help: "1 when a runtime state root exists at the last scan."}, []string{"root"}),
 	}
-	own.MustRegister(w.Escaped, w.Healed, w.HealFailed, w.HealRateLimited, w.Scans, w.ScanDuration, w.ScanCPU,
+	own.MustRegister(w.CouldNotJudge, w.Escaped, w.Healed, w.HealFailed, w.HealRateLimited, w.Scans, w.ScanDuration, w.ScanCPU,
 		w.LastScan, w.SystemdConnected, w.SystemdReconnects, w.ListenerUp, w.TextfileWriteFails, w.RuntimeRootPresent)
 	for _, t := range triggers {
 		w.Scans.WithLabelValues(t)

@@ -90,9 +90,7 @@ func (Live) Inspect(h Holder, inode uint64) ([]Interface, error) {
 	if h.Kind == "socket" {
 		nsfd, err = socketNSFD(h.PID, h.FD, 0)
 	} else {
-		// Opened through /proc, not received: open(2) refuses a socket
-		// (ENXIO), so a fd reused for one meanwhile is never received.
-		nsfd, err = unix.Open("/proc/"+strconv.Itoa(h.PID)+"/fd/"+strconv.Itoa(h.FD), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		nsfd, err = openNSFile(h.PID, h.FD, inode)
 	}
 	if err != nil {
 		return nil, err
@@ -109,6 +107,38 @@ func (Live) Inspect(h Holder, inode uint64) ([]Interface, error) {
 		return err
 	})
 	return ifs, err
+}
+
+// openNSFile opens pid's fd, which the scan read as net:[inode], for
+// setns(2). The holder may have put any file at that number since (a FIFO
+// with no writer would block a plain open for ever), so the fd is opened
+// O_PATH, which opens nothing and never blocks, and is reopened for
+// reading through our own descriptor only once it is an nsfs file with
+// that inode: the reopen reaches the inode checked, not the holder's fd
+// table again.
+func openNSFile(pid, fd int, inode uint64) (int, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(fd)
+	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	var sfs unix.Statfs_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return -1, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if err := unix.Fstatfs(pfd, &sfs); err != nil {
+		return -1, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	if sfs.Type != nsfsMagic || st.Ino != inode {
+		return -1, fmt.Errorf("the file of pid %d fd %d no longer holds net:[%d]", pid, fd, inode)
+	}
+	nsfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("reopen %s: %w", path, err)
+	}
+	return nsfd, nil
 }
 
 // Sockets enters the namespace pid is in, once it has checked that it is

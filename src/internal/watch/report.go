@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -27,24 +29,33 @@ func healed(f validator.Finding) bool {
 	return ok && o.Moved
 }
 
+// couldNotJudge says r judged nothing: the check's error, the host
+// unreadable (fds exhausted), or the scan's deadline passed first.
+func couldNotJudge(r validator.Result) bool { return r.Status == validator.Error }
+
 // report logs what appeared, cleared and healed since the last run of
 // each check in rep, and sets the metrics. Checks not in rep (periodic
-// ones after an event scan) keep their open findings.
+// ones after an event scan) keep their open findings, and so does a check
+// that could not judge: it found nothing either way.
 func (w *Watcher) report(rep validator.Report, trigger string) {
-	w.m.Checks.Observe(metrics.WatchPhase, rep.Results)
+	w.observe(rep.Results)
 	ran := map[string]bool{}
 	seen := map[string]bool{}
+	unjudged := map[string]bool{}
 	for _, r := range rep.Results {
 		ran[r.ID] = true
-		if r.Status == validator.Error {
-			// "Could not check" is a state too: logged once when it starts
-			// (an unreadable /proc, a vanished root) and when it ends.
+		if couldNotJudge(r) {
+			// "Could not judge" is a state too: logged once when it starts
+			// (an unreadable /proc, a vanished root, a hung check) and when
+			// it ends.
+			unjudged[r.ID] = true
 			k := r.ID + "\x00error"
 			seen[k] = true
 			if _, ok := w.open[k]; !ok {
 				w.open[k] = openFinding{check: r.ID, detail: r.Error, couldNotRun: true}
 				w.changed = true
-				w.log.Error("check-could-not-run", nil, lager.Data{"check": r.ID, "error": r.Error, "trigger": trigger})
+				w.log.Error("check-could-not-run", nil, lager.Data{"check": r.ID, "error": r.Error, "trigger": trigger,
+					"judgement": "could not judge", "findings_kept_open": w.openOf(r.ID)})
 			}
 		}
 		for _, f := range r.Findings {
@@ -64,7 +75,7 @@ func (w *Watcher) report(rep validator.Report, trigger string) {
 	}
 	w.escapes(rep)
 	for k, o := range w.open {
-		if !ran[o.check] || seen[k] {
+		if !ran[o.check] || seen[k] || (unjudged[o.check] && !o.couldNotRun) {
 			continue
 		}
 		delete(w.open, k)
@@ -77,15 +88,57 @@ func (w *Watcher) report(rep validator.Report, trigger string) {
 	}
 }
 
-// escapes counts the escaped processes of the report (the typed escapes
-// the checks confirmed, the heals that did not hold and those the budget
-// deferred) and logs and counts the heals made and deferred.
+// observe sets the per-check gauges. A check that could not judge shows
+// status 3 and cellguard_check_could_not_judge 1, and keeps the findings
+// and blocking gauges of its last judged result: an error never lowers
+// them.
+func (w *Watcher) observe(results []validator.Result) {
+	if w.judged == nil {
+		w.judged = map[string]validator.Result{}
+	}
+	shown := slices.Clone(results)
+	for i, r := range results {
+		if !couldNotJudge(r) {
+			w.judged[r.ID] = r
+			w.m.CouldNotJudge.WithLabelValues(r.ID).Set(0)
+			continue
+		}
+		w.m.CouldNotJudge.WithLabelValues(r.ID).Set(1)
+		if last, ok := w.judged[r.ID]; ok {
+			shown[i].Findings = last.Findings
+			shown[i].Blocking = last.Blocking || r.Blocking
+		}
+	}
+	w.m.Checks.Observe(metrics.WatchPhase, shown)
+}
+
+// openOf counts the open findings of check.
+func (w *Watcher) openOf(check string) int {
+	n := 0
+	for _, o := range w.open {
+		if o.check == check && !o.couldNotRun {
+			n++
+		}
+	}
+	return n
+}
+
+// escapes counts the escaped processes (the typed escapes the checks
+// confirmed, the heals that did not hold and those the budget deferred, as
+// each check last judged them) and logs and counts the heals made and
+// deferred.
 func (w *Watcher) escapes(rep validator.Report) {
-	escaped := map[string]bool{}
+	if w.escaped == nil {
+		w.escaped = map[string]map[string]bool{}
+	}
 	healedPIDs := map[string]bool{}
 	deferred := map[string]bool{}
 	failed := 0
 	for _, r := range rep.Results {
+		escaped := map[string]bool{}
+		if couldNotJudge(r) {
+			maps.Copy(escaped, w.escaped[r.ID])
+		}
 		for _, f := range r.Findings {
 			switch ev := f.Evidence.(type) {
 			case checks.Escape:
@@ -104,6 +157,11 @@ func (w *Watcher) escapes(rep validator.Report) {
 				}
 			}
 		}
+		w.escaped[r.ID] = escaped
+	}
+	escaped := map[string]bool{}
+	for _, e := range w.escaped {
+		maps.Copy(escaped, e)
 	}
 	// A process healed in one hierarchy but not another is still escaped.
 	for pid := range escaped {

@@ -15,6 +15,8 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
+	"golang.org/x/sys/unix"
 )
 
 // Backoff bounds for retrying what failed (a bind, a dial).
@@ -22,6 +24,33 @@ var (
 	RetryMin = 500 * time.Millisecond
 	RetryMax = 30 * time.Second
 )
+
+// /metrics connections: a scraper sends its request at once and reads the
+// answer (a few kB) at once; anything slower or idle longer is dropped, so
+// a local user's idle connections hold a slot for seconds, not for ever.
+var (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 30 * time.Second
+)
+
+// maxConnsCap bounds the connections /metrics serves at once: one or two
+// scrapers use one each. More wait in the kernel's backlog, holding none
+// of watch's fds.
+const maxConnsCap = 64
+
+// maxConns is how many connections /metrics accepts at once: a quarter of
+// watch's fd limit at most, so that scans keep the rest whatever is
+// connected (1,152 idle connections once took them all, and a scan that
+// could not open /proc judged nothing).
+func maxConns() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 1
+	}
+	return int(max(1, min(maxConnsCap, lim.Cur/4)))
+}
 
 // serve keeps /metrics up: a port in use or unreadable certificates are
 // logged, shown as cellguard_metrics_listener_up 0 (in the textfile) and
@@ -44,8 +73,9 @@ func (w *Watcher) serve(ctx context.Context) {
 		}
 		wait = RetryMin
 		w.m.ListenerUp.Set(1)
-		w.log.Info("metrics-listening", lager.Data{"address": ln.Addr().String(), "tls": w.cfg.TLS != nil})
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+		w.log.Info("metrics-listening", lager.Data{"address": ln.Addr().String(), "tls": w.cfg.TLS != nil, "max_connections": maxConns()})
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+			WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
 			// A scraper without a client certificate is the scraper's
 			// problem: a debug line, not a line on stderr per attempt.
 			ErrorLog: log.New(debugWriter{w.log}, "", 0)}
@@ -69,6 +99,8 @@ func (w *Watcher) listen() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", w.cfg.Listen, err)
 	}
+	// Capped below TLS: a handshake never finished holds a slot too.
+	ln = netutil.LimitListener(ln, maxConns())
 	if w.cfg.TLS == nil {
 		return ln, nil
 	}

@@ -72,6 +72,11 @@ const (
 	// starts then costs at most about a tenth of a core, however big the
 	// cell (docs/performance.md).
 	eventCPUShare = 0.1
+	// DefaultScanTimeout bounds a scan's wait for its checks: a check that
+	// overruns it could not judge in that scan, and the scan goes on
+	// without it. A full scan of a large cell takes about a second
+	// (docs/performance.md).
+	DefaultScanTimeout = 30 * time.Second
 	// textfileEvery is how often an unchanged state is written to the
 	// textfile again (node_exporter is scraped every 15-60s); a change is
 	// written at once.
@@ -100,6 +105,10 @@ type Config struct {
 	// Debounce is how long events must be quiet before an event scan
 	// starts (bounded by maxDebounce from the first).
 	Debounce time.Duration
+	// ScanTimeout bounds each scan (DefaultScanTimeout when 0): a check
+	// still running then could not judge in that scan, and is not started
+	// again until it ends.
+	ScanTimeout time.Duration
 	// Heal moves escaped processes back (validate --fix's heal), at most
 	// HealPerMinute a minute.
 	Heal          bool
@@ -145,6 +154,14 @@ type Watcher struct {
 	// scan's, so the heals cellguard_healed_processes_total counts (one per
 	// process and scan) can be read back from the log.
 	scans uint64
+	// judged is each check's last result that judged (not an error), and
+	// escaped the processes each check last judged escaped: what a check
+	// that could not judge keeps showing (made on first use).
+	judged  map[string]validator.Result
+	escaped map[string]map[string]bool
+	// running is the checks and the host read of earlier scans that
+	// outlived their deadline.
+	running inflight
 }
 
 // New builds a watcher; Run starts it.
@@ -154,6 +171,9 @@ func New(cfg Config) *Watcher {
 	}
 	if cfg.Debounce <= 0 {
 		cfg.Debounce = DefaultDebounce
+	}
+	if cfg.ScanTimeout <= 0 {
+		cfg.ScanTimeout = DefaultScanTimeout
 	}
 	if cfg.HealPerMinute <= 0 {
 		cfg.HealPerMinute = DefaultHealPerMinute
@@ -240,12 +260,16 @@ func (w *Watcher) scan(ctx context.Context, trigger string, full bool) time.Dura
 	cpu0 := processCPU()
 	start := time.Now()
 	healing := w.cfg.Heal
-	src := snapshot.From(w.read)
+	src := snapshot.From(w.guardedRead)
 	registry := w.cfg.Registry(src)
 	if !full {
 		registry = subset(registry, w.cfg.OnEvent)
 	}
-	rep := validator.Run(ctx, registry, w.cfg.Options)
+	// Every scan ends: a check still running at the deadline could not
+	// judge in this scan, and is not started again while it runs.
+	sctx, cancel := context.WithTimeout(ctx, w.cfg.ScanTimeout)
+	rep := validator.Run(sctx, w.guard(registry), w.cfg.Options)
+	cancel()
 	if ctx.Err() != nil {
 		return 0
 	}
