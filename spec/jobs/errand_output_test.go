@@ -162,7 +162,7 @@ func boshRunErrandOutput(t *testing.T, results []boshdir.ErrandResult, form stri
 
 func writeExec(t *testing.T, path, content string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+	if err := render.WriteFile(path, []byte(content), 0o755); err != nil {
 		t.Fatal(err)
 	}
 }

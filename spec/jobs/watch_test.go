@@ -153,7 +153,7 @@ func TestWatchCtl(t *testing.T) {
 	// is the real binary's, the rule watch_ctl asks.
 	stub := "#!/usr/bin/env bash\n[ \"$1 ${2:-}\" = 'watch status' ] && exec " + cellguardBin + " \"$@\"\n" +
 		"printf '%s\\n' \"$*\" >>\"${STUB_CALLS}\"\n[ \"$1\" = watch ] && while :; do sleep 0.05; done\n"
-	if err := os.WriteFile(filepath.Join(v.root, "vcap/packages/cellguard/bin/cellguard"), []byte(stub), 0o755); err != nil {
+	if err := render.WriteFile(filepath.Join(v.root, "vcap/packages/cellguard/bin/cellguard"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -305,7 +305,7 @@ func TestErrandRunsTheValidator(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrapper := "#!/usr/bin/env bash\nexec " + cellguardBin + " \"$@\" --root " + filepath.Join(root, "empty") + "\n"
-	if err := os.WriteFile(filepath.Join(bin, "cellguard"), []byte(wrapper), 0o755); err != nil {
+	if err := render.WriteFile(filepath.Join(bin, "cellguard"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", "-c", script)

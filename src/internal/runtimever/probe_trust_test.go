@@ -41,7 +41,7 @@ func TestProbeRunsOnlyTrustedBinaries(t *testing.T) {
 			bin := filepath.Join(root, "usr/sbin/runc")
 			script, err := os.ReadFile(bin)
 			must(t, err)
-			must(t, os.WriteFile(bin, []byte(strings.Replace(string(script), "#!/bin/sh\n", "#!/bin/sh\ntouch "+mark+"\n", 1)), 0o755))
+			testkit.WriteExec(t, bin, strings.Replace(string(script), "#!/bin/sh\n", "#!/bin/sh\ntouch "+mark+"\n", 1))
 			if tc.plant != nil {
 				tc.plant(t, bin)
 			}
