@@ -277,15 +277,15 @@ func renderErrand(t *testing.T) (*render.Job, render.Rendered) {
 func TestErrandRenders(t *testing.T) {
 	j, r := renderErrand(t)
 	bashN(t, "bin/run", r["bin/run"])
-	mustContain(t, string(r["bin/run"]), "args=(validate --phase pre-start --format human")
+	mustContain(t, string(r["bin/run"]), "args=(validate --phase pre-start --format json")
 	if strings.TrimSpace(stripComments(string(r["monit"]))) != "" {
 		t.Errorf("an errand has no monit process:\n%s", r["monit"])
 	}
-	r, err := j.Render(`{cellguard_validate: {phase: drain, format: json}}`)
+	r, err := j.Render(`{cellguard_validate: {phase: drain, format: human}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, string(r["bin/run"]), "args=(validate --phase drain --format json")
+	mustContain(t, string(r["bin/run"]), "args=(validate --phase drain --format human")
 	mustContain(t, string(r["bin/run"]), `"${CELLGUARD}" "${args[@]}" 2>&1 >/dev/null`)
 	if _, err := j.Render(`{cellguard_validate: {phase: later}}`); err == nil || !strings.Contains(err.Error(), "cellguard_validate.phase must be pre-start or drain") {
 		t.Errorf("bad phase: %v", err)
