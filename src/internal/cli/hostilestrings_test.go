@@ -2,12 +2,20 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/leakyns"
 )
+
+func TestMain(m *testing.M) {
+	leakyns.Main() // returns unless this process is a helper
+	os.Exit(m.Run())
+}
 
 // Comms a tenant's process gives itself (prctl PR_SET_NAME, 15 bytes at
 // most): an OSC window title then a clear-screen, and a newline that
@@ -64,7 +72,32 @@ func TestTenantCommReachesOperatorsEscaped(t *testing.T) {
 		}
 		noRawControls(t, "drain.log (drain's stderr)", drainErr)
 		noRawControls(t, "drain.log (lager)", d.read(t, d.log))
-		mustContainAll(t, "validate's report", out, "pid 101 ("+strings.NewReplacer("\x1b", `\x1b`, "\x07", `\x07`, "\n", `\n`).Replace(comm)+") escaped")
+		mustContainAll(t, "validate's report", out, "pid 101 ("+visible(comm)+") escaped")
+	}
+}
+
+// visible is comm as report.Escape shows it.
+func visible(comm string) string {
+	return strings.NewReplacer("\x1b", `\x1b`, "\x07", `\x07`, "\n", `\n`).Replace(comm)
+}
+
+// End to end on the real kernel: a process started here names itself
+// (/proc/self/comm) and leaves a network namespace held only by a socket
+// (seed 003); leaked-netns names it, on the live root, in validate's human
+// report and in what drain writes to drain.log, escaped.
+func TestRealProcessCommReachesOperatorsEscaped(t *testing.T) {
+	testkit.RequireRoot(t, "a new network namespace and leaked-netns on the live root")
+	for _, comm := range []string{oscComm, forgedComm} {
+		h := leakyns.StartNamed(t, leakyns.Socket, 0, comm)
+		holder := fmt.Sprintf("pid %d (%s) fd %d (socket)", h.PID, visible(comm), h.FD)
+		_, out, errOut := runValidateCLI(t, "/", `{}`, "--phase", "pre-start")
+		mustContainAll(t, "validate's report", out+errOut, holder)
+		noRawControls(t, "validate's report", out)
+		d := newDrainHost(t, "/", `{}`)
+		_, _, drainErr := d.drain(t, jobChanged...)
+		mustContainAll(t, "drain.log (drain's stderr)", drainErr, holder)
+		noRawControls(t, "drain.log (drain's stderr)", drainErr)
+		noRawControls(t, "drain.log (lager)", d.read(t, d.log))
 	}
 }
 
