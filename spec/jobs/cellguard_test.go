@@ -82,7 +82,7 @@ func configCheck(t *testing.T, cfg []byte) {
 		if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(hp, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		if err := render.WriteFile(hp, []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}

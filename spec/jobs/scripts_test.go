@@ -84,7 +84,7 @@ func install(t *testing.T, r render.Rendered, bin string) vcap {
 	}
 	if bin == "" {
 		text := strings.ReplaceAll(stub, "@REAL_CELLGUARD@", cellguardBin)
-		if err := os.WriteFile(filepath.Join(pkgBin, "cellguard"), []byte(text), 0o755); err != nil {
+		if err := render.WriteFile(filepath.Join(pkgBin, "cellguard"), []byte(text), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	} else if err := os.Symlink(bin, filepath.Join(pkgBin, "cellguard")); err != nil {

@@ -153,7 +153,7 @@ func TestWatchCtl(t *testing.T) {
 	// is the real binary's, the rule watch_ctl asks.
 	stub := "#!/usr/bin/env bash\n[ \"$1 ${2:-}\" = 'watch status' ] && exec " + cellguardBin + " \"$@\"\n" +
 		"printf '%s\\n' \"$*\" >>\"${STUB_CALLS}\"\n[ \"$1\" = watch ] && while :; do sleep 0.05; done\n"
-	if err := os.WriteFile(filepath.Join(v.root, "vcap/packages/cellguard/bin/cellguard"), []byte(stub), 0o755); err != nil {
+	if err := render.WriteFile(filepath.Join(v.root, "vcap/packages/cellguard/bin/cellguard"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -277,15 +277,15 @@ func renderErrand(t *testing.T) (*render.Job, render.Rendered) {
 func TestErrandRenders(t *testing.T) {
 	j, r := renderErrand(t)
 	bashN(t, "bin/run", r["bin/run"])
-	mustContain(t, string(r["bin/run"]), "args=(validate --phase pre-start --format human")
+	mustContain(t, string(r["bin/run"]), "args=(validate --phase pre-start --format json")
 	if strings.TrimSpace(stripComments(string(r["monit"]))) != "" {
 		t.Errorf("an errand has no monit process:\n%s", r["monit"])
 	}
-	r, err := j.Render(`{cellguard_validate: {phase: drain, format: json}}`)
+	r, err := j.Render(`{cellguard_validate: {phase: drain, format: human}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, string(r["bin/run"]), "args=(validate --phase drain --format json")
+	mustContain(t, string(r["bin/run"]), "args=(validate --phase drain --format human")
 	mustContain(t, string(r["bin/run"]), `"${CELLGUARD}" "${args[@]}" 2>&1 >/dev/null`)
 	if _, err := j.Render(`{cellguard_validate: {phase: later}}`); err == nil || !strings.Contains(err.Error(), "cellguard_validate.phase must be pre-start or drain") {
 		t.Errorf("bad phase: %v", err)
@@ -305,7 +305,7 @@ func TestErrandRunsTheValidator(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrapper := "#!/usr/bin/env bash\nexec " + cellguardBin + " \"$@\" --root " + filepath.Join(root, "empty") + "\n"
-	if err := os.WriteFile(filepath.Join(bin, "cellguard"), []byte(wrapper), 0o755); err != nil {
+	if err := render.WriteFile(filepath.Join(bin, "cellguard"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", "-c", script)

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/spec/render"
 )
 
 // tarballEnv names a release tarball already built (release-e2e passes
@@ -111,7 +113,7 @@ func copyFile(t *testing.T, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(dst, b, fi.Mode().Perm()); err != nil {
+	if err := render.WriteFile(dst, b, fi.Mode().Perm()); err != nil {
 		t.Fatal(err)
 	}
 }

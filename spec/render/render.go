@@ -129,7 +129,7 @@ func (r Rendered) WriteTo(dir string) error {
 		if filepath.Dir(dst) == "bin" {
 			mode = 0o755
 		}
-		if err := os.WriteFile(p, b, mode); err != nil {
+		if err := WriteFile(p, b, mode); err != nil {
 			return fmt.Errorf("write %s: %w", p, err)
 		}
 	}

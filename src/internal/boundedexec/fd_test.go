@@ -8,14 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
 // writeScript writes a script, closed before anything runs it.
 func writeScript(t *testing.T, path, body string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, path, "#!/bin/sh\n"+body)
 }
 
 // TestOutputRunsTheOpenFile: what runs is the file open in bin, not what

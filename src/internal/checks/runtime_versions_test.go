@@ -24,9 +24,7 @@ func rvFake(t *testing.T, root, path, out string) {
 		t.Fatal(err)
 	}
 	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then cat <<'EOF'\n" + out + "\nEOF\nexit 0; fi\necho \"No help topic for '$1'\" >&2\nexit 3\n"
-	if err := os.WriteFile(host, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, host, script)
 }
 
 func rvSysctl(t *testing.T, root, pipeSoft string) {
@@ -122,9 +120,7 @@ func TestRuntimeVersionsBinariesMissingOrBroken(t *testing.T) {
 	rvFake(t, root, "/usr/bin/runc", "runc version unknown\nspec: 1.0.2-dev")
 	// a containerd that hangs on --version
 	hang := filepath.Join(root, "usr/bin/containerd")
-	if err := os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 300\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, hang, "#!/bin/sh\nexec sleep 300\n")
 	// The timeout is the hang's whole cost, and a fake that answers must
 	// answer within it on a loaded machine: at 200 ms the runc script here
 	// was once timed out too (beside make cell, load ~20).
@@ -312,9 +308,7 @@ func TestRuntimeVersionsOtherComponents(t *testing.T) {
 	}
 	// the shim answers -v only, as containerd's does
 	script := "#!/bin/sh\n[ \"$1\" = -v ] || exit 2\nprintf 'containerd-shim-runc-v2:\\n  Version:  v1.4.2\\n  Revision: b321d358e6eef9c82fa3f3bb8826dca3724c58c6\\n'\n"
-	if err := os.WriteFile(shim, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, shim, script)
 	rvFake(t, root, "/usr/sbin/dockerd", "Docker version 20.10.6, build 370c289")
 	c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin", "/usr/sbin"},
 		Binaries: map[string]string{"runcc": "/usr/bin/runc"}}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -202,9 +203,7 @@ func TestSystemctlVersionRunsOnlyTrustedBinary(t *testing.T) {
 				t.Fatal(err)
 			}
 			script := "#!/bin/sh\ntouch " + mark + "\necho 'systemd 252 (252.39-1~deb12u2)'\n"
-			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteExec(t, bin, script)
 			if err := os.Chmod(bin, tc.mode); err != nil {
 				t.Fatal(err)
 			}

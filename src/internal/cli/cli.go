@@ -7,6 +7,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/logging"
+	"github.com/cloudfoundry/cellguard/src/internal/report"
 )
 
 // defaultConfigPath is where the BOSH job renders the config
@@ -264,19 +266,22 @@ func (c *common) flagLogger(env *Env, source string) (lager.Logger, func()) {
 // errorf prints "cellguard: error: ..." to stderr, for humans; the same fact
 // should also be logged by the caller when a logger exists.
 func errorf(env *Env, format string, args ...any) {
-	fmt.Fprintf(env.Stderr, "cellguard: error: "+format+"\n", args...)
+	fmt.Fprintf(env.Stderr, "cellguard: error: %s\n", report.Escape(fmt.Sprintf(format, args...)))
 }
 
 // hintf prints "cellguard: hint: ..." after an error.
 func hintf(env *Env, format string, args ...any) {
-	fmt.Fprintf(env.Stderr, "cellguard: hint: "+format+"\n", args...)
+	fmt.Fprintf(env.Stderr, "cellguard: hint: %s\n", report.Escape(fmt.Sprintf(format, args...)))
 }
 
 // printJSON writes v to stdout as one indented JSON document (--json).
 func printJSON(env *Env, v any) {
-	enc := json.NewEncoder(env.Stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	if enc.Encode(v) == nil {
+		_, _ = env.Stdout.Write(report.EscapeJSON(b.Bytes())) // names a tenant chose reach a terminal
+	}
 }
 
 // stringList is a repeatable string flag.

@@ -12,6 +12,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
+	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -243,7 +244,7 @@ func (d *drainRun) finish(cfg *config.Config, rep *validator.Report, cr *cantRun
 	default:
 		logger.Info("decided", data)
 	}
-	fmt.Fprintf(env.Stderr, "cellguard drain %s: %s: %s\n", strings.TrimSpace(d.call.JobChange+" "+d.call.HashChange), dec.Outcome, dec.Reason)
+	fmt.Fprintf(env.Stderr, "cellguard drain %s: %s: %s\n", strings.TrimSpace(d.call.JobChange+" "+d.call.HashChange), dec.Outcome, report.Escape(dec.Reason))
 
 	promFile := d.f.promFile
 	if promFile == "" && cfg != nil {

@@ -120,7 +120,9 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	// Some are made executable and run: no fork may copy the descriptor
+	// (testkit.WriteExec).
+	if err := testkit.NoForks(func() error { return os.WriteFile(path, []byte(content), 0o644) }); err != nil {
 		t.Fatal(err)
 	}
 }

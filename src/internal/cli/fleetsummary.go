@@ -11,20 +11,22 @@ import (
 )
 
 func fleetSummaryCommand() *Command {
-	return &Command{Name: "fleet-summary", Summary: "one screen for the whole fleet from `bosh run-errand cellguard-validate`'s output", Run: runFleetSummary}
+	return &Command{Name: "fleet-summary", Summary: "one screen for the whole fleet from `bosh --json run-errand cellguard-validate`'s output", Run: runFleetSummary}
 }
 
 const fleetSummaryHelp = `
-Reads what ` + "`bosh -d DEPLOYMENT run-errand cellguard-validate`" + ` printed, from
-FILE or stdin (no FILE, or -), and prints one screen for the fleet: the
-count of instances per verdict, one line per instance (verdict, exit code,
-each check that did not pass with its findings, "!" where it blocks) and
-one fix per check. It reads bosh-cli's three forms: a terminal's table, a
-pipe's or file's data-only table, and --json; and the errand's report in
-either cellguard_validate.format (human or json). It runs on any machine
-with the output; it reads nothing else.
+Reads what ` + "`bosh -d DEPLOYMENT --json run-errand cellguard-validate`" + `
+printed, from FILE or stdin (no FILE, or -), and prints one screen for the
+fleet: the count of instances per verdict, one line per instance (verdict,
+exit code, each check that did not pass with its findings, "!" where it
+blocks) and one fix per check. It reads only structured output: bosh-cli's
+--json document and, in each instance's stdout, validate's JSON report
+(cellguard_validate.format: json, the default). bosh-cli's tables and the
+human report are free text that carries what tenants named, so they are
+refused or not counted. It runs on any machine with the output; it reads
+nothing else.
 
-  bosh -d cf run-errand cellguard-validate | cellguard fleet-summary
+  bosh -d cf --json run-errand cellguard-validate | cellguard fleet-summary
   bosh -d cf --json run-errand cellguard-validate > fleet.json; cellguard fleet-summary fleet.json
 
 Exit codes:
@@ -57,8 +59,8 @@ func runFleetSummary(_ context.Context, env *Env, args []string) int {
 	}
 	if err != nil {
 		errorf(env, "read %s: %v", name, err)
-		if errors.Is(err, fleetsummary.ErrNoErrandTable) {
-			hintf(env, "give it the whole output of bosh run-errand cellguard-validate (with or without --json)")
+		if errors.Is(err, fleetsummary.ErrNoErrandTable) || errors.Is(err, fleetsummary.ErrNotJSON) {
+			hintf(env, "give it the whole output of bosh -d DEPLOYMENT --json run-errand cellguard-validate")
 		}
 		return ExitCantRun
 	}

@@ -3,10 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -19,9 +20,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 func TestUnitInstallRefusesBadInput(t *testing.T) {
 	root := t.TempDir()
 	ctl := filepath.Join(root, "ctl")
-	if err := os.WriteFile(ctl, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, ctl, "#!/bin/sh\n")
 	for name, args := range map[string][]string{
 		"injected start":  {"unit", "install", "garden", "--root", root, "--dbus-address", "unix:path=/nonexistent", "--start", "/ctl start\nExecStartPre=/bin/rm"},
 		"specifier":       {"unit", "install", "garden", "--root", root, "--dbus-address", "unix:path=/nonexistent", "--start", "/ctl %n"},
@@ -52,9 +51,7 @@ func TestUnitInstallRefusesBadInput(t *testing.T) {
 
 func TestUnitInstallUnreachableSystemdNamesTheFix(t *testing.T) {
 	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "ctl"), []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, filepath.Join(root, "ctl"), "#!/bin/sh\n")
 	code, _, errs := runCLI(t, "unit", "install", "garden", "--root", root, "--dbus-address", "unix:path="+filepath.Join(root, "missing.sock"), "--start", "/ctl start")
 	if code != ExitFailed {
 		t.Fatalf("exit %d, want %d: %s", code, ExitFailed, errs)

@@ -241,7 +241,7 @@ func (f *validateFlags) decideDrain(env *Env, logger lager.Logger, rep *validato
 		// With --format json stderr holds one JSON document, which tools
 		// (and the errand's --json form) parse: the decision is in the
 		// log, the exit code and stdout.
-		fmt.Fprintf(env.Stderr, "cellguard validate --phase drain: %s: %s\n", dec.Outcome, dec.Reason)
+		fmt.Fprintf(env.Stderr, "cellguard validate --phase drain: %s: %s\n", dec.Outcome, report.Escape(dec.Reason))
 	}
 	return drainVerdict(env, dec)
 }

@@ -84,9 +84,7 @@ func TestFallbackWithoutSystemd(t *testing.T) {
 	script := "#!/bin/sh\ncase $1 in\n" +
 		"start) echo $$ > " + pidfile + "; exec sleep 300 ;;\n" +
 		"stop) kill $(cat " + pidfile + ") ;;\nesac\n"
-	if err := os.WriteFile(ctl, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, ctl, script)
 	logger := lagertest.NewTestLogger("fallback")
 	m := &Manager{Logger: logger, Root: "/"}
 	if m.HasSystemd() {

@@ -69,9 +69,7 @@ func TestStopLeavesAStalePidfilesProcessAlone(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "daemon.pid")
 	ctl := filepath.Join(dir, "ctl")
-	if err := os.WriteFile(ctl, []byte("#!/bin/sh\necho $$ > "+pidfile+"\nexec sleep 300\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, ctl, "#!/bin/sh\necho $$ > "+pidfile+"\nexec sleep 300\n")
 	logger := lagertest.NewTestLogger("stale")
 	m := &Manager{Logger: logger, Root: "/"}
 	d := Daemon{Name: "stale", Start: []string{ctl, "start"}, PIDFile: pidfile,
@@ -252,8 +250,6 @@ func TestStopCommandRunsWithoutAStartRecord(t *testing.T) {
 func markingCtl(t *testing.T, dir string) (ctl, mark string) {
 	t.Helper()
 	ctl, mark = filepath.Join(dir, "ctl"), filepath.Join(dir, "ran")
-	if err := os.WriteFile(ctl, []byte("#!/bin/sh\ntouch "+mark+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, ctl, "#!/bin/sh\ntouch "+mark+"\n")
 	return ctl, mark
 }

@@ -10,6 +10,7 @@ import (
 	"code.cloudfoundry.org/lager/v3/lagertest"
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
@@ -226,9 +227,7 @@ func fakeDaemonRoot(t *testing.T) (string, Daemon) {
 	if err := os.MkdirAll(filepath.Dir(ctl), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(ctl, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, ctl, "#!/bin/sh\n")
 	return root, Daemon{Name: "garden", Start: []string{"/var/vcap/jobs/garden/bin/garden_ctl", "start"}}
 }
 

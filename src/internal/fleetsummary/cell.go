@@ -2,8 +2,6 @@ package fleetsummary
 
 import (
 	"encoding/json"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/cloudfoundry/cellguard/src/internal/report"
@@ -56,31 +54,25 @@ type Cell struct {
 	Checks   []Check `json:"checks"`
 	// Reason is cellguard's own error line when it could not run.
 	Reason string `json:"reason,omitempty"`
-	// NoReport: stdout held no validator report to read checks from.
+	// NoReport: stdout held no JSON report to read checks from (it could
+	// not run, or cellguard_validate.format is human).
 	NoReport bool `json:"no_report,omitempty"`
-	// DrainOutcome is drain's decision when the errand ran with
-	// cellguard_validate.phase drain (validate --phase drain's last line):
-	// pass, lifted, budget_expired, blocked, could_not_run.
+	// DrainOutcome is "lifted" when the errand ran with
+	// cellguard_validate.phase drain and exited 0 with blocking findings:
+	// drain's lift let the VM go.
 	DrainOutcome string `json:"drain_outcome,omitempty"`
 }
 
 // ReadCell reads one instance's result: the verdict from its exit code,
-// the checks from the report on stdout (validate's JSON or human form).
+// the checks from validate's JSON report, the first JSON value on stdout.
+// A human report is not read: its lines carry what tenants named, so a
+// line in it proves nothing (a comm with a newline once forged a check).
 func ReadCell(in Instance) Cell {
 	c := Cell{Instance: in.Name, ExitCode: in.ExitCode, Verdict: verdictOf(in.ExitCode), Checks: []Check{}}
-	var ok bool
-	if strings.HasPrefix(strings.TrimSpace(in.Stdout), "{") {
-		ok = readJSONReport(&c, in.Stdout)
-	} else {
-		ok = readHumanReport(&c, in.Stdout)
-	}
-	c.NoReport = !ok
-	for _, l := range strings.Split(in.Stdout, "\n") {
-		if m := decisionRE.FindStringSubmatch(l); m != nil {
-			c.DrainOutcome = m[1]
-		}
-	}
+	c.NoReport = !readJSONReport(&c, in.Stdout)
 	for _, l := range strings.Split(in.Stderr+"\n"+in.Stdout, "\n") {
+		// cellguard's own error line: shown, never counted. Nothing a
+		// tenant names starts a line (report.Escape, JSON).
 		if strings.HasPrefix(l, "cellguard: error: ") {
 			c.Reason = strings.TrimPrefix(l, "cellguard: ")
 			break
@@ -89,14 +81,21 @@ func ReadCell(in Instance) Cell {
 	return c
 }
 
-// readJSONReport reads the first JSON value: with phase drain, validate's
-// decision line follows the report.
+// readJSONReport reads the first JSON value of stdout. With phase drain,
+// exit 0 from a blocked report is drain's lift: the VM may go, but not
+// because it passed.
 func readJSONReport(c *Cell, s string) bool {
+	if !strings.HasPrefix(strings.TrimSpace(s), "{") {
+		return false
+	}
 	var rep validator.Report
 	if err := json.NewDecoder(strings.NewReader(s)).Decode(&rep); err != nil || len(rep.Results) == 0 {
 		return false
 	}
 	c.Phase = string(rep.Phase)
+	if rep.Phase == validator.Drain && rep.Blocked && c.ExitCode == 0 {
+		c.DrainOutcome = "lifted"
+	}
 	for _, r := range rep.Results {
 		if r.Status == validator.Pass || r.Status == validator.Skip {
 			continue
@@ -104,57 +103,4 @@ func readJSONReport(c *Cell, s string) bool {
 		c.Checks = append(c.Checks, Check{ID: r.ID, Status: r.Status, Blocking: r.Blocking, Ignored: r.Ignored, Findings: report.Count(r), Fix: r.Fix})
 	}
 	return true
-}
-
-// The human report (internal/report human.go): a headline, a table, then
-// a section per check that did not pass, ending with its fix.
-var (
-	headlineRE = regexp.MustCompile(`^cellguard validate --phase (\S+): (ok|BLOCKED)(?: by (.+))?$`)
-	rowRE      = regexp.MustCompile(`^(\S+)\s+(\S+)\s+(blocking|warning|info)( \(ignored\))?\s+([0-9]+)\s`)
-	sectionRE  = regexp.MustCompile(`^\[(\S+)\] (\S+) \(`)
-	// decisionRE is validate --phase drain's decision (cli/validate.go
-	// decideDrain): "cellguard validate --phase drain: OUTCOME: reason".
-	decisionRE = regexp.MustCompile(`^cellguard validate --phase drain: ([a-z_]+): `)
-)
-
-func readHumanReport(c *Cell, s string) bool {
-	blocking := map[string]bool{}
-	fixes := map[string]string{}
-	var section string
-	found := false
-	var checks []Check
-	for _, l := range strings.Split(s, "\n") {
-		if m := headlineRE.FindStringSubmatch(l); m != nil {
-			found = true
-			c.Phase = m[1]
-			for _, id := range strings.Split(m[3], ", ") {
-				blocking[id] = id != ""
-			}
-			continue
-		}
-		if m := rowRE.FindStringSubmatch(l); m != nil && m[1] != "STATUS" {
-			st := validator.Status(strings.ToLower(m[1]))
-			if st == validator.Pass || st == validator.Skip {
-				continue
-			}
-			n, _ := strconv.Atoi(m[5])
-			checks = append(checks, Check{ID: m[2], Status: st, Ignored: m[4] != "", Findings: n})
-			continue
-		}
-		if m := sectionRE.FindStringSubmatch(l); m != nil {
-			section = m[2]
-			continue
-		}
-		if fix, ok := strings.CutPrefix(l, "  fix: "); ok && section != "" {
-			fixes[section] = fix
-		}
-	}
-	for i := range checks {
-		checks[i].Blocking = blocking[checks[i].ID]
-		checks[i].Fix = fixes[checks[i].ID]
-	}
-	if checks != nil {
-		c.Checks = checks
-	}
-	return found || checks != nil
 }

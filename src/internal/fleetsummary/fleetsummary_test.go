@@ -2,6 +2,7 @@ package fleetsummary
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,34 +10,23 @@ import (
 
 const id1 = "cell/0b7c2a4e-5a51-4f1e-9d53-7d1f64a4c001"
 
-// The forms' edges that the fixtures in cli/testdata do not hold: color
-// codes, an empty stream, a run canceled by a signal.
-func TestParseErrandEdges(t *testing.T) {
-	cases := []struct {
-		name  string
-		input string
-		want  []Instance
-	}{
-		{"terminal with colors and an empty stdout",
-			"\x1b[1mInstance\x1b[0m   " + id1 + "  \n\x1b[1mExit Code\x1b[0m  143  \n\x1b[1mStdout\x1b[0m     -  \n\x1b[1mStderr\x1b[0m     cellguard-validate on x at y  \n             \n\n1 errand(s)\n",
-			[]Instance{{Name: id1, ExitCode: 143, Stderr: "cellguard-validate on x at y\n"}}},
-		{"pipe with an empty stderr",
-			"Task 7 | 10:00:00 | Running errand: cell/0 (00:00:02)\n\n" + id1 + "\t\n0\t\ncellguard validate --phase pre-start: ok\t\n-\t\n\nSucceeded\n",
-			[]Instance{{Name: id1, ExitCode: 0, Stdout: "cellguard validate --phase pre-start: ok"}}},
-		{"json, another table first",
-			`{"Tables":[{"Content":"instances","Rows":[{"instance":"x"}]},{"Content":"errand(s)","Rows":[{"instance":"` + id1 + `","exit_code":"2","stdout":"","stderr":"e"}]}],"Lines":["Exit code 1"]}`,
-			[]Instance{{Name: id1, ExitCode: 2, Stderr: "e"}}},
+// Only bosh-cli's --json document is read: its terminal and pipe tables
+// carry each instance's streams as free text.
+func TestParseErrandReadsOnlyJSON(t *testing.T) {
+	got, err := ParseErrand([]byte(`{"Tables":[{"Content":"instances","Rows":[{"instance":"x"}]},{"Content":"errand(s)","Rows":[{"instance":"` + id1 + `","exit_code":"2","stdout":"","stderr":"e"}]}],"Lines":["Exit code 1"]}`))
+	if err != nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", []Instance{{Name: id1, ExitCode: 2, Stderr: "e"}}) {
+		t.Fatalf("json, another table first: %+v, %v", got, err)
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseErrand([]byte(tc.input))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", tc.want) {
-				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
-			}
-		})
+	for name, in := range map[string]string{
+		"terminal": "\x1b[1mInstance\x1b[0m   " + id1 + "  \n\x1b[1mExit Code\x1b[0m  0  \n\x1b[1mStdout\x1b[0m     -  \n",
+		"pipe":     id1 + "\t\n0\t\ncellguard validate --phase pre-start: ok\t\n-\t\n\nSucceeded\n",
+	} {
+		if _, err := ParseErrand([]byte(in)); !errors.Is(err, ErrNotJSON) {
+			t.Errorf("%s: %v, want ErrNotJSON", name, err)
+		}
+	}
+	if _, err := ParseErrand([]byte(" \n")); !errors.Is(err, ErrNoErrandTable) {
+		t.Errorf("empty: %v", err)
 	}
 }
 
@@ -54,11 +44,12 @@ func TestVerdictOfExitCode(t *testing.T) {
 // passing ones are counted past MaxOKShown, the blocked one is listed.
 func TestSummaryStaysOnOneScreen(t *testing.T) {
 	var ins []Instance
+	okReport := `{"phase":"pre-start","results":[{"id":"sysctl-profile","status":"pass"}]}`
 	for i := 0; i < 200; i++ {
-		ins = append(ins, Instance{Name: fmt.Sprintf("cell/%036d", i), Stdout: "cellguard validate --phase pre-start: ok\n"})
+		ins = append(ins, Instance{Name: fmt.Sprintf("cell/%036d", i), Stdout: okReport})
 	}
-	ins = append(ins, Instance{Name: "cell/blocked", ExitCode: 1, Stdout: "cellguard validate --phase pre-start: BLOCKED by sysctl-profile\n\n" +
-		"STATUS  CHECK           SEVERITY  FINDINGS  TITLE\nFAIL    sysctl-profile  blocking  3         the profile\n\n[FAIL] sysctl-profile (blocking)\n  fix: cellguard sysctl apply\n"})
+	ins = append(ins, Instance{Name: "cell/blocked", ExitCode: 1, Stdout: `{"phase":"pre-start","blocked":true,"results":[{"id":"sysctl-profile","severity":"blocking","status":"fail","blocking":true,` +
+		`"findings":[{"status":"fail"},{"status":"fail"},{"status":"fail"}],"fix":"cellguard sysctl apply"}]}`})
 	s := Summarize(ins)
 	var out bytes.Buffer
 	if err := Write(&out, s); err != nil {
@@ -84,25 +75,27 @@ func TestSummaryStaysOnOneScreen(t *testing.T) {
 }
 
 // With cellguard_validate.phase drain, the errand's stdout is validate's
-// report (its stderr) and then drain's decision; a lifted cell passes
-// (exit 0) and says so. The JSON report is read though the line follows it.
+// report (its stderr); a cell whose blocking findings a lift let go exits
+// 0 with a blocked report, and the summary says so. A human report, and
+// the decision line after it, are not read.
 func TestDrainPhaseReports(t *testing.T) {
 	decision := "cellguard validate --phase drain: lifted: blocking findings, lifted by ops until 2026-12-02T16:00:00Z\n"
+	jsonRep := `{"phase":"drain","results":[{"id":"cgroup-integrity","severity":"blocking","status":"fail","blocking":true,` +
+		`"findings":[{"status":"fail","detail":"a"},{"status":"fail","detail":"b"}],"fix":"cellguard validate --fix"}],"blocked":true}` + "\n"
+	c := ReadCell(Instance{Name: id1, ExitCode: 0, Stdout: jsonRep})
+	if c.Phase != "drain" || c.DrainOutcome != "lifted" || c.NoReport || len(c.Checks) != 1 || !c.Checks[0].Blocking {
+		t.Fatalf("json: %+v", c)
+	}
+	var out bytes.Buffer
+	if err := Write(&out, Summarize([]Instance{{Name: id1, ExitCode: 0, Stdout: jsonRep}})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "ok (lifted)  0     cgroup-integrity! ") {
+		t.Errorf("summary:\n%s", out.String())
+	}
 	human := "cellguard validate --phase drain: BLOCKED by cgroup-integrity\n\nSTATUS  CHECK             SEVERITY  FINDINGS  TITLE\n" +
 		"FAIL    cgroup-integrity  blocking  4         container processes\n\n[FAIL] cgroup-integrity (blocking)\n  fix: cellguard validate --fix\n" + decision
-	jsonRep := `{"phase":"drain","results":[{"id":"cgroup-integrity","severity":"blocking","status":"fail","blocking":true,` +
-		`"findings":[{"status":"fail","detail":"a"},{"status":"fail","detail":"b"}],"fix":"cellguard validate --fix"}],"blocked":true}` + "\n" + decision
-	for name, stdout := range map[string]string{"human": human, "json": jsonRep} {
-		c := ReadCell(Instance{Name: id1, ExitCode: 0, Stdout: stdout})
-		if c.Phase != "drain" || c.DrainOutcome != "lifted" || c.NoReport || len(c.Checks) != 1 || !c.Checks[0].Blocking {
-			t.Fatalf("%s: %+v", name, c)
-		}
-		var out bytes.Buffer
-		if err := Write(&out, Summarize([]Instance{{Name: id1, ExitCode: 0, Stdout: stdout}})); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(out.String(), "ok (lifted)  0     cgroup-integrity! ") {
-			t.Errorf("%s: summary:\n%s", name, out.String())
-		}
+	if c := ReadCell(Instance{Name: id1, ExitCode: 0, Stdout: human}); !c.NoReport || len(c.Checks) != 0 || c.DrainOutcome != "" {
+		t.Fatalf("human: %+v", c)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -128,7 +129,7 @@ func Write(w io.Writer, s Summary) error {
 		if c.DrainOutcome != "" && c.DrainOutcome != "pass" && c.Verdict == OK {
 			verdict += " (" + c.DrainOutcome + ")" // lifted, budget_expired: the VM may go, but not because it passed
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", c.Instance, verdict, c.ExitCode, cellChecks(c))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", report.Escape(c.Instance), verdict, c.ExitCode, cellChecks(c))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -136,22 +137,37 @@ func Write(w io.Writer, s Summary) error {
 	if quiet > MaxOKShown {
 		fmt.Fprintf(w, "... and %d more ok without findings (--json lists every instance)\n", quiet-MaxOKShown)
 	}
+	if k := noReport(s); k > 0 {
+		fmt.Fprintf(w, "%d of %d printed no JSON report, so their checks are not counted: fleet-summary reads only validate's JSON report (cellguard_validate.format: json, the default)\n", k, len(s.Cells))
+	}
 	if len(s.Checks) > 0 || s.Counts[CouldNotRun]+s.Counts[Failed]+s.Counts[Canceled] > 0 {
 		fmt.Fprintln(w, "\nFIX")
 	}
 	n := len(s.Cells)
 	for _, t := range s.Checks {
-		fmt.Fprintf(w, "%s (%s; %d findings): ", t.ID, spread(t, n), t.Findings)
+		fmt.Fprintf(w, "%s (%s; %d findings): ", report.Escape(t.ID), spread(t, n), t.Findings)
 		fix := t.Fix
 		if fix == "" {
 			fix = "see the check's section in the instance's report"
 		}
-		fmt.Fprintln(w, fix)
+		fmt.Fprintln(w, report.Escape(fix))
 	}
 	if k := s.Counts[CouldNotRun] + s.Counts[Failed] + s.Counts[Canceled]; k > 0 {
 		fmt.Fprintf(w, "not validated (%d of %d): read the instance's stderr above (bosh -d DEPLOYMENT run-errand cellguard-validate --instance GROUP/ID), fix what cellguard: error: says, run the errand again\n", k, n)
 	}
 	return nil
+}
+
+// noReport counts the cells that printed no JSON report though validate
+// ran (exit 0 or 1).
+func noReport(s Summary) int {
+	n := 0
+	for _, c := range s.Cells {
+		if c.NoReport && (c.Verdict == OK || c.Verdict == Blocked) {
+			n++
+		}
+	}
+	return n
 }
 
 // spread says where a check did not pass: "blocks on 1 of 3", "fails
@@ -190,15 +206,15 @@ func cellChecks(c Cell) string {
 		if ch.Ignored {
 			st += " ignored"
 		}
-		parts = append(parts, fmt.Sprintf("%s%s %d%s", ch.ID, mark, ch.Findings, st))
+		parts = append(parts, fmt.Sprintf("%s%s %d%s", report.Escape(ch.ID), mark, ch.Findings, report.Escape(st)))
 	}
 	switch {
 	case len(parts) > 0:
 		return strings.Join(parts, ", ")
 	case c.Reason != "":
-		return c.Reason
-	case c.NoReport && c.Verdict != OK:
-		return "(no report on stdout)"
+		return report.Escape(c.Reason)
+	case c.NoReport:
+		return "(no JSON report on stdout)"
 	}
 	return "-"
 }

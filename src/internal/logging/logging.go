@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/cloudfoundry/cellguard/src/internal/report"
 )
 
 // Options select where and how logs are written.
@@ -48,7 +50,7 @@ func New(opts Options, stderr io.Writer) (lager.Logger, func() error, error) {
 		w, closer = f, f.Close
 	}
 	logger := lager.NewLogger("cellguard")
-	logger.RegisterSink(sink(w, level))
+	logger.RegisterSink(sink(escapingWriter{w}, level))
 	return logger, closer, nil
 }
 
@@ -76,4 +78,17 @@ func ParseLevel(s string) (lager.LogLevel, error) {
 		return lager.FATAL, nil
 	}
 	return lager.INFO, fmt.Errorf("unknown log level %q: want debug, info, error or fatal", s)
+}
+
+// escapingWriter passes each lager line (one Write) through
+// report.EscapeJSON: findings carry what tenants named, and
+// encoding/json leaves DEL, C1 and bidi controls raw for a terminal that
+// shows the log.
+type escapingWriter struct{ w io.Writer }
+
+func (e escapingWriter) Write(p []byte) (int, error) {
+	if _, err := e.w.Write(report.EscapeJSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -14,7 +14,9 @@ import (
 const MaxEvidence = 20
 
 // Human writes the table, then for every check that did not pass its
-// evidence and fix.
+// evidence and fix. Every string is printed through Escape: findings
+// carry what tenants named (comms, argv, cgroup paths), and the report
+// reaches terminals, drain.log and the errand's output.
 func Human(w io.Writer, rep validator.Report) error {
 	verdict := "ok"
 	if rep.Blocked {
@@ -23,10 +25,10 @@ func Human(w io.Writer, rep validator.Report) error {
 	var blocking []string
 	for _, r := range rep.Results {
 		if r.Blocking {
-			blocking = append(blocking, r.ID)
+			blocking = append(blocking, Escape(r.ID))
 		}
 	}
-	fmt.Fprintf(w, "cellguard validate --phase %s: %s", rep.Phase, verdict)
+	fmt.Fprintf(w, "cellguard validate --phase %s: %s", Escape(string(rep.Phase)), verdict)
 	if len(blocking) > 0 {
 		fmt.Fprintf(w, " by %s", strings.Join(blocking, ", "))
 	}
@@ -35,11 +37,11 @@ func Human(w io.Writer, rep validator.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATUS\tCHECK\tSEVERITY\tFINDINGS\tTITLE")
 	for _, r := range rep.Results {
-		sev := string(r.Severity)
+		sev := Escape(string(r.Severity))
 		if r.Ignored {
 			sev += " (ignored)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", statusWord(r.Status), r.ID, sev, Count(r), r.Title)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", statusWord(r.Status), Escape(r.ID), sev, Count(r), Escape(r.Title))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -48,9 +50,9 @@ func Human(w io.Writer, rep validator.Report) error {
 		if !r.Status.IsProblem() {
 			continue
 		}
-		fmt.Fprintf(w, "\n[%s] %s (%s)\n", statusWord(r.Status), r.ID, r.Severity)
+		fmt.Fprintf(w, "\n[%s] %s (%s)\n", statusWord(r.Status), Escape(r.ID), Escape(string(r.Severity)))
 		if r.Error != "" {
-			fmt.Fprintf(w, "  could not check: %s\n", r.Error)
+			fmt.Fprintf(w, "  could not check: %s\n", Escape(r.Error))
 		}
 		n := 0
 		for _, f := range r.Findings {
@@ -62,16 +64,16 @@ func Human(w io.Writer, rep validator.Report) error {
 				continue
 			}
 			if f.Subject != "" {
-				fmt.Fprintf(w, "  %s: %s\n", f.Subject, f.Detail)
+				fmt.Fprintf(w, "  %s: %s\n", Escape(f.Subject), Escape(f.Detail))
 			} else {
-				fmt.Fprintf(w, "  %s\n", f.Detail)
+				fmt.Fprintf(w, "  %s\n", Escape(f.Detail))
 			}
 		}
 		if n > MaxEvidence {
 			fmt.Fprintf(w, "  ... and %d more (use --format json)\n", n-MaxEvidence)
 		}
 		if r.Fix != "" {
-			fmt.Fprintf(w, "  fix: %s\n", r.Fix)
+			fmt.Fprintf(w, "  fix: %s\n", Escape(r.Fix))
 		}
 	}
 	return nil
@@ -82,7 +84,7 @@ func statusWord(s validator.Status) string {
 	case validator.Fail, validator.Error:
 		return strings.ToUpper(string(s))
 	}
-	return string(s)
+	return Escape(string(s))
 }
 
 // Count is the number of problem findings of a result.

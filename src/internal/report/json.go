@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"time"
@@ -14,9 +15,15 @@ type jsonReport struct {
 	GeneratedAt time.Time `json:"generated_at"`
 }
 
-// JSON writes the report as one indented JSON document.
+// JSON writes the report as one indented JSON document, safe to show in
+// a terminal (EscapeJSON): the errand prints it.
 func JSON(w io.Writer, rep validator.Report, now time.Time) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonReport{Report: rep, GeneratedAt: now.UTC()})
+	if err := enc.Encode(jsonReport{Report: rep, GeneratedAt: now.UTC()}); err != nil {
+		return err
+	}
+	_, err := w.Write(EscapeJSON(b.Bytes()))
+	return err
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
 // TestParseComponentOutputs: the version outputs of crun, dockerd and the
@@ -51,7 +53,7 @@ func flagBinary(t *testing.T, root, path, flag, out string) string {
 	must(t, os.MkdirAll(filepath.Dir(host), 0o755))
 	script := "#!/bin/sh\nif [ \"$1\" = '" + flag + "' ]; then cat <<'CELLGUARD_EOF'\n" + out + "CELLGUARD_EOF\nexit 0; fi\n" +
 		"echo \"flag provided but not defined: $1\" >&2\nexit 2\n"
-	must(t, os.WriteFile(host, []byte(script), 0o755))
+	testkit.WriteExec(t, host, script)
 	return host
 }
 

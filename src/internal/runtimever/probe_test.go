@@ -40,9 +40,7 @@ func fakeBinary(t *testing.T, root, path, out, features string) {
 		script += "features) cat <<'CELLGUARD_EOF'\n" + features + "\nCELLGUARD_EOF\n;;\n"
 	}
 	script += "*) echo \"No help topic for '$1'\" >&2; exit 3;;\nesac\n"
-	if err := os.WriteFile(host, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, host, script)
 }
 
 func TestParseRuntimeOutputs(t *testing.T) {
@@ -131,9 +129,7 @@ func TestProbeHangingBinary(t *testing.T) {
 	// The wrapper starts a child that would outlive it, like a shell
 	// wrapper around a stuck runtime.
 	script := fmt.Sprintf("#!/bin/sh\nsleep 300 &\necho $! > %s\nwait\n", pidFile)
-	if err := os.WriteFile(host, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, host, script)
 	// Long enough for the script to record its child on a loaded machine.
 	_, err := Prober{Timeout: 2 * time.Second}.Probe(context.Background(), Binary{Component: Runc, Path: "/usr/bin/runc", HostPath: host})
 	if !errors.Is(err, boundedexec.ErrTimeout) {

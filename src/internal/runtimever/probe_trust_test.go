@@ -81,7 +81,7 @@ func TestProbeExecsTheBinaryItChecked(t *testing.T) {
 	fakeBinary(t, root, "/real/runc", "runc version 1.1.12\ncommit: v1.1.12-0-g51d5e94\n", features)
 	checked := filepath.Join(root, "real/runc")
 	swappedIn := filepath.Join(root, "real/other")
-	must(t, os.WriteFile(swappedIn, []byte("#!/bin/sh\ntouch "+mark+"\necho 'runc version 6.6.6'\n"), 0o755))
+	testkit.WriteExec(t, swappedIn, "#!/bin/sh\ntouch "+mark+"\necho 'runc version 6.6.6'\n")
 	link := filepath.Join(root, "usr/sbin/runc")
 	must(t, os.MkdirAll(filepath.Dir(link), 0o755))
 	firstRun(t, checked, "ln -sfn "+swappedIn+" "+link)
@@ -123,5 +123,5 @@ func firstRun(t *testing.T, bin, line string) {
 	t.Helper()
 	script, err := os.ReadFile(bin)
 	must(t, err)
-	must(t, os.WriteFile(bin, []byte(strings.Replace(string(script), "#!/bin/sh\n", "#!/bin/sh\n"+line+"\n", 1)), 0o755))
+	testkit.WriteExec(t, bin, strings.Replace(string(script), "#!/bin/sh\n", "#!/bin/sh\n"+line+"\n", 1))
 }

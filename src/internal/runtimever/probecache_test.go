@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
 // TestProbeCacheExecsOncePerFile: with a cache, a second probe of the same
@@ -20,7 +22,7 @@ func TestProbeCacheExecsOncePerFile(t *testing.T) {
 		script := "#!/bin/sh\necho \"$@\" >> " + calls + "\n" +
 			"[ \"$1\" = --version ] && printf 'runc version " + version + "\\ncommit: v" + version + "\\n'\nexit 0\n"
 		tmp := bin + ".new"
-		must(t, os.WriteFile(tmp, []byte(script), 0o755))
+		testkit.WriteExec(t, tmp, script)
 		must(t, os.Rename(tmp, bin)) // a new inode, as a package upgrade makes
 	}
 	count := func() int {

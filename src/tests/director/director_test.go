@@ -262,9 +262,7 @@ func writeCPI(t *testing.T, repo, base string) string {
 	script := fmt.Sprintf("#!/bin/sh\nexec bash %s %s\n",
 		filepath.Join(repo, "src/tests/bosh/cpi/nspawn-cpi"), filepath.Join(dir, "cpi.json"))
 	path := filepath.Join(dir, "cpi")
-	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, path, script)
 	return path
 }
 

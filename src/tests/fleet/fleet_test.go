@@ -281,17 +281,13 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(dst, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteExec(t, dst, string(b))
 	}
 	cpiConfig := filepath.Join(work, "cpi.json")
 	// The director runs its external CPI without arguments; the config is
 	// written once the lab exists (below), before the first CPI call.
 	wrapper := filepath.Join(work, "cpi")
-	if err := os.WriteFile(wrapper, []byte("#!/bin/bash\nexec bash "+cpiCopy+" "+cpiConfig+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExec(t, wrapper, "#!/bin/bash\nexec bash "+cpiCopy+" "+cpiConfig+"\n")
 
 	step := func(what string, args ...string) string {
 		t.Helper()

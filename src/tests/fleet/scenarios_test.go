@@ -389,7 +389,7 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 					if row.ExitCode == "0" {
 						ok++
 					}
-					r.Say("      %s exit %s: %s", row.Instance, row.ExitCode, firstLine(row.Stdout))
+					r.Say("      %s exit %s: %s", row.Instance, row.ExitCode, reportLine(row.Stdout))
 				}
 				r.Expect("errand-every-cell", res.ExitCode == 0 && cells == 3 && len(rows) == 3 && ok == 3,
 					"the errand ran on %d instances, %d cells, %d exited 0; bosh exit %d after %s", len(rows), cells, ok, res.ExitCode, res.Took.Round(100*time.Millisecond))
@@ -455,6 +455,20 @@ func (f *fleet) instanceRows(ctx context.Context, args ...string) ([]instanceRow
 		return nil, res, fmt.Errorf("bosh %s exited %d without a result table: %s (log %s)", strings.Join(args, " "), res.ExitCode, boshlab.LastLines(res.Output, 4), res.Log)
 	}
 	return out.Tables[0].Rows, res, nil
+}
+
+// reportLine is an errand's stdout in one line: what its JSON report (the
+// errand's default format) holds, else its first line.
+func reportLine(stdout string) string {
+	var rep struct {
+		Phase   string            `json:"phase"`
+		Blocked bool              `json:"blocked"`
+		Results []json.RawMessage `json:"results"`
+	}
+	if err := json.NewDecoder(strings.NewReader(stdout)).Decode(&rep); err != nil {
+		return firstLine(stdout)
+	}
+	return fmt.Sprintf("validate's JSON report: phase %s, %d checks, blocked %t", rep.Phase, len(rep.Results), rep.Blocked)
 }
 
 // fleetSummary runs this tree's `cellguard fleet-summary` (--json when

@@ -328,7 +328,7 @@ func InstallHostRuntime(t testing.TB, box *sdbox.Box, dir string) {
 // patchedCopy writes a host binary's data to dst, patched to load its
 // loader and libraries from dir/lib (where they are at run time).
 func patchedCopy(patchelf string, data []byte, dst, dir string) error {
-	if err := os.WriteFile(dst, data, 0o755); err != nil {
+	if err := testkit.NoForks(func() error { return os.WriteFile(dst, data, 0o755) }); err != nil {
 		return err
 	}
 	// DT_RPATH, not RUNPATH: it also serves the libraries iptables'
@@ -370,7 +370,7 @@ func StageHostRuntime(stage, dir string) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(stage, "lib", filepath.Base(l)), data, 0o755); err != nil {
+		if err := testkit.NoForks(func() error { return os.WriteFile(filepath.Join(stage, "lib", filepath.Base(l)), data, 0o755) }); err != nil {
 			return err
 		}
 	}

@@ -53,6 +53,10 @@ const sendEvery = 20 * time.Millisecond
 
 const envMode = "CELLGUARD_LEAKYNS_MODE"
 
+// envComm, when set, is the comm the helper gives itself (as a tenant's
+// process may: any bytes but NUL, 15 at most), before it makes anything.
+const envComm = "CELLGUARD_LEAKYNS_COMM"
+
 // Addr is the address leak0 gets.
 const Addr = "10.203.0.7/24"
 
@@ -73,6 +77,14 @@ func Main() {
 	if mode == "" {
 		return
 	}
+	if comm := os.Getenv(envComm); comm != "" {
+		// A thread may write its own thread group's comm: the leader's,
+		// which /proc/PID/stat shows.
+		if err := os.WriteFile("/proc/self/comm", []byte(comm), 0); err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+	}
 	if err := helper(mode); err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -85,8 +97,18 @@ func Main() {
 // group, by its pid) when the test ends.
 func Start(tb testing.TB, mode Mode, n int) *Helper {
 	tb.Helper()
+	return StartNamed(tb, mode, n, "")
+}
+
+// StartNamed is Start with a helper that names itself comm (the kernel's
+// comm of its main thread, written through /proc/self/comm) first.
+func StartNamed(tb testing.TB, mode Mode, n int, comm string) *Helper {
+	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envMode+"="+string(mode), "HELPER_SOCKETS="+strconv.Itoa(n))
+	if comm != "" {
+		cmd.Env = append(cmd.Env, envComm+"="+comm)
+	}
 	// No Pdeathsig: it fires when the forking thread exits, and a test
 	// that inspects a namespace ends locked threads. A test killed before
 	// its cleanup closes the helper's stdin, which ends the helper, whose

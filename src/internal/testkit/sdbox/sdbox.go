@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 )
 
 // ExecPath is PATH for commands run by Exec.
@@ -516,14 +517,19 @@ func (b *Box) writeFrom(containerPath string, r io.Reader, mode fs.FileMode) err
 		return fmt.Errorf("write %s in box %s: %w", containerPath, b.Name, err)
 	}
 	tmp := path.Join(dir, fmt.Sprintf(".sdbox-tmp-%d-%s", os.Getpid(), path.Base(rel)))
-	f, err := b.rootFD.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode.Perm())
-	if err != nil {
-		return fmt.Errorf("write %s in box %s: %w", containerPath, b.Name, err)
-	}
-	_, err = io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	// Scripts written here run in the box: no fork may copy the descriptor
+	// (testkit.WriteExec).
+	err = testkit.NoForks(func() error {
+		f, err := b.rootFD.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode.Perm())
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, r)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 	if err == nil {
 		err = b.rootFD.Chmod(tmp, mode) // umask and special bits
 	}
