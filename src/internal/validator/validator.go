@@ -140,7 +140,9 @@ type Result struct {
 type Report struct {
 	Phase   Phase    `json:"phase"`
 	Results []Result `json:"results"`
-	// Blocked is true when any non-ignored blocking check failed or errored.
+	// Blocked is true when any non-ignored blocking check that finished
+	// failed or errored; an unfinished check never counts, so a finished
+	// check's blocking finding blocks whatever else did not finish.
 	Blocked bool `json:"blocked"`
 	// Incomplete is true when the run's context ended before every check
 	// finished: Results then hold what finished, and the rest Unfinished.
