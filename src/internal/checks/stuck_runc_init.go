@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -35,6 +36,9 @@ type StuckRuncInit struct {
 	Now    func() time.Time
 	// PipeCapacity reads a pipe's capacity; nil means procfs.PipeCapacity.
 	PipeCapacity func(fs procfs.FS, pid, fd int) (int, error)
+	// Runc names the host's runc, whose children are vouched for
+	// (runcvouch.go).
+	Runc RuncFiles
 }
 
 var _ validator.Check = (*StuckRuncInit)(nil)
@@ -81,11 +85,12 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 	}
 	minCap := minPipePages * os.Getpagesize()
 	// Which container a runc init belongs to: its pid is the state's init.
-	byInit := map[int]string{}
+	byInit := map[int]*runcstate.Container{}
 	for i := range v.Discovery().Containers {
 		c := &v.Discovery().Containers[i]
-		byInit[c.State.InitProcessPid] = c.Name()
+		byInit[c.State.InitProcessPid] = c
 	}
+	vouch := newVoucher(v.ProcFS(), s.Runc, v.Boot(), now)
 	r := v.ProcFS().NewReader()
 	defer r.Close()
 	var fs []validator.Finding
@@ -108,21 +113,8 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 		runcs++
 		if isRuncInit(p.Stat.Comm, args) {
 			inits++
-			started := procfs.StartedAt(v.Boot(), p.Stat.StartTime)
-			if age := now().Sub(started); age > maxAge {
-				subject := byInit[p.PID]
-				if subject == "" {
-					subject = "pid " + strconv.Itoa(p.PID)
-				}
-				fs = append(fs, validator.Finding{
-					Subject: subject, Status: validator.Fail,
-					Detail: fmt.Sprintf("runc init pid %d (%s) has run for %s (limit %s)", p.PID, p.Stat.Comm, age.Round(time.Second), maxAge),
-					Data: map[string]string{
-						"kind": "stuck-init", "pid": strconv.Itoa(p.PID), "comm": p.Stat.Comm,
-						"started_at": started.UTC().Format(time.RFC3339), "age_seconds": strconv.Itoa(int(age.Seconds())),
-						"container": byInit[p.PID],
-					},
-				})
+			if f, ok := stuckInit(p, byInit[p.PID], vouch, maxAge); ok {
+				fs = append(fs, f)
 			}
 		}
 		fs = append(fs, s.smallPipes(v, r, p, capOf, minCap)...)
@@ -132,6 +124,47 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 		Detail: fmt.Sprintf("%d runc processes, %d runc init, limit %s", runcs, inits, maxAge),
 	})
 	return fs, nil
+}
+
+// stuckInit judges a process that looks like runc init (its comm or argv
+// say so, which it chooses). Only what it cannot forge earns it maxAge:
+// being c's init by pid and start time (a created container waiting for
+// `runc start`), or a child of the host's runc (a create or exec under
+// way). Anything else gets runcGrace, then is a finding: a name is no
+// alibi (issue 38, hole 2).
+func stuckInit(p *snapshot.Proc, c *runcstate.Container, vouch *voucher, maxAge time.Duration) (validator.Finding, bool) {
+	if c != nil && uint64(c.State.InitProcessStart) != p.Stat.StartTime {
+		c = nil // the pid, not the process, the state recorded
+	}
+	vouched := c != nil || vouch.isRunc(p.Stat.PPID)
+	limit := maxAge
+	if !vouched {
+		limit = runcGrace
+	}
+	age := vouch.age(p.Stat.StartTime)
+	if age <= limit {
+		return validator.Finding{}, false
+	}
+	started := procfs.StartedAt(vouch.boot, p.Stat.StartTime)
+	subject, name := "pid "+strconv.Itoa(p.PID), ""
+	if c != nil {
+		subject, name = c.Name(), c.Name()
+	}
+	f := validator.Finding{
+		Subject: subject, Status: validator.Fail,
+		Detail: fmt.Sprintf("runc init pid %d (%s) has run for %s (limit %s)", p.PID, p.Stat.Comm, age.Round(time.Second), maxAge),
+		Data: map[string]string{
+			"kind": "stuck-init", "pid": strconv.Itoa(p.PID), "comm": p.Stat.Comm, "ppid": strconv.Itoa(p.Stat.PPID),
+			"started_at": started.UTC().Format(time.RFC3339), "age_seconds": strconv.Itoa(int(age.Seconds())),
+			"container": name,
+		},
+	}
+	if !vouched {
+		f.Data["kind"] = "unvouched-init"
+		f.Detail = fmt.Sprintf("pid %d calls itself runc init (%s) but is no runtime state's init (pid and start time) and no child of the host's runc (parent pid %d); it has run for %s (grace %s)",
+			p.PID, p.Stat.Comm, p.Stat.PPID, age.Round(time.Second), runcGrace)
+	}
+	return f, true
 }
 
 // isRuncInit recognises runc init in each of its stages: nsexec renames it

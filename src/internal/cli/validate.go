@@ -382,6 +382,12 @@ func auditedDaemons(ds []config.Daemon) []checks.AuditedDaemon {
 // runs in containers.
 const bpmRuntimeRoot = "/var/vcap/sys/run/bpm-runc"
 
+// boshRuncPaths are where BOSH releases keep the runc their runtime runs
+// (garden-runc-release's runc package), besides validator.runtime_binaries
+// and PATH: a child of a process running one of them may be a `runc exec`
+// still joining its cgroups (checks.RuncFiles).
+var boshRuncPaths = []string{"/var/vcap/packages/runc/bin/runc"}
+
 // defaultRuntimeRoots are scanned when neither --runtime-root nor the
 // config names any: runc's and containerd's own, and bpm's (the job's
 // spec lists the same three as validator.runtime_roots' default).
