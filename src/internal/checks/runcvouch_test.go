@@ -105,10 +105,17 @@ func TestVoucherOnRealProcesses(t *testing.T) {
 		return v.runcChild(st.PPID, st.StartTime)
 	}
 
-	child := spawnChild(t, runc, forged)
-	if c := stat(child).Comm; c != "runc:[2:INIT]" {
-		t.Fatalf("child's comm %q", c)
+	// $! is known before the forked shell has run exec: wait for the name.
+	named := func(pid int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); stat(pid).Comm != "runc:[2:INIT]"; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d's comm is %q, not runc:[2:INIT]", pid, stat(pid).Comm)
+			}
+		}
 	}
+	child := spawnChild(t, runc, forged)
+	named(child)
 	if !vouched(child, time.Now()) {
 		t.Fatal("a young child of the configured runc is not vouched for")
 	}
@@ -120,6 +127,7 @@ func TestVoucherOnRealProcesses(t *testing.T) {
 		t.Fatal("a child of runc is vouched for past the grace")
 	}
 	impostor := spawnChild(t, other, forged)
+	named(impostor)
 	if vouched(impostor, time.Now()) {
 		t.Fatal("a child of a process named runc that runs another file is vouched for")
 	}

@@ -95,6 +95,7 @@ func (g *RuntimeGhosts) Run(ctx context.Context) ([]validator.Finding, error) {
 		return nil, err
 	}
 	fs = append(fs, orphans...)
+	fs = capProblems(fs)
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d states under %s, %d ghosts, %d orphan processes",
@@ -183,6 +184,9 @@ func gardenRestart(c *runcstate.Container, f *validator.Finding) {
 		"stopped saved no properties and restores none), and then leaves its bridge and iptables rules"
 }
 
+// maxRemainingListed bounds the pids a ghost's finding lists.
+const maxRemainingListed = 20
+
 // remaining adds to a ghost's finding the processes still in its recorded
 // cgroups (seed 002: after a worker or daemon restarted behind the
 // platform's back, a container's init is gone while its other processes
@@ -198,12 +202,16 @@ func remaining(v *snapshot.Host, m *snapshot.Members, f *validator.Finding) {
 		return
 	}
 	var ps []string
-	for _, pid := range pids {
+	for _, pid := range pids[:min(len(pids), maxRemainingListed)] {
 		comm := "?"
 		if p := v.Find(pid); p != nil {
 			comm = p.Stat.Comm
 		}
 		ps = append(ps, fmt.Sprintf("%d (%s)", pid, comm))
+	}
+	if len(pids) > maxRemainingListed {
+		// A tenant forks as many as it likes: list a few, count the rest.
+		ps = append(ps, fmt.Sprintf("and %d more", len(pids)-maxRemainingListed))
 	}
 	f.Data["remaining_pids"] = strings.Join(ps, " ")
 	n := "1 process"
