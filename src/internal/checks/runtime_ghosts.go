@@ -259,14 +259,14 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *snapshot.Host) ([]valida
 				if p == nil {
 					continue // started after the scan or already gone
 				}
+				if _, listed := v.ListedBy(pid); listed || claimedNS[p.NS] {
+					continue // a container's process out of place: cgroup-integrity's finding
+				}
 				if vouch.runcChild(p.Stat.PPID, p.Stat.StartTime) {
 					// a container being created by the host's runc, before
 					// its state exists (seen with real Garden under churn),
 					// within the grace; its comm and argv say nothing
 					continue
-				}
-				if _, listed := v.ListedBy(pid); listed || claimedNS[p.NS] {
-					continue // a container's process out of place: cgroup-integrity's finding
 				}
 				out = append(out, validator.Finding{
 					Subject: rel, Status: validator.Fail,
