@@ -95,7 +95,6 @@ func (g *RuntimeGhosts) Run(ctx context.Context) ([]validator.Finding, error) {
 		return nil, err
 	}
 	fs = append(fs, orphans...)
-	fs = capProblems(fs)
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d states under %s, %d ghosts, %d orphan processes",

@@ -120,7 +120,6 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 		}
 		fs = append(fs, s.smallPipes(v, r, p, capOf, minCap)...)
 	}
-	fs = capProblems(fs)
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d runc processes, %d runc init, limit %s", runcs, inits, maxAge),

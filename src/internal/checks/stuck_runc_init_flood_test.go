@@ -144,7 +144,7 @@ func TestStuckRuncInitAggregatesAPipeHolder(t *testing.T) {
 	}
 	pid := strconv.Itoa(cmd.Process.Pid)
 
-	fs := run(t, Deps{Root: "/"}, "stuck-runc-init")
+	fs := runThroughValidator(t, Deps{Root: "/"}, "stuck-runc-init")
 	var mine []validator.Finding
 	for _, f := range fs {
 		if f.Data["pid"] == pid {
@@ -161,14 +161,31 @@ func TestStuckRuncInitAggregatesAPipeHolder(t *testing.T) {
 	if !strings.Contains(mine[0].Detail, mine[0].Data["pipes"]+" pipes") {
 		t.Errorf("detail %q does not say how many pipes it holds", mine[0].Detail)
 	}
-	if len(fs) > maxProblemFindings+2 {
-		t.Fatalf("%d findings, want at most the cap %d and a summary and the pass", len(fs), maxProblemFindings)
+	if len(fs) > validator.MaxProblemFindings+2 {
+		t.Fatalf("%d findings, want at most the cap %d and a summary and the pass", len(fs), validator.MaxProblemFindings)
 	}
 }
 
-// Many holders and many processes calling themselves runc init: the check
-// reports at most maxProblemFindings of them and one summary that counts
-// the rest.
+// runThroughValidator runs the check id of All(d) as validate does
+// (validator.Run, which caps what a check lists) and returns its findings.
+func runThroughValidator(t *testing.T, d Deps, id string) []validator.Finding {
+	t.Helper()
+	for _, c := range All(d) {
+		if c.Meta().ID == id {
+			rep := validator.Run(context.Background(), []validator.Check{c}, validator.Options{Phase: validator.PreStart})
+			if r := rep.Results[0]; r.Error != "" {
+				t.Fatalf("%s: %s", id, r.Error)
+			}
+			return rep.Results[0].Findings
+		}
+	}
+	t.Fatalf("no check %q", id)
+	return nil
+}
+
+// Many holders and many processes calling themselves runc init: a run
+// reports at most validator.MaxProblemFindings of them and one summary that
+// counts the rest.
 func TestStuckRuncInitCapsFindings(t *testing.T) {
 	h := fakehost.New(t, cgroup.Unified)
 	const holders, impostors = 70, 70
@@ -183,16 +200,13 @@ func TestStuckRuncInitCapsFindings(t *testing.T) {
 	})
 	s := &StuckRuncInit{host: snapshot.Lazy(snapshot.Spec{Root: h.Root}), Now: func() time.Time { return fixtureNow },
 		PipeCapacity: func(procfs.FS, int, int) (int, error) { return os.Getpagesize(), nil }}
-	fs, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	problems := failures(fs)
-	if len(problems) != maxProblemFindings+1 {
-		t.Fatalf("%d problem findings, want the cap %d and one summary", len(problems), maxProblemFindings)
+	rep := validator.Run(context.Background(), []validator.Check{s}, validator.Options{Phase: validator.PreStart})
+	problems := failures(rep.Results[0].Findings)
+	if len(problems) != validator.MaxProblemFindings+1 {
+		t.Fatalf("%d problem findings, want the cap %d and one summary", len(problems), validator.MaxProblemFindings)
 	}
 	last := problems[len(problems)-1]
-	if last.Data["kind"] != "more" || last.Data["not_listed"] != strconv.Itoa(holders+impostors-maxProblemFindings) {
-		t.Fatalf("summary %+v, want kind more counting %d", last, holders+impostors-maxProblemFindings)
+	if last.Data["kind"] != "more" || last.Data["not_listed"] != strconv.Itoa(holders+impostors-validator.MaxProblemFindings) {
+		t.Fatalf("summary %+v, want kind more counting %d", last, holders+impostors-validator.MaxProblemFindings)
 	}
 }
