@@ -144,6 +144,7 @@ var cellguardSlots = []slot{
 	{prop: "cellguard.validator.blocking.drain", set: listAt("cellguard.validator.blocking.drain")},
 	{prop: "cellguard.validator.prometheus_textfile", set: at("cellguard.validator.prometheus_textfile"), goKey: "validator.prometheus_textfile", goValue: same},
 	{prop: "cellguard.validator.runc_init_max_age", set: at("cellguard.validator.runc_init_max_age")},
+	{prop: "cellguard.validator.budget", set: at("cellguard.validator.budget")},
 	{prop: "cellguard.validator.extra_cgroup_roots", set: listAt("cellguard.validator.extra_cgroup_roots")},
 	{prop: "cellguard.validator.extra_cgroup_slices", set: listAt("cellguard.validator.extra_cgroup_slices")},
 	{prop: "cellguard.validator.advisories_file", set: at("cellguard.validator.advisories_file"), goKey: "validator.advisories_file", goValue: same},

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudfoundry/cellguard/spec/render"
 )
@@ -17,9 +18,10 @@ import (
 // binary.
 
 const stub = `#!/usr/bin/env bash
-# bin/drain's bound on cellguard drain is Go's (cellguard drain timeout):
-# the real binary answers, on the rendered config, unrecorded.
-if [ "$1 ${2:-}" = "drain timeout" ]; then
+# bin/drain's bound on cellguard drain is Go's (cellguard drain timeout),
+# and so is pre-start's on validate (cellguard validate timeout): the real
+# binary answers, on the rendered config, unrecorded.
+if [ "$1 ${2:-}" = "drain timeout" ] || [ "$1 ${2:-}" = "validate timeout" ]; then
   exec @REAL_CELLGUARD@ "$@"
 fi
 printf '%s\n' "$*" >>"${STUB_CALLS}"
@@ -56,6 +58,12 @@ if [ "$1" = drain ]; then
     negative) echo -5 ;;
   esac
   exit 0
+fi
+if [ "$1" = validate ]; then
+  case "${STUB_VALIDATE:-pass}" in
+    hang) exec sleep 300 ;;
+    blocked) exit 1 ;;
+  esac
 fi
 echo "stub: chatter on stdout"
 [ "$1" != "${STUB_FAIL_AT:-}" ] || exit 1
@@ -314,6 +322,26 @@ func TestPreStartSteps(t *testing.T) {
 		if got := v.callList(t); !reflect.DeepEqual(got, want) {
 			t.Fatalf("run %d: calls\n%s\nwant\n%s", run, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
+	}
+}
+
+// pre-start bounds validate by `cellguard validate timeout` (the budget and
+// a grace): a validate that outlives it is ended and pre-start goes on,
+// saying so, so a stuck check cannot wedge a rollout; a blocked validate
+// (a finished blocking check) still fails pre-start (issue 38, hole 3).
+func TestPreStartBoundsValidate(t *testing.T) {
+	v := install(t, mustRender(t, `{cellguard: {validator: {budget: 1s}}}`), "")
+	start := time.Now()
+	out, code := v.run(t, "bin/pre-start", "STUB_VALIDATE=hang")
+	took := time.Since(start)
+	if code != 0 || !strings.Contains(out, "NOT BLOCKING: cellguard validate did not end within 3s") {
+		t.Fatalf("pre-start with a hung validate: exit %d after %v, stdout:\n%s", code, took, out)
+	}
+	if took > 20*time.Second {
+		t.Fatalf("pre-start took %v with a 3s bound", took)
+	}
+	if _, code := v.run(t, "bin/pre-start", "STUB_VALIDATE=blocked"); code != 1 {
+		t.Fatalf("pre-start with a blocked validate: exit %d, want 1", code)
 	}
 }
 

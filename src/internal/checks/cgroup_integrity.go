@@ -27,6 +27,10 @@ type CgroupIntegrity struct {
 	// Reread reads a suspect again after each wait; nil means the
 	// snapshot's (/proc under its root).
 	Reread snapshot.Rereader
+	// Runc names the host's runc: a child of its `runc exec` may still be
+	// joining (runcvouch.go). Now is the clock; nil means time.Now.
+	Runc RuncFiles
+	Now  func() time.Time
 }
 
 var _ validator.Check = (*CgroupIntegrity)(nil)
@@ -153,9 +157,10 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 		if rr == nil {
 			rr = v.Rereader()
 		}
+		vouch := newVoucher(v.ProcFS(), ci.Runc, v.Boot(), ci.Now)
 		for _, d := range delays {
 			sleep(d)
-			if escapes = confirm(rr, escapes); len(escapes) == 0 {
+			if escapes = confirm(rr, escapes, vouch); len(escapes) == 0 {
 				break
 			}
 		}
@@ -283,7 +288,7 @@ func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlist
 // confirm re-reads each suspect and keeps those still outside (and still
 // the same process, and still the container's). A process outside in
 // several hierarchies is several escapes in a row: it is read once for all.
-func confirm(rr snapshot.Rereader, escapes []suspect) []suspect {
+func confirm(rr snapshot.Rereader, escapes []suspect, vouch *voucher) []suspect {
 	var out []suspect
 	for i := 0; i < len(escapes); {
 		j := i + 1
@@ -291,7 +296,7 @@ func confirm(rr snapshot.Rereader, escapes []suspect) []suspect {
 			j++
 		}
 		if now, err := rr.Reread(escapes[i].PID); err == nil {
-			out = append(out, stillOutside(&now, &escapes[i])...)
+			out = append(out, stillOutside(&now, &escapes[i], vouch)...)
 		}
 		i = j
 	}
@@ -306,16 +311,16 @@ func confirm(rr snapshot.Rereader, escapes []suspect) []suspect {
 // fast pid reuse a pid can go to another process within the clock tick the
 // start time counts in; such a process is outside every container cgroup
 // and in the host's namespace, so it is dropped here.
-func stillOutside(now *snapshot.Now, e0 *suspect) []suspect {
+func stillOutside(now *snapshot.Now, e0 *suspect, vouch *voucher) []suspect {
 	if now.Stat.StartTime != e0.StartTime {
 		return nil
 	}
-	if isRuncInit(now.Stat.Comm, nil) && e0.PID != e0.c.State.InitProcessPid {
-		// A `runc exec` still joining: runc writes its cgroups only after
-		// it entered the container's namespaces, one hierarchy after
-		// another, and on a cell busy forking each write can take tens of
-		// milliseconds. It runs runc init until then; one that never gets
-		// further is stuck-runc-init's finding.
+	if e0.PID != e0.c.State.InitProcessPid && vouch.runcChild(now.Stat.PPID, now.Stat.StartTime) {
+		// A `runc exec` still joining: the host's runc writes its child's
+		// cgroups only after the child entered the container's namespaces,
+		// one hierarchy after another, and on a cell busy forking each
+		// write can take tens of milliseconds. Its comm says nothing: only
+		// its parent's executable and its age excuse it (runcvouch.go).
 		return nil
 	}
 	// Every hierarchy is judged again, not only the suspect ones: systemd

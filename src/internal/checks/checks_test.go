@@ -324,27 +324,29 @@ func TestCgroupIntegrityPidReusedWithinATickWhileConfirming(t *testing.T) {
 
 // A `runc exec` process enters the container's pid namespace before runc
 // writes it into the container's cgroups, and on a busy cell that takes
-// longer than the confirmation wait: a runc init that is not the
-// container's init is in flight, not escaped. A created container's init
+// longer than the confirmation wait: a young child of the host's runc that
+// is not the container's init is in flight, not escaped. A created container's init
 // (also runc init, waiting for `runc start`) that was moved is still an
 // escape. Found by TestValidateUnderChurn.
 func TestCgroupIntegrityRuncExecJoiningIsNotAnEscape(t *testing.T) {
 	for _, mode := range allModes {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := fakehost.New(t, mode)
-			h.Add(fakehost.Proc{PID: 90, Comm: "runc", Args: []string{"runc", "exec", "c1", "sh"}, Cgroup: "/system.slice/garden.service"})
+			d := deps(h)
+			d.RuntimeBinaries = map[string]string{"runc": h.Binary(hostRunc)}
+			h.Add(fakehost.Proc{PID: 90, Comm: "runc", Args: []string{"runc", "exec", "c1", "sh"}, Exe: hostRunc, Cgroup: "/system.slice/garden.service"})
 			h.RunContainer(garden("c1"), 100, 2, 500)
 			h.Add(fakehost.Proc{PID: 150, PPID: 90, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"},
-				NS: fakehost.NSOf(100), Cgroup: "/system.slice/garden.service", Start: 700})
+				NS: fakehost.NSOf(100), Cgroup: "/system.slice/garden.service", Start: ticksAgo(time.Second)})
 			h.Move(150, h.Hierarchies()[0], "/garden/c1") // half-way through joining
-			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 0 {
+			if bad := failures(run(t, d, "cgroup-integrity")); len(bad) != 0 {
 				t.Fatalf("a joining runc exec reported: %+v", bad)
 			}
 			init := h.Get(100)
-			init.Comm, init.Args = "runc:[2:INIT]", []string{"runc", "init"}
+			init.Comm, init.Args, init.PPID = "runc:[2:INIT]", []string{"runc", "init"}, 90
 			h.Update(init)
 			h.Move(100, h.Hierarchies()[0], "/system.slice/garden.service")
-			if bad := failures(run(t, deps(h), "cgroup-integrity")); len(bad) != 1 || bad[0].Data["pid"] != "100" {
+			if bad := failures(run(t, d, "cgroup-integrity")); len(bad) != 1 || bad[0].Data["pid"] != "100" {
 				t.Fatalf("a created container's moved init: %+v", bad)
 			}
 		})
@@ -499,9 +501,11 @@ func TestRuntimeGhosts(t *testing.T) {
 		// container's cgroup before its state exists, and a destroy that
 		// killed the init and deletes the state during the confirm wait.
 		{name: "runc init of a container being created is not an orphan", setup: func(h *fakehost.Host, d *Deps) {
+			d.RuntimeBinaries = map[string]string{"runc": h.Binary(hostRunc)}
+			h.Add(fakehost.Proc{PID: 90, Comm: "runc", Args: []string{"runc", "create", "c2"}, Exe: hostRunc, Cgroup: "/system.slice/garden.service"})
 			h.RunContainer(garden("c1"), 100, 2, 500)
-			h.Add(fakehost.Proc{PID: 150, Comm: "runc:[2:INIT]", Cgroup: "/garden/c2"})
-			h.Add(fakehost.Proc{PID: 151, Comm: "exe", Args: []string{"/proc/self/exe", "init"}, Cgroup: "/garden/c3"})
+			h.Add(fakehost.Proc{PID: 150, PPID: 90, Comm: "runc:[2:INIT]", Cgroup: "/garden/c2", Start: ticksAgo(time.Second)})
+			h.Add(fakehost.Proc{PID: 151, PPID: 90, Comm: "exe", Args: []string{"/proc/self/exe", "init"}, Cgroup: "/garden/c3", Start: ticksAgo(time.Second)})
 		}},
 		{name: "an exe that is not runc init is an orphan", setup: func(h *fakehost.Host, d *Deps) {
 			h.RunContainer(garden("c1"), 100, 2, 500)
@@ -546,16 +550,18 @@ func TestStuckRuncInit(t *testing.T) {
 	h.State(fakehost.Container{RuntimeRoot: "/run/runc", ID: "stuck", Cgroup: "/garden/stuck", Init: 70, InitStart: 1000, Created: true})
 	// Started 1 minute ago: a healthy create->start gap.
 	young := uint64(fixtureNow.Sub(fakehost.BootTime)/(10*time.Millisecond)) - 6000
-	h.Add(fakehost.Proc{PID: 71, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: young})
+	h.Add(fakehost.Proc{PID: 71, PPID: 73, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: young})
 	// runc init before nsexec renamed it.
-	h.Add(fakehost.Proc{PID: 72, Comm: "runc", Args: []string{"/var/vcap/packages/runc/bin/runc", "init"}, Start: 2000})
-	// Not init: runc create, with a one-page pipe, a full pipe and exec.fifo.
+	h.Add(fakehost.Proc{PID: 72, PPID: 73, Comm: "runc", Args: []string{"/var/vcap/packages/runc/bin/runc", "init"}, Start: 2000})
+	// Not init: runc create (the host's runc, the parent of 71 and 72),
+	// with a one-page pipe, a full pipe and exec.fifo.
 	h.Add(fakehost.Proc{PID: 73, Comm: "runc", Args: []string{"runc", "--root", "/run/runc", "create", "x"}, Start: 2000,
-		FDs: map[int]string{3: "pipe:[111]", 4: "pipe:[222]", 5: "/run/runc/x/exec.fifo", 6: "socket:[9]"}})
+		Exe: h.Binary(hostRunc), FDs: map[int]string{3: "pipe:[111]", 4: "pipe:[222]", 5: "/run/runc/x/exec.fifo", 6: "socket:[9]"}})
 	h.Add(fakehost.Proc{PID: 74, Comm: "sleep", Args: []string{"sleep", "init"}, Start: 1000, FDs: map[int]string{3: "pipe:[333]"}})
 
 	var asked []string
 	s := &StuckRuncInit{host: snapshot.Lazy(snapshot.Spec{Root: h.Root}), Now: func() time.Time { return fixtureNow },
+		Runc: RuncFiles{Configured: map[string]string{"runc": hostRunc}},
 		PipeCapacity: func(_ procfs.FS, pid, fd int) (int, error) {
 			asked = append(asked, fmt.Sprintf("%d/%d", pid, fd))
 			if pid == 73 && fd == 3 {
@@ -585,7 +591,8 @@ func TestStuckRuncInit(t *testing.T) {
 
 func TestStuckRuncInitMaxAgeFromDeps(t *testing.T) {
 	h := fakehost.New(t, cgroup.Unified)
-	h.Add(fakehost.Proc{PID: 70, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: 1000})
+	h.Add(fakehost.Proc{PID: 70, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: 1000, Cgroup: "/garden/c"})
+	h.State(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c", Cgroup: "/garden/c", Init: 70, InitStart: 1000, Created: true})
 	d := deps(h)
 	d.RuncInitMaxAge = 2 * time.Hour
 	if bad := failures(run(t, d, "stuck-runc-init")); len(bad) != 0 {

@@ -16,7 +16,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	leakyns.Main() // returns unless this process is a helper
+	leakyns.Main()   // returns unless this process is a helper
+	pipeHolderMain() // likewise
 	os.Exit(m.Run())
 }
 

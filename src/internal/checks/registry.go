@@ -52,6 +52,10 @@ type Deps struct {
 	// RuntimeBinaries are configured runc/containerd paths
 	// (the job's validator.runtime_binaries); PATH is searched too.
 	RuntimeBinaries map[string]string
+	// RuncPaths are where the host's runtime may keep runc besides
+	// RuntimeBinaries and PATH (BOSH's package path, from cli): the files
+	// whose processes vouch for their children (runcvouch.go).
+	RuncPaths []string
 	// AdvisoriesFile is the operator's advisory list, merged by id over the
 	// one shipped in runtimever (validator.advisories_file).
 	AdvisoriesFile string
@@ -91,10 +95,11 @@ func All(d Deps) []validator.Check {
 	if d.Sleep == nil && !hostroot.IsLive(d.Root) {
 		d.Sleep = func(time.Duration) {}
 	}
+	runc := RuncFiles{Configured: d.RuntimeBinaries, Paths: d.RuncPaths}
 	return []validator.Check{
-		&CgroupIntegrity{host: h, Sleep: d.Sleep, Confirm: d.Confirm, Reread: d.Reread},
-		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots, Sleep: d.Sleep, Confirm: d.Confirm},
-		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now},
+		&CgroupIntegrity{host: h, Sleep: d.Sleep, Confirm: d.Confirm, Reread: d.Reread, Runc: runc, Now: d.Now},
+		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots, Sleep: d.Sleep, Confirm: d.Confirm, Runc: runc, Now: d.Now},
+		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now, Runc: runc},
 		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase,
 			Prober: runtimever.Prober{Cache: d.ProbeCache}},
 		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},

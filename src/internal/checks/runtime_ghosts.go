@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -35,6 +34,11 @@ type RuntimeGhosts struct {
 	// killed, the state not yet deleted), not a ghost.
 	Sleep   func(time.Duration)
 	Confirm []time.Duration
+	// Runc names the host's runc: a child of its `runc create` may sit in
+	// the new cgroup before the state exists (runcvouch.go). Now is the
+	// clock; nil means time.Now.
+	Runc RuncFiles
+	Now  func() time.Time
 }
 
 var _ validator.Check = (*RuntimeGhosts)(nil)
@@ -179,6 +183,9 @@ func gardenRestart(c *runcstate.Container, f *validator.Finding) {
 		"stopped saved no properties and restores none), and then leaves its bridge and iptables rules"
 }
 
+// maxRemainingListed bounds the pids a ghost's finding lists.
+const maxRemainingListed = 20
+
 // remaining adds to a ghost's finding the processes still in its recorded
 // cgroups (seed 002: after a worker or daemon restarted behind the
 // platform's back, a container's init is gone while its other processes
@@ -194,12 +201,16 @@ func remaining(v *snapshot.Host, m *snapshot.Members, f *validator.Finding) {
 		return
 	}
 	var ps []string
-	for _, pid := range pids {
+	for _, pid := range pids[:min(len(pids), maxRemainingListed)] {
 		comm := "?"
 		if p := v.Find(pid); p != nil {
 			comm = p.Stat.Comm
 		}
 		ps = append(ps, fmt.Sprintf("%d (%s)", pid, comm))
+	}
+	if len(pids) > maxRemainingListed {
+		// A tenant forks as many as it likes: list a few, count the rest.
+		ps = append(ps, fmt.Sprintf("and %d more", len(pids)-maxRemainingListed))
 	}
 	f.Data["remaining_pids"] = strings.Join(ps, " ")
 	n := "1 process"
@@ -222,8 +233,7 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *snapshot.Host) ([]valida
 		parents[path.Clean("/"+r)] = true
 	}
 	roots := outermost(parents)
-	r := v.ProcFS().NewReader()
-	defer r.Close()
+	vouch := newVoucher(v.ProcFS(), g.Runc, v.Boot(), g.Now)
 	var out []validator.Finding
 	var buf []byte
 	var pids []int
@@ -248,14 +258,14 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *snapshot.Host) ([]valida
 				if p == nil {
 					continue // started after the scan or already gone
 				}
-				if runcInit(r, p) {
-					// a container being created, before its state exists
-					// (seen with real Garden under churn); a runc init that
-					// never finishes is stuck-runc-init's finding
-					continue
-				}
 				if _, listed := v.ListedBy(pid); listed || claimedNS[p.NS] {
 					continue // a container's process out of place: cgroup-integrity's finding
+				}
+				if vouch.runcChild(p.Stat.PPID, p.Stat.StartTime) {
+					// a container being created by the host's runc, before
+					// its state exists (seen with real Garden under churn),
+					// within the grace; its comm and argv say nothing
+					continue
 				}
 				out = append(out, validator.Finding{
 					Subject: rel, Status: validator.Fail,
@@ -297,19 +307,6 @@ func claimed(v *snapshot.Host, ref *cgroup.Hierarchy) (owned map[string]bool, cl
 		}
 	}
 	return owned, claimedNS, parents
-}
-
-// runcInit reports whether p is a runc init: runc runs itself again as
-// "/proc/self/exe init" (comm "exe") and then names itself runc:[N:...].
-func runcInit(r *procfs.Reader, p *snapshot.Proc) bool {
-	if strings.HasPrefix(p.Stat.Comm, "runc") {
-		return true
-	}
-	if p.Stat.Comm != "exe" {
-		return false
-	}
-	args, err := r.Cmdline(p.PID)
-	return err == nil && isRuncInit(p.Stat.Comm, args)
 }
 
 // ownedBy reports whether cgroup rel or one of its ancestors is owned: what

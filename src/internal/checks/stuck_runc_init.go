@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -35,6 +37,9 @@ type StuckRuncInit struct {
 	Now    func() time.Time
 	// PipeCapacity reads a pipe's capacity; nil means procfs.PipeCapacity.
 	PipeCapacity func(fs procfs.FS, pid, fd int) (int, error)
+	// Runc names the host's runc, whose children are vouched for
+	// (runcvouch.go).
+	Runc RuncFiles
 }
 
 var _ validator.Check = (*StuckRuncInit)(nil)
@@ -42,7 +47,7 @@ var _ validator.Check = (*StuckRuncInit)(nil)
 func (*StuckRuncInit) Meta() validator.Meta {
 	return validator.Meta{
 		ID:       "stuck-runc-init",
-		Measured: []string{"age_seconds", "capacity_bytes"},
+		Measured: []string{"age_seconds", "capacity_bytes", "pipes", "probed", "small_pipes"},
 		Title:    "no runc init is stuck and runc's pipes have their full capacity",
 		Severity: map[validator.Phase]validator.Severity{
 			validator.PreStart: validator.Warning,
@@ -81,11 +86,12 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 	}
 	minCap := minPipePages * os.Getpagesize()
 	// Which container a runc init belongs to: its pid is the state's init.
-	byInit := map[int]string{}
+	byInit := map[int]*runcstate.Container{}
 	for i := range v.Discovery().Containers {
 		c := &v.Discovery().Containers[i]
-		byInit[c.State.InitProcessPid] = c.Name()
+		byInit[c.State.InitProcessPid] = c
 	}
+	vouch := newVoucher(v.ProcFS(), s.Runc, v.Boot(), now)
 	r := v.ProcFS().NewReader()
 	defer r.Close()
 	var fs []validator.Finding
@@ -108,21 +114,8 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 		runcs++
 		if isRuncInit(p.Stat.Comm, args) {
 			inits++
-			started := procfs.StartedAt(v.Boot(), p.Stat.StartTime)
-			if age := now().Sub(started); age > maxAge {
-				subject := byInit[p.PID]
-				if subject == "" {
-					subject = "pid " + strconv.Itoa(p.PID)
-				}
-				fs = append(fs, validator.Finding{
-					Subject: subject, Status: validator.Fail,
-					Detail: fmt.Sprintf("runc init pid %d (%s) has run for %s (limit %s)", p.PID, p.Stat.Comm, age.Round(time.Second), maxAge),
-					Data: map[string]string{
-						"kind": "stuck-init", "pid": strconv.Itoa(p.PID), "comm": p.Stat.Comm,
-						"started_at": started.UTC().Format(time.RFC3339), "age_seconds": strconv.Itoa(int(age.Seconds())),
-						"container": byInit[p.PID],
-					},
-				})
+			if f, ok := stuckInit(p, byInit[p.PID], vouch, maxAge); ok {
+				fs = append(fs, f)
 			}
 		}
 		fs = append(fs, s.smallPipes(v, r, p, capOf, minCap)...)
@@ -132,6 +125,47 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 		Detail: fmt.Sprintf("%d runc processes, %d runc init, limit %s", runcs, inits, maxAge),
 	})
 	return fs, nil
+}
+
+// stuckInit judges a process that looks like runc init (its comm or argv
+// say so, which it chooses). Only what it cannot forge earns it maxAge:
+// being c's init by pid and start time (a created container waiting for
+// `runc start`), or a child of the host's runc (a create or exec under
+// way). Anything else gets runcGrace, then is a finding: a name is no
+// alibi (issue 38, hole 2).
+func stuckInit(p *snapshot.Proc, c *runcstate.Container, vouch *voucher, maxAge time.Duration) (validator.Finding, bool) {
+	if c != nil && uint64(c.State.InitProcessStart) != p.Stat.StartTime {
+		c = nil // the pid, not the process, the state recorded
+	}
+	vouched := c != nil || vouch.isRunc(p.Stat.PPID)
+	limit := maxAge
+	if !vouched {
+		limit = runcGrace
+	}
+	age := vouch.age(p.Stat.StartTime)
+	if age <= limit {
+		return validator.Finding{}, false
+	}
+	started := procfs.StartedAt(vouch.boot, p.Stat.StartTime)
+	subject, name := "pid "+strconv.Itoa(p.PID), ""
+	if c != nil {
+		subject, name = c.Name(), c.Name()
+	}
+	f := validator.Finding{
+		Subject: subject, Status: validator.Fail,
+		Detail: fmt.Sprintf("runc init pid %d (%s) has run for %s (limit %s)", p.PID, p.Stat.Comm, age.Round(time.Second), maxAge),
+		Data: map[string]string{
+			"kind": "stuck-init", "pid": strconv.Itoa(p.PID), "comm": p.Stat.Comm, "ppid": strconv.Itoa(p.Stat.PPID),
+			"started_at": started.UTC().Format(time.RFC3339), "age_seconds": strconv.Itoa(int(age.Seconds())),
+			"container": name,
+		},
+	}
+	if !vouched {
+		f.Data["kind"] = "unvouched-init"
+		f.Detail = fmt.Sprintf("pid %d calls itself runc init (%s) but is no runtime state's init (pid and start time) and no child of the host's runc (parent pid %d); it has run for %s (grace %s)",
+			p.PID, p.Stat.Comm, p.Stat.PPID, age.Round(time.Second), runcGrace)
+	}
+	return f, true
 }
 
 // isRuncInit recognises runc init in each of its stages: nsexec renames it
@@ -144,45 +178,110 @@ func isRuncInit(comm string, args []string) bool {
 	return len(args) >= 2 && args[1] == "init"
 }
 
-// smallPipes reports pipes of p below the default capacity. Descriptors
-// that vanish or cannot be opened are skipped.
+// fdWalkMax bounds the descriptors read per process and pipeProbeMax the
+// pipes probed per process: a process holds as many as its fd limit lets
+// it (fs.nr_open, up to a million), and its owner chooses (issue 38, hole
+// 3). runc itself holds a handful.
+const (
+	fdWalkMax    = 1 << 16
+	pipeProbeMax = 1024
+)
+
+// pipeCount is what one process's descriptors showed.
+type pipeCount struct {
+	walked, pipes, probed, small, smallest, failed int
+	more                                           bool  // descriptors past fdWalkMax
+	firstErr                                       error // of the failed probes
+}
+
+// smallPipes reports p's pipes below the default capacity as one finding
+// (and its unreadable pipes as one skip), however many it holds: one
+// finding per holder, its descriptors walked and probed up to the bounds.
 func (s *StuckRuncInit) smallPipes(v *snapshot.Host, r *procfs.Reader, p *snapshot.Proc, capOf func(procfs.FS, int, int) (int, error), minCap int) []validator.Finding {
-	ents, err := os.ReadDir(v.ProcFS().Path(p.PID, "fd"))
-	if err != nil {
+	c, ok := countPipes(v.ProcFS(), r, p.PID, capOf, minCap)
+	if !ok {
 		return nil // gone, or not ours to read
 	}
 	var out []validator.Finding
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	subject, pid := "pid "+strconv.Itoa(p.PID), strconv.Itoa(p.PID)
+	if c.failed > 0 {
+		out = append(out, validator.Finding{
+			Subject: subject, Status: validator.Skip,
+			Detail: fmt.Sprintf("could not read the capacity of %d of its pipes (first: %v)", c.failed, c.firstErr),
+		})
+	}
+	if c.small == 0 {
+		return out
+	}
+	held := fmt.Sprintf("%d pipes", c.pipes)
+	if c.more {
+		held = fmt.Sprintf("at least %d pipes (read %d descriptors)", c.pipes, c.walked)
+	}
+	page := os.Getpagesize()
+	return append(out, validator.Finding{
+		Subject: subject, Status: validator.Fail,
+		Detail: fmt.Sprintf("pid %d (%s) holds %s; %d of the %d probed have less than the default capacity (smallest %d bytes, %d pages; default %d pages): fs.pipe-user-pages-soft is exhausted for its user",
+			p.PID, p.Stat.Comm, held, c.small, c.probed, c.smallest, c.smallest/page, minPipePages),
+		Data: map[string]string{
+			"kind": "small-pipe", "pid": pid, "comm": p.Stat.Comm, "pipes": strconv.Itoa(c.pipes),
+			"probed": strconv.Itoa(c.probed), "small_pipes": strconv.Itoa(c.small), "capacity_bytes": strconv.Itoa(c.smallest),
+		},
+	})
+}
+
+// countPipes walks pid's descriptors, at most fdWalkMax, and probes at most
+// pipeProbeMax of its anonymous pipes. ok is false when the fd directory
+// cannot be read. Descriptors that vanish or cannot be opened are skipped.
+func countPipes(fs procfs.FS, r *procfs.Reader, pid int, capOf func(procfs.FS, int, int) (int, error), minCap int) (c pipeCount, ok bool) {
+	dir, err := os.Open(fs.Path(pid, "fd"))
+	if err != nil {
+		return c, false
+	}
+	defer dir.Close()
+	for c.walked < fdWalkMax {
+		names, err := dir.Readdirnames(min(256, fdWalkMax-c.walked))
+		sort.Slice(names, func(i, j int) bool {
+			return len(names[i]) < len(names[j]) || len(names[i]) == len(names[j]) && names[i] < names[j]
+		})
+		for _, name := range names {
+			c.walked++
+			c.probe(fs, r, pid, name, capOf, minCap)
 		}
-		l, err := r.Readlink(p.PID, "fd/"+e.Name())
-		if err != nil || !strings.HasPrefix(string(l), "pipe:[") {
-			continue
-		}
-		pipe := string(l)
-		n, err := capOf(v.ProcFS(), p.PID, fd)
-		if err != nil {
-			if !procfs.IsGone(err) && !errors.Is(err, procfs.ErrNotPipe) && !errors.Is(err, os.ErrPermission) {
-				out = append(out, validator.Finding{
-					Subject: "pid " + strconv.Itoa(p.PID), Status: validator.Skip,
-					Detail: fmt.Sprintf("could not read capacity of %s on fd %d: %v", pipe, fd, err),
-				})
-			}
-			continue
-		}
-		if n < minCap {
-			out = append(out, validator.Finding{
-				Subject: "pid " + strconv.Itoa(p.PID), Status: validator.Fail,
-				Detail: fmt.Sprintf("pid %d (%s) holds %s on fd %d with capacity %d bytes (%d pages, default %d): fs.pipe-user-pages-soft is exhausted for its user",
-					p.PID, p.Stat.Comm, pipe, fd, n, n/os.Getpagesize(), minPipePages),
-				Data: map[string]string{
-					"kind": "small-pipe", "pid": strconv.Itoa(p.PID), "comm": p.Stat.Comm, "fd": strconv.Itoa(fd),
-					"pipe": pipe, "capacity_bytes": strconv.Itoa(n),
-				},
-			})
+		if err != nil || len(names) == 0 {
+			return c, true // io.EOF, or the process went away
 		}
 	}
-	return out
+	rest, _ := dir.Readdirnames(1)
+	c.more = len(rest) > 0
+	return c, true
+}
+
+// probe counts one descriptor: a pipe, and its capacity while probes last.
+func (c *pipeCount) probe(fs procfs.FS, r *procfs.Reader, pid int, name string, capOf func(procfs.FS, int, int) (int, error), minCap int) {
+	fd, err := strconv.Atoi(name)
+	if err != nil {
+		return
+	}
+	l, err := r.Readlink(pid, "fd/"+name)
+	if err != nil || !strings.HasPrefix(string(l), "pipe:[") {
+		return
+	}
+	c.pipes++
+	if c.probed >= pipeProbeMax {
+		return
+	}
+	c.probed++
+	n, err := capOf(fs, pid, fd)
+	switch {
+	case err != nil:
+		if !procfs.IsGone(err) && !errors.Is(err, procfs.ErrNotPipe) && !errors.Is(err, os.ErrPermission) {
+			if c.failed++; c.firstErr == nil {
+				c.firstErr = fmt.Errorf("%s on fd %d: %w", l, fd, err)
+			}
+		}
+	case n < minCap:
+		if c.small++; c.smallest == 0 || n < c.smallest {
+			c.smallest = n
+		}
+	}
 }

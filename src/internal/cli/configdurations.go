@@ -9,8 +9,9 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 )
 
-// Bounds of drain.budget: from 1s, so drain can validate at all, to 1h, far
-// below what an operator waits for (the agent waits for a drain forever).
+// Bounds of drain.budget and validator.budget: from 1s, so the checks can
+// run at all, to 1h, far below what an operator waits for (the agent waits
+// for a drain and a pre-start forever).
 const (
 	minDrainBudget = time.Second
 	maxDrainBudget = time.Hour
@@ -19,8 +20,8 @@ const (
 // durationProblems holds every duration the file sets to the one grammar,
 // Go's time.ParseDuration (config.Duration), and the job's rules: a
 // duration that is written must be above zero (an absent one is the
-// default; a written "0s" would hide that), and drain.budget within 1s to
-// 1h. The job's templates pass durations through as strings; this is the
+// default; a written "0s" would hide that), and drain.budget and
+// validator.budget within 1s to 1h. The job's templates pass durations through as strings; this is the
 // only place they are judged.
 func durationProblems(raw []byte) []string {
 	var file struct {
@@ -31,6 +32,7 @@ func durationProblems(raw []byte) []string {
 		} `json:"daemons"`
 		Validator struct {
 			RuncInitMaxAge json.RawMessage `json:"runc_init_max_age"`
+			Budget         json.RawMessage `json:"budget"`
 		} `json:"validator"`
 		Watch struct {
 			Period json.RawMessage `json:"period"`
@@ -66,5 +68,6 @@ func durationProblems(raw []byte) []string {
 	judge("validator.runc_init_max_age", file.Validator.RuncInitMaxAge, 0, 0)
 	judge("watch.period", file.Watch.Period, 0, 0)
 	judge("drain.budget", file.Drain.Budget, minDrainBudget, maxDrainBudget)
+	judge("validator.budget", file.Validator.Budget, minDrainBudget, maxDrainBudget)
 	return problems
 }

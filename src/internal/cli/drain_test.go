@@ -269,30 +269,51 @@ func TestDrainCouldNotRunNeverBlocks(t *testing.T) {
 }
 
 // The budget bounds the validation: a runtime binary that hangs on
-// --version outlives it, and drain reports what finished (the escape
-// included) and lets the VM go.
+// --version outlives it. With a confirmed escape, cgroup-integrity finished
+// and blocks whatever did not finish (issue 38, hole 3: at 88f9e12 drain
+// printed 0, budget_expired); on a clean cell drain reports what finished
+// and lets the VM go.
 func TestDrainBudgetExpiredReportsWhatFinished(t *testing.T) {
-	h := cell(t)
-	escape(h)
-	hang := filepath.Join(h.Root, "usr/bin/containerd")
-	writeFile(t, hang, "#!/bin/sh\nexec sleep 300\n")
-	if err := os.Chmod(hang, 0o755); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name    string
+		escaped bool
+		code    int
+		out     string
+		outcome string
+	}{
+		{"escape confirmed, another check unfinished", true, ExitFailed, "", ": blocked: blocking findings on an update"},
+		{"clean, a check unfinished", false, ExitOK, "0\n", ": budget_expired: the checks did not all finish"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cell(t)
+			if tc.escaped {
+				escape(h)
+			}
+			hang := filepath.Join(h.Root, "usr/bin/containerd")
+			writeFile(t, hang, "#!/bin/sh\nexec sleep 300\n")
+			if err := os.Chmod(hang, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			d := newDrainHost(t, h.Root, `{"drain":{"budget":"300ms"}}`)
+			start := time.Now()
+			code, out, errOut := d.drain(t, jobChanged...)
+			if code != tc.code || out != tc.out {
+				t.Fatalf("exit %d stdout %q, want %d and %q\n%s", code, out, tc.code, tc.out, errOut)
+			}
+			took := time.Since(start)
+			mustContainAll(t, "stderr", errOut, "[ERROR] runtime-versions", "did not finish before the run ended", tc.outcome)
+			if tc.escaped {
+				mustContainAll(t, "stderr", errOut, "c1: pid 101 (app) escaped in blkio") // finished, reported
+			}
+			mustContainAll(t, "log", d.read(t, d.log), `"message":"cellguard.drain.budget-expired"`, `"unfinished":["runtime-versions"]`)
+			outcome := "budget_expired"
+			if tc.escaped {
+				outcome = "blocked"
+			}
+			mustContainAll(t, "textfile", d.read(t, d.prom), `outcome="`+outcome+`"} 1`, `cellguard_check_status{check="runtime-versions",phase="drain"} 3`)
+			t.Logf("drain with a 300ms budget and a hung runtime returned after %v", took)
+		})
 	}
-	d := newDrainHost(t, h.Root, `{"drain":{"budget":"300ms"}}`)
-	start := time.Now()
-	code, out, errOut := d.drain(t, jobChanged...)
-	if code != ExitOK || out != "0\n" {
-		t.Fatalf("exit %d stdout %q, want 0 and \"0\"\n%s", code, out, errOut)
-	}
-	took := time.Since(start)
-	mustContainAll(t, "stderr", errOut,
-		"c1: pid 101 (app) escaped in blkio", // finished, reported
-		"[ERROR] runtime-versions", "did not finish before the run ended",
-		": budget_expired: the checks did not all finish")
-	mustContainAll(t, "log", d.read(t, d.log), `"message":"cellguard.drain.budget-expired"`, `"unfinished":["runtime-versions"]`)
-	mustContainAll(t, "textfile", d.read(t, d.prom), `outcome="budget_expired"} 1`, `cellguard_check_status{check="runtime-versions",phase="drain"} 3`)
-	t.Logf("drain with a 300ms budget and a hung runtime returned after %v", took)
 }
 
 func TestDrainHelpStatesTheContract(t *testing.T) {

@@ -54,6 +54,15 @@ the exit code still fails. The report and the decision go to stderr (with
 job's bin/drain runs "cellguard drain", which also reads the agent's
 arguments and writes drain's metrics; this command writes only validate's.
 
+Budget. Every phase runs within a budget: --budget, else the config's
+validator.budget (pre-start) or drain.budget (drain), else 60s. When it runs
+out, validate returns with the checks that finished; the others are
+reported as unfinished (error) and never block, and stderr and the log say
+budget_expired. A blocking finding of a check that finished still blocks.
+"cellguard validate timeout [--phase P] [--config PATH]" prints, in whole
+seconds, the bound the job's scripts put on validate: the budget and a
+grace (a quarter of it, 2s to 15s), as "cellguard drain timeout" does.
+
 --fix (or validator.fix) moves escaped container processes back into the
 cgroups their runtime recorded, in every hierarchy, re-reads /proc to verify,
 and reports each move. It never signals or kills a process.
@@ -90,6 +99,9 @@ type validateFlags struct {
 var nextUpdate = drain.Parse([]string{drain.JobChanged})
 
 func runValidate(ctx context.Context, env *Env, args []string) int {
+	if len(args) > 0 && args[0] == "timeout" {
+		return runValidateTimeout(env, args[1:])
+	}
 	f := &validateFlags{}
 	fs := newFlagSet(env, "validate", "validate --phase pre-start|drain [flags]", &f.common)
 	fs.StringVar(&f.phase, "phase", "", "pre-start or drain (required); drain decides as the next update's drain and prints only its integer on stdout")
@@ -99,7 +111,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	fs.Var(&f.ignore, "ignore", "check ids to report but never block on, comma separated or repeated; \"all\" ignores every check")
 	fs.Var(&f.runtimeRoots, "runtime-root", "runc state root to scan (repeatable); default the config's, else "+strings.Join(defaultRuntimeRoots(), ", "))
 	fs.BoolVar(&f.fix, "fix", false, "move escaped container processes back into their recorded cgroups (never kills)")
-	fs.DurationVar(&f.budget, "budget", 0, fmt.Sprintf("--phase drain: time the validation may take; default the config's drain.budget, else %v", defaultDrainBudget))
+	fs.DurationVar(&f.budget, "budget", 0, fmt.Sprintf("time the validation may take; default the config's validator.budget (pre-start) or drain.budget (drain), else %v", defaultDrainBudget))
 	fs.StringVar(&f.liftFile, "lift-file", defaultLiftFile, "--phase drain: the lift `cellguard drain lift` writes")
 	base := fs.Usage
 	fs.Usage = func() {
@@ -122,7 +134,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	if phase != validator.Drain {
 		var drainOnly []string
 		fs.Visit(func(fl *flag.Flag) {
-			if fl.Name == "budget" || fl.Name == "lift-file" {
+			if fl.Name == "lift-file" {
 				drainOnly = append(drainOnly, "--"+fl.Name)
 			}
 		})
@@ -153,18 +165,17 @@ func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, 
 		return f.couldNotRun(env, logger, phase, cr)
 	}
 	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": validator.IDs(v.registry), "ignore": v.opts.Ignore, "fix": v.fix})
-	rctx := ctx
-	if phase == validator.Drain {
-		// drain's budget: what did not finish in time is reported, and
-		// the decision lets the VM go, as cellguard drain does.
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, drainBudget(f.budget, cfg))
-		defer cancel()
-	}
+	// Every phase runs within its budget, as drain does: what did not
+	// finish in time is reported and never blocks; a finished blocking
+	// check still does (issue 38: a stuck check held pre-start for good).
+	budget := validateBudget(phase, f.budget, cfg)
+	rctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
 	rep := validator.Run(rctx, v.registry, v.opts)
 	if err := ctx.Err(); err != nil {
 		return f.couldNotRun(env, logger, phase, &cantRun{err: fmt.Errorf("interrupted: %w", err)})
 	}
+	f.budgetExpired(env, logger, phase, budget, &rep)
 	v.heal(&rep)
 	// Drain: stdout is BOSH's, and holds only the integer.
 	out := env.Stdout
@@ -211,6 +222,65 @@ func asksDrain(args []string) bool {
 		return value == string(validator.Drain)
 	}
 	return false
+}
+
+// validateBudget is the time a validation may take: the flag, else the
+// phase's budget in the config (drain.budget, validator.budget), else the
+// default.
+func validateBudget(phase validator.Phase, flag time.Duration, cfg *config.Config) time.Duration {
+	switch {
+	case phase == validator.Drain:
+		return drainBudget(flag, cfg)
+	case flag > 0:
+		return flag
+	case cfg != nil && cfg.Validator.Budget.Duration > 0:
+		return cfg.Validator.Budget.Duration
+	}
+	return defaultDrainBudget
+}
+
+// budgetExpired says, in the log and (but for drain, whose decision says
+// it) on stderr, which checks the budget cut off. They never block: a
+// guard that cannot finish must not wedge a rollout; a finished blocking
+// check blocks all the same.
+func (f *validateFlags) budgetExpired(env *Env, logger lager.Logger, phase validator.Phase, budget time.Duration, rep *validator.Report) {
+	if !rep.Incomplete {
+		return
+	}
+	var unfinished []string
+	for _, r := range rep.Results {
+		if r.Unfinished {
+			unfinished = append(unfinished, r.ID)
+		}
+	}
+	logger.Error("budget-expired", context.DeadlineExceeded, lager.Data{"phase": phase, "budget": budget.String(), "unfinished": unfinished, "blocked": rep.Blocked})
+	if phase != validator.Drain {
+		fmt.Fprintf(env.Stderr, "cellguard validate --phase %s: budget_expired: %s did not finish within %v; reported as errors, they do not block (blocked: %v)\n",
+			phase, strings.Join(unfinished, ", "), budget, rep.Blocked)
+	}
+}
+
+// runValidateTimeout prints the bound on validate the job's scripts use:
+// the phase's budget and drain's grace, in whole seconds.
+func runValidateTimeout(env *Env, args []string) int {
+	var c common
+	var phase string
+	fs := newFlagSet(env, "validate timeout", "validate timeout [--phase pre-start|drain] [--config PATH]", &c)
+	fs.StringVar(&phase, "phase", string(validator.PreStart), "the phase whose budget bounds validate")
+	if ok, code := parseNoArgs(env, fs, args); !ok {
+		return code
+	}
+	if p := validator.Phase(phase); p != validator.PreStart && p != validator.Drain {
+		errorf(env, "--phase %q: want pre-start or drain", phase)
+		return ExitCantRun
+	}
+	cfg, err := loadConfig(c.configPath)
+	if err != nil {
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	fmt.Fprintln(env.Stdout, drainTimeLimit(validateBudget(validator.Phase(phase), 0, cfg)))
+	return ExitOK
 }
 
 // couldNotRun reports why nothing was validated. In the drain phase that
@@ -266,6 +336,9 @@ func (v *validation) heal(rep *validator.Report) {
 	}
 }
 
+// checksOf is the registry a validation runs; tests add a check to it.
+var checksOf = checks.All
+
 // cantRun is why cellguard could not run, with a hint for humans.
 type cantRun struct {
 	err  error
@@ -290,7 +363,7 @@ func newValidation(cfg *config.Config, phase validator.Phase, root string, runti
 		d.Kernel = &bpfiter.Kernel{}
 	}
 	d.Snapshot = snapshot.Lazy(snapshotSpec(d))
-	registry := checks.All(d)
+	registry := checksOf(d)
 	if err := validator.Validate(registry); err != nil {
 		return nil, &cantRun{err: err}
 	}
@@ -381,6 +454,12 @@ func auditedDaemons(ds []config.Daemon) []checks.AuditedDaemon {
 // bpmRuntimeRoot is where BOSH's bpm keeps the runc state of the jobs it
 // runs in containers.
 const bpmRuntimeRoot = "/var/vcap/sys/run/bpm-runc"
+
+// boshRuncPaths are where BOSH releases keep the runc their runtime runs
+// (garden-runc-release's runc package), besides validator.runtime_binaries
+// and PATH: a child of a process running one of them may be a `runc exec`
+// still joining its cgroups (checks.RuncFiles).
+var boshRuncPaths = []string{"/var/vcap/packages/runc/bin/runc"}
 
 // defaultRuntimeRoots are scanned when neither --runtime-root nor the
 // config names any: runc's and containerd's own, and bpm's (the job's

@@ -109,6 +109,7 @@ func TestValidateDrainDecidesAsDrain(t *testing.T) {
 		{"blocked", `{}`, escapedCell, ExitFailed, "", "blocked"},
 		{"lifted", `{}`, liftedCell, ExitOK, "0\n", "lifted"},
 		{"budget expired", `{"drain":{"budget":"300ms"}}`, hungRuntime, ExitOK, "0\n", "budget_expired"},
+		{"blocked although the budget expired", `{"drain":{"budget":"300ms"}}`, hungEscapedRuntime, ExitFailed, "", "blocked"},
 		{"could not run", badID, escapedCell, ExitCantRun, "0\n", "could_not_run"},
 	}
 	for _, tc := range testCases {
@@ -181,10 +182,16 @@ func liftedCell(t *testing.T, h *fakehost.Host, d *drainHost) {
 	}
 }
 
-// hungRuntime is an escaped cell whose containerd hangs on --version,
-// past any short budget.
-func hungRuntime(t *testing.T, h *fakehost.Host, _ *drainHost) {
+// hungEscapedRuntime is hungRuntime on an escaped cell: cgroup-integrity
+// finishes and blocks, whatever did not finish.
+func hungEscapedRuntime(t *testing.T, h *fakehost.Host, d *drainHost) {
 	escape(h)
+	hungRuntime(t, h, d)
+}
+
+// hungRuntime is a cell whose containerd hangs on --version, past any
+// short budget.
+func hungRuntime(t *testing.T, h *fakehost.Host, _ *drainHost) {
 	hang := filepath.Join(h.Root, "usr/bin/containerd")
 	writeFile(t, hang, "#!/bin/sh\nexec sleep 300\n")
 	if err := os.Chmod(hang, 0o755); err != nil {
@@ -290,7 +297,7 @@ func TestValidateCannotRun(t *testing.T) {
 		{"bad format", h.Root, []string{"--phase", "pre-start", "--format", "yaml"}, ""},
 		{"bad format, drain", h.Root, []string{"--phase", "drain", "--format", "yaml"}, "0\n"},
 		{"stray argument", h.Root, []string{"--phase", "drain", "job_changed"}, "0\n"},
-		{"drain's flag without drain", h.Root, []string{"--phase", "pre-start", "--budget", "1s"}, ""},
+		{"drain's flag without drain", h.Root, []string{"--phase", "pre-start", "--lift-file", "/x"}, ""},
 		{"no proc under root", t.TempDir(), []string{"--phase", "pre-start"}, ""},
 		{"no proc under root, drain", t.TempDir(), []string{"--phase", "drain"}, "0\n"},
 	}

@@ -25,6 +25,7 @@ func validatorDeps(root string, cfg *config.Config, phase validator.Phase, runti
 		RuncInitMaxAge:   vc.RuncInitMaxAge.Duration,
 		Phase:            phase,
 		RuntimeBinaries:  vc.RuntimeBinaries,
+		RuncPaths:        boshRuncPaths,
 		AdvisoriesFile:   vc.AdvisoriesFile,
 		Daemons:          auditedDaemons(cfg.AuditedDaemons()),
 		DelegateUnits:    cfg.DelegateUnits,

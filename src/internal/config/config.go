@@ -93,6 +93,11 @@ type Validator struct {
 	// for orphans like ExtraCgroupRoots: slices only where the operator
 	// names them, since most slices hold everything else.
 	ExtraCgroupSlices []string `json:"extra_cgroup_slices"`
+	// Budget bounds the validation of `cellguard validate` (pre-start, the
+	// errand) as drain.budget bounds drain's: the checks that did not
+	// finish are reported and never block; a finished blocking check still
+	// blocks. 0 means cellguard's default.
+	Budget Duration `json:"budget"`
 }
 
 // Watch configures `cellguard watch`; the checks read Validator's settings.

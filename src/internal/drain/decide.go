@@ -20,8 +20,8 @@ const (
 	ReleasedOnShutdown Outcome = "released_on_shutdown"
 	// Lifted: a blocking finding, let go by an operator's lift.
 	Lifted Outcome = "lifted"
-	// BudgetExpired: the checks did not finish within the budget; what
-	// finished is reported and the VM is let go.
+	// BudgetExpired: the checks did not finish within the budget and none
+	// that finished blocks; what finished is reported and the VM is let go.
 	BudgetExpired Outcome = "budget_expired"
 	// CouldNotRun: cellguard itself could not run (config, /proc, a
 	// crash): nothing is known, and a broken guard must not hold a fleet.
@@ -54,8 +54,10 @@ type Decision struct {
 }
 
 // Decide is the contract: a drain blocks only on a blocking finding of a
-// complete run, on an update (or on a shutdown when asked), without a lift.
-// Everything else lets the VM go.
+// check that finished (Report.Blocked never counts an unfinished check), on
+// an update (or on a shutdown when asked), without a lift. A blocking
+// finding blocks whatever else did not finish: a confirmed escape is not
+// undone by a check that ran out of time. Everything else lets the VM go.
 func Decide(in Input) Decision {
 	switch {
 	case in.Report == nil || in.CouldNotRun != nil:
@@ -64,14 +66,20 @@ func Decide(in Input) Decision {
 			why = in.CouldNotRun.Error()
 		}
 		return Decision{Outcome: CouldNotRun, Reason: "cellguard could not validate (" + why + "); a broken guard does not hold the VM, so drain lets it go"}
-	case in.Report.Incomplete:
-		return Decision{Outcome: BudgetExpired, Reason: "the checks did not all finish within the drain's time budget; what finished is reported, and drain lets the VM go"}
+	case !in.Report.Blocked && in.Report.Incomplete:
+		return Decision{Outcome: BudgetExpired, Reason: "the checks did not all finish within the drain's time budget and none that finished blocks; what finished is reported, and drain lets the VM go"}
 	case !in.Report.Blocked:
 		return Decision{Outcome: Pass, Reason: "no blocking finding"}
+	}
+	also := ""
+	if in.Report.Incomplete {
+		also = " (some other checks did not finish within the budget; a finished check's blocking finding counts all the same)"
+	}
+	switch {
 	case in.Call.Event == Shutdown && !in.BlockOnShutdown:
-		return Decision{Outcome: ReleasedOnShutdown, Reason: fmt.Sprintf("blocking findings on %s (stop, recreate, delete, scale-in): reported, and the VM is let go (cellguard.drain.block_on_shutdown is false)", in.Call.JobChange)}
+		return Decision{Outcome: ReleasedOnShutdown, Reason: fmt.Sprintf("blocking findings on %s (stop, recreate, delete, scale-in): reported, and the VM is let go (cellguard.drain.block_on_shutdown is false)%s", in.Call.JobChange, also)}
 	case in.Lift != nil:
-		return Decision{Outcome: Lifted, Reason: fmt.Sprintf("blocking findings, let go by the lift of %s until %s: %s", in.Lift.By, in.Lift.Expires.UTC().Format(timeLayout), in.Lift.Reason)}
+		return Decision{Outcome: Lifted, Reason: fmt.Sprintf("blocking findings, let go by the lift of %s until %s: %s%s", in.Lift.By, in.Lift.Expires.UTC().Format(timeLayout), in.Lift.Reason, also)}
 	}
 	what := "an update (" + in.Call.JobChange + ")"
 	if !in.Call.Recognized {
@@ -80,5 +88,5 @@ func Decide(in Input) Decision {
 	if in.Call.Event == Shutdown {
 		what = in.Call.JobChange + " (cellguard.drain.block_on_shutdown is true)"
 	}
-	return Decision{Outcome: Blocked, Block: true, Reason: "blocking findings on " + what + ": drain prints no integer, so the agent fails this step"}
+	return Decision{Outcome: Blocked, Block: true, Reason: "blocking findings on " + what + ": drain prints no integer, so the agent fails this step" + also}
 }

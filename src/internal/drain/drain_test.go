@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -51,6 +52,7 @@ func TestDecide(t *testing.T) {
 	blocked := &validator.Report{Phase: validator.Drain, Blocked: true}
 	clean := &validator.Report{Phase: validator.Drain}
 	partial := &validator.Report{Phase: validator.Drain, Blocked: true, Incomplete: true}
+	unfinished := &validator.Report{Phase: validator.Drain, Incomplete: true}
 	lift := &Lift{By: "bosh_abc", Reason: "INC-1", Created: time.Unix(0, 0), Expires: time.Unix(3600, 0)}
 	update, shutdown := Parse([]string{"job_changed", "hash_changed"}), Parse([]string{"job_shutdown", "hash_unchanged"})
 	check, byHand := Parse([]string{"job_check_status", "hash_unchanged"}), Parse(nil)
@@ -70,7 +72,14 @@ func TestDecide(t *testing.T) {
 		{"a lift on a clean host is not used", Input{Call: update, Report: clean, Lift: lift}, Pass},
 		{"could not run never blocks", Input{Call: update, CouldNotRun: errors.New("bad config")}, CouldNotRun},
 		{"no report never blocks", Input{Call: update}, CouldNotRun},
-		{"an expired budget never blocks", Input{Call: update, Report: partial}, BudgetExpired},
+		{"an expired budget alone never blocks", Input{Call: update, Report: unfinished}, BudgetExpired},
+		// A blocking finding of a check that finished blocks, whatever else
+		// did not finish (issue 38, hole 3).
+		{"a finished blocking check blocks despite an unfinished one", Input{Call: update, Report: partial}, Blocked},
+		{"blocking+incomplete blocks a status call", Input{Call: check, Report: partial}, Blocked},
+		{"blocking+incomplete on shutdown is released", Input{Call: shutdown, Report: partial}, ReleasedOnShutdown},
+		{"blocking+incomplete on shutdown blocks when asked", Input{Call: shutdown, Report: partial, BlockOnShutdown: true}, Blocked},
+		{"blocking+incomplete is lifted by a lift", Input{Call: update, Report: partial, Lift: lift}, Lifted},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -243,5 +252,54 @@ func TestWriteLiftMakesItsDirectoryPrivate(t *testing.T) {
 		if err := WriteLift(filepath.Join(dir, "drain-lift.json"), l); !errors.Is(err, safefile.ErrUntrusted) || !strings.Contains(err.Error(), "uid 65534") {
 			t.Errorf("lift directory owned by uid 65534: %v, want a refusal", err)
 		}
+	}
+}
+
+// check is a fake validator check: it returns its findings, or, when hang
+// is set, never returns on its own (a check wedged on the host).
+type check struct {
+	id       string
+	severity validator.Severity
+	findings []validator.Finding
+	hang     bool
+}
+
+func (c check) Meta() validator.Meta {
+	return validator.Meta{ID: c.id, Title: c.id, Story: "s", Fix: "f",
+		Severity: map[validator.Phase]validator.Severity{validator.Drain: c.severity}}
+}
+
+func (c check) Run(ctx context.Context) ([]validator.Finding, error) {
+	if c.hang {
+		<-ctx.Done()
+		select {} // ignores its context too: the run must not wait for it
+	}
+	return c.findings, nil
+}
+
+// A confirmed escape from a check that finished blocks the drain although
+// another check did not finish within the budget: at 88f9e12 Decide said
+// budget_expired and drain printed 0 (issue 38, hole 3).
+func TestDecideBlocksOnFinishedCheckWhenRunIncomplete(t *testing.T) {
+	checks := []validator.Check{
+		check{id: "cgroup-integrity", severity: validator.Blocking,
+			findings: []validator.Finding{{Subject: "c1", Status: validator.Fail, Detail: "pid 7 escaped"}}},
+		check{id: "stuck", severity: validator.Blocking, hang: true},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	rep := validator.Run(ctx, checks, validator.Options{Phase: validator.Drain})
+	if !rep.Incomplete || !rep.Blocked {
+		t.Fatalf("report: incomplete %v blocked %v, want both: %+v", rep.Incomplete, rep.Blocked, rep)
+	}
+	if r := rep.Results[1]; !r.Unfinished || r.Blocking {
+		t.Fatalf("the unfinished check: %+v, want unfinished and not blocking", r)
+	}
+	d := Decide(Input{Call: Parse([]string{JobChanged, "hash_changed"}), Report: &rep})
+	if d.Outcome != Blocked || !d.Block {
+		t.Fatalf("Decide = %+v, want blocked", d)
+	}
+	if !strings.Contains(d.Reason, "did not finish") {
+		t.Errorf("reason %q does not say that some checks did not finish", d.Reason)
 	}
 }

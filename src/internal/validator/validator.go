@@ -1,11 +1,13 @@
 package validator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -140,7 +142,9 @@ type Result struct {
 type Report struct {
 	Phase   Phase    `json:"phase"`
 	Results []Result `json:"results"`
-	// Blocked is true when any non-ignored blocking check failed or errored.
+	// Blocked is true when any non-ignored blocking check that finished
+	// failed or errored; an unfinished check never counts, so a finished
+	// check's blocking finding blocks whatever else did not finish.
 	Blocked bool `json:"blocked"`
 	// Incomplete is true when the run's context ended before every check
 	// finished: Results then hold what finished, and the rest Unfinished.
@@ -332,6 +336,52 @@ func unfinished(m Meta, opts Options, ignored map[string]bool, why error, d time
 	return res
 }
 
+// MaxProblemFindings caps the problem findings of one check's result that
+// no package acts on. Tenants control how many processes, pipes and
+// namespaces there are; each finding is a report line, a log line and a
+// watch event, so an unbounded count let one tenant flood pre-start's log
+// (issue 38, hole 3: 19,800 findings, 9.6 MB). Findings with Evidence
+// (escapes, which heal moves and watch counts) are all kept.
+const MaxProblemFindings = 50
+
+// capFindings keeps every finding with Evidence, every pass and skip, and
+// the first MaxProblemFindings other problems; the rest become one summary
+// finding that counts them by kind, with the worst status among them.
+func capFindings(fs []Finding) []Finding {
+	kept, dropped, worstSt := 0, 0, Warn
+	byKind := map[string]int{}
+	out := fs[:0:0]
+	for _, f := range fs {
+		if f.Evidence != nil || !f.Status.IsProblem() || kept < MaxProblemFindings {
+			if f.Evidence == nil && f.Status.IsProblem() {
+				kept++
+			}
+			out = append(out, f)
+			continue
+		}
+		dropped++
+		byKind[cmp.Or(f.Data["kind"], "other")]++
+		if rank[f.Status] > rank[worstSt] {
+			worstSt = f.Status
+		}
+	}
+	if dropped == 0 {
+		return fs
+	}
+	kinds := make([]string, 0, len(byKind))
+	for k, n := range byKind {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(kinds)
+	return append(out, Finding{
+		Status: worstSt,
+		Detail: fmt.Sprintf("%d more findings not listed (%s): a check lists at most %d", dropped, strings.Join(kinds, ", "), MaxProblemFindings),
+		Data:   map[string]string{"kind": "more", "not_listed": strconv.Itoa(dropped), "kinds": strings.Join(kinds, ",")},
+		// The count changes while the flood lasts: one problem.
+		Measured: []string{"not_listed", "kinds"},
+	})
+}
+
 func runOne(ctx context.Context, c Check, m Meta, opts Options, now func() time.Time, ignored map[string]bool) (res Result) {
 	res = resultOf(m, opts, ignored)
 	start := now()
@@ -350,7 +400,7 @@ func runOne(ctx context.Context, c Check, m Meta, opts Options, now func() time.
 			}
 		}
 	}
-	res.Findings = findings
+	res.Findings = capFindings(findings)
 	res.Duration = now().Sub(start).Seconds()
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -359,7 +409,7 @@ func runOne(ctx context.Context, c Check, m Meta, opts Options, now func() time.
 		res.Status = Error
 		res.Error = err.Error()
 	default:
-		res.Status = worst(findings)
+		res.Status = worst(res.Findings)
 	}
 	res.settle()
 	return res

@@ -333,3 +333,45 @@ func (*fakeMeasuring) Meta() Meta {
 func (*fakeMeasuring) Run(context.Context) ([]Finding, error) {
 	return []Finding{{Status: Fail, Detail: "d", Data: map[string]string{"age": "3"}}}, nil
 }
+
+// A check lists at most MaxProblemFindings problems nobody acts on, and one
+// summary counting the rest by kind; findings with Evidence (escapes, which
+// heal moves and watch counts) and passes are all kept (issue 38, hole 3).
+func TestRunCapsFindingsPerCheck(t *testing.T) {
+	var fs []Finding
+	for i := 0; i < 70; i++ {
+		fs = append(fs, Finding{Status: Fail, Detail: "small pipe", Data: map[string]string{"kind": "small-pipe"}})
+	}
+	for i := 0; i < 10; i++ {
+		fs = append(fs, Finding{Status: Warn, Detail: "odd", Data: map[string]string{"kind": "odd"}})
+	}
+	for i := 0; i < 60; i++ {
+		fs = append(fs, Finding{Status: Fail, Detail: "escape", Evidence: i})
+	}
+	fs = append(fs, Finding{Status: Pass, Detail: "summary"})
+	rep := Run(context.Background(), []Check{fakeCheck{meta: meta("flood", Warning, Warning), findings: fs}}, Options{Phase: PreStart})
+	got := rep.Results[0].Findings
+	var plain, evidence, passes int
+	var more *Finding
+	for i, f := range got {
+		switch {
+		case f.Data["kind"] == "more":
+			more = &got[i]
+		case f.Evidence != nil:
+			evidence++
+		case f.Status == Pass:
+			passes++
+		default:
+			plain++
+		}
+	}
+	if plain != MaxProblemFindings || evidence != 60 || passes != 1 || more == nil {
+		t.Fatalf("kept %d plain, %d with evidence, %d passes, summary %v; want %d, 60, 1 and a summary", plain, evidence, passes, more, MaxProblemFindings)
+	}
+	if more.Status != Fail || more.Data["not_listed"] != "30" || more.Data["kinds"] != "odd=10,small-pipe=20" {
+		t.Fatalf("summary %+v", *more)
+	}
+	if id := more.Identity("flood"); strings.Contains(id, "30") {
+		t.Errorf("the summary's identity changes with its count: %q", id)
+	}
+}

@@ -49,6 +49,22 @@ type Proc struct {
 	In     map[string]string
 	// FDs are /proc/<pid>/fd links: fd -> target ("pipe:[123]").
 	FDs map[int]string
+	// Exe is the executable's path under the root (Binary makes one):
+	// /proc/<pid>/exe links to it, so stat through the link gives that
+	// file's device and inode, as the kernel's link does. "" leaves no link.
+	Exe string
+}
+
+// Binary writes an executable file at rel under the root (its content
+// names it, so two binaries are two files) and returns rel, for Proc.Exe
+// and a configured runtime binary.
+func (h *Host) Binary(rel string) string {
+	h.t.Helper()
+	h.Write(rel, "#!/bin/false\n# "+rel+"\n")
+	if err := os.Chmod(h.Path(rel), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	return rel
 }
 
 // New makes an empty host with pid 1 in /.
@@ -168,6 +184,11 @@ func (h *Host) writeProc(p *Proc) {
 	h.writeAbs(filepath.Join(dir, "cgroup"), string(cgroupFile(h.hs, func(hier Hierarchy) string { return p.CgroupOf(hier.Dir) })))
 	if err := os.Symlink(fmt.Sprintf("pid:[%d]", p.NS), filepath.Join(dir, "ns/pid")); err != nil {
 		h.t.Fatal(err)
+	}
+	if p.Exe != "" {
+		if err := os.Symlink(h.Path(p.Exe), filepath.Join(dir, "exe")); err != nil {
+			h.t.Fatal(err)
+		}
 	}
 	for fd, target := range p.FDs {
 		if err := os.Symlink(target, filepath.Join(dir, "fd", strconv.Itoa(fd))); err != nil {

@@ -1,0 +1,134 @@
+package checks
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
+)
+
+// Issue 38, hole 2: a comm or an argv is no alibi. What a process says it
+// is (runc:[2:INIT], "exe init", a parent named runc) excuses nothing; only
+// what it cannot forge does (the state's init by pid and start time, or a
+// parent whose executable is the host's runc binary), and only within a
+// grace.
+
+const hostRunc = "/var/vcap/packages/runc/bin/runc"
+
+// ticksAgo is the start time (stat field 22) of a process started d before
+// fixtureNow.
+func ticksAgo(d time.Duration) uint64 {
+	return uint64((fixtureNow.Sub(fakehost.BootTime) - d) / (10 * time.Millisecond))
+}
+
+// alibiHost is a host with the host's runc binary configured, the
+// container c1 (pids 100, 101), a `runc exec` run by the real runc (pid 90)
+// and a process named runc that runs another binary (pid 91).
+func alibiHost(t *testing.T, h *fakehost.Host) Deps {
+	t.Helper()
+	d := deps(h)
+	d.RuntimeBinaries = map[string]string{"runc": h.Binary(hostRunc)}
+	h.Add(fakehost.Proc{PID: 90, Comm: "runc", Args: []string{"runc", "exec", "c1", "sh"}, Exe: hostRunc,
+		Cgroup: "/system.slice/garden.service", Start: ticksAgo(time.Minute)})
+	h.Add(fakehost.Proc{PID: 91, Comm: "runc", Args: []string{"runc", "exec", "c1", "sh"}, Exe: h.Binary("/tmp/x/runc"),
+		Cgroup: "/user.slice", Start: ticksAgo(time.Minute)})
+	h.RunContainer(garden("c1"), 100, 2, 500)
+	return d
+}
+
+func pidsOf(fs []validator.Finding) string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Data["pid"])
+	}
+	return strings.Join(out, " ")
+}
+
+func TestCgroupIntegrityNoAlibiByName(t *testing.T) {
+	testCases := []struct {
+		name   string
+		escape fakehost.Proc // in c1's pid namespace, outside its cgroups
+		report bool
+	}{
+		{"runc:[2:INIT] child of the container's init", fakehost.Proc{PPID: 100, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: ticksAgo(time.Second)}, true},
+		{"runc:[2:INIT] child of a process named runc that is not the host's runc", fakehost.Proc{PPID: 91, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: ticksAgo(time.Second)}, true},
+		{"child of the host's runc past the grace", fakehost.Proc{PPID: 90, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: ticksAgo(10 * time.Minute)}, true},
+		{"child of the host's runc joining, within the grace", fakehost.Proc{PPID: 90, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: ticksAgo(time.Second)}, false},
+		{"child of the host's runc with any name, within the grace", fakehost.Proc{PPID: 90, Comm: "exe", Args: []string{"/proc/self/exe", "init"}, Start: ticksAgo(time.Second)}, false},
+	}
+	for _, mode := range allModes {
+		for _, tc := range testCases {
+			t.Run(mode.String()+"/"+tc.name, func(t *testing.T) {
+				h := fakehost.New(t, mode)
+				d := alibiHost(t, h)
+				p := tc.escape
+				p.PID, p.NS, p.Cgroup = 150, fakehost.NSOf(100), "/system.slice/garden.service"
+				h.Add(p)
+				bad := failures(run(t, d, "cgroup-integrity"))
+				want := ""
+				if tc.report {
+					want = strings.TrimSpace(strings.Repeat("150 ", len(h.Hierarchies())))
+				}
+				if got := pidsOf(bad); got != want {
+					t.Fatalf("escapes of pids %q, want %q: %+v", got, want, bad)
+				}
+			})
+		}
+	}
+}
+
+func TestRuntimeGhostsNoAlibiByName(t *testing.T) {
+	testCases := []struct {
+		name   string
+		orphan fakehost.Proc // in /garden/c2, which no state claims
+		report bool
+	}{
+		{"runc:[2:INIT] child of pid 1", fakehost.Proc{PPID: 1, Comm: "runc:[2:INIT]", Start: ticksAgo(time.Second)}, true},
+		{"runc-named child of pid 1", fakehost.Proc{PPID: 1, Comm: "runcd", Start: ticksAgo(time.Second)}, true},
+		{"exe init child of pid 1", fakehost.Proc{PPID: 1, Comm: "exe", Args: []string{"/proc/self/exe", "init"}, Start: ticksAgo(time.Second)}, true},
+		{"runc:[2:INIT] child of a process named runc that is not the host's runc", fakehost.Proc{PPID: 91, Comm: "runc:[2:INIT]", Start: ticksAgo(time.Second)}, true},
+		{"child of the host's runc past the grace", fakehost.Proc{PPID: 90, Comm: "runc:[2:INIT]", Start: ticksAgo(10 * time.Minute)}, true},
+		{"child of the host's runc creating, within the grace", fakehost.Proc{PPID: 90, Comm: "runc:[2:INIT]", Start: ticksAgo(time.Second)}, false},
+	}
+	for _, mode := range allModes {
+		for _, tc := range testCases {
+			t.Run(mode.String()+"/"+tc.name, func(t *testing.T) {
+				h := fakehost.New(t, mode)
+				d := alibiHost(t, h)
+				p := tc.orphan
+				p.PID, p.Cgroup = 150, "/garden/c2"
+				h.Add(p)
+				bad := failures(run(t, d, "runtime-ghosts"))
+				want := ""
+				if tc.report {
+					want = "150"
+				}
+				if got := pidsOf(bad); got != want {
+					t.Fatalf("orphans %q, want %q: %+v", got, want, bad)
+				}
+			})
+		}
+	}
+}
+
+// A process that calls itself runc init and that nothing vouches for gets
+// no five minutes of silence: it is a finding once the grace is over.
+func TestStuckRuncInitNoAlibiByName(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	d := alibiHost(t, h)
+	// Forged: two minutes old, a child of pid 1, no state names it.
+	h.Add(fakehost.Proc{PID: 150, PPID: 1, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: ticksAgo(2 * time.Minute), Cgroup: "/garden/x"})
+	// Vouched: a created container's init (the state's pid and start
+	// time), and a child of the host's runc, both two minutes old.
+	created := ticksAgo(2 * time.Minute)
+	h.Add(fakehost.Proc{PID: 160, PPID: 1, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: created, Cgroup: "/garden/c3"})
+	h.State(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c3", Cgroup: "/garden/c3", Init: 160, InitStart: created, Created: true})
+	h.Add(fakehost.Proc{PID: 170, PPID: 90, Comm: "runc:[2:INIT]", Args: []string{"runc", "init"}, Start: ticksAgo(2 * time.Minute), Cgroup: "/garden/c1"})
+	bad := failures(run(t, d, "stuck-runc-init"))
+	if got := pidsOf(bad); got != "150" {
+		t.Fatalf("findings for pids %q, want 150 alone: %+v", got, bad)
+	}
+}
