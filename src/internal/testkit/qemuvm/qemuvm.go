@@ -112,6 +112,7 @@ type VM struct {
 	PID      int           // the qemu process
 	BootTime time.Duration // from qemu's start to the agent's hello and is-system-running
 	Hello    string        // the agent's greeting (pid, kernel, boot id)
+	State    string        // systemctl is-system-running after boot: running or degraded
 	Image    Image
 
 	dir     string
@@ -290,7 +291,7 @@ func (v *VM) waitBoot(ctx context.Context) error {
 		failed, _ := v.Exec(ctx, "systemctl", "--failed", "--no-legend")
 		return fmt.Errorf("systemd is %q after boot; failed units: %s", state, failed.Stdout)
 	}
-	v.BootTime = time.Since(t0)
+	v.State, v.BootTime = state, time.Since(t0)
 	return nil
 }
 
@@ -404,6 +405,28 @@ func (v *VM) RSS() (now, peak int64, err error) {
 		}
 	}
 	return now, peak, nil
+}
+
+// CPUTime is the CPU time qemu has used so far (user and system, all threads).
+func (v *VM) CPUTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", v.PID))
+	if err != nil {
+		return 0, fmt.Errorf("read qemu's cpu time: %w", err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0, errors.New("read qemu's cpu time: short stat")
+	}
+	var ticks int64
+	for _, x := range f[11:13] { // utime, stime
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read qemu's cpu time: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / 100, nil // USER_HZ is 100 on Linux
 }
 
 // ConsoleTail is the last n lines of the guest's serial console.

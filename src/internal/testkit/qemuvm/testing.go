@@ -66,7 +66,7 @@ func Start(t testing.TB, opts Options) *VM {
 			t.Error(err)
 		}
 	})
-	t.Logf("qemuvm: %s VM booted in %v (qemu pid %d): %s", strings.ToUpper(v.Accel), v.BootTime.Round(time.Millisecond), v.PID, v.Hello)
+	t.Logf("qemuvm: %s VM booted (%s) in %v (qemu pid %d): %s", strings.ToUpper(v.Accel), v.State, v.BootTime.Round(time.Millisecond), v.PID, v.Hello)
 	return v
 }
 
