@@ -36,9 +36,10 @@ apt_install() {  # quiet apt-get install; the full log only when it fails
 #    builds cellbench's live cell, src/cmd/cellbench/cellfarm); for boxes of older Ubuntu suites (the xenial
 #    seed-000 test, src/tests/harness/seed000-matrix.sh): curl and gpg to fetch and check
 #    Ubuntu's archive keyring, patchelf to run this host's runc and containerd there;
-#    iptables for real Garden in boxes (src/tests/garden; copied in with containerd).
+#    iptables for real Garden in boxes (src/tests/garden; copied in with containerd);
+#    qemu-system-x86 for the noble VM (src/tests/qemu: Ubuntu's kernel on cgroup v2).
 pkgs=(systemd-container debootstrap curl gpg patchelf monit runc containerd ruby busybox-static jq iproute2 util-linux time
-  gcc make patch flex bison zlib1g-dev iptables)
+  gcc make patch flex bison zlib1g-dev iptables qemu-system-x86)
 missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
@@ -134,4 +135,18 @@ if [ "$(id -u)" = 0 ]; then
     echo "install-deps: !!! ${why}; TestSeed000SymptomXenial will NOT RUN here (and fails in CI) !!!" >&2
   fi
   rm -f "${xenial_log}"
+  # The noble VM image (src/tests/qemu/image.sh: Ubuntu's pinned kernel, noble's userland, ext4),
+  # a few minutes once, a few seconds when cached; TestNobleVM boots it and must not build it
+  # in its timeout. Without Ubuntu's archive: a failure in CI, a loud warning here.
+  qemu_log=$(mktemp)
+  if ! src/tests/qemu/image.sh >/dev/null 2>"${qemu_log}"; then
+    why="the noble VM image could not be built: $(tail -n 2 "${qemu_log}")"
+    rm -f "${qemu_log}"
+    if [ "${CI:-}" = true ]; then
+      echo "install-deps: FAILED: ${why}; CI=true: TestNobleVM must run" >&2
+      exit 1
+    fi
+    echo "install-deps: !!! ${why}; TestNobleVM will NOT RUN here (and fails in CI) !!!" >&2
+  fi
+  rm -f "${qemu_log}"
 fi
