@@ -118,35 +118,32 @@ fi
 #    the first integration test does not spend its timeout on it.
 #    xenial's too (systemd 229, the one where the seed-000 symptom shows: the integration
 #    test TestSeed000SymptomXenial boots it): about five and a half minutes, once.
+# needed_by TEST WHAT CMD...: run CMD, a cached build from Ubuntu's archive. Ubuntu's
+# archive is not a registry every machine of this kind reaches; without the build TEST
+# cannot run: in CI that is a failure, here and now, saying why; on a developer's
+# machine a loud warning (the test then skips loudly).
+needed_by() {
+  local test=$1 what=$2 out
+  shift 2
+  out=$(mktemp)
+  if ! "$@" >/dev/null 2>"${out}"; then
+    local why="${what} could not be built (archive.ubuntu.com?): $(tail -n 2 "${out}")"
+    rm -f "${out}"
+    if [ "${CI:-}" = true ]; then
+      echo "install-deps: FAILED: ${why}; CI=true: ${test} must run" >&2
+      exit 1
+    fi
+    echo "install-deps: !!! ${why}; ${test} will NOT RUN here (and fails in CI) !!!" >&2
+  fi
+  rm -f "${out}"
+}
 if [ "$(id -u)" = 0 ]; then
   src/tests/harness/sdbox.sh rootfs >/dev/null
-  # Ubuntu's archive is not a registry every machine of this kind reaches. Without
-  # the rootfs TestSeed000SymptomXenial, the only test of the README's headline
-  # symptom, cannot run (sdbox.RequireSuite): in CI that is a failure, here and now,
-  # saying why; on a developer's machine a loud warning (the test then skips loudly).
-  xenial_log=$(mktemp)
-  if ! SDBOX_SUITE=xenial src/tests/harness/sdbox.sh rootfs >/dev/null 2>"${xenial_log}"; then
-    why="xenial's rootfs could not be built (archive.ubuntu.com?): $(tail -n 2 "${xenial_log}")"
-    rm -f "${xenial_log}"
-    if [ "${CI:-}" = true ]; then
-      echo "install-deps: FAILED: ${why}; CI=true: TestSeed000SymptomXenial must run" >&2
-      exit 1
-    fi
-    echo "install-deps: !!! ${why}; TestSeed000SymptomXenial will NOT RUN here (and fails in CI) !!!" >&2
-  fi
-  rm -f "${xenial_log}"
-  # The noble VM image (src/tests/qemu/image.sh: Ubuntu's pinned kernel, noble's userland, ext4),
-  # a few minutes once, a few seconds when cached; TestNobleVM boots it and must not build it
-  # in its timeout. Without Ubuntu's archive: a failure in CI, a loud warning here.
-  qemu_log=$(mktemp)
-  if ! src/tests/qemu/image.sh >/dev/null 2>"${qemu_log}"; then
-    why="the noble VM image could not be built: $(tail -n 2 "${qemu_log}")"
-    rm -f "${qemu_log}"
-    if [ "${CI:-}" = true ]; then
-      echo "install-deps: FAILED: ${why}; CI=true: TestNobleVM must run" >&2
-      exit 1
-    fi
-    echo "install-deps: !!! ${why}; TestNobleVM will NOT RUN here (and fails in CI) !!!" >&2
-  fi
-  rm -f "${qemu_log}"
+  # TestSeed000SymptomXenial is the only test of the README's headline symptom
+  # (sdbox.RequireSuite).
+  needed_by TestSeed000SymptomXenial "xenial's rootfs" env SDBOX_SUITE=xenial src/tests/harness/sdbox.sh rootfs
+  # The noble VM image (src/tests/qemu/image.sh: Ubuntu's pinned kernel, noble's userland,
+  # ext4), a few minutes once, 0.04 s when cached: TestNobleVM boots it and must not build
+  # it in its timeout (qemuvm.RequireImage).
+  needed_by TestNobleVM "the noble VM image" src/tests/qemu/image.sh
 fi
