@@ -38,8 +38,9 @@ cache=${CELLGUARD_QEMU_CACHE:-/var/tmp/cellguard-qemu}
 mirror=${CELLGUARD_QEMU_MIRROR:-http://archive.ubuntu.com/ubuntu}
 suite=noble
 # On top of sdbox.sh's packages (systemd, dbus, runc, kmod, ...), what a BOSH stemcell's
-# userland has that costs little: udev (without it dev-ttyS0.device never appears and
-# boot waits 1m30 for it, measured), the stemcell builder's network and ssh tools,
+# userland has that costs little: udev (it links /dev/virtio-ports/NAME for the agent;
+# without it dev-ttyS0.device never appeared and the boot waited 1m30 for it, measured),
+# the stemcell builder's network and ssh tools,
 # systemd-resolved (noble's DNS), containerd (Garden's runtime), e2fsprogs.
 base_packages="udev kmod iptables ca-certificates sudo netbase e2fsprogs containerd openssh-server systemd-resolved"
 # The kernel command line of bosh-linux-stemcell-builder's noble stemcells, branch
@@ -167,6 +168,11 @@ RestartSec=1
 WantedBy=multi-user.target
 UNIT
 ln -sf /etc/systemd/system/cellguard-vm-agent.service "${R}/etc/systemd/system/multi-user.target.wants/cellguard-vm-agent.service"
+# As the nspawn stemcell (../bosh/stemcell/build.sh): containerd is Garden's to start,
+# not the OS's. No login prompt on the console (the agent is the way in): under TCG at
+# load 20 its dev-ttyS0.device timed out after 90 s, which the boot waited for (measured).
+ln -sf /dev/null "${R}/etc/systemd/system/containerd.service"
+ln -sf /dev/null "${R}/etc/systemd/system/serial-getty@.service"
 echo '/dev/vda / ext4 defaults 0 1' >"${R}/etc/fstab"
 echo cellguard-noble >"${R}/etc/hostname"
 printf '127.0.0.1 localhost\n127.0.1.1 cellguard-noble\n' >"${R}/etc/hosts"
