@@ -25,6 +25,7 @@ import (
 var cgroupFlags = regexp.MustCompile(`(^|\s)(systemd\.unified_cgroup_hierarchy|systemd\.legacy_systemd_cgroup_controller|cgroup_no_v1|SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE)(=|\s|$)`)
 
 func TestNobleVM(t *testing.T) {
+	qemuvm.RequireImage(t) // before the builds: a skip costs nothing
 	t0 := time.Now()
 	load0 := qemuvm.LoadAverage()
 	bin, cfg := buildCellguard(t), renderJobConfig(t)
