@@ -36,9 +36,10 @@ apt_install() {  # quiet apt-get install; the full log only when it fails
 #    builds cellbench's live cell, src/cmd/cellbench/cellfarm); for boxes of older Ubuntu suites (the xenial
 #    seed-000 test, src/tests/harness/seed000-matrix.sh): curl and gpg to fetch and check
 #    Ubuntu's archive keyring, patchelf to run this host's runc and containerd there;
-#    iptables for real Garden in boxes (src/tests/garden; copied in with containerd).
+#    iptables for real Garden in boxes (src/tests/garden; copied in with containerd);
+#    qemu-system-x86 for the noble VM (src/tests/qemu: Ubuntu's kernel on cgroup v2).
 pkgs=(systemd-container debootstrap curl gpg patchelf monit runc containerd ruby busybox-static jq iproute2 util-linux time
-  gcc make patch flex bison zlib1g-dev iptables)
+  gcc make patch flex bison zlib1g-dev iptables qemu-system-x86)
 missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
@@ -117,21 +118,32 @@ fi
 #    the first integration test does not spend its timeout on it.
 #    xenial's too (systemd 229, the one where the seed-000 symptom shows: the integration
 #    test TestSeed000SymptomXenial boots it): about five and a half minutes, once.
-if [ "$(id -u)" = 0 ]; then
-  src/tests/harness/sdbox.sh rootfs >/dev/null
-  # Ubuntu's archive is not a registry every machine of this kind reaches. Without
-  # the rootfs TestSeed000SymptomXenial, the only test of the README's headline
-  # symptom, cannot run (sdbox.RequireSuite): in CI that is a failure, here and now,
-  # saying why; on a developer's machine a loud warning (the test then skips loudly).
-  xenial_log=$(mktemp)
-  if ! SDBOX_SUITE=xenial src/tests/harness/sdbox.sh rootfs >/dev/null 2>"${xenial_log}"; then
-    why="xenial's rootfs could not be built (archive.ubuntu.com?): $(tail -n 2 "${xenial_log}")"
-    rm -f "${xenial_log}"
+# needed_by TEST WHAT CMD...: run CMD, a cached build from Ubuntu's archive. Ubuntu's
+# archive is not a registry every machine of this kind reaches; without the build TEST
+# cannot run: in CI that is a failure, here and now, saying why; on a developer's
+# machine a loud warning (the test then skips loudly).
+needed_by() {
+  local test=$1 what=$2 out
+  shift 2
+  out=$(mktemp)
+  if ! "$@" >/dev/null 2>"${out}"; then
+    local why="${what} could not be built (archive.ubuntu.com?): $(tail -n 2 "${out}")"
+    rm -f "${out}"
     if [ "${CI:-}" = true ]; then
-      echo "install-deps: FAILED: ${why}; CI=true: TestSeed000SymptomXenial must run" >&2
+      echo "install-deps: FAILED: ${why}; CI=true: ${test} must run" >&2
       exit 1
     fi
-    echo "install-deps: !!! ${why}; TestSeed000SymptomXenial will NOT RUN here (and fails in CI) !!!" >&2
+    echo "install-deps: !!! ${why}; ${test} will NOT RUN here (and fails in CI) !!!" >&2
   fi
-  rm -f "${xenial_log}"
+  rm -f "${out}"
+}
+if [ "$(id -u)" = 0 ]; then
+  src/tests/harness/sdbox.sh rootfs >/dev/null
+  # TestSeed000SymptomXenial is the only test of the README's headline symptom
+  # (sdbox.RequireSuite).
+  needed_by TestSeed000SymptomXenial "xenial's rootfs" env SDBOX_SUITE=xenial src/tests/harness/sdbox.sh rootfs
+  # The noble VM image (src/tests/qemu/image.sh: Ubuntu's pinned kernel, noble's userland,
+  # ext4), a few minutes once, 0.04 s when cached: TestNobleVM boots it and must not build
+  # it in its timeout (qemuvm.RequireImage).
+  needed_by TestNobleVM "the noble VM image" src/tests/qemu/image.sh
 fi
