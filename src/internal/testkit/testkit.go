@@ -6,7 +6,8 @@
 // trees (/proc, cgroups, runc state, /proc/sys) from a few processes up to
 // cell scale, escapes makes seed-000 escapes in a box and boxwatch runs
 // `cellguard watch` there, hungsock is a socket that never answers,
-// fuzzseed and benchcycle serve fuzz and benchmark code.
+// fuzzseed and benchcycle serve fuzz and benchmark code, and qemuvm boots
+// a noble VM in QEMU (Ubuntu's own kernel, cgroup v2).
 package testkit
 
 import (
