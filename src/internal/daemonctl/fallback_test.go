@@ -38,12 +38,7 @@ const noSystemdEnv = "CELLGUARD_DAEMONCTL_NO_SYSTEMD_CHILD"
 func withoutSystemd(t *testing.T) (done bool) {
 	t.Helper()
 	if os.Getenv(noSystemdEnv) == t.Name() {
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-			t.Fatalf("make mounts private: %v", err)
-		}
-		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			t.Fatalf("mount this pid namespace's /proc: %v", err)
-		}
+		testkit.PidNSChild(t)
 		if _, err := os.Stat("/run/systemd"); err == nil {
 			if err := unix.Mount("tmpfs", "/run/systemd", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 				t.Fatalf("hide /run/systemd: %v", err)
@@ -60,14 +55,7 @@ func withoutSystemd(t *testing.T) (done bool) {
 		}
 		return false
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), noSystemdEnv+"="+t.Name())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-		t.Fatalf("in a mount and pid namespace without systemd: %v\n%s", err, out)
-	}
-	t.Logf("ran in a mount and pid namespace without systemd:\n%s", out)
+	testkit.RunInPidNS(t, noSystemdEnv, t.Name())
 	return true
 }
 

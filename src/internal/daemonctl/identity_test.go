@@ -182,19 +182,7 @@ func startWithPid(t *testing.T, pid int, after uint64) *exec.Cmd {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	for try := 0; try < 20; try++ {
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
-			t.Fatalf("set ns_last_pid: %v", err)
-		}
-		v := startVictim(t)
-		if v.Process.Pid == pid {
-			return v
-		}
-		_ = v.Process.Kill()
-		_ = v.Wait()
-	}
-	t.Fatalf("could not start a process with pid %d", pid)
-	return nil
+	return testkit.StartWithPid(t, pid, func() *exec.Cmd { return startVictim(t) })
 }
 
 // recordStart writes the start record cellguard start would have written

@@ -7,12 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
@@ -37,15 +33,7 @@ const pidNSEnv = "CELLGUARD_HEAL_PIDNS_CHILD"
 func inPidNS(t *testing.T) string {
 	t.Helper()
 	if base := os.Getenv(pidNSEnv); base != "" {
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-			t.Fatalf("make mounts private: %v", err)
-		}
-		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			t.Fatalf("mount this pid namespace's /proc: %v", err)
-		}
-		if os.Getpid() != 1 {
-			t.Fatalf("child: pid %d, not 1", os.Getpid())
-		}
+		testkit.PidNSChild(t)
 		return base
 	}
 	testkit.RequireRoot(t, "processes in a pid namespace of the test's own and a cgroup it makes")
@@ -72,14 +60,7 @@ func inPidNS(t *testing.T) string {
 			}
 		}
 	})
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), pidNSEnv+"="+base)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-		t.Fatalf("in a pid namespace of its own: %v\n%s", err, out)
-	}
-	t.Logf("ran in a pid namespace of its own:\n%s", out)
+	testkit.RunInPidNS(t, pidNSEnv, base)
 	return ""
 }
 
@@ -155,25 +136,11 @@ func cgroupOf(t *testing.T, h *cgroup.Hierarchy, pid int) string {
 	return string(p)
 }
 
-// reuse starts a process of the test's own that holds pid, which must be
-// free: ns_last_pid of this pid namespace is set to the pid before it.
-// A thread the Go runtime makes in between can take the pid first; then
-// it tries again.
+// reuse starts a process of the test's own in cgroup rel that holds pid,
+// which must be free (testkit.StartWithPid).
 func reuse(t *testing.T, l *cgroup.Layout, h *cgroup.Hierarchy, pid int, rel string) *exec.Cmd {
 	t.Helper()
-	for range 20 {
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
-			t.Fatalf("set ns_last_pid: %v", err)
-		}
-		cmd := sleeper(t, l, h, rel)
-		if cmd.Process.Pid == pid {
-			return cmd
-		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	t.Fatalf("pid %d was not handed out again", pid)
-	return nil
+	return testkit.StartWithPid(t, pid, func() *exec.Cmd { return sleeper(t, l, h, rel) })
 }
 
 // TestHealMovesOnlyTheConfirmedProcess: with the escapee gone and its pid
