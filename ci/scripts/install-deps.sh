@@ -72,6 +72,30 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# 1c. promtool, which checks and unit-tests the alert rules (spec/jobs TestAlertRulesPromtool):
+#     Debian ships it in prometheus. Its postinst would start prometheus.service (a listener on
+#     :9090) and node_exporter comes as a recommendation: no recommends, a policy-rc.d while it
+#     installs (as for PostgreSQL above), and the unit disabled so no boot starts it.
+if ! installed prometheus; then
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\n# install-deps: no service starts while prometheus installs (we need only promtool)\nexit 101\n' >"${policy}"
+    chmod 0755 "${policy}"
+    trap 'rm -f "${policy}"' EXIT  # apt_install exits on failure
+  fi
+  apt_install --no-install-recommends prometheus
+  [ -z "${policy}" ] || { rm -f "${policy}"; trap - EXIT; }
+  if command -v systemctl >/dev/null; then
+    systemctl disable prometheus.service >/dev/null 2>&1 || true
+    if systemctl is-active --quiet prometheus.service 2>/dev/null; then
+      log "stopping prometheus.service the package started"
+      systemctl stop prometheus.service
+    fi
+  fi
+fi
+command -v promtool >/dev/null || die "the prometheus package installed no promtool"
+
 # 2. Go. A fresh Debian 12 has none (and its golang-go is far too old for go.mod), so
 #    fetch exactly go.mod's toolchain from the Go module proxy, checked against the
 #    checksum database (also served by the proxy), into /usr/local/go.
