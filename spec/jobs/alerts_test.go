@@ -431,7 +431,8 @@ var internalSeed = regexp.MustCompile(`(?i)seed[- _]?[0-9]{3}`)
 
 // Operator-facing text says what happens, not which internal incident it
 // was: the manifests (alerts, dashboard, runtime config, ops files), every
-// job's spec and templates, and docs/monitoring.md.
+// job's spec and templates, the generated properties doc and
+// docs/monitoring.md.
 func TestNoInternalSeedNumbersForOperators(t *testing.T) {
 	var files []string
 	for _, root := range []string{"manifests", "jobs"} {
@@ -445,7 +446,7 @@ func TestNoInternalSeedNumbersForOperators(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	files = append(files, filepath.Join(repoRoot, "docs", "monitoring.md"))
+	files = append(files, filepath.Join(repoRoot, "docs", "properties.md"), filepath.Join(repoRoot, "docs", "monitoring.md"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
