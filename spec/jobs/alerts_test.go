@@ -103,6 +103,16 @@ func TestAlertsJobRendersTheShippedRules(t *testing.T) {
 // Thresholds reach the rules; a value Prometheus would refuse fails the
 // render (the deploy), not the rule load on the Prometheus VM.
 func TestAlertsJobParameters(t *testing.T) {
+	// Every property of the job reaches the template.
+	tmpl, err := os.ReadFile(filepath.Join(repoRoot, "jobs", "cellguard-alerts", "templates", "cellguard.alerts.yml.erb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range readSpec(t, "cellguard-alerts").properties {
+		if !strings.Contains(string(tmpl), "p('"+p.name+"')") && !strings.Contains(string(tmpl), "('"+p.name+"')") {
+			t.Errorf("the template never reads %s", p.name)
+		}
+	}
 	b, err := renderAlerts(`{cellguard_alerts: {escaped_processes: {threshold: 3, evaluation_time: 7m}, watch_gone: {lookback: 2h}}}`)
 	if err != nil {
 		t.Fatal(err)
