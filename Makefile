@@ -49,7 +49,13 @@ FUZZTIME ?= 30s
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash ci/scripts/fuzz.sh
 
-.PHONY: release-sync release-e2e golang-blob
+.PHONY: release-sync release-e2e golang-blob generate
+
+# Rewrite the files generated from jobs/: the alert rules rendered with the
+# cellguard-alerts job's defaults (manifests/prometheus/*.alerts.yml) and
+# docs/properties.md. make spec fails while they are stale.
+generate:
+	cd spec && $(GO) test -mod=mod -count=1 -run 'TestAlertsJobRendersTheShippedRules|TestPropertiesDoc' ./jobs -update
 
 # BOSH job templates rendered by bosh-cli's own ERB renderer, the release's
 # YAML, the CI pipeline (spec/ is a module of its own: bosh-cli stays out of

@@ -29,6 +29,21 @@ apt_install() {  # quiet apt-get install; the full log only when it fails
   rm -f "${out}"
 }
 
+# apt_install_no_start installs like apt_install while no service may start: a
+# policy-rc.d (only while installing, only if none exists) refuses every start a
+# package's postinst asks for.
+apt_install_no_start() {
+  local policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\n# install-deps: no service starts while packages install\nexit 101\n' >"${policy}"
+    chmod 0755 "${policy}"
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT  # apt_install exits on failure
+  fi
+  apt_install "$@"
+  [ -z "${policy}" ] || { rm -f "${policy}"; trap - EXIT; }
+}
+
 # 1. Debian packages: the systemd box (systemd-nspawn, debootstrap, nsenter), the
 #    daemons and runtimes tests drive on the host, ruby for the BOSH templates, jq;
 #    time (GNU time) for make bench's peak RSS; for the fleet's stemcells (make cell,
@@ -56,15 +71,7 @@ director_pkgs=(postgresql-15 openssl ruby-activesupport ruby-bcrypt ruby-json ru
 missing=()
 for p in "${director_pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 if [ ${#missing[@]} -gt 0 ]; then
-  policy=""
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    policy=/usr/sbin/policy-rc.d
-    printf '#!/bin/sh\n# install-deps: no service starts while the director packages install\nexit 101\n' >"${policy}"
-    chmod 0755 "${policy}"
-    trap 'rm -f "${policy}"' EXIT  # apt_install exits on failure
-  fi
-  apt_install "${missing[@]}"
-  [ -z "${policy}" ] || { rm -f "${policy}"; trap - EXIT; }
+  apt_install_no_start "${missing[@]}"
   if command -v pg_lsclusters >/dev/null; then
     pg_lsclusters --no-header 2>/dev/null | awk '$4 == "online" {print $1, $2}' | while read -r v c; do
       log "stopping PostgreSQL cluster ${v}/${c} the package started"
@@ -72,6 +79,22 @@ if [ ${#missing[@]} -gt 0 ]; then
     done
   fi
 fi
+
+# 1c. promtool, which checks and unit-tests the alert rules (spec/jobs TestAlertRulesPromtool):
+#     Debian ships it in prometheus. Its postinst would start prometheus.service (a listener on
+#     :9090) and node_exporter comes as a recommendation: no recommends, a policy-rc.d while it
+#     installs (as for PostgreSQL above), and the unit disabled so no boot starts it.
+if ! installed prometheus; then
+  apt_install_no_start --no-install-recommends prometheus
+  if command -v systemctl >/dev/null; then
+    systemctl disable prometheus.service >/dev/null 2>&1 || true
+    if systemctl is-active --quiet prometheus.service 2>/dev/null; then
+      log "stopping prometheus.service the package started"
+      systemctl stop prometheus.service
+    fi
+  fi
+fi
+command -v promtool >/dev/null || die "the prometheus package installed no promtool"
 
 # 2. Go. A fresh Debian 12 has none (and its golang-go is far too old for go.mod), so
 #    fetch exactly go.mod's toolchain from the Go module proxy, checked against the

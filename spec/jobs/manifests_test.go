@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -94,5 +95,49 @@ func readManifest(t *testing.T, name string, v any) {
 	}
 	if err := yaml.Unmarshal(b, v); err != nil {
 		t.Fatalf("parse manifests/%s: %v", name, err)
+	}
+}
+
+// The prometheus-boshrelease ops file adds the alerts job where that
+// release's rule_files glob finds what it renders, with properties it
+// renders with.
+func TestPrometheusOpsFile(t *testing.T) {
+	var ops []struct {
+		Type  string `yaml:"type"`
+		Path  string `yaml:"path"`
+		Value any    `yaml:"value"`
+	}
+	readManifest(t, "prometheus/add-cellguard-alerts.yml", &ops)
+	var job map[string]any
+	var glob string
+	for _, op := range ops {
+		switch op.Path {
+		case "/instance_groups/name=prometheus2/jobs/name=cellguard-alerts?":
+			job, _ = op.Value.(map[string]any)
+		case "/instance_groups/name=prometheus2/jobs/name=prometheus2/properties/prometheus/rule_files/-":
+			glob, _ = op.Value.(string)
+		}
+	}
+	if job == nil || job["name"] != "cellguard-alerts" || job["release"] != "cellguard" {
+		t.Fatalf("no op adds the cellguard-alerts job to prometheus2: %v", job)
+	}
+	for _, source := range []string{"direct", "firehose"} {
+		props, err := yaml.Marshal(job["properties"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := renderAlerts(strings.ReplaceAll(string(props), "((cellguard_metrics_source))", source))
+		if err != nil {
+			t.Fatalf("render with %s: %v", props, err)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "cellguard.alerts.yml"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The glob, taken from the job's directory, finds the rendered rules.
+		m, err := filepath.Glob(filepath.Join(dir, strings.TrimPrefix(glob, "/var/vcap/jobs/cellguard-alerts/")))
+		if err != nil || len(m) != 1 || !strings.HasPrefix(glob, "/var/vcap/jobs/cellguard-alerts/") {
+			t.Errorf("rule_files %q does not find the job's cellguard.alerts.yml (%v %v)", glob, m, err)
+		}
 	}
 }

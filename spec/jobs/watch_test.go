@@ -25,6 +25,12 @@ type promScraperConfig struct {
 	Scheme     string `yaml:"scheme"`
 	ServerName string `yaml:"server_name"`
 	Path       string `yaml:"path"`
+	// Labels become tags on every envelope; origin names the metrics
+	// firehose_exporter makes of them (docs/monitoring.md).
+	Origin string `yaml:"-"`
+	Labels struct {
+		Origin string `yaml:"origin"`
+	} `yaml:"labels"`
 }
 
 // metricTarget is what metrics-discovery-release's registrar reads
@@ -41,9 +47,9 @@ func TestPromScraperConfig(t *testing.T) {
 		want        promScraperConfig
 	}{
 		{"defaults: plain http on localhost", ``,
-			promScraperConfig{Port: "14875", SourceID: "cellguard", InstanceID: "id", Scheme: "http", Path: "/metrics"}},
+			promScraperConfig{Port: "14875", SourceID: "cellguard", InstanceID: "id", Scheme: "http", Path: "/metrics", Origin: "cellguard"}},
 		{"mutual TLS", `{cellguard: {watch: {listen: "127.0.0.1:9999", metrics: {tls: {cert: C, key: K, ca_cert: A}, server_name: cg, source_id: cellguard-cell}}}}`,
-			promScraperConfig{Port: "9999", SourceID: "cellguard-cell", InstanceID: "id", Scheme: "https", ServerName: "cg", Path: "/metrics"}},
+			promScraperConfig{Port: "9999", SourceID: "cellguard-cell", InstanceID: "id", Scheme: "https", ServerName: "cg", Path: "/metrics", Origin: "cellguard"}},
 		{"watch off", `{cellguard: {watch: {enabled: false}}}`, promScraperConfig{}},
 		{"no listener", `{cellguard: {watch: {listen: ""}}}`, promScraperConfig{}},
 	}
@@ -59,6 +65,7 @@ func TestPromScraperConfig(t *testing.T) {
 				t.Error("no instance_id")
 			}
 			got.InstanceID = tc.want.InstanceID
+			got.Origin, got.Labels.Origin = got.Labels.Origin, ""
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v\n%s", got, tc.want, r["config/prom_scraper_config.yml"])
 			}
@@ -94,6 +101,13 @@ func TestMetricTargets(t *testing.T) {
 				if id == "" || got[i].Source != tc.want[i].Source+id || strings.Join(got[i].Targets, ",") != strings.Join(tc.want[i].Targets, ",") ||
 					got[i].Labels["source_id"] != "cellguard" || got[i].Labels["deployment"] != "cellguard-spec" {
 					t.Errorf("target %d: got %+v, want %+v", i, got[i], tc.want[i])
+				}
+				// BOSH's labels, as the alerts (jobs/cellguard-alerts) read them;
+				// bosh-cli's renderer leaves spec.name and spec.ip empty.
+				_, name := got[i].Labels["bosh_job_name"]
+				_, ip := got[i].Labels["bosh_job_ip"]
+				if got[i].Labels["bosh_deployment"] != "cellguard-spec" || got[i].Labels["bosh_job_id"] != id || !name || !ip {
+					t.Errorf("target %d: no BOSH labels: %+v", i, got[i].Labels)
 				}
 			}
 		})
