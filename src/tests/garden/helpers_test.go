@@ -64,7 +64,12 @@ func triggerNamed(t *testing.T, box *sdbox.Box, g *garden.Garden, cellguard stri
 // period (a race seen once under load: no event, no finding within 10 s).
 func startWatch(t *testing.T, box *sdbox.Box, cellguard string, args ...string) *boxwatch.Watch {
 	t.Helper()
-	w := boxwatch.Start(t, box, cellguard, "/var/log/watch.log", args...)
+	// Garden's runc is the box's patched copy in garden.RuntimeDir, outside
+	// PATH and BOSH's runc package: named as an operator would name it, so
+	// cellguard knows the binary whose children are runc's own
+	// (checks/runcvouch.go), not by what they call themselves.
+	config := `{"validator":{"runtime_binaries":{"runc":"` + garden.RuntimeDir + `/bin/runc"}}}`
+	w := boxwatch.StartWithConfig(t, box, cellguard, "/var/log/watch.log", config, args...)
 	if _, ok := w.WaitLog("systemd-connected", nil, 30*time.Second); !ok {
 		t.Fatal("cellguard watch did not connect to systemd within 30 s")
 	}

@@ -26,7 +26,8 @@ import (
 // Listen is where watch serves /metrics in the box.
 const Listen = "127.0.0.1:9323"
 
-// Config is the (empty) config file watch reads: the validator's defaults.
+// Config is the config file watch reads (and a test's validate may):
+// the validator's defaults, "{}", unless StartWithConfig wrote another.
 const Config = "/etc/cellguard-watch.json"
 
 // Watch is one `cellguard watch` in a box.
@@ -44,7 +45,15 @@ type Watch struct {
 // ends.
 func Start(t testing.TB, box *sdbox.Box, cellguard, log string, args ...string) *Watch {
 	t.Helper()
-	if err := box.WriteFile(Config, []byte("{}"), 0o644); err != nil {
+	return StartWithConfig(t, box, cellguard, log, "{}", args...)
+}
+
+// StartWithConfig is Start with config (JSON, as the job renders it) in
+// Config: what an operator sets for the box's runtime, e.g. the runc it
+// keeps outside PATH.
+func StartWithConfig(t testing.TB, box *sdbox.Box, cellguard, log, config string, args ...string) *Watch {
+	t.Helper()
+	if err := box.WriteFile(Config, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
