@@ -121,14 +121,27 @@ func TestV1ControllersWritable(t *testing.T) {
 	if err != nil || pid == 0 {
 		t.Fatalf("MainPID %q: %v", out, err)
 	}
-	got, err := box.ReadCgroup(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// systemd-run returns at JobRemoved, and systemd may realize the
+	// unit's v1 controllers after that (a CI run read memory and pids at
+	// /init.scope, cpu at /): wait for the placement, then judge it.
 	const want = "/system.slice/sdbox-acct.service"
-	for _, h := range []string{"memory", "pids", "cpu", "name=systemd", ""} {
+	hierarchies := []string{"memory", "pids", "cpu", "name=systemd", ""}
+	var got map[string]string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if got, err = box.ReadCgroup(pid); err != nil {
+			t.Fatal(err)
+		}
+		placed := true
+		for _, h := range hierarchies {
+			placed = placed && got[h] == want
+		}
+		if placed || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, h := range hierarchies {
 		if got[h] != want {
-			t.Errorf("ReadCgroup(%d)[%q] = %q, want %q (all: %v)", pid, h, got[h], want, got)
+			t.Errorf("ReadCgroup(%d)[%q] = %q, want %q within 10 s (all: %v)", pid, h, got[h], want, got)
 		}
 	}
 	// the same seen from inside, to pin ReadCgroup's translation
