@@ -525,12 +525,20 @@ func (v *Host) unlistedOwners() map[int][]int {
 		}
 	}
 	out := map[int][]int{}
+	mnt := v.mountNS()
+	defer mnt.close()
 	for i := range v.procs {
 		p := &v.procs[i]
-		if p.NS == 0 || p.NS == v.hostNS {
+		if p.NS == 0 {
 			continue
 		}
 		if _, listed := v.listedBy.get(p.PID); listed {
+			continue
+		}
+		if p.NS == v.hostNS {
+			if owner, ok := v.hostNSOwner(p, initIdx, mnt); ok {
+				out[owner] = append(out[owner], p.PID)
+			}
 			continue
 		}
 		owner, found := initIdx[p.PID]
@@ -556,6 +564,53 @@ func (v *Host) unlistedOwners() map[int][]int {
 	}
 	return out
 }
+
+// hostNSOwner attributes a process of the host's pid namespace that no
+// container cgroup lists to the container without a pid namespace of its
+// own whose init, or listed process, is its nearest such ancestor, when it
+// shares that ancestor's mount namespace: a child a container's process
+// forked, moved out of the container's cgroups. runc signals only cgroup
+// members there, so it survives `runc kill --all` (measured with runc
+// 1.3.4 and 1.0.0-rc94 on a v2 noble VM, issue 37). The mount namespace
+// keeps out host processes that merely descend from one (nsenter'd out,
+// or a runtime's helper): every runc container has one of its own.
+func (v *Host) hostNSOwner(p *Proc, initIdx map[int]int, mnt *mountNSReader) (int, bool) {
+	for cur, hops := p.Stat.PPID, 0; cur > 1 && hops < 64; hops++ {
+		owner, found := initIdx[cur]
+		if !found {
+			owner, found = v.listedBy.get(cur)
+		}
+		if found {
+			if v.disc.Containers[owner].State.HasPidNS() {
+				return 0, false
+			}
+			want, ok := mnt.of(cur)
+			got, ok2 := mnt.of(p.PID)
+			return owner, ok && ok2 && want == got
+		}
+		q := v.Find(cur)
+		if q == nil || (q.NS != 0 && q.NS != v.hostNS) {
+			return 0, false
+		}
+		cur = q.Stat.PPID
+	}
+	return 0, false
+}
+
+// mountNSReader reads mount namespace inodes for hostNSOwner, only of the
+// few processes it asks about; an unreadable link is no answer.
+type mountNSReader struct {
+	r *procfs.Reader
+}
+
+func (v *Host) mountNS() *mountNSReader { return &mountNSReader{r: v.proc.NewReader()} }
+
+func (m *mountNSReader) of(pid int) (uint64, bool) {
+	ns, err := m.r.NSInode(pid, "mnt")
+	return ns, err == nil && ns != 0
+}
+
+func (m *mountNSReader) close() { m.r.Close() }
 
 // Expectation is where a container's processes must be in one hierarchy.
 type Expectation struct {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,5 +136,39 @@ func TestReadTakesStatsFromProcs(t *testing.T) {
 	}
 	if v.StatsErr() == nil || v.Find(100) == nil || v.Find(100).Stat.Comm != h.Get(100).Comm {
 		t.Errorf("Procs failing: StatsErr %v, Find(100) %+v", v.StatsErr(), v.Find(100))
+	}
+}
+
+// A container without a pid namespace of its own runs in the host's: a
+// child of its init that left every cgroup is still its process when it
+// shares the init's mount namespace (issue 37: such an escapee survives
+// runc kill --all). A host process that only descends from the init, from
+// another mount namespace (nsenter'd out), and one that does not descend
+// from it are no container's.
+func TestReadOwnsHostPidNSEscapees(t *testing.T) {
+	for _, mode := range []cgroup.Mode{cgroup.Hybrid, cgroup.Unified} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
+			c := garden("pea")
+			c.SharedPidNS = true
+			h.RunContainer(c, 100, 2, 500)
+			for _, hier := range h.Hierarchies() {
+				h.Move(101, hier, "/escape")
+			}
+			h.Add(fakehost.Proc{PID: 102, PPID: 100, Comm: "helper", State: 'S', Start: 510, NS: fakehost.HostNS,
+				MntNS: fakehost.HostMntNS, Cgroup: "/system.slice/helper.service"})
+			h.Add(fakehost.Proc{PID: 300, PPID: 1, Comm: "sshd", State: 'S', Start: 10, NS: fakehost.HostNS,
+				MntNS: fakehost.HostMntNS, Cgroup: "/system.slice/ssh.service"})
+			v, err := Read(Spec{Root: h.Root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.UnlistedOwners()[0]; !slices.Equal(got, []int{101}) {
+				t.Fatalf("unlisted processes of the host-pid-ns container: %v, want [101]", got)
+			}
+			if b, err := v.Cgroup(101); err != nil || !strings.Contains(string(b), "/escape") {
+				t.Fatalf("cgroup of the escapee: %q, %v", b, err)
+			}
+		})
 	}
 }

@@ -31,6 +31,10 @@ var BootTime = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 // HostNS is the pid namespace inode of host processes.
 const HostNS = 4026531836
 
+// HostMntNS is the host's mount namespace inode, for processes a test
+// gives one (Proc.MntNS).
+const HostMntNS = 4026531841
+
 // Hierarchy is one mounted cgroup hierarchy.
 type Hierarchy struct {
 	Dir  string // under sys/fs/cgroup; "" is the v2 root of a unified host

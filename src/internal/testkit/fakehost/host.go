@@ -41,6 +41,9 @@ type Proc struct {
 	State byte   // 'S' when zero
 	Start uint64 // stat field 22, ticks after BootTime
 	NS    uint64 // pid namespace inode; HostNS when zero
+	// MntNS is the mount namespace inode (/proc/<pid>/ns/mnt); none is
+	// written when zero, as for a process whose namespaces are hidden.
+	MntNS uint64
 	Args  []string
 	// Cgroup is the process's cgroup path in every hierarchy, except those
 	// overridden in In (keyed by hierarchy directory: "cpu,cpuacct",
@@ -184,6 +187,11 @@ func (h *Host) writeProc(p *Proc) {
 	h.writeAbs(filepath.Join(dir, "cgroup"), string(cgroupFile(h.hs, func(hier Hierarchy) string { return p.CgroupOf(hier.Dir) })))
 	if err := os.Symlink(fmt.Sprintf("pid:[%d]", p.NS), filepath.Join(dir, "ns/pid")); err != nil {
 		h.t.Fatal(err)
+	}
+	if p.MntNS != 0 {
+		if err := os.Symlink(fmt.Sprintf("mnt:[%d]", p.MntNS), filepath.Join(dir, "ns/mnt")); err != nil {
+			h.t.Fatal(err)
+		}
 	}
 	if p.Exe != "" {
 		if err := os.Symlink(h.Path(p.Exe), filepath.Join(dir, "exe")); err != nil {
@@ -345,12 +353,17 @@ func (h *Host) RunContainer(c Container, firstPID, n int, start uint64) {
 		if i == 0 {
 			comm = "garden-init"
 		}
-		h.procs[firstPID+i] = &Proc{PID: firstPID + i, PPID: firstPID, Comm: comm, State: 'S', Start: start, NS: ns, Cgroup: c.Cgroup}
+		h.procs[firstPID+i] = &Proc{PID: firstPID + i, PPID: firstPID, Comm: comm, State: 'S', Start: start, NS: ns,
+			MntNS: MntNSOf(firstPID), Cgroup: c.Cgroup}
 		h.writeProc(h.procs[firstPID+i])
 	}
 	h.State(c)
 	h.syncProcs()
 }
+
+// MntNSOf is the mount namespace inode RunContainer gives a container whose
+// first pid is firstPID (every runc container has one of its own).
+func MntNSOf(firstPID int) uint64 { return uint64(6000000000 + firstPID) }
 
 // NSOf is the pid namespace inode RunContainer gives a container whose
 // first pid is firstPID.
