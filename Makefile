@@ -11,7 +11,7 @@ LDFLAGS    := -X github.com/cloudfoundry/cellguard/src/internal/cli.Version=$(VE
 CRASHTAG   := cellguard_crashtest
 GOTESTFLAGS ?= -count=1 -timeout 90m -tags $(CRASHTAG)
 
-.PHONY: all build deps test gotest unittest integration spec lint bench fuzz release cell clean
+.PHONY: all build deps test gotest unittest spec lint bench fuzz release cell clean
 
 all: build
 
