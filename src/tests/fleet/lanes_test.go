@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -150,6 +151,24 @@ func (p pick) plan(sh shape) (plan []plannedLane, left []string) {
 		}
 	}
 	return plan, left
+}
+
+// planSummary is a plan as text: lane: scenarios, a prerequisite in
+// parentheses ("fleet: (deploy) way_out").
+func planSummary(plan []plannedLane) string {
+	var lanes []string
+	for _, l := range plan {
+		var names []string
+		for _, s := range l.run {
+			if s.picked {
+				names = append(names, s.name)
+			} else {
+				names = append(names, "("+s.name+")")
+			}
+		}
+		lanes = append(lanes, l.dep+": "+strings.Join(names, " "))
+	}
+	return strings.Join(lanes, "; ")
 }
 
 // uses says what the plan deploys: the stand-in's test release, real

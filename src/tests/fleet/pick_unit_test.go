@@ -10,24 +10,6 @@ import (
 	"testing"
 )
 
-// planSummary is a plan as text: lane: scenarios, a prerequisite in
-// parentheses ("fleet: (deploy) way_out").
-func planSummary(plan []plannedLane) string {
-	var lanes []string
-	for _, l := range plan {
-		var names []string
-		for _, s := range l.run {
-			if s.picked {
-				names = append(names, s.name)
-			} else {
-				names = append(names, "("+s.name+")")
-			}
-		}
-		lanes = append(lanes, l.dep+": "+strings.Join(names, " "))
-	}
-	return strings.Join(lanes, "; ")
-}
-
 // TestPick: what a TestFleet run brings up, from -run, -skip and
 // CELLGUARD_FLEET_SCENARIOS, over the real table (fleetLanes), without a
 // director: one scenario by -run is its lane alone (with the scenarios of

@@ -60,6 +60,9 @@ func TestFleet(t *testing.T) {
 			if len(plan) == 0 {
 				t.Skip("no scenario picked on " + sh.name)
 			}
+			// What this run brings up, before it does: lane: scenarios, a
+			// prerequisite in parentheses.
+			t.Logf("plan: %s", planSummary(plan))
 			t.Parallel()
 			v := "FAILED: stopped before its scenarios ran to the end (the errors above)"
 			// Deferred: t.Fatal and t.Skip end the goroutine.
