@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -88,12 +89,12 @@ func TestPickLeftOut(t *testing.T) {
 	}
 }
 
-// TestFleetTable: every subtest name is unique on its shape, a word -run
+// TestLaneTable: every subtest name is unique on its shape, a word -run
 // can name without quoting, and every lane has a deployment of its own
 // (two lanes of one name would deploy over each other); on every shape
 // make cell has exactly one gating lane, and make test five lanes (the
-// nine scenarios).
-func TestFleetTable(t *testing.T) {
+// nine scenarios); and no other test is named TestFleet<something>.
+func TestLaneTable(t *testing.T) {
 	word := regexp.MustCompile(`^[a-z0-9_]+$`)
 	for _, name := range shapeOrder {
 		plan, _ := pick{all: true}.plan(shapes[name])
@@ -118,6 +119,18 @@ func TestFleetTable(t *testing.T) {
 		}
 		if gates != 1 {
 			t.Errorf("%s: %d lanes gate, want 1", name, gates)
+		}
+	}
+	// -run TestFleet/... is unanchored at the top: another test named
+	// TestFleet<something> would run beside the scenario picked.
+	files, _ := filepath.Glob("*_test.go")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := regexp.MustCompile(`(?m)^func (TestFleet\w+)\(`).FindSubmatch(b); m != nil {
+			t.Errorf("%s: %s would run beside every -run TestFleet/...; name it otherwise", f, m[1])
 		}
 	}
 	for _, name := range []string{"jammy", "xenial"} {
@@ -175,7 +188,7 @@ func TestRunPattern(t *testing.T) {
 }
 
 // TestPickAgreesWithGoTest runs this test binary again with each -run and
-// -skip below on TestFleetNames, a tree of the fleet's subtest names with
+// -skip below on TestSubtestNames, a tree of the fleet's subtest names with
 // empty bodies, and compares what go test ran with what pick picks (all:
 // make test's tier is pick's own rule on top of go test's).
 func TestPickAgreesWithGoTest(t *testing.T) {
@@ -183,9 +196,9 @@ func TestPickAgreesWithGoTest(t *testing.T) {
 		{"", ""}, {"TOP/jammy/watch_heals", ""}, {"TOP/xenial/way_out", ""}, {"TOP/.*/garden", ""},
 		{"TOP/jammy|TOP/noble/^garden$", "TOP/jammy/blocked"}, {"TOP/[jx]/de(p|x)loy", ""}, {"TOP", "TOP/xenial/garden_seed000$"},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.v", "-test.run", strings.ReplaceAll(c[0], "TOP", "^TestFleetNames$"), "-test.skip", strings.ReplaceAll(c[1], "TOP", "^TestFleetNames$"))
+		cmd := exec.Command(os.Args[0], "-test.v", "-test.run", strings.ReplaceAll(c[0], "TOP", "^TestSubtestNames$"), "-test.skip", strings.ReplaceAll(c[1], "TOP", "^TestSubtestNames$"))
 		if c[0] == "" {
-			cmd.Args[3] = "^TestFleetNames$"
+			cmd.Args[3] = "^TestSubtestNames$"
 		}
 		cmd.Env = append(os.Environ(), "CELLGUARD_FLEET_NAMES=1")
 		out, err := cmd.CombinedOutput()
@@ -193,7 +206,7 @@ func TestPickAgreesWithGoTest(t *testing.T) {
 			t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
 		}
 		var ran []string
-		for _, m := range regexp.MustCompile(`(?m)^=== RUN\s+TestFleetNames/(\w+/\w+)$`).FindAllStringSubmatch(string(out), -1) {
+		for _, m := range regexp.MustCompile(`(?m)^=== RUN\s+TestSubtestNames/(\w+/\w+)$`).FindAllStringSubmatch(string(out), -1) {
 			ran = append(ran, m[1])
 		}
 		run, _ := parseRunPattern(strings.ReplaceAll(c[0], "TOP", "TestFleet"))
@@ -217,9 +230,9 @@ func TestPickAgreesWithGoTest(t *testing.T) {
 	}
 }
 
-// TestFleetNames is TestPickAgreesWithGoTest's helper: TestFleet's tree of
+// TestSubtestNames is TestPickAgreesWithGoTest's helper: TestFleet's tree of
 // names, every scenario on every shape it exists on, with nothing in it.
-func TestFleetNames(t *testing.T) {
+func TestSubtestNames(t *testing.T) {
 	if os.Getenv("CELLGUARD_FLEET_NAMES") == "" {
 		t.Skip("TestPickAgreesWithGoTest's helper")
 	}
