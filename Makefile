@@ -11,7 +11,7 @@ LDFLAGS    := -X github.com/cloudfoundry/cellguard/src/internal/cli.Version=$(VE
 CRASHTAG   := cellguard_crashtest
 GOTESTFLAGS ?= -count=1 -timeout 90m -tags $(CRASHTAG)
 
-.PHONY: all build deps test gotest unittest integration spec lint bench fuzz release cell clean
+.PHONY: all build deps test gotest unittest spec lint bench fuzz release cell clean
 
 all: build
 
@@ -81,18 +81,22 @@ release-e2e:
 # (xenial: systemd 229, the seed's; jammy: 249; noble: 255): blocked
 # rollouts at a later cell and at the canary, the way out over bosh ssh, the
 # errand's fleet summary, seed 001, leaving, heal, protect and start; then
-# each shape's real Garden (all): seed 000 as it happened on xenial (the
+# each shape's real Garden: seed 000 as it happened on xenial (the
 # 2020-01 Garden started by monit), today's Garden with seed 002 on jammy and
 # noble. Each shape's last line says "all expectations held".
-# CELL_SHAPES=jammy runs one; CELL_SCENARIOS=default runs the nine only
-# (CELLGUARD_FLEET_SCENARIOS).
+# Every scenario is a subtest, TestFleet/<shape>/<scenario>, and a run brings
+# up only what the scenarios it picks need: CELL_RUN is go test's -run
+# (CELL_RUN=TestFleet/jammy one shape, CELL_RUN=TestFleet/jammy/watch_heals
+# one scenario), CELL_SKIP its -skip (CELL_SKIP='TestFleet/.*/garden' leaves
+# real Garden out). CELLGUARD_FLEET_SCENARIOS=all adds make cell's shape and
+# lanes to what make test runs.
 # -parallel 3: go test runs GOMAXPROCS parallel subtests at once (2 here),
 # and a shape waiting for a slot would double the wall time.
-CELL_SHAPES ?= xenial,jammy,noble
-CELL_SCENARIOS ?= all
+CELL_RUN ?= ^TestFleet$$
+CELL_SKIP ?=
 cell: deps
-	CELLGUARD_FLEET_SHAPE=$(CELL_SHAPES) CELLGUARD_FLEET_SCENARIOS=$(CELL_SCENARIOS) \
-	  $(GO) test -count=1 -timeout 100m -parallel 3 -tags $(CRASHTAG) -run '^TestFleet$$' -v ./src/tests/fleet/
+	CELLGUARD_FLEET_SCENARIOS=all $(GO) test -count=1 -timeout 100m -parallel 3 -tags $(CRASHTAG) \
+	  -run '$(CELL_RUN)' $(if $(CELL_SKIP),-skip '$(CELL_SKIP)') -v ./src/tests/fleet/
 
 # A real BOSH director (v283.0.0) in a lab network namespace, for the fleet
 # (src/tests/director/README.md): DIRECTOR_STATE holds everything, DIRECTOR_CPI

@@ -325,6 +325,24 @@ func TestPipeline(t *testing.T) {
 	}
 }
 
+// TestMakefilePhonyTargetsExist: every name a .PHONY line declares is a
+// target the Makefile defines (a stale name, like the integration target
+// that never existed, tells a reader of a target they cannot run).
+func TestMakefilePhonyTargetsExist(t *testing.T) {
+	targets := makeTargets(t)
+	phony := regexp.MustCompile(`(?m)^\.PHONY:(.*)$`).FindAllStringSubmatch(readFile(t, "Makefile"), -1)
+	if len(phony) == 0 {
+		t.Fatal("the Makefile declares no .PHONY target")
+	}
+	for _, m := range phony {
+		for _, name := range strings.Fields(m[1]) {
+			if !targets[name] {
+				t.Errorf(".PHONY names %s, which the Makefile does not define", name)
+			}
+		}
+	}
+}
+
 func makeTargets(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}

@@ -12,10 +12,11 @@
 // root, the director's dependencies (make deps) and a stemcell, and without
 // them it skips loudly, and in CI (CI=true) it fails.
 //
-// CELLGUARD_FLEET_SCENARIOS=garden (garden_test.go) swaps the stand-in for
-// real Garden (src/tests/bosh/garden-release) and runs its own scenario;
-// garden-seed (garden_seed000_test.go, xenial) does the same with Garden of
-// 2020-01 started by monit: seed 000 as it happened. "all" (make cell) is
-// the default scenarios, then each shape's own real Garden. Unset, TestFleet
-// runs the default scenarios only (make test; README.md).
+// Every scenario is a subtest, TestFleet/<shape>/<scenario>, in lanes
+// (lanes_test.go: fleetLanes, the one table); pick reads go test's -run and
+// -skip before anything is brought up, so `-run TestFleet/jammy/watch_heals`
+// makes jammy's director, the releases and that lane's VMs alone. make cell's
+// extra shape (noble) and real Garden lanes (garden, garden_seed000*: the
+// stand-in swapped for src/tests/bosh/garden-release) run with
+// CELLGUARD_FLEET_SCENARIOS=all or a -run that names their level.
 package fleet

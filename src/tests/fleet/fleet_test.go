@@ -50,8 +50,6 @@ type fleet struct {
 	releases []release
 	toStore  []release
 
-	// selected is what CELLGUARD_FLEET_SCENARIOS asked for (selection).
-	selected selection
 	// gardenRel is cellguard-test-garden (real Garden), built and uploaded
 	// only when the garden scenario runs; kept apart from releases, which
 	// the deploy scenario exports with the stand-in's deployment.
@@ -206,7 +204,7 @@ func (r *releaseOnce) get(ctx context.Context, repo, work, shape string) (string
 // uploads the stemcell and both releases, and sets the cloud and runtime
 // configs. Everything is undone by f.cleanup. Long because it is one
 // ordered setup whose every step registers its own undo before the next.
-func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
+func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedLane) *fleet {
 	// Part of make test since it passed end to end (README.md, "Status"):
 	// root, the director's dependencies and Ubuntu's archive (or cached
 	// stemcells) are required, skipped loudly here and failed in CI.
@@ -216,15 +214,9 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 			testkit.Unavailable(t, c+" is missing (make deps installs it)")
 		}
 	}
-	sel, err := parseSelection(os.Getenv("CELLGUARD_FLEET_SCENARIOS"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sel = sel.forShape(sh0)
-	f := &fleet{t: t, repo: repoRoot(), shape: sh0, selected: sel, gardenJob: testReleaseName}
-	if !sel.Default {
-		f.gardenJob = gardenReleaseName
-	}
+	// Only what the plan's lanes deploy is built and uploaded.
+	standIn, realGarden := uses(plan)
+	f := &fleet{t: t, repo: repoRoot(), shape: sh0, gardenJob: testReleaseName}
 	f.ctx, f.cancel = context.WithCancel(parent)
 	ctx := f.ctx
 	// Before anything is made: a shape whose turn comes after an interrupt
@@ -337,8 +329,8 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	f.summary = filepath.Join(work, "cellguard")
 	step("cellguard for the host (fleet-summary)", "env", "CGO_ENABLED=0", "go", "build", "-o", f.summary, "./src/cmd/cellguard")
 	tarballs := []string{tarball}
-	if sel.Default {
-		// The stand-in's release, which only the default scenarios use.
+	if standIn {
+		// The stand-in's release, which only the stand-in's lanes use.
 		testRelease := filepath.Join(work, "cellguard-test.tgz")
 		testSrc := filepath.Join(work, "src", "test-release")
 		step("copy test-release", "cp", "-a", filepath.Join(f.repo, "src/tests/bosh/test-release"), testSrc)
@@ -351,7 +343,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	if f.cache, err = newCompiledCache(stemcell); err != nil {
 		t.Fatal(err)
 	}
-	if sel.Garden || sel.GardenSeed {
+	if realGarden {
 		gt, err := f.buildGardenRelease(ctx, boshBin)
 		if err != nil {
 			t.Fatal(err)
@@ -381,7 +373,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 	})
 	// A worker per lane, and one for what they ask meanwhile (bosh ssh,
 	// run-errand and instances --details are tasks too).
-	workers := len(sel.plan()) + 1
+	workers := len(plan) + 1
 	step(fmt.Sprintf("director.sh up (the director with %d workers, PostgreSQL, NATS, the lab network)", workers),
 		"env", fmt.Sprintf("CELLGUARD_DIRECTOR_WORKERS=%d", workers), "bash", director, "up", dstate, "--cpi", wrapper)
 	f.env, err = boshlab.ReadEnv(filepath.Join(dstate, "env.json"))
@@ -427,7 +419,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape) *fleet {
 		f.toStore = append(f.toStore, r)
 		uploads = append(uploads, []string{"upload-release", r.Tarball})
 	}
-	if sel.Garden || sel.GardenSeed {
+	if realGarden {
 		r := f.gardenRel
 		if p, ok := f.cache.Lookup(r); ok {
 			f.story(fmt.Sprintf("   %s/%s: compiled for %s/%s in the cache (%s)", r.Name, r.Version, f.cache.StemcellOS, f.cache.Stemcell, filepath.Base(p)))

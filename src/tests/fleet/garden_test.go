@@ -34,53 +34,6 @@ const (
 	gardenShimRoot = "/run/containerd/runc/garden" // containerd's runc shim, namespace garden
 )
 
-// selection is what CELLGUARD_FLEET_SCENARIOS asks for: Default, the nine
-// scenarios make test runs, Garden, real Garden on the cells, and
-// GardenSeed, seed 000 as it happened (garden_seed000_test.go). EachShapes
-// ("all", make cell's) is Default and then each shape's own real Garden
-// (forShape).
-type selection struct {
-	Default, Garden, GardenSeed, EachShapes bool
-}
-
-// parseSelection reads CELLGUARD_FLEET_SCENARIOS: empty is the default
-// scenarios; otherwise a comma- or space-separated list of "default",
-// "garden", "garden-seed" and "all" (either Garden word alone skips the
-// default ones).
-func parseSelection(s string) (selection, error) {
-	if strings.TrimSpace(s) == "" {
-		return selection{Default: true}, nil
-	}
-	var sel selection
-	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-		switch w {
-		case "default":
-			sel.Default = true
-		case "garden":
-			sel.Garden = true
-		case "garden-seed":
-			sel.GardenSeed = true
-		case "all":
-			sel.Default, sel.EachShapes = true, true
-		default:
-			return sel, fmt.Errorf("CELLGUARD_FLEET_SCENARIOS=%q: unknown %q (want default, garden, garden-seed, all, or a list of them)", s, w)
-		}
-	}
-	return sel, nil
-}
-
-// forShape is the selection on one shape: with EachShapes, the real Garden
-// that shape has: today's (gdn v1.58.0 in garden.service, on the stemcell's
-// containerd) where the stemcell has a containerd, and the seed's era
-// (garden-seed) on systemd 229, where its destroy hangs.
-func (s selection) forShape(sh shape) selection {
-	if s.EachShapes {
-		s.Garden = s.Garden || !sh.hostRuntime
-		s.GardenSeed = s.GardenSeed || sh.systemd == 229
-	}
-	return s
-}
-
 // gardenPackages are the release's packages of build.sh's binaries, by the
 // guardian variant each carries: every package's files must be there for
 // bosh create-release, whichever job a scenario deploys.

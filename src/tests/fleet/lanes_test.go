@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -14,9 +15,9 @@ import (
 // and the scenarios of different lanes share nothing but the director, the
 // stemcell and the releases.
 
-// laneSpec is one lane of a shape's run, as data: selection.plan lists
-// them, and both the director's worker count (one per lane, plus one) and
-// runFleet read that one list.
+// laneSpec is one lane of a shape's run, as data: fleetLanes lists them,
+// pick plans from that list, and both the director's worker count (one per
+// planned lane, plus one) and runFleet read the plan.
 type laneSpec struct {
 	dep           string
 	cells, others int
@@ -25,57 +26,163 @@ type laneSpec struct {
 	// compiled (compiled-once). It exports the releases the cache lacked.
 	gates bool
 	// garden: this lane exports the real Garden releases the cache lacked,
-	// and the releases too when no lane gates.
-	garden    bool
-	scenarios func(l *fleet, ctx context.Context) []Scenario
+	// and the releases too when no lane gates. realGarden: it deploys
+	// cellguard-test-garden (real Garden) instead of the stand-in.
+	garden, realGarden bool
+	// cellOnly: make cell's lane, which make test leaves out (pick).
+	cellOnly bool
+	// on: the shapes the lane exists on; nil, every shape.
+	on func(shape) bool
+	// scenarios in order: each starts from what the one before left.
+	scenarios []scenarioRow
 }
 
-// plan is the lanes the selection runs at once on a shape.
-func (s selection) plan() []laneSpec {
-	var p []laneSpec
-	if s.Default {
-		// The rollout lane is the fleet issue 21 describes (3 cells and
-		// other); each remedy, and leaving, gets a lane of 1 cell.
-		p = append(p, laneSpec{dep: "fleet", cells: 3, others: 1, gates: true, scenarios: (*fleet).rolloutScenarios},
-			laneSpec{dep: "fleet-leaving", cells: 1, scenarios: one((*fleet).leavingScenario)},
-			laneSpec{dep: "fleet-heal", cells: 1, scenarios: one((*fleet).healScenario)},
-			laneSpec{dep: "fleet-protect", cells: 1, scenarios: one((*fleet).protectScenario)},
-			laneSpec{dep: "fleet-start", cells: 1, scenarios: one((*fleet).startScenario)})
-	}
-	// Real Garden in lanes of their own, 3 cells as the rollout lane
-	// (other where the scenario puts its control there).
-	if s.Garden {
-		p = append(p, laneSpec{dep: "fleet-garden", cells: 3, others: 1, garden: true, scenarios: one((*fleet).gardenScenario)})
-	}
-	if s.GardenSeed {
-		p = append(p, laneSpec{dep: "fleet-garden-seed", cells: 3, garden: true, scenarios: one((*fleet).gardenSeedScenario)},
-			// Its protected run needs VMs the trigger never ran on: 2
-			// cells (it fires on the second), at once with the first.
-			laneSpec{dep: "fleet-garden-seed-protected", cells: 2, scenarios: one((*fleet).gardenSeedProtectedScenario)})
-	}
-	return p
+// scenarioRow is one scenario of a lane: the name of its subtest
+// (TestFleet/<shape>/<name>, stable: docs and -run name it) and how to make
+// it. st is what the lane's scenarios pass on (the rollout lane's).
+type scenarioRow struct {
+	name string
+	make func(f *fleet, ctx context.Context, st *rollout) Scenario
+}
+
+// fleetLanes is every scenario of the fleet, by lane. The rollout lane is
+// the fleet issue 21 describes (3 cells and other); each remedy, and
+// leaving, gets a lane of 1 cell; real Garden lanes of their own, 3 cells
+// as the rollout lane (other where the scenario puts its control there).
+var fleetLanes = []laneSpec{
+	{dep: "fleet", cells: 3, others: 1, gates: true, scenarios: []scenarioRow{
+		{"deploy", func(f *fleet, ctx context.Context, st *rollout) Scenario { return f.deployScenario(ctx, st) }},
+		{"blocked_later_cell", func(f *fleet, ctx context.Context, st *rollout) Scenario {
+			return f.blockedScenario(ctx, st, "blocked rollout at a later cell", 1, "debug")
+		}},
+		{"blocked_canary", func(f *fleet, ctx context.Context, st *rollout) Scenario {
+			return f.blockedScenario(ctx, st, "blocked rollout at the canary", 0, "error")
+		}},
+		{"way_out", func(f *fleet, ctx context.Context, st *rollout) Scenario { return f.wayOutScenario(ctx, st) }},
+		{"seed001_canary", func(f *fleet, ctx context.Context, st *rollout) Scenario { return f.seed001Scenario(ctx, st) }},
+	}},
+	{dep: "fleet-leaving", cells: 1, scenarios: one("leaving", (*fleet).leavingScenario)},
+	{dep: "fleet-heal", cells: 1, scenarios: one("watch_heals", (*fleet).healScenario)},
+	{dep: "fleet-protect", cells: 1, scenarios: one("protect", (*fleet).protectScenario)},
+	{dep: "fleet-start", cells: 1, scenarios: one("start", (*fleet).startScenario)},
+	// Today's Garden where the stemcell has a containerd; the seed's era
+	// (garden-seed) on systemd 229, where its destroy hangs.
+	{dep: "fleet-garden", cells: 3, others: 1, garden: true, realGarden: true, cellOnly: true,
+		on: func(sh shape) bool { return !sh.hostRuntime }, scenarios: one("garden", (*fleet).gardenScenario)},
+	{dep: "fleet-garden-seed", cells: 3, garden: true, realGarden: true, cellOnly: true,
+		on: func(sh shape) bool { return sh.systemd == 229 }, scenarios: one("garden_seed000", (*fleet).gardenSeedScenario)},
+	// Its protected run needs VMs the trigger never ran on: 2 cells (it
+	// fires on the second), at once with the first.
+	{dep: "fleet-garden-seed-protected", cells: 2, realGarden: true, cellOnly: true,
+		on:        func(sh shape) bool { return sh.systemd == 229 },
+		scenarios: one("garden_seed000_protected", (*fleet).gardenSeedProtectedScenario)},
 }
 
 // one is a lane of a single scenario.
-func one(s func(*fleet, context.Context) Scenario) func(*fleet, context.Context) []Scenario {
-	return func(f *fleet, ctx context.Context) []Scenario { return []Scenario{s(f, ctx)} }
+func one(name string, s func(*fleet, context.Context) Scenario) []scenarioRow {
+	return []scenarioRow{{name, func(f *fleet, ctx context.Context, _ *rollout) Scenario { return s(f, ctx) }}}
 }
 
-// rolloutScenarios are the rollout lane's, in order: each starts from what
-// the one before left (st).
-func (f *fleet) rolloutScenarios(ctx context.Context) []Scenario {
-	st := &rollout{}
-	return []Scenario{
-		f.deployScenario(ctx, st),
-		f.blockedScenario(ctx, st, "blocked rollout at a later cell", 1, "debug"),
-		f.blockedScenario(ctx, st, "blocked rollout at the canary", 0, "error"),
-		f.wayOutScenario(ctx, st),
-		f.seed001Scenario(ctx, st),
+// pick is what a TestFleet run picks, from go test's own -run and -skip
+// and CELLGUARD_FLEET_SCENARIOS. make test runs `go test ./...`, and make
+// cell's extra shape and lanes are too heavy for it, so they need one of:
+// all (CELLGUARD_FLEET_SCENARIOS=all, make cell), or a -run that names
+// their level (-run TestFleet/noble picks noble and its make test
+// scenarios; -run 'TestFleet/jammy/^garden$' picks real Garden on jammy).
+type pick struct {
+	run, skip runPattern
+	all       bool
+}
+
+// plannedLane is a lane that runs, with the scenarios it runs in order:
+// those picked (subtests) and, before them, those a picked one starts from
+// (run first, outside any subtest: a prerequisite is set-up).
+type plannedLane struct {
+	laneSpec
+	run []plannedScenario
+}
+
+type plannedScenario struct {
+	scenarioRow
+	picked bool
+}
+
+// shapePicked says whether shape sh runs at all, and why not.
+func (p pick) shapePicked(sh shape) (bool, string) {
+	name := []string{"TestFleet", sh.name}
+	ok, reach := p.run.match(name)
+	switch {
+	case !ok || p.skip.skips(name):
+		return false, "not picked by -run/-skip"
+	case sh.cellOnly && !p.all && reach < 2:
+		return false, fmt.Sprintf("%s is make cell's: CELLGUARD_FLEET_SCENARIOS=all or -run TestFleet/%s runs it", sh.name, sh.name)
 	}
+	return true, ""
+}
+
+// plan is the lanes that run on shape sh: each lane with a picked
+// scenario, its scenarios up to the last picked one. left names the
+// scenarios -run matched that make test's tier left out.
+func (p pick) plan(sh shape) (plan []plannedLane, left []string) {
+	if ok, _ := p.shapePicked(sh); !ok {
+		return nil, nil
+	}
+	for _, l := range fleetLanes {
+		if l.on != nil && !l.on(sh) {
+			continue
+		}
+		pl, last := plannedLane{laneSpec: l}, -1
+		for i, row := range l.scenarios {
+			name := []string{"TestFleet", sh.name, row.name}
+			ok, reach := p.run.match(name)
+			picked := ok && !p.skip.skips(name)
+			if picked && l.cellOnly && !p.all && reach < 3 {
+				picked = false
+				left = append(left, row.name)
+			}
+			if picked {
+				last = i
+			}
+			pl.run = append(pl.run, plannedScenario{row, picked})
+		}
+		if last >= 0 {
+			pl.run = pl.run[:last+1]
+			plan = append(plan, pl)
+		}
+	}
+	return plan, left
+}
+
+// planSummary is a plan as text: lane: scenarios, a prerequisite in
+// parentheses ("fleet: (deploy) way_out").
+func planSummary(plan []plannedLane) string {
+	var lanes []string
+	for _, l := range plan {
+		var names []string
+		for _, s := range l.run {
+			if s.picked {
+				names = append(names, s.name)
+			} else {
+				names = append(names, "("+s.name+")")
+			}
+		}
+		lanes = append(lanes, l.dep+": "+strings.Join(names, " "))
+	}
+	return strings.Join(lanes, "; ")
+}
+
+// uses says what the plan deploys: the stand-in's test release, real
+// Garden's release.
+func uses(plan []plannedLane) (standIn, realGarden bool) {
+	for _, l := range plan {
+		standIn = standIn || !l.realGarden
+		realGarden = realGarden || l.realGarden
+	}
+	return standIn, realGarden
 }
 
 // laneRuns makes the plan's lanes of this shape's fleet.
-func (f *fleet) laneRuns(ctx context.Context, plan []laneSpec) []laneRun {
+func (f *fleet) laneRuns(ctx context.Context, plan []plannedLane) []laneRun {
 	// Cold (a release not in the compiled cache): the lanes wait for the
 	// gating lane's first scenario.
 	gated := false
@@ -99,7 +206,12 @@ func (f *fleet) laneRuns(ctx context.Context, plan []laneSpec) []laneRun {
 			}
 			l.gardenToStore, f.gardenToStore = f.gardenToStore, false
 		}
-		run.scenarios = spec.scenarios(l, ctx)
+		st := &rollout{}
+		for _, s := range spec.run {
+			run.scenarios = append(run.scenarios, s.make(l, ctx, st))
+			run.names = append(run.names, s.name)
+			run.picked = append(run.picked, s.picked)
+		}
 		runs = append(runs, run)
 	}
 	return runs
@@ -110,7 +222,7 @@ func (f *fleet) laneRuns(ctx context.Context, plan []laneSpec) []laneRun {
 func (f *fleet) lane(dep string, cells, others int) *fleet {
 	l := &fleet{
 		t: f.t, repo: f.repo, work: f.work, cpiState: f.cpiState, env: f.env, bosh: f.bosh,
-		shape: f.shape, summary: f.summary, cache: f.cache, releases: f.releases, selected: f.selected,
+		shape: f.shape, summary: f.summary, cache: f.cache, releases: f.releases,
 		gardenRel: f.gardenRel, gardenJob: testReleaseName, ctx: f.ctx, cancel: f.cancel,
 		dep: dep, cells: cells, others: others,
 	}
@@ -146,22 +258,27 @@ func (f *fleet) deleteLanes() {
 	wg.Wait()
 }
 
-// laneRun is a lane and the scenarios it runs in order. first, when set,
-// is closed once its first scenario ended; waitFor, when set, is waited on
-// before its own first one (runFleet: a cold run's compiles).
+// laneRun is a lane and the scenarios it runs in order, each with its
+// subtest's name and whether it was picked (else it runs as a picked one's
+// prerequisite). first, when set, is closed once its first scenario ended;
+// waitFor, when set, is waited on before its own first one (runFleet: a
+// cold run's compiles).
 type laneRun struct {
 	f              *fleet
 	scenarios      []Scenario
+	names          []string
+	picked         []bool
 	first, waitFor chan struct{}
 }
 
-// runLanes runs every lane at once and returns each scenario's outcome in
-// the order of lanes and their scenarios.
-func runLanes(lanes []laneRun) []Outcome {
-	out := make([][]Outcome, len(lanes))
+// runLanes runs every lane at once, each lane's scenarios in order by do.
+// A scenario's do returns why the lane cannot go on ("" when it can: a
+// picked scenario that failed does not stop the next, whose own
+// expectations say what it found); the lane's later scenarios get that
+// reason as blocked, and do reports them without running them.
+func runLanes(lanes []laneRun, do func(l laneRun, j int, blocked string) (stop string)) {
 	var wg sync.WaitGroup
-	for i, l := range lanes {
-		out[i] = make([]Outcome, len(l.scenarios))
+	for _, l := range lanes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -172,8 +289,11 @@ func runLanes(lanes []laneRun) []Outcome {
 				}
 			}
 			t0 := time.Now()
-			for j, s := range l.scenarios {
-				out[i][j] = Run(s, l.f.story)
+			blocked := ""
+			for j := range l.scenarios {
+				if stop := do(l, j, blocked); blocked == "" {
+					blocked = stop
+				}
 				if j == 0 && l.first != nil {
 					close(l.first)
 				}
@@ -182,11 +302,6 @@ func runLanes(lanes []laneRun) []Outcome {
 		}()
 	}
 	wg.Wait()
-	var all []Outcome
-	for _, o := range out {
-		all = append(all, o...)
-	}
-	return all
 }
 
 // laneVMs are the CPI's VMs of this lane's deployment.

@@ -133,43 +133,6 @@ func TestStemcellMF(t *testing.T) {
 	}
 }
 
-// TestParseSelection: CELLGUARD_FLEET_SCENARIOS; unset is make test's run.
-func TestParseSelection(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want selection
-		err  bool
-	}{
-		{"", selection{Default: true}, false},
-		{"garden", selection{Garden: true}, false},
-		{"default,garden", selection{Default: true, Garden: true}, false},
-		{"garden default", selection{Default: true, Garden: true}, false},
-		{"garden-seed", selection{GardenSeed: true}, false},
-		{"default garden-seed", selection{Default: true, GardenSeed: true}, false},
-		{"all", selection{Default: true, EachShapes: true}, false},
-		{"gardn", selection{}, true},
-	} {
-		got, err := parseSelection(c.in)
-		if (err != nil) != c.err || (!c.err && got != c.want) {
-			t.Errorf("parseSelection(%q) = %+v, %v; want %+v, error %t", c.in, got, err, c.want, c.err)
-		}
-	}
-	// make cell's "all": each shape gets the real Garden it has.
-	all, _ := parseSelection("all")
-	for name, want := range map[string]selection{
-		"xenial": {Default: true, EachShapes: true, GardenSeed: true},
-		"jammy":  {Default: true, EachShapes: true, Garden: true},
-		"noble":  {Default: true, EachShapes: true, Garden: true},
-	} {
-		if got := all.forShape(shapes[name]); got != want {
-			t.Errorf("all on %s = %+v; want %+v", name, got, want)
-		}
-	}
-	if got, _ := parseSelection("garden"); got.forShape(shapes["xenial"]) != got {
-		t.Errorf("an explicit selection is what it says on every shape")
-	}
-}
-
 // TestGardenReads: what the garden scenario reads in a VM (a hybrid jammy
 // VM's /proc/<pid>/cgroup, gclient's JSON lines, watch's /metrics).
 func TestGardenReads(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,26 +25,44 @@ const (
 	cellguardConfig = "/var/vcap/jobs/cellguard/config/cellguard.json"
 )
 
-// TestFleet deploys the fleet on a real director, once per stemcell shape
-// (CELLGUARD_FLEET_SHAPE, default jammy and xenial), the shapes at once:
-// each gets its own director, lab and VMs. A run waits on the director and
+// TestFleet deploys the fleet on a real director: TestFleet/<shape>/<scenario>,
+// the shapes at once (each gets its own director, lab and VMs), and on a
+// shape its lanes at once (lanes_test.go). A run waits on the director and
 // the agents far more than it computes, so two shapes at once took about as
-// long as one (src/tests/fleet/README.md, "Shapes").
+// long as one (src/tests/fleet/README.md, "Shapes"). What runs is what -run
+// and -skip pick (pick): `-run 'TestFleet/jammy/watch_heals'` brings up
+// jammy's director and the fleet-heal lane's one cell, and nothing else.
 func TestFleet(t *testing.T) {
-	shapes, err := shapesNamed(os.Getenv("CELLGUARD_FLEET_SHAPE"))
+	p, err := pickFromFlags()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	verdicts := map[string]string{}
-	// Runs after every parallel subtest ended: one line per shape, last.
+	// Runs after every parallel subtest ended: one line per shape that ran, last.
 	t.Cleanup(func() {
-		for _, sh := range shapes {
-			t.Logf("fleet %s: %s", sh.name, verdicts[sh.name])
+		for _, name := range shapeOrder {
+			if v, ok := verdicts[name]; ok {
+				t.Logf("fleet %s: %s", name, v)
+			}
 		}
 	})
-	for _, sh := range shapes {
+	for _, name := range shapeOrder {
+		sh := shapes[name]
 		t.Run(sh.name, func(t *testing.T) {
+			if ok, why := p.shapePicked(sh); !ok {
+				t.Skip(why)
+			}
+			plan, left := p.plan(sh)
+			if len(left) > 0 {
+				t.Logf("make cell's, left out: %s (CELLGUARD_FLEET_SCENARIOS=all, or a -run naming them: TestFleet/%s/%s)", strings.Join(left, ", "), sh.name, left[0])
+			}
+			if len(plan) == 0 {
+				t.Skip("no scenario picked on " + sh.name)
+			}
+			// What this run brings up, before it does: lane: scenarios, a
+			// prerequisite in parentheses.
+			t.Logf("plan: %s", planSummary(plan))
 			t.Parallel()
 			v := "FAILED: stopped before its scenarios ran to the end (the errors above)"
 			// Deferred: t.Fatal and t.Skip end the goroutine.
@@ -55,16 +74,46 @@ func TestFleet(t *testing.T) {
 				verdicts[sh.name] = v
 				mu.Unlock()
 			}()
-			v = runFleet(t, sh)
+			v = runFleet(t, sh, plan)
 		})
 	}
 }
 
-// runFleet runs the scenarios on one shape in lanes (lanes_test.go), at
-// once; within a lane each scenario starts from what the one before left.
-// The list is checked once at the end, and the verdict returned ("all
-// expectations held (N scenarios)" or what failed).
-func runFleet(t *testing.T, sh shape) string {
+// pickFromFlags is this run's pick: go test's -run and -skip, and
+// CELLGUARD_FLEET_SCENARIOS (all: make cell's shapes and lanes too).
+func pickFromFlags() (pick, error) {
+	var p pick
+	var err error
+	if p.run, err = parseRunPattern(flagValue("test.run")); err != nil {
+		return p, fmt.Errorf("-run: %w", err)
+	}
+	if p.skip, err = parseRunPattern(flagValue("test.skip")); err != nil {
+		return p, fmt.Errorf("-skip: %w", err)
+	}
+	switch v := os.Getenv("CELLGUARD_FLEET_SCENARIOS"); v {
+	case "":
+	case "all":
+		p.all = true
+	default:
+		return p, fmt.Errorf("CELLGUARD_FLEET_SCENARIOS=%q: want all or nothing (pick scenarios with -run TestFleet/<shape>/<scenario>)", v)
+	}
+	return p, nil
+}
+
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// runFleet runs the plan's lanes on one shape at once; within a lane each
+// scenario starts from what the one before left. Each picked scenario is a
+// subtest (TestFleet/<shape>/<name>) with its own story and verdict; one
+// that was not picked but a picked one starts from runs first, its story
+// on the shape's. It returns the shape's verdict ("all expectations held
+// (N scenarios)" or what failed).
+func runFleet(t *testing.T, sh shape, plan []plannedLane) string {
 	// Bounded by go test's -timeout (make test: 90m), less a margin for the
 	// cleanup, which must not be cut short.
 	deadline := time.Now().Add(80 * time.Minute)
@@ -73,33 +122,60 @@ func runFleet(t *testing.T, sh shape) string {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	f := startFleet(t, ctx, sh)
+	f := startFleet(t, ctx, sh, plan)
 	ctx = f.ctx
-	lanes := f.laneRuns(ctx, f.selected.plan())
-	var scenarios []Scenario
-	for _, l := range lanes {
-		scenarios = append(scenarios, l.scenarios...)
-	}
-	outcomes := runLanes(lanes)
-	held := 0
+	var mu sync.Mutex
+	var held, picked int
 	var failed []string
-	for i, s := range scenarios {
-		problems := Check(s, outcomes[i])
-		for _, p := range problems {
-			t.Errorf("%s: %s", s.Name, p)
+	runLanes(f.laneRuns(ctx, plan), func(l laneRun, j int, blocked string) string {
+		s, name := l.scenarios[j], l.names[j]
+		if !l.picked[j] {
+			if blocked != "" {
+				return blocked
+			}
+			problems := Check(s, Run(s, l.f.story))
+			for _, p := range problems {
+				l.f.story(fmt.Sprintf("prerequisite %s: %s", name, p))
+			}
+			if len(problems) > 0 {
+				return fmt.Sprintf("%s, which it starts from, did not hold (the shape's story)", name)
+			}
+			return ""
 		}
-		if len(problems) == 0 {
+		entered, ok := false, false
+		t.Run(name, func(t *testing.T) {
+			entered = true
+			if blocked != "" {
+				t.Fatal(blocked)
+			}
+			log := func(line string) { t.Log(sh.name + " | " + l.f.dep + " | " + line) }
+			problems := Check(s, Run(s, log))
+			for _, p := range problems {
+				t.Errorf("%s: %s", s.Name, p)
+			}
+			ok = len(problems) == 0
+		})
+		if !entered {
+			// pick read -run as go test does; if they ever disagree, the
+			// lane was brought up for nothing and the run must say so.
+			t.Errorf("%s/%s was picked, but go test did not run it: pick is out of step with -run", t.Name(), name)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		picked++
+		if ok {
 			held++
 		} else {
-			failed = append(failed, s.Name)
+			failed = append(failed, name)
 		}
-	}
-	if held == len(scenarios) {
+		return ""
+	})
+	if held == picked {
 		v := fmt.Sprintf("all expectations held (%d scenarios)", held)
 		f.story(fmt.Sprintf("fleet %s: %s", sh.name, v))
 		return v
 	}
-	return fmt.Sprintf("FAILED: %d of %d scenarios held; failed: %s", held, len(scenarios), strings.Join(failed, "; "))
+	return fmt.Sprintf("FAILED: %d of %d scenarios held; failed: %s", held, picked, strings.Join(failed, "; "))
 }
 
 // rollout is what the scenarios learn and pass on: the cells in the
@@ -633,9 +709,9 @@ func (f *fleet) blockedScenario(ctx context.Context, st *rollout, name string, p
 				for _, c := range st.order[i+1:] {
 					okAfter = okAfter && after[c] == before[c] && indexOf(up, c) < 0
 				}
-				r.Expect("cells-before-updated", okBefore, "cells before %s finished their update (%v) and run log level %s: %v", unsafe, done, level, pick(after, st.order[:i]))
+				r.Expect("cells-before-updated", okBefore, "cells before %s finished their update (%v) and run log level %s: %v", unsafe, done, level, subset(after, st.order[:i]))
 				r.Expect("unsafe-cell-old", after[unsafe] == before[unsafe], "%s still runs %s (was %s)", unsafe, after[unsafe], before[unsafe])
-				r.Expect("cells-after-untouched", okAfter, "cells after %s not updated, still %v", unsafe, pick(after, st.order[i+1:]))
+				r.Expect("cells-after-untouched", okAfter, "cells after %s not updated, still %v", unsafe, subset(after, st.order[i+1:]))
 				f.showInstances(ctx, r, "after")
 				return nil
 			}},
@@ -903,7 +979,7 @@ func indexOf(s []string, v string) int {
 	return -1
 }
 
-func pick(m map[string]string, keys []string) map[string]string {
+func subset(m map[string]string, keys []string) map[string]string {
 	out := map[string]string{}
 	for _, k := range keys {
 		out[k] = m[k]

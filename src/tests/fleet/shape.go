@@ -8,8 +8,8 @@ import (
 
 // shape is what differs between the stemcell shapes the fleet runs on
 // (src/tests/bosh/stemcell/build.sh); everything else in the test is the
-// same on every shape. CELLGUARD_FLEET_SHAPE picks them (shapesNamed); make
-// test runs defaultShapes, make cell all three.
+// same on every shape. Each is a subtest of TestFleet (TestFleet/<name>);
+// make test runs those not cellOnly, make cell all three (pick).
 type shape struct {
 	name string // build.sh's argument; the stemcell's operating_system is ubuntu-<name>
 	// systemd is the stemcell's systemd; the seed-000 trigger is written for
@@ -28,38 +28,22 @@ type shape struct {
 	// scenario), so the garden scenario's addon delegates it with
 	// cellguard's list (cellguard.delegate_units) and expects quiet.
 	gardenDelegate bool
+	// cellOnly: make cell's shape, which make test leaves out (pick).
+	cellOnly bool
 }
 
 var shapes = map[string]shape{
 	"xenial": {name: "xenial", systemd: 229, supervisor: "runit.service", hostRuntime: true},
 	"jammy":  {name: "jammy", systemd: 249, supervisor: "runit.service"},
-	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service", gardenDelegate: true},
+	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service", gardenDelegate: true, cellOnly: true},
 }
 
 // runtimeDir is where a hostRuntime shape's VMs see the host's runtime: not
 // under /var/vcap (the agent's) nor /opt, which the agent mounts over.
 const runtimeDir = "/usr/local/garden-runtime"
 
-// defaultShapes are the shapes TestFleet runs when CELLGUARD_FLEET_SHAPE is
-// unset (make test): jammy, and xenial, the seed's own systemd (issue 21).
-const defaultShapes = "jammy,xenial"
-
-// shapesNamed is CELLGUARD_FLEET_SHAPE's shapes, in its order: a
-// comma-separated list, "" for defaultShapes.
-func shapesNamed(list string) ([]shape, error) {
-	if list == "" {
-		list = defaultShapes
-	}
-	var out []shape
-	for _, n := range strings.Split(list, ",") {
-		s, err := shapeNamed(strings.TrimSpace(n))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
+// shapeOrder is the order TestFleet's shape subtests start in.
+var shapeOrder = []string{"xenial", "jammy", "noble"}
 
 // shapeNamed is one shape by name ("" is jammy).
 func shapeNamed(name string) (shape, error) {
@@ -73,7 +57,7 @@ func shapeNamed(name string) (shape, error) {
 			known = append(known, n)
 		}
 		sort.Strings(known)
-		return shape{}, fmt.Errorf("CELLGUARD_FLEET_SHAPE=%s: no such shape (%s)", name, strings.Join(known, ", "))
+		return shape{}, fmt.Errorf("%s: no such shape (%s)", name, strings.Join(known, ", "))
 	}
 	return s, nil
 }

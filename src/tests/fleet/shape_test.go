@@ -7,7 +7,7 @@ import (
 
 // TestShapes: jammy is the default and keeps what the fleet always ran
 // (the stemcell's runtime, no extra VM arguments or ops files); xenial
-// binds the host's runtime in; an unknown shape is an error.
+// binds the host's runtime in; an unknown shape is an error; noble is make cell's alone.
 func TestShapes(t *testing.T) {
 	jammy, err := shapeNamed("")
 	if err != nil || jammy.name != "jammy" || jammy.runc() != "/usr/sbin/runc" || jammy.containerd() != "/usr/bin/containerd" ||
@@ -25,14 +25,10 @@ func TestShapes(t *testing.T) {
 		!strings.Contains(strings.Join(xenial.vars(), " "), "garden_runtime_dir="+runtimeDir) {
 		t.Errorf("xenial = %+v, %v", xenial, err)
 	}
-	if ss, err := shapesNamed(""); err != nil || len(ss) != 2 || ss[0].name != "jammy" || ss[1].name != "xenial" {
-		t.Errorf("shapesNamed(\"\") = %+v, %v; want jammy then xenial", ss, err)
-	}
-	if ss, err := shapesNamed("noble, xenial"); err != nil || len(ss) != 2 || ss[0].name != "noble" || ss[1].name != "xenial" {
-		t.Errorf("shapesNamed(noble, xenial) = %+v, %v", ss, err)
-	}
-	if _, err := shapesNamed("jammy,focal"); err == nil {
-		t.Errorf("shapesNamed(jammy,focal) took an unknown shape")
+	// make test's shapes: jammy and xenial, the seed's own systemd.
+	if len(shapeOrder) != len(shapes) || jammy.cellOnly || xenial.cellOnly || !noble.cellOnly {
+		t.Errorf("shapeOrder %v of %d shapes; make cell's alone: jammy %t, xenial %t, noble %t",
+			shapeOrder, len(shapes), jammy.cellOnly, xenial.cellOnly, noble.cellOnly)
 	}
 	if _, err := shapeNamed("focal"); err == nil || !strings.Contains(err.Error(), "jammy, noble, xenial") {
 		t.Errorf("shapeNamed(focal) = %v; want an error naming the shapes", err)
