@@ -2,6 +2,7 @@ package garden
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -60,7 +61,7 @@ func netClsHierarchy(t *testing.T) string {
 		out, err := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 			`set -e; mount -t cgroup -o "$0" cgroup "$1"; cd "$1"; `+script, set, dir, name).CombinedOutput()
 		if err != nil {
-			return &exec.Error{Name: script + ": " + strings.TrimSpace(string(out)), Err: err}
+			return fmt.Errorf("%s: %w: %s", script, err, strings.TrimSpace(string(out)))
 		}
 		return nil
 	}
