@@ -102,6 +102,7 @@ type config struct {
 	suite       string
 	log         io.Writer
 	exactName   bool
+	v1Extra     []string
 }
 
 // Option changes how Start boots the box.
@@ -132,6 +133,17 @@ func WithSuite(suite string) Option { return func(c *config) { c.suite = suite }
 
 // WithLog copies sdbox.sh's progress messages to w (e.g. os.Stderr).
 func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
+
+// WithV1Hierarchies makes sdbox.sh bind each v1 controller set (e.g.
+// "net_cls,net_prio") to a hierarchy, making it when there is none, and
+// mount it in the box from its boot on (hybrid and legacy modes): the
+// box's share of a hierarchy that a test beside it may make, so that it
+// never lists one in /proc/PID/cgroup that it has mounted nowhere. This
+// changes the kernel while the box runs, as a stemcell box does (sdbox.sh
+// SDBOX_V1_EXTRA, which this sets instead of the rootfs's list).
+func WithV1Hierarchies(sets ...string) Option {
+	return func(c *config) { c.v1Extra = append(c.v1Extra, sets...) }
+}
 
 // WithExactName uses name as is instead of appending "-<pid>"; for callers
 // that make names unique themselves.
@@ -206,6 +218,9 @@ func Start(ctx context.Context, name string, opts ...Option) (*Box, error) {
 	)
 	if cfg.suite != "" {
 		b.env = append(b.env, "SDBOX_SUITE="+cfg.suite)
+	}
+	if len(cfg.v1Extra) > 0 {
+		b.env = append(b.env, "SDBOX_V1_EXTRA="+strings.Join(cfg.v1Extra, " "))
 	}
 
 	t0 := time.Now()
