@@ -189,7 +189,7 @@ func TestAgentDrainRealBinaryCouldNotRun(t *testing.T) {
 	if slept, scriptErr, stepErr := agentDrain(t, v, update); scriptErr != nil || stepErr != nil || len(slept) != 1 || slept[0] != 0 {
 		t.Fatalf("the agent failed the step or took no 0: script %v, step %v, slept %v\nlog:\n%s", scriptErr, stepErr, slept, v.drainLog(t))
 	}
-	for _, want := range []string{`unknown check id \"cgroup-integrty\"`, "cellguard could not run (exit 2)"} {
+	for _, want := range []string{`\"cgroup-integrty\": unknown check id`, "cellguard could not run (exit 2)"} {
 		if !strings.Contains(v.drainLog(t), want) {
 			t.Errorf("drain.log lacks %q:\n%s", want, v.drainLog(t))
 		}

@@ -384,13 +384,13 @@ func TestPropertySets(t *testing.T) {
 	}
 }
 
-// Bad properties fail at render time with the property's name, never as a
-// config the binary rejects on the VM.
+// Bad properties fail at render time with the property's name: a wrong
+// type, and a name, command or path that reaches the job's scripts (the
+// template's two render-time refusals; the rest is config.Load's).
 func TestBadPropertiesFailToRender(t *testing.T) {
 	testCases := []struct{ name, props, want string }{
 		{"daemon without start", `{cellguard: {daemons: [{name: garden}]}}`, "cellguard.daemons[0].start is required"},
 		{"daemon without name", `{cellguard: {daemons: [{start: /bin/true}]}}`, "cellguard.daemons[0].name is required"},
-		{"daemon with unknown key", `{cellguard: {daemons: [{name: g, start: /bin/true, pid_file: /x}]}}`, "unknown keys pid_file"},
 		{"daemons not a list", `{cellguard: {daemons: {name: g}}}`, "cellguard.daemons must be a list"},
 		{"protect as string", `{cellguard: {supervisor: {protect: "yes"}}}`, "cellguard.supervisor.protect must be true or false"},
 		{"roots as string", `{cellguard: {validator: {runtime_roots: /run/runc}}}`, "cellguard.validator.runtime_roots must be a list of strings"},
@@ -406,9 +406,8 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"delegate unit not a service", `{cellguard: {delegate_units: [concourse.scope]}}`, `cellguard.delegate_units[0]: "concourse.scope" must be a service unit name`},
 		{"delegate unit a path", `{cellguard: {delegate_units: [/lib/systemd/system/concourse.service]}}`, `must be a service unit name`},
 		{"advisories file a list", `{cellguard: {validator: {advisories_file: [/a]}}}`, "cellguard.validator.advisories_file must be a string"},
-		{"advisories file relative", `{cellguard: {validator: {advisories_file: advisories.json}}}`, "cellguard.validator.advisories_file must be an absolute, clean path"},
-		// What would reach a root shell or a unit file: refused here with the
-		// property's name, by the rules `cellguard config check` applies.
+		// What would reach a root shell script: refused here with the
+		// property's name, by the rules config.Load applies.
 		{"daemon name runs a command", `{cellguard: {daemons: [{name: "garden$(echo INJECTED >&2)", start: /bin/true}]}}`, "cellguard.daemons[0].name must be 1 to 64 letters"},
 		{"daemon name starts with -", `{cellguard: {daemons: [{name: -garden, start: /bin/true}]}}`, "cellguard.daemons[0].name must be 1 to 64 letters"},
 		{"daemon start ends a command", `{cellguard: {daemons: [{name: g, start: "/bin/true; touch /x"}]}}`, "cellguard.daemons[0].start (its executable) must be an absolute, clean path"},
@@ -419,8 +418,6 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"textfile dir climbs", `{cellguard: {watch: {textfile_dir: /var/vcap/data/../../../etc}}}`, "cellguard.watch.textfile_dir must be an absolute, clean path"},
 		{"drain textfile relative", `{cellguard: {validator: {prometheus_textfile: cellguard.prom}}}`, "cellguard.validator.prometheus_textfile must be an absolute, clean path"},
 		{"monit pidfile runs a command", `{cellguard: {supervisor: {pidfile: "/var/vcap/monit/$(touch /x)"}}}`, "cellguard.supervisor.pidfile must be an absolute, clean path"},
-		{"runtime root with a space", `{cellguard: {validator: {runtime_roots: ["/run/runc /etc"]}}}`, "cellguard.validator.runtime_roots[0] must be an absolute, clean path"},
-		{"runtime binary runs a command", "{cellguard: {validator: {runtime_binaries: {runc: \"/usr/bin/`touch /x`\"}}}}", "cellguard.validator.runtime_binaries.runc must be an absolute, clean path"},
 		{"delegate unit runs a command", `{cellguard: {delegate_units: ["$(touch /x).service"]}}`, "cellguard.delegate_units[0]: "},
 		{"block on shutdown as string", `{cellguard: {drain: {block_on_shutdown: "yes"}}}`, "cellguard.drain.block_on_shutdown must be true or false"},
 	}
@@ -438,48 +435,55 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 	}
 }
 
-// Durations and check ids have one judge, `cellguard config check` (Go's
-// time.ParseDuration and the check registry; pre-start's first step): the
-// templates pass them through type-checked, and config check refuses each
-// bad value on the rendered config, naming its key (issue 24: the Ruby
-// copies of the duration grammar and of the id list are gone). So are the
-// other values that reach no shell: enums, duplicate names, watch's listen,
-// TLS set and heal budget, the extra cgroup roots and slices.
+// Values have one judge, config.Load, which every subcommand runs and
+// `cellguard config check` (pre-start's first step) reports: the template
+// passes them through type-checked, and each bad value is refused on the
+// rendered config, naming its key, the job property behind it and what
+// would be accepted (issue 40: the Ruby copies of the duration grammar, the
+// id list, the enums and the paths that reach no script are gone).
 func TestConfigCheckJudgesDurationsAndCheckIDs(t *testing.T) {
 	testCases := []struct{ name, props, want string }{
-		{"runc init age without unit", `{cellguard: {validator: {runc_init_max_age: "300"}}}`, `missing unit in duration "300"`},
-		{"runc init age zero", `{cellguard: {validator: {runc_init_max_age: 0s}}}`, `validator.runc_init_max_age "0s": must be above zero`},
-		{"runc init age negative", `{cellguard: {validator: {runc_init_max_age: -5m}}}`, `duration "-5m": must not be negative`},
+		{"runc init age without unit", `{cellguard: {validator: {runc_init_max_age: "300"}}}`, `validator.runc_init_max_age "300": time: missing unit in duration "300": want Go's form such as "90s" or "1m30s", above zero; leave it out for the default (job property cellguard.validator.runc_init_max_age)`},
+		{"runc init age zero", `{cellguard: {validator: {runc_init_max_age: 0s}}}`, `validator.runc_init_max_age "0s": must be above zero; leave it out for the default`},
+		{"runc init age negative", `{cellguard: {validator: {runc_init_max_age: -5m}}}`, `validator.runc_init_max_age "-5m": must not be negative`},
 		{"runc init age overflows", `{cellguard: {validator: {runc_init_max_age: 2562048h}}}`, `invalid duration "2562048h"`},
 		{"watch period in microseconds of zero", `{cellguard: {watch: {period: 0µs}}}`, `watch.period "0µs": must be above zero`},
-		{"budget without unit", `{cellguard: {drain: {budget: "60"}}}`, `missing unit in duration "60"`},
-		{"budget below 1s", `{cellguard: {drain: {budget: 500ms}}}`, `drain.budget "500ms": must be from 1s to 1h0m0s`},
-		{"budget above 1h", `{cellguard: {drain: {budget: 2h}}}`, `drain.budget "2h": must be from 1s to 1h0m0s`},
-		{"validator budget without unit", `{cellguard: {validator: {budget: "60"}}}`, `missing unit in duration "60"`},
-		{"validator budget below 1s", `{cellguard: {validator: {budget: 500ms}}}`, `validator.budget "500ms": must be from 1s to 1h0m0s`},
-		{"validator budget above 1h", `{cellguard: {validator: {budget: 2h}}}`, `validator.budget "2h": must be from 1s to 1h0m0s`},
-		{"daemon stop timeout zero", `{cellguard: {daemons: [{name: g, start: /bin/true, stop_timeout: 0s}]}}`, `daemons[0].stop_timeout "0s": must be above zero`},
-		{"unknown drain blocking id", `{cellguard: {validator: {blocking: {drain: [cgroup-integrty]}}}}`, `validator.blocking.drain: unknown check id "cgroup-integrty"`},
-		{"unknown pre-start blocking id", `{cellguard: {validator: {blocking: {pre_start: [no-such-check]}}}}`, `validator.blocking.pre-start: unknown check id "no-such-check"`},
-		{"unknown ignored id", `{cellguard: {validator: {ignore: [ghosts]}}}`, `ignore: unknown check id "ghosts"`},
-		{"all is no blocking id", `{cellguard: {validator: {blocking: {drain: [all]}}}}`, `unknown check id "all"`},
-		// The rest of what reaches no shell (issue 24 item 3's last piece).
-		{"duplicate daemon", `{cellguard: {daemons: [{name: g, start: /bin/true}, {name: g, start: /bin/true}]}}`, `daemons[1]: duplicate name "g"`},
-		{"daemon type", `{cellguard: {daemons: [{name: g, start: /bin/true, type: "exec; touch /x"}]}}`, `type "exec; touch /x": want exec or forking`},
+		{"budget without unit", `{cellguard: {drain: {budget: "60"}}}`, `drain.budget "60": time: missing unit in duration "60"`},
+		{"budget zero", `{cellguard: {drain: {budget: 0s}}}`, `drain.budget "0s": must be from 1s to 1h; leave it out for the default (job property cellguard.drain.budget)`},
+		{"budget below 1s", `{cellguard: {drain: {budget: 500ms}}}`, `drain.budget "500ms": must be from 1s to 1h`},
+		{"budget above 1h", `{cellguard: {drain: {budget: 2h}}}`, `drain.budget "2h": must be from 1s to 1h`},
+		{"validator budget without unit", `{cellguard: {validator: {budget: "60"}}}`, `validator.budget "60": time: missing unit in duration "60"`},
+		{"validator budget below 1s", `{cellguard: {validator: {budget: 500ms}}}`, `validator.budget "500ms": must be from 1s to 1h`},
+		{"validator budget above 1h", `{cellguard: {validator: {budget: 2h}}}`, `validator.budget "2h": must be from 1s to 1h`},
+		{"daemon stop timeout zero", `{cellguard: {daemons: [{name: g, start: /bin/true, stop_timeout: 0s}]}}`, `daemons[0].stop_timeout "0s": must be above zero; leave it out for the default (job property cellguard.daemons[0].stop_timeout)`},
+		{"unknown drain blocking id", `{cellguard: {validator: {blocking: {drain: [cgroup-integrty]}}}}`, `validator.blocking.drain "cgroup-integrty": unknown check id; want one of cgroup-integrity, `},
+		{"unknown pre-start blocking id", `{cellguard: {validator: {blocking: {pre_start: [no-such-check]}}}}`, `validator.blocking.pre-start "no-such-check": unknown check id; want one of `},
+		{"pre-start blocking names the property", `{cellguard: {validator: {blocking: {pre_start: [no-such-check]}}}}`, `(job property cellguard.validator.blocking.pre_start)`},
+		{"unknown ignored id", `{cellguard: {validator: {ignore: [ghosts]}}}`, `validator.ignore "ghosts": unknown check id`},
+		{"all is no blocking id", `{cellguard: {validator: {blocking: {drain: [all]}}}}`, `validator.blocking.drain "all": unknown check id`},
+		// The rest of what reaches no shell.
+		{"duplicate daemon", `{cellguard: {daemons: [{name: g, start: /bin/true}, {name: g, start: /bin/true}]}}`, `daemons[1].name "g": another daemon has this name`},
+		{"daemon type", `{cellguard: {daemons: [{name: g, start: /bin/true, type: "exec; touch /x"}]}}`, `daemons[0].type "exec; touch /x": want exec or forking`},
+		{"daemon with unknown key", `{cellguard: {daemons: [{name: g, start: /bin/true, pid_file: /x}]}}`, `daemons[0].pid_file: unknown key (known: name, pidfile, `},
 		{"time format", `{cellguard: {log: {time_format: iso}}}`, `log.time_format: unknown log time format "iso"`},
 		{"level", `{cellguard: {log: {level: verbose}}}`, `log.level: unknown log level "verbose"`},
-		{"extra root relative", `{cellguard: {validator: {extra_cgroup_roots: [garden]}}}`, `validator.extra_cgroup_roots[0]: "garden": want an absolute cgroup path`},
-		{"extra root is the root", `{cellguard: {validator: {extra_cgroup_roots: [/]}}}`, `validator.extra_cgroup_roots[0]: "/" holds more than a runtime's containers`},
-		{"extra root is a unit", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/runit.service]}}}`, `"/system.slice/runit.service" holds more than a runtime's containers`},
-		{"extra root is a slice", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/]}}}`, `"/system.slice/" holds more than a runtime's containers`},
-		{"slice root not a slice", `{cellguard: {validator: {extra_cgroup_slices: [/garden]}}}`, `validator.extra_cgroup_slices[0]: "/garden": want an absolute path ending in a slice`},
+		{"extra root relative", `{cellguard: {validator: {extra_cgroup_roots: [garden]}}}`, `validator.extra_cgroup_roots[0] "garden": want an absolute cgroup path`},
+		{"extra root is the root", `{cellguard: {validator: {extra_cgroup_roots: [/]}}}`, `validator.extra_cgroup_roots[0] "/": holds more than a runtime's containers`},
+		{"extra root is a unit", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/runit.service]}}}`, `"/system.slice/runit.service": holds more than a runtime's containers`},
+		{"extra root is a slice", `{cellguard: {validator: {extra_cgroup_roots: [/system.slice/]}}}`, `"/system.slice/": holds more than a runtime's containers`},
+		{"slice root not a slice", `{cellguard: {validator: {extra_cgroup_slices: [/garden]}}}`, `validator.extra_cgroup_slices[0] "/garden": want an absolute path ending in a slice`},
 		{"slice root relative", `{cellguard: {validator: {extra_cgroup_slices: [kubepods.slice]}}}`, `"kubepods.slice": want an absolute path ending in a slice`},
-		{"slice root system.slice", `{cellguard: {validator: {extra_cgroup_slices: [/system.slice]}}}`, `"/system.slice" holds every other service`},
-		{"slice root user.slice", `{cellguard: {validator: {extra_cgroup_slices: [/user.slice]}}}`, `"/user.slice" holds every other service`},
-		{"tls cert alone", `{cellguard: {watch: {metrics: {tls: {cert: C}}}}}`, "watch.tls: set cert, key and ca together"},
+		{"slice root system.slice", `{cellguard: {validator: {extra_cgroup_slices: [/system.slice]}}}`, `"/system.slice": holds every other service`},
+		{"slice root user.slice", `{cellguard: {validator: {extra_cgroup_slices: [/user.slice]}}}`, `"/user.slice": holds every other service`},
+		{"tls cert alone", `{cellguard: {watch: {metrics: {tls: {cert: C}}}}}`, "watch.tls: set cert, key and ca together (mutual TLS), or none (job property cellguard.watch.metrics.tls.cert, .key and .ca_cert)"},
 		{"heal per minute zero", `{cellguard: {watch: {heal_per_minute: 0}}}`, "watch.heal_per_minute 0: must be a whole number above zero"},
-		{"listen without host", `{cellguard: {watch: {listen: "14875"}}}`, `watch.listen: "14875": want host:port`},
+		{"listen without host", `{cellguard: {watch: {listen: "14875"}}}`, `watch.listen "14875": want host:port`},
 		{"listen port too big", `{cellguard: {watch: {listen: "127.0.0.1:99999"}}}`, `port "99999": want 0 to 65535`},
+		{"listen on the VM without TLS", `{cellguard: {watch: {listen: "10.0.16.5:14875"}}}`, `watch.listen "10.0.16.5:14875": serves /metrics beyond this VM without TLS: keep a loopback address`},
+		// Paths that reach no script (the template passed them through).
+		{"advisories file relative", `{cellguard: {validator: {advisories_file: advisories.json}}}`, `validator.advisories_file: unit: invalid path: "advisories.json" is not absolute`},
+		{"runtime root with a space", `{cellguard: {validator: {runtime_roots: ["/run/runc /etc"]}}}`, `validator.runtime_roots[0]: unit: invalid path`},
+		{"runtime binary runs a command", "{cellguard: {validator: {runtime_binaries: {runc: \"/usr/bin/`touch /x`\"}}}}", `validator.runtime_binaries.runc: unit: invalid path`},
 	}
 	j := loadJob(t)
 	for _, tc := range testCases {
@@ -542,11 +546,11 @@ func TestUnknownCheckIDIsNamed(t *testing.T) {
 	}
 	out, _ := exec.Command(cellguardBin, "validate", "--phase", "pre-start", "--config", p,
 		"--root", filepath.Join(dir, "empty-root"), "--log-file", filepath.Join(dir, "log")).CombinedOutput()
-	if !strings.Contains(string(out), `unknown check id "no-such-check"`) {
+	if !strings.Contains(string(out), `"no-such-check": unknown check id`) {
 		t.Fatalf("validate did not name the unknown id:\n%s", out)
 	}
 	out, err := exec.Command(cellguardBin, "config", "check", "--config", p).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), `validator.blocking.pre-start: unknown check id "no-such-check"`) {
+	if err == nil || !strings.Contains(string(out), `validator.blocking.pre-start "no-such-check": unknown check id`) {
 		t.Fatalf("config check: %v\n%s", err, out)
 	}
 }

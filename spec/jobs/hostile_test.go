@@ -116,8 +116,9 @@ func same(v string) string { return v }
 // cellguardSlots: every string the cellguard job takes. The rule-bearing
 // ones (goKey set), the names and paths that reach a shell, are judged by
 // the same rule in both places (unitfile's). The rest, cgroup roots and
-// slices included, are passed through and judged by config check alone;
-// here they still prove that no value reaches a shell unquoted.
+// slices, runtime roots and binaries and the advisories file included, are
+// passed through and judged by config.Load alone; here they still prove
+// that no value reaches a shell unquoted.
 var cellguardSlots = []slot{
 	{prop: "cellguard.log.time_format", set: at("cellguard.log.time_format")},
 	{prop: "cellguard.log.level", set: at("cellguard.log.level")},
@@ -135,9 +136,9 @@ var cellguardSlots = []slot{
 	{prop: "cellguard.sysctl.set (a key)", set: hashKeyAt("cellguard.sysctl.set", "1")},
 	{prop: "cellguard.sysctl.remove[0]", set: listAt("cellguard.sysctl.remove")},
 	{prop: "cellguard.drain.budget", set: at("cellguard.drain.budget")},
-	{prop: "cellguard.validator.runtime_roots[0]", set: listAt("cellguard.validator.runtime_roots"), goKey: "validator.runtime_roots[0]", goValue: same},
+	{prop: "cellguard.validator.runtime_roots[0]", set: listAt("cellguard.validator.runtime_roots")},
 	{prop: "cellguard.validator.namespaces[0]", set: listAt("cellguard.validator.namespaces")},
-	{prop: "cellguard.validator.runtime_binaries.runc", set: hashAt("cellguard.validator.runtime_binaries", "runc"), goKey: "validator.runtime_binaries.runc", goValue: same},
+	{prop: "cellguard.validator.runtime_binaries.runc", set: hashAt("cellguard.validator.runtime_binaries", "runc")},
 	{prop: "cellguard.validator.runtime_binaries (a key)", set: hashKeyAt("cellguard.validator.runtime_binaries", "/usr/bin/runc")},
 	{prop: "cellguard.validator.ignore", set: listAt("cellguard.validator.ignore")},
 	{prop: "cellguard.validator.blocking.pre_start", set: listAt("cellguard.validator.blocking.pre_start")},
@@ -147,7 +148,7 @@ var cellguardSlots = []slot{
 	{prop: "cellguard.validator.budget", set: at("cellguard.validator.budget")},
 	{prop: "cellguard.validator.extra_cgroup_roots", set: listAt("cellguard.validator.extra_cgroup_roots")},
 	{prop: "cellguard.validator.extra_cgroup_slices", set: listAt("cellguard.validator.extra_cgroup_slices")},
-	{prop: "cellguard.validator.advisories_file", set: at("cellguard.validator.advisories_file"), goKey: "validator.advisories_file", goValue: same},
+	{prop: "cellguard.validator.advisories_file", set: at("cellguard.validator.advisories_file")},
 	{prop: "cellguard.watch.listen", set: at("cellguard.watch.listen")},
 	{prop: "cellguard.watch.period", set: at("cellguard.watch.period")},
 	{prop: "cellguard.watch.textfile_dir", set: at("cellguard.watch.textfile_dir"), goKey: "watch.textfile",

@@ -143,7 +143,7 @@ func TestBadWatchPropertiesFailToRender(t *testing.T) {
 	for props, want := range map[string]string{
 		`{cellguard: {watch: {heal_per_minute: "5"}}}`:    "cellguard.watch.heal_per_minute must be a whole number",
 		`{cellguard: {watch: {period: 60}}}`:              "cellguard.watch.period must be a string",
-		`{cellguard: {watch: {textfile_dir: "metrics"}}}`: "cellguard.watch.textfile_dir must be an absolute path or empty",
+		`{cellguard: {watch: {textfile_dir: "metrics"}}}`: "cellguard.watch.textfile_dir must be an absolute, clean path",
 		`{cellguard: {watch: {heal: "yes"}}}`:             "cellguard.watch.heal must be true or false",
 		`{cellguard: {watch: {listen: "0.0.0.0:14875"}}}`: "the instance has no address for metric_targets.yml",
 	} {

@@ -80,8 +80,7 @@ func runAdvisories(_ context.Context, env *Env, args []string) int {
 	}
 	set, err := runtimever.Effective(f.root, path)
 	if err != nil {
-		logger.Error("load-advisories", err)
-		errorf(env, "%v", err)
+		f.failed(env, logger, "load-advisories", err)
 		hintf(env, "the advisories file must be root-owned, not group- or world-writable, and valid JSON of the shipped file's schema")
 		return ExitCantRun
 	}

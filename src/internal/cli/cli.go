@@ -139,6 +139,9 @@ type common struct {
 	timeFormat string
 	logLevel   string
 	configPath string
+	// logsOnStderr: no log file, so the log shares stderr with the
+	// "cellguard: error:" lines (set by setup and flagLogger).
+	logsOnStderr bool
 }
 
 // newFlagSet returns a flag set for "cellguard <name>" with the common flags
@@ -248,6 +251,7 @@ func (c *common) setup(env *Env, source string) (lager.Logger, *config.Config, f
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	c.logsOnStderr = opts.File == ""
 	return logger.Session(source), cfg, func() { _ = closer() }, nil
 }
 
@@ -260,13 +264,43 @@ func (c *common) flagLogger(env *Env, source string) (lager.Logger, func()) {
 		logger, closer, _ = logging.New(logging.Options{}, env.Stderr)
 		logger.Error("log-setup", err)
 	}
+	c.logsOnStderr = c.logFile == "" || err != nil
 	return logger.Session(source), func() { _ = closer() }
 }
 
 // errorf prints "cellguard: error: ..." to stderr, for humans; the same fact
-// should also be logged by the caller when a logger exists.
+// should also be logged by the caller when the log is a file (failed). A
+// config's *config.Error is every problem of the file: a line each.
 func errorf(env *Env, format string, args ...any) {
+	if err, ok := singleError(format, args); ok {
+		var cerr *config.Error
+		if errors.As(err, &cerr) {
+			for _, l := range cerr.Lines() {
+				fmt.Fprintf(env.Stderr, "cellguard: error: %s\n", report.Escape(l))
+			}
+			return
+		}
+	}
 	fmt.Fprintf(env.Stderr, "cellguard: error: %s\n", report.Escape(fmt.Sprintf(format, args...)))
+}
+
+// singleError is the error errorf(env, "%v", err) prints.
+func singleError(format string, args []any) (error, bool) {
+	if format != "%v" || len(args) != 1 {
+		return nil, false
+	}
+	err, ok := args[0].(error)
+	return err, ok
+}
+
+// failed reports err once wherever it is read: the "cellguard: error:"
+// line on stderr, and the log when the log is a file. A log on stderr
+// would print it a second time beside the line.
+func (c *common) failed(env *Env, logger lager.Logger, action string, err error) {
+	if !c.logsOnStderr {
+		logger.Error(action, err)
+	}
+	errorf(env, "%v", err)
 }
 
 // hintf prints "cellguard: hint: ..." after an error.
@@ -300,10 +334,10 @@ func DefaultEnv() *Env {
 // alone.
 func loadConfig(path string) (*config.Config, error) {
 	if path != "" {
-		return config.Load(path)
+		return config.Load(path, checkIDs())
 	}
 	if _, err := os.Stat(defaultConfigPath); err == nil {
-		return config.Load(defaultConfigPath)
+		return config.Load(defaultConfigPath, checkIDs())
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("stat config %s: %w", defaultConfigPath, err)
 	}

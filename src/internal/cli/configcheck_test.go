@@ -21,45 +21,45 @@ func TestConfigCheck(t *testing.T) {
 		{name: "valid", content: `{"daemons":[{"name":"garden","start":"/bin/true"}],"supervisor":{"protect":true}}`,
 			wantCode: ExitOK, wantOut: "ok: 1 daemons, supervisor protect=true"},
 		{name: "unknown key", content: `{"supervisor":{"protekt":true}}`,
-			wantCode: ExitCantRun, wantErr: `unknown field "protekt"`},
+			wantCode: ExitCantRun, wantErr: `supervisor.protekt: unknown key (known: pidfile, protect) (job property cellguard.supervisor.protekt)`},
 		{name: "invalid daemon", content: `{"daemons":[{"name":"garden"}]}`,
-			wantCode: ExitCantRun, wantErr: "start command is empty"},
+			wantCode: ExitCantRun, wantErr: "daemons[0].start: missing: want the absolute path of the daemon's ctl script"},
 		// Mistakes that rendered fine and would otherwise surface only at
 		// the next drain or sysctl apply.
 		{name: "unknown blocking id", content: `{"validator":{"blocking":{"drain":["cgroup-integrty"]}}}`,
-			wantCode: ExitCantRun, wantErr: `validator.blocking.drain: unknown check id "cgroup-integrty"`},
+			wantCode: ExitCantRun, wantErr: `validator.blocking.drain "cgroup-integrty": unknown check id; want one of cgroup-integrity, `},
 		{name: "unknown pre-start blocking id", content: `{"validator":{"blocking":{"pre-start":["runtime-version"]}}}`,
-			wantCode: ExitCantRun, wantErr: `validator.blocking.pre-start: unknown check id "runtime-version"`},
+			wantCode: ExitCantRun, wantErr: `validator.blocking.pre-start "runtime-version": unknown check id; want one of cgroup-integrity, `},
 		{name: "unknown ignored id", content: `{"validator":{"ignore":["ghosts"]}}`,
-			wantCode: ExitCantRun, wantErr: `ignore: unknown check id "ghosts"`},
+			wantCode: ExitCantRun, wantErr: `validator.ignore "ghosts": unknown check id; want one of cgroup-integrity, `},
 		{name: "ignore all is fine", content: `{"validator":{"ignore":["all"],"blocking":{"drain":["cgroup-integrity"]}}}`,
 			wantCode: ExitOK, wantOut: "ok:"},
 		{name: "bad floor", content: `{"sysctl":{"set":{"kernel.pid_max":">=lots"}}}`,
-			wantCode: ExitCantRun, wantErr: "kernel.pid_max"},
+			wantCode: ExitCantRun, wantErr: `sysctl.set.kernel.pid_max: set: kernel.pid_max: ">=lots": a floor must be a decimal number`},
 		{name: "floor of several numbers", content: `{"sysctl":{"set":{"net.ipv4.ip_local_port_range":">=1024 65000"}}}`,
-			wantCode: ExitCantRun, wantErr: "net.ipv4.ip_local_port_range"},
+			wantCode: ExitCantRun, wantErr: "sysctl.set.net.ipv4.ip_local_port_range: "},
 		{name: "removing a key not in the profile", content: `{"sysctl":{"remove":["kernel.nope"]}}`,
-			wantCode: ExitCantRun, wantErr: `remove "kernel.nope": not in profile`},
+			wantCode: ExitCantRun, wantErr: `sysctl.remove[0]: remove "kernel.nope": not in profile`},
 		{name: "unknown profile", content: `{"sysctl":{"profile":"k8s"}}`,
-			wantCode: ExitCantRun, wantErr: `unknown sysctl profile "k8s"`},
+			wantCode: ExitCantRun, wantErr: `sysctl.profile: unknown sysctl profile "k8s"`},
 		{name: "good floor", content: `{"sysctl":{"set":{"kernel.pid_max":">=4194304"}}}`,
 			wantCode: ExitOK, wantOut: "ok:"},
 		{name: "missing runtime binary", content: `{"validator":{"runtime_binaries":{"runc":"/var/vcap/packages/runc/bin/runc"}}}`,
-			wantCode: ExitCantRun, wantErr: "validator.runtime_binaries.runc: /var/vcap/packages/runc/bin/runc is not an executable file"},
+			wantCode: ExitCantRun, wantErr: `validator.runtime_binaries.runc "/var/vcap/packages/runc/bin/runc": not an executable file under `},
 		// Durations: Go's grammar is the only one (the job's templates pass
 		// them through); a written zero would hide the default.
 		{name: "budget below 1s", content: `{"drain":{"budget":"500ms"}}`,
-			wantCode: ExitCantRun, wantErr: `drain.budget "500ms": must be from 1s to 1h0m0s`},
+			wantCode: ExitCantRun, wantErr: `drain.budget "500ms": must be from 1s to 1h; leave it out for the default`},
 		{name: "budget above 1h", content: `{"drain":{"budget":"2h"}}`,
-			wantCode: ExitCantRun, wantErr: `drain.budget "2h": must be from 1s to 1h0m0s`},
+			wantCode: ExitCantRun, wantErr: `drain.budget "2h": must be from 1s to 1h; leave it out for the default`},
 		{name: "budget zero", content: `{"drain":{"budget":"0s"}}`,
-			wantCode: ExitCantRun, wantErr: `drain.budget "0s": must be above zero (leave it out for the default)`},
+			wantCode: ExitCantRun, wantErr: `drain.budget "0s": must be from 1s to 1h; leave it out for the default`},
 		{name: "budget in range", content: `{"drain":{"budget":"2m30s"},"watch":{"period":"1m"},"validator":{"runc_init_max_age":"1m30s"}}`,
 			wantCode: ExitOK, wantOut: "ok:"},
 		{name: "budget without a unit", content: `{"drain":{"budget":"60"}}`,
-			wantCode: ExitCantRun, wantErr: `duration "60": time: missing unit in duration "60"`},
+			wantCode: ExitCantRun, wantErr: `drain.budget "60": time: missing unit in duration "60": want Go's form such as "90s"`},
 		{name: "runc init age zero", content: `{"validator":{"runc_init_max_age":"0s"}}`,
-			wantCode: ExitCantRun, wantErr: `validator.runc_init_max_age "0s": must be above zero`},
+			wantCode: ExitCantRun, wantErr: `validator.runc_init_max_age "0s": must be above zero; leave it out for the default`},
 		{name: "watch period zero", content: `{"watch":{"period":"0"}}`,
 			wantCode: ExitCantRun, wantErr: `watch.period "0": must be above zero`},
 		{name: "daemon stop timeout zero", content: `{"daemons":[{"name":"garden","start":"/bin/true","stop_timeout":"0ms"}]}`,
@@ -67,10 +67,12 @@ func TestConfigCheck(t *testing.T) {
 		{name: "durations left out are the defaults", content: `{"drain":{"budget":""},"watch":{}}`,
 			wantCode: ExitOK, wantOut: "ok:"},
 		{name: "every problem listed", content: `{"validator":{"ignore":["x"],"blocking":{"drain":["y"],"pre-start":["z"]}},"sysctl":{"profile":"k8s"}}`,
-			wantCode: ExitCantRun, wantErr: `json: ignore: unknown check id "x"
-cellguard: error: ` + "CONFIG" + `: validator.blocking.pre-start: unknown check id "z"
-cellguard: error: ` + "CONFIG" + `: validator.blocking.drain: unknown check id "y"
-cellguard: error: ` + "CONFIG" + `: unknown sysctl profile "k8s"`},
+			wantCode: ExitCantRun, wantErr: `CONFIG: validator.ignore "x": unknown check id`},
+		{name: "every problem listed, a line each", content: `{"validator":{"blocking":{"drain":["y"],"pre-start":["z"]}},"sysctl":{"profile":"k8s"}}`,
+			wantCode: ExitCantRun, wantErr: `(job property cellguard.validator.blocking.drain)
+cellguard: error: config ` + "CONFIG" + `: validator.blocking.pre-start "z": unknown check id; want one of cgroup-integrity, ` + checkIDList + ` (job property cellguard.validator.blocking.pre_start)
+cellguard: error: config ` + "CONFIG" + `: sysctl.profile: unknown sysctl profile "k8s": want container-host or none (job property cellguard.sysctl.profile)
+`},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +95,10 @@ cellguard: error: ` + "CONFIG" + `: unknown sysctl profile "k8s"`},
 		})
 	}
 }
+
+// checkIDList is the registry's ids after cgroup-integrity, as the
+// problems list them.
+var checkIDList = "delegation-audit, devices-cgroup, leaked-netns, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode"
 
 // A configured runtime binary that exists passes; one that is not
 // executable does not.

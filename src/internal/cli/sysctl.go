@@ -130,9 +130,7 @@ func (f *sysctlFlags) resolve(cfg *config.Config) (sysctl.Profile, error) {
 }
 
 // sysctlSettings hands the job's sysctl section to package sysctl.
-func sysctlSettings(c config.Sysctl) sysctl.Settings {
-	return sysctl.Settings{Profile: c.Profile, Set: c.Set, Remove: c.Remove, File: c.File}
-}
+func sysctlSettings(c config.Sysctl) sysctl.Settings { return c.Settings() }
 
 // start parses flags, sets up logging and resolves the profile. ok=false
 // means stop with code.
@@ -151,8 +149,7 @@ func (f *sysctlFlags) start(env *Env, fs *flag.FlagSet, args []string, source st
 	}
 	p, err := f.resolve(cfg)
 	if err != nil {
-		logger.Error("resolve-profile", err)
-		errorf(env, "%v", err)
+		f.failed(env, logger, "resolve-profile", err)
 		hintf(env, "fix the cellguard job's sysctl properties or the --set/--remove/--file flags; nothing was written")
 		closer()
 		return nil, sysctl.Profile{}, nil, false, ExitCantRun
@@ -201,13 +198,11 @@ func runSysctlApply(_ context.Context, env *Env, args []string) int {
 		logger.Info("finished", lager.Data{"changed": rep.Changed, "file_changed": rep.FileChanged, "summary": rep.Summary()})
 		return ExitOK
 	case errors.Is(err, sysctl.ErrInvalid):
-		logger.Error("invalid-input", err)
-		errorf(env, "%v", err)
+		f.failed(env, logger, "invalid-input", err)
 		hintf(env, "nothing was persisted and live changes were rolled back; fix the values and run again")
 		return ExitCantRun
 	default:
-		logger.Error("not-applied", err)
-		errorf(env, "%v", err)
+		f.failed(env, logger, "not-applied", err)
 		hintf(env, "the values are valid; see the table for the keys the kernel did not take")
 		return ExitFailed
 	}
@@ -223,8 +218,7 @@ func runSysctlCheck(_ context.Context, env *Env, args []string) int {
 
 	rep, err := sysctl.Check(f.root, p)
 	if err != nil {
-		logger.Error("check", err)
-		errorf(env, "%v", err)
+		f.failed(env, logger, "check", err)
 		return ExitCantRun
 	}
 	for _, k := range rep.Drifted() {

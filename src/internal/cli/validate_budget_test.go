@@ -67,10 +67,10 @@ func TestValidatePreStartBoundedByBudget(t *testing.T) {
 		escaped   bool
 		want      int
 	}{
-		{"validator.budget", `{"validator":{"budget":"500ms"}}`, nil, validator.Blocking, false, ExitOK},
+		{"validator.budget", `{"validator":{"budget":"1s"}}`, nil, validator.Blocking, false, ExitOK},
 		{"--budget", `{}`, []string{"--budget", "500ms"}, validator.Blocking, false, ExitOK},
-		{"a finished blocking check still blocks", `{"validator":{"budget":"500ms"}}`, nil, validator.Warning, true, ExitFailed},
-		{"json", `{"validator":{"budget":"500ms"}}`, []string{"--format", "json"}, validator.Blocking, false, ExitOK},
+		{"a finished blocking check still blocks", `{"validator":{"budget":"1s"}}`, nil, validator.Warning, true, ExitFailed},
+		{"json", `{"validator":{"budget":"1s"}}`, []string{"--format", "json"}, validator.Blocking, false, ExitOK},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

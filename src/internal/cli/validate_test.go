@@ -108,8 +108,8 @@ func TestValidateDrainDecidesAsDrain(t *testing.T) {
 		{"pass", `{}`, nil, ExitOK, "0\n", "pass"},
 		{"blocked", `{}`, escapedCell, ExitFailed, "", "blocked"},
 		{"lifted", `{}`, liftedCell, ExitOK, "0\n", "lifted"},
-		{"budget expired", `{"drain":{"budget":"300ms"}}`, hungRuntime, ExitOK, "0\n", "budget_expired"},
-		{"blocked although the budget expired", `{"drain":{"budget":"300ms"}}`, hungEscapedRuntime, ExitFailed, "", "blocked"},
+		{"budget expired", `{"drain":{"budget":"1s"}}`, hungRuntime, ExitOK, "0\n", "budget_expired"},
+		{"blocked although the budget expired", `{"drain":{"budget":"1s"}}`, hungEscapedRuntime, ExitFailed, "", "blocked"},
 		{"could not run", badID, escapedCell, ExitCantRun, "0\n", "could_not_run"},
 	}
 	for _, tc := range testCases {

@@ -214,7 +214,7 @@ func (f *watchFlags) watchSection(fs *flag.FlagSet, wc config.Watch) (config.Wat
 	if wc.Period.Duration <= 0 || *wc.HealPerMinute <= 0 {
 		return config.Watch{}, fmt.Errorf("--period and --heal-per-minute must be above zero")
 	}
-	if err := (&config.Config{Watch: wc}).Validate(); err != nil {
+	if err := (&config.Config{Watch: wc}).Validate(nil); err != nil {
 		return config.Watch{}, err
 	}
 	return wc, nil

@@ -58,7 +58,7 @@ func TestWatchConfigAndBadInput(t *testing.T) {
 		args      []string
 		want      string
 	}{
-		{"unknown ignore id", `{"validator": {"ignore": ["no-such-check"]}}`, []string{"--once"}, `unknown check id "no-such-check"`},
+		{"unknown ignore id", `{"validator": {"ignore": ["no-such-check"]}}`, []string{"--once"}, `validator.ignore "no-such-check": unknown check id`},
 		{"period zero", `{}`, []string{"--once", "--period", "0s"}, "must be above zero"},
 		{"half TLS", `{"watch": {"tls": {"cert": "/c"}}}`, []string{"--once"}, "set cert, key and ca together"},
 		{"unknown config key", `{"watch": {"listne": "x"}}`, []string{"--once"}, "listne"},

@@ -1,6 +1,10 @@
-// Package config loads and validates the JSON file the BOSH job renders
-// (jobs/cellguard/templates/config/cellguard.json.erb). Every section is
-// optional so each subcommand can run from flags alone.
+// Package config loads and judges the JSON file the BOSH job renders
+// (jobs/cellguard/templates/config/cellguard.json.erb). It is the one judge
+// of the file's values: Load returns a config every subcommand may act on,
+// or every problem, each naming its key and the job property behind it.
+// The template only passes values through, plus the few refusals that must
+// happen at render time (it says which). Every section is optional so each
+// subcommand can run from flags alone.
 package config
 
 import (
@@ -9,16 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"net"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
+	"reflect"
 
-	"github.com/cloudfoundry/cellguard/src/internal/logging"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // Config is the whole file.
@@ -127,53 +124,20 @@ type Drain struct {
 	BlockOnShutdown bool `json:"block_on_shutdown"`
 }
 
-// Duration is a time.Duration written as "30s" in JSON.
-type Duration struct{ time.Duration }
-
-// UnmarshalJSON accepts "30s" or a number of seconds. Every duration in the
-// config is a timeout or an age, so a negative one is a mistake, and a
-// number too large for time.Duration would wrap to a negative one.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		if s == "" {
-			d.Duration = 0
-			return nil
-		}
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("duration %q: %w", s, err)
-		}
-		if v < 0 {
-			return fmt.Errorf("duration %q: must not be negative", s)
-		}
-		d.Duration = v
-		return nil
-	}
-	var n float64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("duration: want \"30s\" or seconds, got %s", b)
-	}
-	if n < 0 || n > float64(math.MaxInt64/int64(time.Second)) {
-		return fmt.Errorf("duration %s: want 0 to %d seconds", b, math.MaxInt64/int64(time.Second))
-	}
-	d.Duration = time.Duration(n * float64(time.Second))
-	return nil
-}
-
-// MarshalJSON writes the duration as "30s".
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
-
 // ErrUntrusted means the config file could be changed by someone other than
 // root: cellguard runs as root and the config decides what it writes, which
 // checks block a deploy and which are ignored.
 var ErrUntrusted = safefile.ErrUntrusted
 
-// Load reads and validates a config file. Unknown fields are an error: a typo
-// in a job property must not silently disable a protection. The file must
-// be writable by root alone, and it is read through the descriptor that
-// check opened (safefile.OpenTrusted).
-func Load(path string) (*Config, error) {
+// Load reads and judges a config file: it returns a config every
+// subcommand may act on, or an *Error naming every problem (when the file
+// could be read and is JSON). checkIDs are the validator's check ids,
+// which validator.ignore and validator.blocking must name (config cannot
+// list them itself: the registry is built from the checks). Unknown keys
+// are an error: a typo in a job property must not silently disable a
+// protection. The file must be writable by root alone, and it is read
+// through the descriptor that check opened (safefile.OpenTrusted).
+func Load(path string, checkIDs []string) (*Config, error) {
 	f, err := safefile.OpenTrusted(path)
 	if errors.Is(err, safefile.ErrUntrusted) {
 		return nil, fmt.Errorf("config: %w", err)
@@ -185,210 +149,45 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
-	return Parse(b, path)
+	return Parse(b, path, checkIDs)
 }
 
-// Parse decodes and validates config bytes; name is used in errors.
-func Parse(b []byte, name string) (*Config, error) {
-	var c Config
+// Parse decodes and judges config bytes, as Load; name is used in errors.
+// Only a file that is not JSON stops it at once; otherwise every key is
+// judged and every problem returned.
+func Parse(b []byte, name string, checkIDs []string) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	dec.UseNumber()
+	var raw any
+	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("parse config %s: %w", name, err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("parse config %s: trailing data after the JSON object", name)
 	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", name, err)
+	var ps problems
+	ps.judgeShape(raw, reflect.TypeOf(Config{}), "")
+	var c Config
+	// A value judgeShape refused is left at its zero by encoding/json,
+	// which goes on decoding the rest; its error is the one judgeShape
+	// already named.
+	if err := json.Unmarshal(b, &c); err != nil && len(ps) == 0 {
+		ps.add("", "", "%v", err)
+	}
+	// A key refused for its shape holds no value to judge.
+	shaped := map[string]bool{}
+	for _, p := range ps {
+		shaped[p.Key] = true
+	}
+	for _, p := range c.problems(checkIDs) {
+		if !shaped[p.Key] {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) > 0 {
+		return nil, &Error{File: name, Problems: ps}
 	}
 	return &c, nil
-}
-
-// Validate checks what can be checked without touching the host.
-func (c *Config) Validate() error {
-	seen := map[string]bool{}
-	for i, d := range c.Daemons {
-		if d.Name == "" {
-			return fmt.Errorf("daemons[%d]: name is empty", i)
-		}
-		if seen[d.Name] {
-			return fmt.Errorf("daemons[%d]: duplicate name %q", i, d.Name)
-		}
-		seen[d.Name] = true
-		if d.Start == "" {
-			return fmt.Errorf("daemon %q: start command is empty", d.Name)
-		}
-		if err := d.validateFields(i); err != nil {
-			return err
-		}
-		switch d.Type {
-		case "", "exec", "forking":
-		default:
-			return fmt.Errorf("daemon %q: type %q: want exec or forking", d.Name, d.Type)
-		}
-		if d.Type == "forking" && d.PIDFile == "" {
-			return fmt.Errorf("daemon %q: type forking needs a pidfile", d.Name)
-		}
-	}
-	if err := c.validateLogAndWatch(); err != nil {
-		return err
-	}
-	for i, u := range c.DelegateUnits {
-		if err := unitfile.ValidateUnitName(u); err != nil {
-			return fmt.Errorf("delegate_units[%d]: %w (want a service unit name such as concourse.service)", i, err)
-		}
-		if !strings.HasSuffix(u, ".service") {
-			return fmt.Errorf("delegate_units[%d]: %w: %q is not a service (want a service unit name such as concourse.service)", i, unitfile.ErrBadName, u)
-		}
-	}
-	if err := c.validatePaths(); err != nil {
-		return err
-	}
-	for i, r := range c.Validator.ExtraCgroupRoots {
-		if err := validateCgroupRoot(r); err != nil {
-			return fmt.Errorf("validator.extra_cgroup_roots[%d]: %w", i, err)
-		}
-	}
-	for i, s := range c.Validator.ExtraCgroupSlices {
-		if !strings.HasPrefix(s, "/") || !strings.HasSuffix(s, ".slice") {
-			return fmt.Errorf("validator.extra_cgroup_slices[%d]: %q: want an absolute path ending in a slice, such as /kubepods.slice", i, s)
-		}
-		switch s {
-		case "/-.slice", "/system.slice", "/user.slice", "/machine.slice":
-			return fmt.Errorf("validator.extra_cgroup_slices[%d]: %q holds every other service, user session or machine (each would be an orphan); name a slice that holds only containers", i, s)
-		}
-	}
-	return nil
-}
-
-// validateLogAndWatch judges the log's and watch's values: the job
-// template passes them through type-checked, so this is their one judge
-// (issue 24: one home per rule), by the rules the logger and the /metrics
-// listener apply.
-func (c *Config) validateLogAndWatch() error {
-	if err := logging.CheckTimeFormat(c.Log.TimeFormat); err != nil {
-		return fmt.Errorf("log.time_format: %w", err)
-	}
-	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
-		return fmt.Errorf("log.level: %w", err)
-	}
-	if t := c.Watch.TLS; (t.Cert != "" || t.Key != "" || t.CA != "") && (t.Cert == "" || t.Key == "" || t.CA == "") {
-		return fmt.Errorf("watch.tls: set cert, key and ca together (mutual TLS), or none")
-	}
-	// A pointer, because a written 0 must not pass for an omitted key (the
-	// default): the job's schema says minimum 1.
-	switch n := c.Watch.HealPerMinute; {
-	case n == nil:
-	case *n < 0:
-		return fmt.Errorf("watch.heal_per_minute %d: must not be negative", *n)
-	case *n == 0:
-		return fmt.Errorf("watch.heal_per_minute 0: must be a whole number above zero (omit it for the default)")
-	}
-	if err := validateListen(c.Watch.Listen); err != nil {
-		return fmt.Errorf("watch.listen: %w", err)
-	}
-	return nil
-}
-
-// validateListen: empty (no /metrics), or host:port with a port of 0 to
-// 65535 and a host of letters, digits, '.', '-' or a bracketed IPv6
-// address, so a typo is refused at pre-start rather than when watch binds.
-func validateListen(l string) error {
-	if l == "" {
-		return nil
-	}
-	host, port, err := net.SplitHostPort(l)
-	if err != nil {
-		return fmt.Errorf("%q: want host:port such as 127.0.0.1:14875: %w", l, err)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 0 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
-		return fmt.Errorf("%q: port %q: want 0 to 65535", l, port)
-	}
-	if strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") != "" ||
-		(strings.Contains(host, ":") && !strings.HasPrefix(l, "[")) {
-		return fmt.Errorf("%q: host %q: want a name, an IPv4 address or a bracketed IPv6 address", l, host)
-	}
-	return nil
-}
-
-// validateFields holds a daemon's name, commands and pidfile to the rules
-// `cellguard unit install` applies (unitfile), so a name or path it would
-// refuse at pre-start is refused by `config check` first, and by the job
-// template at render time (the same rules; spec/jobs proves they agree).
-func (d Daemon) validateFields(i int) error {
-	if err := unitfile.ValidateName(d.Name); err != nil {
-		return fmt.Errorf("daemons[%d].name: %w", i, err)
-	}
-	if _, err := unitfile.SplitCommand(d.Start); err != nil {
-		return fmt.Errorf("daemons[%d].start: %w", i, err)
-	}
-	if d.Stop != "" {
-		if _, err := unitfile.SplitCommand(d.Stop); err != nil {
-			return fmt.Errorf("daemons[%d].stop: %w", i, err)
-		}
-	}
-	if d.PIDFile != "" {
-		if err := unitfile.ValidatePath(d.PIDFile); err != nil {
-			return fmt.Errorf("daemons[%d].pidfile: %w", i, err)
-		}
-	}
-	return nil
-}
-
-// validatePaths holds every other path a job property sets to
-// unitfile.ValidatePath: absolute, clean, safe characters. cellguard reads
-// or writes each as root, and bin/pre-start and bin/drain pass some to a
-// shell; the template quotes them, and this keeps a path that is not a
-// plain path from being acted on at all.
-func (c *Config) validatePaths() error {
-	paths := []struct{ key, path string }{
-		{"supervisor.pidfile", c.Supervisor.PIDFile},
-		{"watch.textfile", c.Watch.Textfile},
-		{"validator.prometheus_textfile", c.Validator.PrometheusFile},
-		{"validator.advisories_file", c.Validator.AdvisoriesFile},
-	}
-	for i, r := range c.Validator.RuntimeRoots {
-		paths = append(paths, struct{ key, path string }{fmt.Sprintf("validator.runtime_roots[%d]", i), r})
-	}
-	comps := make([]string, 0, len(c.Validator.RuntimeBinaries))
-	for comp := range c.Validator.RuntimeBinaries {
-		comps = append(comps, comp)
-	}
-	sort.Strings(comps)
-	for _, comp := range comps {
-		paths = append(paths, struct{ key, path string }{"validator.runtime_binaries." + comp, c.Validator.RuntimeBinaries[comp]})
-	}
-	for _, p := range paths {
-		if p.path == "" {
-			continue // unset: the feature is off or its default applies
-		}
-		if err := unitfile.ValidatePath(p.path); err != nil {
-			return fmt.Errorf("%s: %w", p.key, err)
-		}
-	}
-	return nil
-}
-
-// validateCgroupRoot: an absolute cgroup path that is not "/" nor a
-// systemd slice, service or scope, which hold unrelated processes that
-// runtime-ghosts would report as orphans. The job template applies the
-// same rule at render time (cg_cgroup_roots).
-func validateCgroupRoot(r string) error {
-	if !strings.HasPrefix(r, "/") {
-		return fmt.Errorf("%q: want an absolute cgroup path such as /system.slice/runit.service/garden", r)
-	}
-	base := ""
-	for _, e := range strings.Split(r, "/") {
-		if e != "" && e != "." {
-			base = e
-		}
-	}
-	if base == "" || base == ".." || strings.HasSuffix(base, ".slice") || strings.HasSuffix(base, ".service") || strings.HasSuffix(base, ".scope") {
-		return fmt.Errorf("%q holds more than a runtime's containers (every other process there would be an orphan); name the runtime's own parent cgroup", r)
-	}
-	return nil
 }
 
 // Daemon returns the daemon named name.

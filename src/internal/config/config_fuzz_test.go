@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,11 +23,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"daemons":[{"name":"a","start":"/x","type":"forking"}]}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := Parse(b, "fuzz")
+		c, err := Parse(b, "fuzz", testIDs)
 		if err != nil {
 			return
 		}
-		if err := c.Validate(); err != nil {
+		if err := c.Validate(testIDs); err != nil {
 			t.Fatalf("Parse accepted what Validate refuses: %v", err)
 		}
 		for _, d := range c.Daemons {
@@ -41,7 +42,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("marshal accepted config: %v", err)
 		}
-		back, err := Parse(out, "round trip")
+		back, err := Parse(out, "round trip", testIDs)
 		if err != nil {
 			t.Fatalf("round trip of %q: %v\n%s", b, err, out)
 		}
@@ -93,16 +94,20 @@ func normalize(c *Config) Config {
 // Found by FuzzParse: 1e300 seconds wrapped to a negative time.Duration and
 // "-5s" passed `config check`, only to fail later at unit install.
 func TestDurationRefusesNegativeAndOverflow(t *testing.T) {
-	for _, in := range []string{`"-5s"`, `-1`, `1e300`, `9223372037`} {
-		var d Duration
-		if err := d.UnmarshalJSON([]byte(in)); err == nil {
-			t.Errorf("duration %s accepted as %v", in, d.Duration)
+	for _, in := range []string{`"-5s"`, `-1`, `1e300`, `9223372037`, `true`, `"2562048h"`} {
+		_, err := Parse([]byte(`{"watch":{"period":`+in+`}}`), "test", testIDs)
+		if err == nil || !strings.Contains(err.Error(), "watch.period "+in+": ") {
+			t.Errorf("duration %s: %v, want it refused under watch.period", in, err)
 		}
 	}
-	for in, want := range map[string]time.Duration{`"30s"`: 30 * time.Second, `45`: 45 * time.Second, `""`: 0, `0.5`: 500 * time.Millisecond} {
-		var d Duration
-		if err := d.UnmarshalJSON([]byte(in)); err != nil || d.Duration != want {
-			t.Errorf("duration %s = %v, %v; want %v", in, d.Duration, err, want)
+	for in, want := range map[string]time.Duration{`"30s"`: 30 * time.Second, `45`: 45 * time.Second, `""`: 0, `null`: 0, `0.5`: 500 * time.Millisecond} {
+		c, err := Parse([]byte(`{"watch":{"period":`+in+`}}`), "test", testIDs)
+		if err != nil || c.Watch.Period.Duration != want {
+			t.Errorf("duration %s: %v; want %v", in, err, want)
+			continue
+		}
+		if b, _ := json.Marshal(c.Watch.Period); in != `null` && string(b) != in {
+			t.Errorf("duration %s written back as %s", in, b)
 		}
 	}
 }

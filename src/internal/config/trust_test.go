@@ -52,7 +52,7 @@ func TestLoadRefusesConfigOthersCanWrite(t *testing.T) {
 			if err := os.Chmod(dir, tc.dirMode); err != nil {
 				t.Fatal(err)
 			}
-			c, err := Load(p)
+			c, err := Load(p, testIDs)
 			if tc.want == "" {
 				if err != nil || len(c.Daemons) != 1 {
 					t.Fatalf("Load: %v", err)
@@ -72,7 +72,7 @@ func TestLoadRefusesConfigOfAnotherOwner(t *testing.T) {
 	if err := os.Chown(p, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(p); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "owned by uid 65534") || !strings.Contains(err.Error(), "chown root") {
+	if _, err := Load(p, testIDs); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "owned by uid 65534") || !strings.Contains(err.Error(), "chown root") {
 		t.Fatalf("Load = %v, want ErrUntrusted naming the owner and the fix", err)
 	}
 }
@@ -92,10 +92,10 @@ func TestLoadFollowsJobSymlink(t *testing.T) {
 	if err := os.Symlink(filepath.Join(base, "data/jobs/cellguard/abc123"), filepath.Join(base, "jobs/cellguard")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(filepath.Join(base, "jobs/cellguard/config/cellguard.json")); err != nil {
+	if _, err := Load(filepath.Join(base, "jobs/cellguard/config/cellguard.json"), testIDs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(filepath.Join(base, "jobs/cellguard/config/missing.json")); err == nil || !strings.Contains(err.Error(), "read config") {
+	if _, err := Load(filepath.Join(base, "jobs/cellguard/config/missing.json"), testIDs); err == nil || !strings.Contains(err.Error(), "read config") {
 		t.Fatalf("missing config: %v", err)
 	}
 }
@@ -106,7 +106,7 @@ func TestLoadFollowsJobSymlink(t *testing.T) {
 func TestLoadRefusesALinkAnotherUserOwns(t *testing.T) {
 	p := writeConfig(t, t.TempDir(), 0o644)
 	link := testkit.ForeignLink(t, p)
-	if _, err := Load(link); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "symlink "+link+" ") || !strings.Contains(err.Error(), "chown -h root") {
+	if _, err := Load(link, testIDs); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "symlink "+link+" ") || !strings.Contains(err.Error(), "chown -h root") {
 		t.Fatalf("Load through a link uid %d owns = %v, want ErrUntrusted naming the link and the fix", testkit.ForeignUID, err)
 	}
 }

@@ -55,7 +55,7 @@ func New(opts Options, stderr io.Writer) (lager.Logger, func() error, error) {
 }
 
 // CheckTimeFormat refuses a time format New would refuse; empty means
-// unix-epoch. config.Validate asks it, so `cellguard config check` judges
+// unix-epoch. config.Load asks it, so every subcommand (and `config check`) judges
 // cellguard.log.time_format by the rule the logger applies.
 func CheckTimeFormat(s string) error {
 	switch strings.ToLower(s) {
