@@ -11,7 +11,7 @@ tarball="${2:-${dir}/dev_releases/cellguard-dev.tgz}"
 
 bosh="$("${here}/bosh-cli.sh")"
 "${here}/golang-blob.sh"
-"${dir}/ci/scripts/sync-module.sh"
+"${dir}/ci/scripts/vendor.sh" --check
 
 mkdir -p "$(dirname "${tarball}")"
 offline=()
