@@ -321,7 +321,12 @@ func TestPipeline(t *testing.T) {
 				t.Errorf("%s runs no make target: tasks must call the Makefile", script)
 			}
 			for _, c := range calls {
-				for _, target := range strings.Fields(c[1]) {
+				// make's arguments end at a pipe or list; VAR=value are not targets.
+				args, _, _ := strings.Cut(strings.NewReplacer(";", "|", "&", "|", ">", "|").Replace(c[1]), "|")
+				for _, target := range strings.Fields(args) {
+					if strings.Contains(target, "=") {
+						continue
+					}
 					if !targets[target] {
 						t.Errorf("%s runs make %s, which the Makefile does not define", script, target)
 					}
@@ -439,5 +444,188 @@ func TestFinalReleasesAreConsistent(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Every shipped manifest that names release cellguard says where to get it:
+// version, url and sha1 as variables (bosh deploy and update-runtime-config
+// upload from url; docs/releasing.md lists each version's values). The
+// runtime config takes url and sha1 from an ops file, so that applying it
+// without one (after bosh upload-release) uploads nothing.
+func TestManifestsNameTheReleaseTarball(t *testing.T) {
+	want := map[string]string{"version": "((cellguard_version))", "url": "((cellguard_url))", "sha1": "((cellguard_sha1))"}
+	for _, file := range []string{"manifests/operations/add-cellguard-to-diego-cells.yml", "manifests/prometheus/add-cellguard-alerts.yml"} {
+		var ops []struct {
+			Path  string `yaml:"path"`
+			Value any    `yaml:"value"`
+		}
+		readYAML(t, file, &ops)
+		found := false
+		for _, op := range ops {
+			if op.Path != "/releases/name=cellguard?" {
+				continue
+			}
+			found = true
+			value, _ := op.Value.(map[string]any)
+			for k, v := range want {
+				if value[k] != v {
+					t.Errorf("%s: release cellguard's %s is %v, want %s", file, k, value[k], v)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s adds no release cellguard", file)
+		}
+	}
+	var urlOps []struct{ Path, Value string }
+	readYAML(t, "manifests/operations/cellguard-release-url.yml", &urlOps)
+	got := map[string]string{}
+	for _, op := range urlOps {
+		got[op.Path] = op.Value
+	}
+	if got["/releases/name=cellguard/url?"] != want["url"] || got["/releases/name=cellguard/sha1?"] != want["sha1"] {
+		t.Errorf("manifests/operations/cellguard-release-url.yml sets %v, want url and sha1 variables", got)
+	}
+	for _, doc := range []string{"manifests/runtime-config.yml", "docs/releasing.md"} {
+		if !strings.Contains(readFile(t, doc), "cellguard-release-url.yml") {
+			t.Errorf("%s does not name manifests/operations/cellguard-release-url.yml", doc)
+		}
+	}
+}
+
+// fly validate-pipeline's reference checks, as a test (fly is not in the Go
+// module proxy: github.com/concourse/concourse answers 403 there): resource
+// and job names unique, every get and put names a declared resource of a
+// known type, every passed names a job that gets the same resource, and
+// every put's params read only from an artifact an earlier step made. And
+// the release flow itself: a tag vX.Y.Z triggers the task that runs make
+// final-release, and its tarball goes to a release resource.
+func TestPipelineReferences(t *testing.T) {
+	type step = map[string]any
+	var p struct {
+		ResourceTypes []struct{ Name string } `yaml:"resource_types"`
+		Resources     []struct {
+			Name, Type string
+			Source     map[string]any
+		} `yaml:"resources"`
+		Jobs []struct {
+			Name string `yaml:"name"`
+			Plan []step `yaml:"plan"`
+		} `yaml:"jobs"`
+	}
+	readYAML(t, "ci/pipeline.yml", &p)
+	types := map[string]bool{"git": true, "s3": true, "github-release": true, "registry-image": true, "time": true, "semver": true}
+	for _, rt := range p.ResourceTypes {
+		types[rt.Name] = true
+	}
+	resources := map[string]string{}
+	for _, r := range p.Resources {
+		if _, dup := resources[r.Name]; dup {
+			t.Errorf("resource %s declared twice", r.Name)
+		}
+		if !types[r.Type] {
+			t.Errorf("resource %s has unknown type %s", r.Name, r.Type)
+		}
+		resources[r.Name] = r.Type
+	}
+	gets := map[string]map[string]bool{} // job -> resources it gets
+	for _, j := range p.Jobs {
+		if gets[j.Name] != nil {
+			t.Errorf("job %s declared twice", j.Name)
+		}
+		gets[j.Name] = map[string]bool{}
+		for _, s := range j.Plan {
+			if name, ok := s["get"].(string); ok {
+				res, _ := s["resource"].(string)
+				if res == "" {
+					res = name
+				}
+				gets[j.Name][res] = true
+			}
+		}
+	}
+	for _, j := range p.Jobs {
+		artifacts := map[string]bool{}
+		for _, s := range j.Plan {
+			switch {
+			case s["get"] != nil:
+				res, _ := s["resource"].(string)
+				if res == "" {
+					res, _ = s["get"].(string)
+				}
+				if _, ok := resources[res]; !ok {
+					t.Errorf("job %s gets undeclared resource %s", j.Name, res)
+				}
+				passed, _ := s["passed"].([]any)
+				for _, up := range passed {
+					if !gets[fmt.Sprint(up)][res] {
+						t.Errorf("job %s: passed %v, which does not get %s", j.Name, up, res)
+					}
+				}
+				artifacts[fmt.Sprint(s["get"])] = true
+			case s["task"] != nil:
+				var task struct{ Outputs []struct{ Name string } }
+				if file, ok := s["file"].(string); ok {
+					readYAML(t, strings.TrimPrefix(file, "cellguard/"), &task)
+				}
+				for _, o := range task.Outputs {
+					artifacts[o.Name] = true
+				}
+			case s["put"] != nil:
+				res := fmt.Sprint(s["put"])
+				if _, ok := resources[res]; !ok {
+					t.Errorf("job %s puts undeclared resource %s", j.Name, res)
+				}
+				params, _ := s["params"].(map[string]any)
+				for k, v := range params {
+					vals := []any{v}
+					if list, ok := v.([]any); ok {
+						vals = list
+					}
+					for _, v := range vals {
+						str, ok := v.(string)
+						if !ok {
+							continue
+						}
+						if dir, _, _ := strings.Cut(str, "/"); !artifacts[dir] {
+							t.Errorf("job %s: put %s params.%s reads %s, which no earlier step makes", j.Name, res, k, str)
+						}
+					}
+				}
+			}
+		}
+	}
+	// The release flow.
+	var release []step
+	for _, j := range p.Jobs {
+		if j.Name == "final-release" {
+			release = j.Plan
+		}
+	}
+	if len(release) < 3 {
+		t.Fatalf("no final-release job with a get, a task and a put: %v", release)
+	}
+	res, _ := release[0]["resource"].(string)
+	var tagRegex string
+	for _, r := range p.Resources {
+		if r.Name == res {
+			tagRegex, _ = r.Source["tag_regex"].(string)
+		}
+	}
+	if release[0]["trigger"] != true || tagRegex == "" || !regexp.MustCompile(tagRegex).MatchString("v0.1.0") || regexp.MustCompile(tagRegex).MatchString("v0.1.0-rc1") {
+		t.Errorf("final-release must trigger on a tag vX.Y.Z (resource %s, tag_regex %q)", res, tagRegex)
+	}
+	if !strings.Contains(readFile(t, "ci/tasks/final-release.sh"), "make final-release VERSION=") {
+		t.Error("ci/tasks/final-release.sh does not run make final-release VERSION=...")
+	}
+	published := false
+	for _, s := range release {
+		if put, ok := s["put"].(string); ok && resources[put] == "github-release" {
+			params, _ := s["params"].(map[string]any)
+			published = strings.Contains(fmt.Sprint(params["globs"]), ".tgz")
+		}
+	}
+	if !published {
+		t.Error("final-release puts no tarball to a github-release resource")
 	}
 }
