@@ -18,7 +18,8 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./src/cmd/cellguard
 
-# Installs what the tests need (Debian packages, Go modules); idempotent.
+# Installs what the tests need (Debian packages, Go modules, the pinned upstream
+# files of ci/upstream-sources.lock in ../shared, fetched by commit where missing); idempotent.
 deps:
 	bash ci/scripts/install-deps.sh
 

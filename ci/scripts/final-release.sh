@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Cuts final release VERSION from the last commit:
 #   final-release.sh VERSION           (make final-release VERSION=x.y.z)
-# bosh create-release --final runs in a scratch git worktree of HEAD, so the
+# bosh create-release --final runs in a scratch clone at HEAD, so the
 # release records HEAD's commit with no uncommitted changes. It uploads the
 # new job and package tarballs to config/final.yml's blobstore with the
 # credentials of config/private.yml (gitignored), or, with
 # FINAL_BLOBSTORE_DIR=DIR, to that directory (a development override: the
-# scratch worktree's final.yml names it; the checkout's is never edited).
+# scratch clone's final.yml names it; the checkout's is never edited).
 # It writes into this checkout, and commits none of it:
 #   releases/cellguard/cellguard-VERSION.yml, releases/cellguard/index.yml,
 #   .final_builds/ (the final builds' index files), and
@@ -44,17 +44,15 @@ bosh="$("${here}/bosh-cli.sh")"
 
 work="$(mktemp -d /var/tmp/cellguard-final-release.XXXXXX)"
 scratch="${work}/release"
-cleanup() {
-  git -C "${repo}" worktree remove --force "${scratch}" >/dev/null 2>&1 || true
-  rm -rf "${work}"
-  git -C "${repo}" worktree prune
-}
-trap cleanup EXIT
-git worktree add --quiet --detach "${scratch}" HEAD
+trap 'rm -rf "${work}"' EXIT
+# A clone sharing this repository's objects (read only), at HEAD's commit.
+head="$(git rev-parse HEAD)"
+git clone --quiet --shared --no-checkout "$(cd "$(git rev-parse --git-common-dir)" && pwd)" "${scratch}"
+git -C "${scratch}" checkout --quiet --detach "${head}"
 cp -a blobs "${scratch}/"
 offline=()
 if [ -n "${store}" ]; then
-  # The scratch worktree's own index hides the override from bosh's dirty
+  # The scratch clone's own index hides the override from bosh's dirty
   # check; this checkout's index and config/final.yml are untouched.
   printf -- '---\nname: %s\nblobstore:\n  provider: local\n  options:\n    blobstore_path: %s\n' "${name}" "${store}" \
     >"${scratch}/config/final.yml"
