@@ -18,7 +18,8 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./src/cmd/cellguard
 
-# Installs what the tests need (Debian packages, Go modules); idempotent.
+# Installs what the tests need (Debian packages, Go modules, the pinned upstream
+# files of ci/upstream-sources.lock in ../shared, fetched by commit where missing); idempotent.
 deps:
 	bash ci/scripts/install-deps.sh
 
@@ -32,7 +33,7 @@ gotest:
 # both modules: the product's and spec/ (the template tests and BOSH tools).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
-	@out=$$(git ls-files '*.go' | xargs gofmt -l); \
+	@out=$$(git ls-files '*.go' ':!:src/vendor' | xargs gofmt -l); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags $(CRASHTAG) ./src/internal/safefile/...
@@ -49,7 +50,7 @@ FUZZTIME ?= 30s
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash ci/scripts/fuzz.sh
 
-.PHONY: release-sync release-e2e golang-blob generate
+.PHONY: vendor release-e2e final-release golang-blob generate
 
 # Rewrite the files generated from jobs/: the alert rules rendered with the
 # cellguard-alerts job's defaults (manifests/prometheus/*.alerts.yml) and
@@ -67,9 +68,18 @@ spec:
 release:
 	bash ci/scripts/create-release.sh
 
-# Copy go.mod, go.sum and vendor/ into src/_module (packages/cellguard's files).
-release-sync:
-	bash ci/scripts/sync-module.sh
+# A final release from the last commit (docs/releasing.md): writes
+# releases/cellguard/cellguard-$(VERSION).yml, releases/cellguard/index.yml,
+# .final_builds/ and releases/cellguard/cellguard-$(VERSION).tgz, prints the
+# tarball's sha1, commits nothing. FINAL_BLOBSTORE_DIR=DIR uploads to a local
+# directory instead of config/final.yml's blobstore (development only).
+final-release:
+	bash ci/scripts/final-release.sh $(VERSION)
+
+# Write src/vendor (packages/cellguard's dependencies, committed) from
+# go.mod and go.sum: run it after every dependency change.
+vendor:
+	bash ci/scripts/vendor.sh
 
 # create-release, then compile every package from the tarball as a compile VM would.
 release-e2e:
@@ -138,7 +148,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'StartStop|Watch' -benchtime 1x -timeout 60m ./src/tests/perf
 
 # Every build output: binaries, release tarballs and bosh's dev index,
-# the synced module copy, test and profile files.
+# a half-written vendor tree, test and profile files.
 clean:
-	rm -rf bin dev_releases .dev_builds src/_module src/.module.* cellguard
+	rm -rf bin dev_releases .dev_builds src/.vendor.* cellguard
 	find . -path ./.git -prune -o \( -name '*.test' -o -name '*.prof' \) -type f -print0 | xargs -0 rm -f

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what cellguard's tests need on a Debian 12 machine: Debian packages, the Go
-# toolchain named in go.mod (only when there is no go at all), the Go modules, and the
-# cached rootfs of the test systemd box. Idempotent; silent unless it changes something.
+# toolchain named in go.mod (only when there is no go at all), the Go modules, the pinned
+# upstream files in ../shared (fetched where missing), and the cached rootfs of the test
+# systemd box. Idempotent; silent unless it changes something.
 # Run as root (make deps). Installing systemd-container may upgrade the host's systemd
 # packages to the same version; that is expected.
 set -euo pipefail
@@ -137,7 +138,20 @@ fi
 # 3. Go modules (silent when they are in the module cache already).
 "${GO}" mod download
 
-# 4. The test box's cached rootfs (debootstrap, about a minute, once): built here so
+# 4. The pinned upstream files (ci/upstream-sources.lock: the director's source and gems,
+#    Garden's sources, BOSH's monit) in ../shared, a cache beside the repository: each
+#    one missing there is fetched by commit (CELLGUARD_SOURCES_MIRROR, default the
+#    upstream's archive URLs) and installed only if its sha256 is the pinned one.
+#    Offline, the error names each file, where to fetch it and where to put it.
+if ! bash ci/scripts/fetch-sources.sh; then
+  if [ "${CI:-}" = true ]; then
+    echo "install-deps: FAILED: pinned upstream files are missing (above); CI=true: the director, fleet and Garden tests must run" >&2
+    exit 1
+  fi
+  echo "install-deps: !!! pinned upstream files are missing (above); the director, fleet and Garden tests will NOT RUN here (and fail in CI) !!!" >&2
+fi
+
+# 5. The test box's cached rootfs (debootstrap, about a minute, once): built here so
 #    the first integration test does not spend its timeout on it.
 #    xenial's too (systemd 229, the one where the seed-000 symptom shows: the integration
 #    test TestSeed000SymptomXenial boots it): about five and a half minutes, once.

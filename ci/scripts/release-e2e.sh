@@ -4,15 +4,17 @@
 #     nothing generated) into a scratch dir, so nothing lands in the repo and
 #     parallel runs do not share .dev_builds;
 #  2. bosh create-release --force --tarball there, in a network namespace with
-#     no interfaces (offline), after syncing src/_module;
+#     no interfaces (offline): the plain command, nothing generated first
+#     (src/vendor is committed; vendor.sh --check says it is current);
 #  3. unpack the tarball and compile each package from it alone, in dependency
 #     order, as the BOSH agent does: the package's files in
 #     BOSH_COMPILE_TARGET, `bash -x packaging`, only its declared
 #     dependencies under the packages dir, a clean environment without the
 #     host's Go, and no network;
 #  4. run the compiled binary;
-#  5. check the package carries the root go.mod/go.sum, and that changing
-#     go.mod changes the cellguard package's version (the fingerprint trap).
+#  5. check the package carries src/vendor, and that changing a dependency
+#     changes the cellguard package's version (the fingerprint trap) and is
+#     caught while src/vendor is stale.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -47,10 +49,15 @@ case "${CELLGUARD_E2E_SOURCE:-worktree}" in
   *) fail "CELLGUARD_E2E_SOURCE must be worktree or head" ;;
 esac
 say "release dir from ${CELLGUARD_E2E_SOURCE:-worktree}: $(find "${rel}" -type f | wc -l) files"
-[ ! -e "${rel}/src/_module" ] || fail "src/_module was copied: it must be gitignored"
+# Final builds (.final_builds) would be fetched from config/final.yml's
+# bucket for every package whose fingerprint a final release has: this
+# builds every package from its sources instead, offline, which is what
+# step 3 compiles. releases/ goes too: a dev release needs none of it.
+rm -rf "${rel}/.final_builds" "${rel}/releases"
+mkdir -p "${rel}/blobs" && cp -a "${repo}/blobs/." "${rel}/blobs/"
 
 # 2. create-release, offline.
-"${rel}/ci/scripts/sync-module.sh" >/dev/null
+"${rel}/ci/scripts/vendor.sh" --check >/dev/null || fail "src/vendor is stale: make vendor"
 tarball="${work}/cellguard.tgz"
 (cd "${rel}" && "${offline[@]}" "${bosh}" create-release --force --tarball="${tarball}" --non-interactive) \
   >"${work}/create-release.log" 2>&1 || { cat "${work}/create-release.log" >&2; fail "bosh create-release"; }
@@ -120,22 +127,23 @@ done
 for s in pre-start drain; do bash -n "${work}/rendered/bin/${s}" || fail "rendered bin/${s} is not valid bash"; done
 say "job cellguard from the tarball renders; the compiled binary accepts its config"
 
-# 5a. the package carries the root module files.
+# 5a. the package carries src/vendor, as go mod vendor writes it from the root go.mod.
 pkg="${work}/pkg-cellguard"
 mkdir -p "${pkg}" && tar -xzf "${unpacked}/packages/cellguard.tgz" -C "${pkg}"
-cmp -s "${pkg}/_module/go.mod" "${rel}/go.mod" || fail "package go.mod differs from the root go.mod"
-cmp -s "${pkg}/_module/go.sum" "${rel}/go.sum" || fail "package go.sum differs from the root go.sum"
+diff -r "${pkg}/vendor" "${rel}/src/vendor" >/dev/null || fail "package vendor/ differs from src/vendor"
 if find "${pkg}" -name '*_test.go' | grep -q .; then fail "package ships _test.go files"; fi
 if [ -e "${pkg}/internal/testkit" ]; then fail "package ships internal/testkit"; fi
-say "package cellguard carries the root go.mod/go.sum and $(grep -c '^# ' "${pkg}/_module/vendor/modules.txt") vendored modules, no tests"
+say "package cellguard carries src/vendor ($(grep -c '^# ' "${pkg}/vendor/modules.txt") modules), no tests"
 
-# 5b. a go.mod change must change the package version.
-echo "// release-e2e fingerprint probe" >>"${rel}/go.mod"
-"${rel}/ci/scripts/sync-module.sh" >/dev/null
+# 5b. a dependency change must change the package version, and a go.mod
+# that src/vendor no longer matches must be caught. The probe: a required
+# module's version in modules.txt, as a bump leaves it after make vendor.
+sed -i -E '0,/^# golang.org\/x\/sys v/s//# golang.org\/x\/sys v0.0.0-probe-/' "${rel}/src/vendor/modules.txt"
+! "${rel}/ci/scripts/vendor.sh" --check >/dev/null 2>&1 || fail "vendor.sh --check passed a src/vendor that go.mod does not match"
 (cd "${rel}" && "${offline[@]}" "${bosh}" create-release --force --tarball="${work}/probe.tgz" --non-interactive) \
   >"${work}/create-release-probe.log" 2>&1 || { cat "${work}/create-release-probe.log" >&2; fail "bosh create-release (probe)"; }
 probe_version="$(tar -xzOf "${work}/probe.tgz" release.MF | ruby -ryaml -e 'puts YAML.load($stdin.read)["packages"].find { |p| p["name"] == "cellguard" }["version"]')"
-[ "${probe_version}" != "${cg_version}" ] || fail "changing go.mod left package cellguard at ${cg_version}"
-say "go.mod change: package cellguard ${cg_version} -> ${probe_version}"
+[ "${probe_version}" != "${cg_version}" ] || fail "changing a dependency left package cellguard at ${cg_version}"
+say "dependency change: vendor.sh --check caught it; package cellguard ${cg_version} -> ${probe_version}"
 
 say "PASS in $((SECONDS - start))s"

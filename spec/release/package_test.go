@@ -39,7 +39,7 @@ func TestPackageShipsNoTestCode(t *testing.T) {
 		case strings.HasPrefix(f, "internal/testkit/"):
 			t.Errorf("package cellguard ships test-only code: %s", f)
 		}
-		if strings.HasSuffix(f, ".go") && !strings.HasPrefix(f, "_module/") {
+		if strings.HasSuffix(f, ".go") && !strings.HasPrefix(f, "vendor/") {
 			shipped[path.Dir(f)] = true
 		}
 	}

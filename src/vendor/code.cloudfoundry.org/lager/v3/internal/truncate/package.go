@@ -1,0 +1,1 @@
+package truncate // import "code.cloudfoundry.org/lager/v3/internal/truncate"

@@ -1,0 +1,5 @@
+//go:build !linux && !windows
+
+package platform
+
+const Native = ""

@@ -1,0 +1,2 @@
+// Package link allows attaching eBPF programs to various kernel hooks.
+package link

@@ -1,0 +1,7 @@
+//go:build ebpf_unsafe_memory_experiment
+
+package ebpf
+
+func init() {
+	unsafeMemory = true
+}
