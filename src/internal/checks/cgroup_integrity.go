@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
@@ -43,6 +44,9 @@ var _ validator.Check = (*CgroupIntegrity)(nil)
 // (TestValidateUnderChurn); 1.5s in all is far beyond that, and a real
 // escape does not heal by itself.
 var recheckDelays = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
+
+// Needs: the host snapshot.
+func (*CgroupIntegrity) Needs() []facts.Kind { return []facts.Kind{facts.Snapshot} }
 
 func (*CgroupIntegrity) Meta() validator.Meta {
 	return validator.Meta{

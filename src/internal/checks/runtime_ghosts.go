@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -42,6 +43,9 @@ type RuntimeGhosts struct {
 }
 
 var _ validator.Check = (*RuntimeGhosts)(nil)
+
+// Needs: the host snapshot.
+func (*RuntimeGhosts) Needs() []facts.Kind { return []facts.Kind{facts.Snapshot} }
 
 func (*RuntimeGhosts) Meta() validator.Meta {
 	return validator.Meta{

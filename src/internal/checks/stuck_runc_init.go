@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
@@ -43,6 +44,9 @@ type StuckRuncInit struct {
 }
 
 var _ validator.Check = (*StuckRuncInit)(nil)
+
+// Needs: the host snapshot.
+func (*StuckRuncInit) Needs() []facts.Kind { return []facts.Kind{facts.Snapshot} }
 
 func (*StuckRuncInit) Meta() validator.Meta {
 	return validator.Meta{

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
@@ -72,7 +73,7 @@ func runConfigCheck(_ context.Context, env *Env, args []string) int {
 		for _, p := range problems {
 			errorf(env, "%s: %s", path, p)
 		}
-		hintf(env, "fix the cellguard job's properties (jobs/cellguard/spec); check ids: %s", strings.Join(validator.IDs(checks.All(checks.Deps{})), ", "))
+		hintf(env, "fix the cellguard job's properties (jobs/cellguard/spec); check ids: %s", strings.Join(checks.IDs(), ", "))
 		return ExitCantRun
 	}
 	fmt.Fprintf(env.Stdout, "%s: ok: %d daemons, supervisor protect=%t, sysctl profile %q, %d validator runtime roots\n",
@@ -84,18 +85,19 @@ func runConfigCheck(_ context.Context, env *Env, args []string) int {
 // check registry, the sysctl profile or the host's files.
 func configProblems(cfg *config.Config, root string) []string {
 	var problems []string
-	registry := checks.All(checks.Deps{})
+	plan := newPlan(cfg, app.Overrides{Root: root})
 	// The ignore list once, then each phase's blocking list on its own, so
 	// every unknown id is named.
-	idsOnly := *cfg
-	idsOnly.Validator.Blocking = nil
-	if _, cr := policyOptions(&idsOnly, registry, validator.PreStart, nil); cr != nil {
-		problems = append(problems, cr.err.Error())
+	ignoreOnly := *plan
+	ignoreOnly.Blocking = nil
+	if _, err := ignoreOnly.Options(validator.PreStart); err != nil {
+		problems = append(problems, err.Error())
 	}
-	idsOnly.Validator.Ignore, idsOnly.Validator.Blocking = nil, cfg.Validator.Blocking
+	blockingOnly := *plan
+	blockingOnly.Ignore = nil
 	for _, phase := range []validator.Phase{validator.PreStart, validator.Drain} {
-		if _, cr := policyOptions(&idsOnly, registry, phase, nil); cr != nil {
-			problems = append(problems, cr.err.Error())
+		if _, err := blockingOnly.Options(phase); err != nil {
+			problems = append(problems, err.Error())
 		}
 	}
 	if _, err := sysctl.Resolve(sysctlSettings(cfg.Sysctl)); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -29,7 +30,9 @@ func (neverReturns) Run(context.Context) ([]validator.Finding, error) { select {
 func withStuckCheck(t *testing.T, sev validator.Severity) {
 	t.Helper()
 	old := checksOf
-	checksOf = func(d checks.Deps) []validator.Check { return append(old(d), neverReturns{severity: sev}) }
+	checksOf = func(h *facts.Host, p checks.Policy) []validator.Check {
+		return append(old(h, p), neverReturns{severity: sev})
+	}
 	t.Cleanup(func() { checksOf = old })
 }
 
