@@ -14,6 +14,7 @@ import (
 
 func TestMain(m *testing.M) {
 	leakyns.Main() // returns unless this process is a helper
+	cellguardMain() // likewise
 	os.Exit(m.Run())
 }
 
