@@ -13,7 +13,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	leakyns.Main() // returns unless this process is a helper
+	leakyns.Main()  // returns unless this process is a helper
 	cellguardMain() // likewise
 	os.Exit(m.Run())
 }
