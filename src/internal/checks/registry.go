@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/facts"
-	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -29,17 +28,10 @@ type Policy struct {
 	// (runcvouch.go).
 	RuntimeBinaries map[string]string
 	RuncPaths       []string
-	// Reread reads a suspect again to confirm it; nil reads /proc.
-	Reread snapshot.Rereader
 	// Confirm are the waits before a suspected escape counts (each one a
 	// re-read); nil means the validator's 1.5s in four rounds. watch passes
 	// a shorter schedule to report within a second (docs/validator.md).
 	Confirm []time.Duration
-	// Sleep waits before a suspect is confirmed; nil means time.Sleep on
-	// the live root and no wait under another root: a tree under a prefix
-	// is a snapshot (fixtures, benchmarks), where waiting 1.5s for a join
-	// in flight only adds latency.
-	Sleep func(time.Duration)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -72,18 +64,16 @@ func (b bound) Run(ctx context.Context) ([]validator.Finding, error) {
 // All is the one list of the validator's checks, in report order, bound
 // to one run's facts h and judging by p.
 func All(h *facts.Host, p Policy) []validator.Check {
-	if p.Sleep == nil && h != nil && !hostroot.IsLive(h.Root()) {
-		p.Sleep = func(time.Duration) {}
-	}
 	var snap *snapshot.Source
+	var recheck facts.Recheck
 	if h != nil {
-		snap = h.Snapshot()
+		snap, recheck = h.Snapshot(), h.Recheck()
 	}
 	runc := RuncFiles{Configured: p.RuntimeBinaries, Paths: p.RuncPaths}
 	return []validator.Check{
-		&CgroupIntegrity{host: snap, Sleep: p.Sleep, Confirm: p.Confirm, Reread: p.Reread, Runc: runc, Now: p.Now},
-		&RuntimeGhosts{host: snap, ExtraRoots: p.ExtraCgroupRoots, Sleep: p.Sleep, Confirm: p.Confirm, Runc: runc, Now: p.Now},
-		&StuckRuncInit{host: snap, MaxAge: p.RuncInitMaxAge, Now: p.Now, Runc: runc},
+		&CgroupIntegrity{host: snap, recheck: recheck, Confirm: p.Confirm, Runc: runc, Now: p.Now},
+		&RuntimeGhosts{host: snap, recheck: recheck, ExtraRoots: p.ExtraCgroupRoots, Confirm: p.Confirm, Runc: runc, Now: p.Now},
+		&StuckRuncInit{host: snap, MaxAge: p.RuncInitMaxAge, Now: p.Now, Runc: runc, Recheck: recheck},
 		bound{RuntimeVersions{Phase: p.Phase}, h},
 		bound{SystemdCgroupMode{}, h},
 		bound{DelegationAudit{}, h},

@@ -41,6 +41,9 @@ type StuckRuncInit struct {
 	// Runc names the host's runc, whose children are vouched for
 	// (runcvouch.go).
 	Runc RuncFiles
+	// Recheck vouches for runc's children (runcvouch.go); nil means
+	// facts.LiveRecheck.
+	Recheck facts.Recheck
 }
 
 var _ validator.Check = (*StuckRuncInit)(nil)
@@ -95,7 +98,7 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 		c := &v.Discovery().Containers[i]
 		byInit[c.State.InitProcessPid] = c
 	}
-	vouch := newVoucher(v.ProcFS(), s.Runc, v.Boot(), now)
+	vouch := newVoucher(v.ProcFS(), s.Runc, v.Boot(), now, s.recheck())
 	r := v.ProcFS().NewReader()
 	defer r.Close()
 	var fs []validator.Finding
@@ -288,4 +291,11 @@ func (c *pipeCount) probe(fs procfs.FS, r *procfs.Reader, pid int, name string, 
 			c.smallest = n
 		}
 	}
+}
+
+func (s *StuckRuncInit) recheck() facts.Recheck {
+	if s.Recheck == nil {
+		return facts.LiveRecheck{}
+	}
+	return s.Recheck
 }

@@ -47,10 +47,9 @@ func all(d testDeps) []validator.Check {
 	h := facts.New(facts.Spec{Root: d.Root, Snapshot: snap, Running: d.Systemd, Units: d.SystemdUnits,
 		Daemons: d.Daemons, DelegateUnits: d.DelegateUnits, RuntimeBinaries: d.RuntimeBinaries,
 		AdvisoriesFile: d.AdvisoriesFile, Prober: runtimever.Prober{Cache: d.ProbeCache},
-		Sysctl: d.Sysctl, NetNS: d.NetNS, Sleep: d.Sleep})
+		Sysctl: d.Sysctl, NetNS: d.NetNS, Sleep: d.Sleep, Recheck: recheckOf(d)})
 	return All(h, Policy{Phase: d.Phase, RuncInitMaxAge: d.RuncInitMaxAge, ExtraCgroupRoots: d.ExtraCgroupRoots,
-		RuntimeBinaries: d.RuntimeBinaries, RuncPaths: d.RuncPaths, Reread: d.Reread, Confirm: d.Confirm,
-		Sleep: d.Sleep, Now: d.Now})
+		RuntimeBinaries: d.RuntimeBinaries, RuncPaths: d.RuncPaths, Confirm: d.Confirm, Now: d.Now})
 }
 
 // systemdCase is systemd-cgroup-mode over a fixture root and fake
@@ -95,3 +94,12 @@ func (c *netnsCase) Run(ctx context.Context) ([]validator.Finding, error) {
 }
 
 func (c *runtimeCase) Meta() validator.Meta { return RuntimeVersions{}.Meta() }
+
+// recheckOf is the live recheck with d's wait and re-read, nil when d
+// sets neither (the host's default: no wait under a fixture root).
+func recheckOf(d testDeps) facts.Recheck {
+	if d.Sleep == nil && d.Reread == nil {
+		return nil
+	}
+	return facts.LiveRecheck{Wait: d.Sleep, Reread: d.Reread}
+}

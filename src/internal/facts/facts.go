@@ -93,6 +93,10 @@ type Spec struct {
 	Kernel *bpfiter.Kernel
 	// Sleep waits before a leak is confirmed; nil means time.Sleep.
 	Sleep func(time.Duration)
+
+	// Recheck confirms the snapshot's suspects; nil means LiveRecheck
+	// (Host.Recheck).
+	Recheck Recheck
 }
 
 // Host is one run's facts: each kind read once, by its provider, and kept.

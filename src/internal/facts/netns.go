@@ -30,6 +30,10 @@ const netnsConfirm = 200 * time.Millisecond
 func readNetns(ctx context.Context, s Spec, snap *snapshot.Source) NetnsFacts {
 	live := hostroot.IsLive(s.Root)
 	sc := &netns.Scanner{Root: s.Root, Probe: s.NetNS, Files: s.NetnsFiles, Sleep: s.Sleep, Confirm: netnsConfirm}
+	if sc.Sleep == nil && !live {
+		// A tree under a prefix does not change while it is read.
+		sc.Sleep = func(time.Duration) {}
+	}
 	f := NetnsFacts{Live: live}
 	switch {
 	case live && s.NetnsProbe:

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/facts"
@@ -21,7 +20,7 @@ import (
 // finding of the other scan-based checks.
 func escapesFound(t *testing.T, root string) (escapes, others []string) {
 	t.Helper()
-	for _, c := range checks.All(facts.New(facts.Spec{Root: root}), checks.Policy{Sleep: func(time.Duration) {}}) {
+	for _, c := range checks.All(facts.New(facts.Spec{Root: root}), checks.Policy{}) {
 		id := c.Meta().ID
 		if id != "cgroup-integrity" && id != "runtime-ghosts" && id != "stuck-runc-init" {
 			continue
