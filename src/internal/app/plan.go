@@ -168,8 +168,17 @@ func (e *PolicyError) Hint() string {
 }
 
 // ErrHostUnreadable means /proc cannot be read under the root: nothing
-// could be validated ("could not run", not a failed check).
+// could be validated ("could not run", not a failed check). Prepare's
+// error is an *UnreadableError, which is it.
 var ErrHostUnreadable = errors.New("host unreadable")
+
+// UnreadableError is why the host could not be read; its text is the
+// read's own.
+type UnreadableError struct{ Err error }
+
+func (e *UnreadableError) Error() string        { return e.Err.Error() }
+func (e *UnreadableError) Unwrap() error        { return e.Err }
+func (e *UnreadableError) Is(target error) bool { return target == ErrHostUnreadable }
 
 // Validation is one run of the checks in a phase, ready to go: facts
 // read, judged, then acted on (healing) when the plan says so.
@@ -192,7 +201,7 @@ func (p *Plan) Prepare(ctx context.Context, phase validator.Phase) (*Validation,
 	}
 	// Without /proc there is nothing to validate.
 	if err := procfs.New(p.Spec.Root).Readable(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrHostUnreadable, err)
+		return nil, &UnreadableError{Err: err}
 	}
 	spec := p.Spec
 	snap := p.Snapshot

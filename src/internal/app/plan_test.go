@@ -68,8 +68,8 @@ func TestPlanOptionsNameTheKey(t *testing.T) {
 // Without /proc under the root nothing can be validated.
 func TestPrepareUnreadableHost(t *testing.T) {
 	_, err := NewPlan(parse(t, `{}`), Overrides{Root: t.TempDir()}).Prepare(context.Background(), validator.PreStart)
-	if !errors.Is(err, ErrHostUnreadable) {
-		t.Fatalf("err %v, want ErrHostUnreadable", err)
+	if !errors.Is(err, ErrHostUnreadable) || !strings.Contains(err.Error(), "proc") {
+		t.Fatalf("err %v, want ErrHostUnreadable saying what could not be read", err)
 	}
 }
 

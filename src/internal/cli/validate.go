@@ -345,7 +345,7 @@ func newValidation(ctx context.Context, cfg *config.Config, phase validator.Phas
 	case errors.As(err, &perr):
 		return nil, &cantRun{err: err, hint: perr.Hint()}
 	case errors.Is(err, app.ErrHostUnreadable):
-		return nil, &cantRun{err: errors.Unwrap(err), hint: "run as root on the host, or point --root at a tree holding proc/ and sys/fs/cgroup/"}
+		return nil, &cantRun{err: err, hint: "run as root on the host, or point --root at a tree holding proc/ and sys/fs/cgroup/"}
 	case err != nil:
 		return nil, &cantRun{err: err}
 	}
