@@ -50,9 +50,17 @@ type Plan struct {
 	Blocking map[string][]string
 	// Fix moves escapes back after judging (--fix, validator.fix).
 	Fix bool
-	// Checks is the registry; nil means checks.All (tests add to it).
-	Checks func(*facts.Host, checks.Policy) []validator.Check
+	// Extra are checks run besides the registry's (tests: one that
+	// never returns).
+	Extra []validator.Check
 }
+
+// CheckIDs are the registered checks' ids, sorted: listing them reads
+// nothing and needs no config (--help).
+func CheckIDs() []string { return checks.IDs() }
+
+// OnEvent names the checks watch runs after each systemd event.
+var OnEvent = checks.OnEvent
 
 // BoshRuncPaths are where BOSH releases keep the runc their runtime runs
 // (garden-runc-release's runc package), besides validator.runtime_binaries
@@ -113,10 +121,7 @@ func NewPlan(cfg *config.Config, o Overrides) *Plan {
 func (p *Plan) RuntimeRoots() []string { return p.Snapshot.RuntimeRoots }
 
 func (p *Plan) registry(h *facts.Host, pol checks.Policy) []validator.Check {
-	if p.Checks != nil {
-		return p.Checks(h, pol)
-	}
-	return checks.All(h, pol)
+	return append(checks.All(h, pol), p.Extra...)
 }
 
 // IDs are the ids of the checks the plan runs, sorted; listing them reads

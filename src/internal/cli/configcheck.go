@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
-	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
@@ -73,7 +72,7 @@ func runConfigCheck(_ context.Context, env *Env, args []string) int {
 		for _, p := range problems {
 			errorf(env, "%s: %s", path, p)
 		}
-		hintf(env, "fix the cellguard job's properties (jobs/cellguard/spec); check ids: %s", strings.Join(checks.IDs(), ", "))
+		hintf(env, "fix the cellguard job's properties (jobs/cellguard/spec); check ids: %s", strings.Join(app.CheckIDs(), ", "))
 		return ExitCantRun
 	}
 	fmt.Fprintf(env.Stdout, "%s: ok: %d daemons, supervisor protect=%t, sysctl profile %q, %d validator runtime roots\n",

@@ -14,7 +14,6 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
-	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
@@ -111,7 +110,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
-		fmt.Fprintf(env.Stdout, validateHelp, strings.Join(checks.IDs(), ", "))
+		fmt.Fprintf(env.Stdout, validateHelp, strings.Join(app.CheckIDs(), ", "))
 	}
 	if ok, code := parse(fs, args); !ok {
 		if code != ExitOK && asksDrain(args) {
@@ -310,8 +309,9 @@ func (f *validateFlags) decideDrain(env *Env, logger lager.Logger, rep *validato
 	return drainVerdict(env, dec)
 }
 
-// checksOf is the registry a validation runs; tests add a check to it.
-var checksOf = checks.All
+// extraChecks run besides the registry in every validation; tests add
+// one that never returns.
+var extraChecks []validator.Check
 
 // cantRun is why cellguard could not run, with a hint for humans.
 type cantRun struct {
@@ -330,7 +330,7 @@ func (c *cantRun) print(env *Env) {
 // with the flags over it (app.Plan, the one place a run is built).
 func newPlan(cfg *config.Config, o app.Overrides) *app.Plan {
 	p := app.NewPlan(cfg, o)
-	p.Checks = checksOf
+	p.Extra = extraChecks
 	return p
 }
 

@@ -10,7 +10,6 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
-	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
@@ -91,7 +90,7 @@ func runWatch(ctx context.Context, env *Env, args []string) int {
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
-		fmt.Fprintf(env.Stdout, watchHelp, strings.Join(checks.OnEvent, ", "))
+		fmt.Fprintf(env.Stdout, watchHelp, strings.Join(app.OnEvent, ", "))
 	}
 	if ok, code := parse(fs, args); !ok {
 		return code
@@ -145,7 +144,7 @@ func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.L
 		// Periodic and event scans re-read only what changed, and
 		// everything every snapshot.DefaultFullEvery (docs/performance.md).
 		Read:          (&snapshot.Incremental{Spec: plan.Snapshot}).Read,
-		OnEvent:       checks.OnEvent,
+		OnEvent:       app.OnEvent,
 		Options:       opts,
 		Period:        wc.Period.Duration,
 		Heal:          wc.Heal,
