@@ -15,7 +15,7 @@ import (
 // checks that share it, on fakehost's reference cell (250 containers of 20
 // processes, 1,000 host processes; realistic 26 KB state files), clean and
 // with 1% of container processes escaped. The confirmation wait is skipped
-// (Deps.Sleep), so escaped measures the work only. Files live in the
+// (Policy.Sleep), so escaped measures the work only. Files live in the
 // benchmark's temp dir, not /proc: compare changes with it, and see
 // `make bench` for the whole binary against the shell baseline.
 func BenchmarkSynthCell(b *testing.B) {
@@ -29,7 +29,7 @@ func BenchmarkSynthCell(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d := Deps{Root: w.Root, Sleep: func(time.Duration) {}}
+		d := testDeps{Root: w.Root, Sleep: func(time.Duration) {}}
 		b.Run(tc.name+"/scan", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -43,7 +43,7 @@ func BenchmarkSynthCell(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var cs []validator.Check
-				for _, c := range All(d) {
+				for _, c := range all(d) {
 					switch c.(type) {
 					case *CgroupIntegrity, *RuntimeGhosts, *StuckRuncInit:
 						cs = append(cs, c)

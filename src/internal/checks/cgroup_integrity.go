@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
@@ -19,14 +20,11 @@ import (
 // runtime state that created it.
 type CgroupIntegrity struct {
 	host *snapshot.Source
-	// Sleep waits before an escape is confirmed; nil means time.Sleep.
-	Sleep func(time.Duration)
+	// recheck waits and reads a suspect again (facts.Host.Recheck).
+	recheck facts.Recheck
 	// Confirm are the waits before an escape counts; nil means
 	// recheckDelays.
 	Confirm []time.Duration
-	// Reread reads a suspect again after each wait; nil means the
-	// snapshot's (/proc under its root).
-	Reread snapshot.Rereader
 	// Runc names the host's runc: a child of its `runc exec` may still be
 	// joining (runcvouch.go). Now is the clock; nil means time.Now.
 	Runc RuncFiles
@@ -43,6 +41,9 @@ var _ validator.Check = (*CgroupIntegrity)(nil)
 // (TestValidateUnderChurn); 1.5s in all is far beyond that, and a real
 // escape does not heal by itself.
 var recheckDelays = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
+
+// Needs: the host snapshot.
+func (*CgroupIntegrity) Needs() []facts.Kind { return []facts.Kind{facts.Snapshot} }
 
 func (*CgroupIntegrity) Meta() validator.Meta {
 	return validator.Meta{
@@ -145,21 +146,14 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 	}
 	if len(escapes) > 0 {
 		// Confirm: only processes still outside after every wait count.
-		sleep := ci.Sleep
-		if sleep == nil {
-			sleep = time.Sleep
-		}
 		delays := ci.Confirm
 		if delays == nil {
 			delays = recheckDelays
 		}
-		rr := ci.Reread
-		if rr == nil {
-			rr = v.Rereader()
-		}
-		vouch := newVoucher(v.ProcFS(), ci.Runc, v.Boot(), ci.Now)
+		rr := ci.recheck.Rereader(v)
+		vouch := newVoucher(v.ProcFS(), ci.Runc, v.Boot(), ci.Now, ci.recheck)
 		for _, d := range delays {
-			sleep(d)
+			ci.recheck.Sleep(d)
 			if escapes = confirm(rr, escapes, vouch); len(escapes) == 0 {
 				break
 			}

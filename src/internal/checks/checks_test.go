@@ -21,14 +21,14 @@ var allModes = []cgroup.Mode{cgroup.Legacy, cgroup.Hybrid, cgroup.Unified}
 // fixtureNow is 1h after the fixture's boot.
 var fixtureNow = fakehost.BootTime.Add(time.Hour)
 
-func deps(h *fakehost.Host) Deps {
-	return Deps{Root: h.Root, Now: func() time.Time { return fixtureNow }, Sleep: func(time.Duration) {}}
+func deps(h *fakehost.Host) testDeps {
+	return testDeps{Root: h.Root, Now: func() time.Time { return fixtureNow }, Sleep: func(time.Duration) {}}
 }
 
-// run runs the check id of All(d) and fails the test if it errors.
-func run(t *testing.T, d Deps, id string) []validator.Finding {
+// run runs the check id of all(d) and fails the test if it errors.
+func run(t *testing.T, d testDeps, id string) []validator.Finding {
 	t.Helper()
-	for _, c := range All(d) {
+	for _, c := range all(d) {
 		if c.Meta().ID == id {
 			fs, err := c.Run(context.Background())
 			if err != nil {
@@ -69,7 +69,7 @@ func garden(id string) fakehost.Container {
 }
 
 func TestRegistryIsValid(t *testing.T) {
-	if err := validator.Validate(All(Deps{})); err != nil {
+	if err := validator.Validate(all(testDeps{})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -444,47 +444,47 @@ func TestCgroupIntegrityContainerWithoutMountedCgroups(t *testing.T) {
 func TestRuntimeGhosts(t *testing.T) {
 	testCases := []struct {
 		name  string
-		setup func(h *fakehost.Host, d *Deps)
+		setup func(h *fakehost.Host, d *testDeps)
 		kinds []string // expected finding kinds
 	}{
-		{name: "clean", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "clean", setup: func(h *fakehost.Host, d *testDeps) {
 			h.RunContainer(garden("c1"), 100, 2, 500)
 			h.RunContainer(garden("c2"), 200, 2, 500)
 		}},
-		{name: "init gone", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "init gone", setup: func(h *fakehost.Host, d *testDeps) {
 			h.RunContainer(garden("c1"), 100, 1, 500)
 			h.Kill(100)
 		}, kinds: []string{"init-gone"}},
-		{name: "pid reused", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "pid reused", setup: func(h *fakehost.Host, d *testDeps) {
 			h.RunContainer(garden("c1"), 100, 1, 500)
 			h.Kill(100)
 			h.Add(fakehost.Proc{PID: 100, Comm: "bash", Start: 9000, Cgroup: "/user.slice"})
 		}, kinds: []string{"pid-reused"}},
-		{name: "old runc string start time still matches", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "old runc string start time still matches", setup: func(h *fakehost.Host, d *testDeps) {
 			h.Add(fakehost.Proc{PID: 100, Comm: "init", Start: 500, NS: 77, Cgroup: "/garden/old"})
 			h.State(fakehost.Container{RuntimeRoot: "/run/runc", ID: "old", Cgroup: "/garden/old", Init: 100, InitStart: 500, StartAsString: true})
 		}},
-		{name: "zombie init", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "zombie init", setup: func(h *fakehost.Host, d *testDeps) {
 			h.RunContainer(garden("c1"), 100, 1, 500)
 			p := h.Get(100)
 			p.State = 'Z'
 			h.Update(p)
 		}, kinds: []string{"init-zombie"}},
-		{name: "orphan beside a live container", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "orphan beside a live container", setup: func(h *fakehost.Host, d *testDeps) {
 			h.RunContainer(garden("c1"), 100, 2, 500)
 			h.Add(fakehost.Proc{PID: 150, Comm: "leaked", Cgroup: "/garden/destroyed-x"})
 		}, kinds: []string{"orphan"}},
-		{name: "orphan under an extra root with no containers", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "orphan under an extra root with no containers", setup: func(h *fakehost.Host, d *testDeps) {
 			h.Add(fakehost.Proc{PID: 150, Comm: "leaked", Cgroup: "/garden/destroyed-x"})
 			d.ExtraCgroupRoots = []string{"garden"}
 		}, kinds: []string{"orphan"}},
-		{name: "escaped container process is not an orphan", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "escaped container process is not an orphan", setup: func(h *fakehost.Host, d *testDeps) {
 			h.RunContainer(garden("c1"), 100, 2, 500)
 			p := h.Get(101)
 			p.Cgroup = "/garden"
 			h.Update(p)
 		}},
-		{name: "process escaped in the searched hierarchy only is not an orphan", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "process escaped in the searched hierarchy only is not an orphan", setup: func(h *fakehost.Host, d *testDeps) {
 			h.RunContainer(garden("c1"), 100, 2, 500)
 			ref := "memory"
 			if h.Mode == cgroup.Unified {
@@ -492,7 +492,7 @@ func TestRuntimeGhosts(t *testing.T) {
 			}
 			h.Move(101, ref, "/garden")
 		}},
-		{name: "systemd slices are not searched", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "systemd slices are not searched", setup: func(h *fakehost.Host, d *testDeps) {
 			h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "k8s.io", ID: "k",
 				Cgroup: "/system.slice/cri-containerd-k.scope"}, 100, 1, 500)
 			h.Add(fakehost.Proc{PID: 60, Comm: "sshd", Cgroup: "/system.slice/ssh.service"})
@@ -500,18 +500,18 @@ func TestRuntimeGhosts(t *testing.T) {
 		// Real Garden under churn (src/tests/garden): runc init in the new
 		// container's cgroup before its state exists, and a destroy that
 		// killed the init and deletes the state during the confirm wait.
-		{name: "runc init of a container being created is not an orphan", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "runc init of a container being created is not an orphan", setup: func(h *fakehost.Host, d *testDeps) {
 			d.RuntimeBinaries = map[string]string{"runc": h.Binary(hostRunc)}
 			h.Add(fakehost.Proc{PID: 90, Comm: "runc", Args: []string{"runc", "create", "c2"}, Exe: hostRunc, Cgroup: "/system.slice/garden.service"})
 			h.RunContainer(garden("c1"), 100, 2, 500)
 			h.Add(fakehost.Proc{PID: 150, PPID: 90, Comm: "runc:[2:INIT]", Cgroup: "/garden/c2", Start: ticksAgo(time.Second)})
 			h.Add(fakehost.Proc{PID: 151, PPID: 90, Comm: "exe", Args: []string{"/proc/self/exe", "init"}, Cgroup: "/garden/c3", Start: ticksAgo(time.Second)})
 		}},
-		{name: "an exe that is not runc init is an orphan", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "an exe that is not runc init is an orphan", setup: func(h *fakehost.Host, d *testDeps) {
 			h.RunContainer(garden("c1"), 100, 2, 500)
 			h.Add(fakehost.Proc{PID: 151, Comm: "exe", Args: []string{"/usr/bin/exe", "serve"}, Cgroup: "/garden/destroyed-x"})
 		}, kinds: []string{"orphan"}},
-		{name: "init gone while its destroy deletes the state is not a ghost", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "init gone while its destroy deletes the state is not a ghost", setup: func(h *fakehost.Host, d *testDeps) {
 			h.RunContainer(garden("c1"), 100, 1, 500)
 			h.Kill(100)
 			d.Sleep = func(time.Duration) {
@@ -520,7 +520,7 @@ func TestRuntimeGhosts(t *testing.T) {
 				}
 			}
 		}},
-		{name: "unreadable state", setup: func(h *fakehost.Host, d *Deps) {
+		{name: "unreadable state", setup: func(h *fakehost.Host, d *testDeps) {
 			h.Write("run/runc/bad/state.json", `{"id":`)
 		}, kinds: []string{"bad-state"}},
 	}
@@ -607,16 +607,16 @@ func TestVerdictThroughFramework(t *testing.T) {
 	h.RunContainer(garden("c2"), 200, 1, 500)
 	h.Kill(200)
 	d := deps(h)
-	rep := validator.Run(context.Background(), All(d), validator.Options{Phase: validator.Drain})
+	rep := validator.Run(context.Background(), all(d), validator.Options{Phase: validator.Drain})
 	if rep.Blocked {
 		t.Fatalf("a ghost alone must not block: %+v", rep)
 	}
 	h.Move(101, "cpu,cpuacct", "/system.slice/garden.service")
-	rep = validator.Run(context.Background(), All(d), validator.Options{Phase: validator.Drain})
+	rep = validator.Run(context.Background(), all(d), validator.Options{Phase: validator.Drain})
 	if !rep.Blocked {
 		t.Fatalf("an escape blocks drain: %+v", rep)
 	}
-	rep = validator.Run(context.Background(), All(d), validator.Options{Phase: validator.Drain, Ignore: []string{"cgroup-integrity"}})
+	rep = validator.Run(context.Background(), all(d), validator.Options{Phase: validator.Drain, Ignore: []string{"cgroup-integrity"}})
 	if rep.Blocked {
 		t.Fatal("an ignored check does not block")
 	}

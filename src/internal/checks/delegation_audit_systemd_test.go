@@ -12,6 +12,8 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
@@ -80,17 +82,17 @@ func testDelegationAuditRealSystemd(t *testing.T, mode cgroup.Mode) {
 	writePIDFile(ctx, t, box, "/var/vcap/sys/run/rt/rt.pid", unitfile.UnitName("rt"))
 	writePIDFile(ctx, t, box, "/var/vcap/sys/run/plain/plain.pid", "plain-rt.service")
 
-	d := checks.Deps{
-		Root:         box.Root,
-		RuntimeRoots: []string{"/run/runc"},
-		SystemdUnits: checks.DialSystemd(systemd.Options{Address: box.SystemBusAddress}),
-		Daemons: []checks.AuditedDaemon{
+	h := facts.New(facts.Spec{
+		Root:     box.Root,
+		Snapshot: snapshot.Lazy(snapshot.Spec{Root: box.Root, RuntimeRoots: []string{"/run/runc"}}),
+		Units:    facts.DialSystemd(systemd.Options{Address: box.SystemBusAddress}),
+		Daemons: []facts.Daemon{
 			{Name: "rt", PIDFile: "/var/vcap/sys/run/rt/rt.pid"},
 			{Name: "plain", PIDFile: "/var/vcap/sys/run/plain/plain.pid"},
 		},
-	}
+	})
 	var audit validator.Check
-	for _, c := range checks.All(d) {
+	for _, c := range checks.All(h, checks.Policy{}) {
 		if c.Meta().ID == "delegation-audit" {
 			audit = c
 		}

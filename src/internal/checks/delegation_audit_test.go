@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
@@ -56,8 +56,8 @@ func (f *fakeManager) UnitByPID(_ context.Context, pid int) (string, error) {
 
 func (f *fakeManager) Close() { f.closed = true }
 
-func (f *fakeManager) dialer() SystemdDialer {
-	return func(context.Context) (SystemdUnits, error) { return f, nil }
+func (f *fakeManager) dialer() facts.SystemdDialer {
+	return func(context.Context) (facts.SystemdUnits, error) { return f, nil }
 }
 
 // Units as systemd 252 reports them.
@@ -92,7 +92,7 @@ func containerAt(id, cg string) fakehost.Container {
 	return fakehost.Container{RuntimeRoot: "/run/runc", ID: id, Cgroup: cg}
 }
 
-func auditDeps(h *fakehost.Host, f *fakeManager, daemons ...AuditedDaemon) Deps {
+func auditDeps(h *fakehost.Host, f *fakeManager, daemons ...facts.Daemon) testDeps {
 	d := deps(h)
 	d.SystemdUnits = f.dialer()
 	d.Daemons = daemons
@@ -112,33 +112,6 @@ func bySubject(t *testing.T, fs []validator.Finding, subject string) []validator
 		t.Fatalf("no finding about %q in %+v", subject, fs)
 	}
 	return out
-}
-
-func TestCgroupUnits(t *testing.T) {
-	testCases := []struct {
-		path string
-		want []string
-	}{
-		{"/system.slice/runit.service/garden/c1", []string{"system.slice", "runit.service"}},
-		{"/garden/c1", nil},
-		{"/", nil},
-		{"/system.slice/system-garden.slice/garden-c1.scope", []string{"system.slice", "system-garden.slice", "garden-c1.scope"}},
-		// Below a service the names belong to whoever it delegated to.
-		{"/user.slice/user-1000.slice/user@1000.service/app.slice/x.service", []string{"user.slice", "user-1000.slice", "user@1000.service"}},
-		{"/system.slice/monit.service/garden.service/garden/c1", []string{"system.slice", "monit.service"}},
-		{"/system.slice/garden/c1", []string{"system.slice"}},
-		// systemd's cg_escape prefixes "_".
-		{"/system.slice/_cpu.service/garden/c1", []string{"system.slice", "cpu.service"}},
-		// A bare suffix is not a unit name.
-		{"/.service/c1", nil},
-	}
-	for _, tc := range testCases {
-		t.Run(tc.path, func(t *testing.T) {
-			if got := cgroupUnits(tc.path); !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("cgroupUnits(%q) = %q, want %q", tc.path, got, tc.want)
-			}
-		})
-	}
 }
 
 // TestDelegationAuditContainers is the heart of the check: the unit above
@@ -324,7 +297,7 @@ func TestDelegationAuditDaemons(t *testing.T) {
 			if tc.holder != "" {
 				f.pids[50] = tc.holder
 			}
-			fs := run(t, auditDeps(h, f, AuditedDaemon{Name: "garden", PIDFile: pidfile}), "delegation-audit")
+			fs := run(t, auditDeps(h, f, facts.Daemon{Name: "garden", PIDFile: pidfile}), "delegation-audit")
 			var all []string
 			for subject, st := range tc.want {
 				if got := worst(bySubject(t, fs, subject)); got != st {
@@ -362,7 +335,7 @@ func TestDelegationAuditSkipsAndErrors(t *testing.T) {
 		f := newFakeManager()
 		dialed := false
 		d := deps(h)
-		d.SystemdUnits = func(context.Context) (SystemdUnits, error) { dialed = true; return f, nil }
+		d.SystemdUnits = func(context.Context) (facts.SystemdUnits, error) { dialed = true; return f, nil }
 		fs := run(t, d, "delegation-audit")
 		if len(fs) != 1 || fs[0].Status != validator.Skip || !strings.Contains(fs[0].Detail, "not the init system") {
 			t.Fatalf("%+v", fs)
@@ -379,8 +352,8 @@ func TestDelegationAuditSkipsAndErrors(t *testing.T) {
 	})
 	t.Run("dial fails", func(t *testing.T) {
 		d := deps(bootedHost(t, cgroup.Unified))
-		d.SystemdUnits = func(context.Context) (SystemdUnits, error) { return nil, errors.New("connection refused") }
-		c := byID(t, All(d), "delegation-audit")
+		d.SystemdUnits = func(context.Context) (facts.SystemdUnits, error) { return nil, errors.New("connection refused") }
+		c := byID(t, all(d), "delegation-audit")
 		if _, err := c.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "connection refused") {
 			t.Fatalf("err = %v", err)
 		}
@@ -407,7 +380,7 @@ func TestDelegationAuditSeverity(t *testing.T) {
 	h := bootedHost(t, cgroup.Hybrid)
 	h.RunContainer(containerAt("c1", "/system.slice/runit.service/garden/c1"), 100, 1, 500)
 	d := auditDeps(h, newFakeManager(plainUnit("runit.service")))
-	c := byID(t, All(d), "delegation-audit")
+	c := byID(t, all(d), "delegation-audit")
 	for phase, blocked := range map[validator.Phase]bool{validator.PreStart: true, validator.Drain: false} {
 		rep := validator.Run(context.Background(), []validator.Check{c}, validator.Options{Phase: phase})
 		if rep.Blocked != blocked {

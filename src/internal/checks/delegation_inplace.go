@@ -1,10 +1,10 @@
 package checks
 
 import (
-	"context"
 	"fmt"
 	"slices"
 
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -12,10 +12,10 @@ import (
 // in place (delegate_units): what its Delegate= leaves to systemd. Not
 // loaded yet is not a failure: such a unit is installed when monit starts
 // its job, after pre-start, and the drop-in applies then.
-func (au *audit) inPlace(ctx context.Context, name string) validator.Finding {
-	u, err := au.unit(ctx, name)
-	if err != nil {
-		return validator.Finding{Subject: name, Status: validator.Error, Detail: err.Error(), Data: map[string]string{"unit": name}}
+func (au audit) inPlace(r facts.UnitRead) validator.Finding {
+	name, u := r.Name, r.Unit
+	if r.Err != nil {
+		return validator.Finding{Subject: name, Status: validator.Error, Detail: r.Err.Error(), Data: map[string]string{"unit": name}}
 	}
 	if u.LoadState != "loaded" {
 		return validator.Finding{Subject: name, Status: validator.Skip,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -20,6 +21,9 @@ type DevicesCgroup struct {
 }
 
 var _ validator.Check = (*DevicesCgroup)(nil)
+
+// Needs: the host snapshot.
+func (*DevicesCgroup) Needs() []facts.Kind { return []facts.Kind{facts.Snapshot} }
 
 func (*DevicesCgroup) Meta() validator.Meta {
 	return validator.Meta{

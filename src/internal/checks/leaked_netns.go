@@ -1,47 +1,27 @@
 package checks
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/bpfiter"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
-	"github.com/cloudfoundry/cellguard/src/internal/netns"
-	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // LeakedNetns finds network namespaces that no process is in and no bind
 // mount names, kept alive only by an open file, and says what holds each
 // and what is still in it.
-type LeakedNetns struct {
-	Root string
-	// Probe resolves sockets' namespaces; nil means netns.Live on the
-	// live root and none under a fixture root (nsfs files only).
-	Probe netns.Probe
-	// Files lists open files from the kernel at once; nil means
-	// netns.TaskFiles (the BPF iterator) on the live root and the fd walk
-	// under a fixture root, whose processes are files.
-	Files netns.FileSource
-	// Kernel is the BTF the iterator loads with (Deps.Kernel).
-	Kernel *bpfiter.Kernel
-	// Sleep waits before a leak is confirmed; nil means time.Sleep.
-	Sleep func(time.Duration)
-	// host, when set, lists /proc for the scan: the snapshot lists it
-	// anyway (docs/performance.md, "Cheaper shared reads").
-	host *snapshot.Source
-}
+type LeakedNetns struct{}
 
-var _ validator.Check = (*LeakedNetns)(nil)
+var _ judge = LeakedNetns{}
 
-// netnsConfirm is the wait before a leak is read again: a namespace being
-// made (unshare, then a bind mount or a process in it) is one for a moment.
-const netnsConfirm = 200 * time.Millisecond
+// NetnsProbeProperty is the job property that lets leaked-netns ask
+// sockets for their namespace (facts.Spec.NetnsProbe).
+const NetnsProbeProperty = "cellguard.validator.netns_probe"
 
-func (*LeakedNetns) Meta() validator.Meta {
+func (LeakedNetns) Meta() validator.Meta {
 	return validator.Meta{
 		ID:    "leaked-netns",
 		Title: "no network namespace is kept alive only by an open file",
@@ -67,36 +47,31 @@ func (*LeakedNetns) Meta() validator.Meta {
 	}
 }
 
-func (c *LeakedNetns) Run(ctx context.Context) ([]validator.Finding, error) {
-	live := hostroot.IsLive(c.Root)
-	s := &netns.Scanner{Root: c.Root, Probe: c.Probe, Files: c.Files, Sleep: c.Sleep, Confirm: netnsConfirm}
-	if s.Probe == nil && live {
-		s.Probe = netns.Live{}
+// Needs: the leaked-netns scan (which lists processes from the snapshot).
+func (LeakedNetns) Needs() []facts.Kind { return []facts.Kind{facts.Snapshot, facts.Netns} }
+
+// Judge reports each namespace held only by open files, and what the scan
+// could not ask.
+func (LeakedNetns) Judge(h *facts.Host) ([]validator.Finding, error) {
+	f := h.Netns()
+	if f.Err != nil {
+		return nil, f.Err
 	}
-	if s.Files == nil && live {
-		s.Files = netns.TaskFiles{Kernel: c.Kernel}
-	}
-	if c.host != nil {
-		s.PIDs = func() ([]int, error) {
-			v, err := c.host.Get()
-			if err != nil {
-				return nil, err
-			}
-			return v.PIDs(), nil
-		}
-	}
-	res, err := s.Scan()
-	if err != nil {
-		return nil, err
-	}
+	res, live := f.Result, f.Live
 	var fs []validator.Finding
 	for _, l := range res.Leaks {
 		fs = append(fs, leakFinding(l))
 	}
 	switch {
-	case res.Unresolved > 0 && s.Probe == nil:
+	case res.Unresolved > 0 && f.ProbeOff:
+		// Asking means duplicating other processes' sockets: only when
+		// the operator allows it.
 		fs = append(fs, validator.Finding{Subject: "sockets", Status: validator.Skip,
-			Detail: fmt.Sprintf("%d sockets not asked for their namespace: no probe under %s (a fixture root)", res.Unresolved, hostroot.Dir(c.Root))})
+			Detail: fmt.Sprintf("%d sockets not judged: probe off (%s); a namespace only a socket holds is not looked for", res.Unresolved, NetnsProbeProperty),
+			Data:   map[string]string{"unresolved": strconv.Itoa(res.Unresolved), "probe": "off"}})
+	case res.Unresolved > 0 && !f.Probed:
+		fs = append(fs, validator.Finding{Subject: "sockets", Status: validator.Skip,
+			Detail: fmt.Sprintf("%d sockets not asked for their namespace: no probe under %s (a fixture root)", res.Unresolved, hostroot.Dir(h.Root()))})
 	case res.NotInspected > 0:
 		// Asking would have changed how the holder's packets are filtered
 		// and prioritized (issue 23: the bosh-agent's NATS firewall): not
@@ -115,7 +90,7 @@ func (c *LeakedNetns) Run(ctx context.Context) ([]validator.Finding, error) {
 	}
 	fs = append(fs, validator.Finding{Status: validator.Pass,
 		Detail: fmt.Sprintf("%d processes, %d sockets and %d namespace files read; %d namespaces held only by open files; open files listed by %s",
-			res.Processes, res.Sockets, res.NSFiles, len(res.Leaks), via(res, live)),
+			res.Processes, res.Sockets, res.NSFiles, len(res.Leaks), via(res, live, f.ProbeOff)),
 		Data: map[string]string{"processes": strconv.Itoa(res.Processes), "sockets": strconv.Itoa(res.Sockets),
 			"namespace_files": strconv.Itoa(res.NSFiles), "leaks": strconv.Itoa(len(res.Leaks)),
 			"unreadable_processes": strconv.Itoa(res.Denied), "files_via": res.Via}})
@@ -124,20 +99,22 @@ func (c *LeakedNetns) Run(ctx context.Context) ([]validator.Finding, error) {
 
 // via says which way open files were listed and, for the fd walk, why
 // not the iterator: the pass finding says which path ran, never guesses.
-func via(res netns.Result, live bool) string {
+func via(res facts.NetnsResult, live, probeOff bool) string {
 	switch {
-	case res.Via == netns.ViaIterator:
+	case res.Via == facts.ViaIterator:
 		return "the BPF task_file iterator (sockets' namespaces from the kernel, none asked one by one)"
 	case res.IterErr != nil:
 		return fmt.Sprintf("the fd walk of /proc/<pid>/fd (the BPF task_file iterator could not run: %v)", res.IterErr)
 	case !live:
 		return "the fd walk of /proc/<pid>/fd (a fixture root: the BPF iterator reads only the live kernel)"
+	case probeOff:
+		return "the fd walk of /proc/<pid>/fd (the BPF iterator runs only with " + NetnsProbeProperty + ")"
 	default:
 		return "the fd walk of /proc/<pid>/fd"
 	}
 }
 
-func leakFinding(l netns.Leak) validator.Finding {
+func leakFinding(l facts.NetnsLeak) validator.Finding {
 	var holders, pids, ifs, addrs []string
 	seen := map[int]bool{}
 	for _, h := range l.Holders {

@@ -28,11 +28,11 @@ func (noIterator) OpenFiles() (netns.OpenFiles, error) {
 	return netns.OpenFiles{}, errors.New("load kernel BTF: no such file")
 }
 
-// seed 003 on the real kernel, through the check: a namespace held only
-// by a helper's socket is a failure naming its pid and fd, whichever way
-// open files were listed, and the pass finding says which: the BPF
-// iterator by default on the live root, the fd walk and why when the
-// iterator cannot run.
+// seed 003 on the real kernel, through the check with the probe allowed
+// (validator.netns_probe): a namespace held only by a helper's socket is
+// a failure naming its pid and fd, whichever way open files were listed,
+// and the pass finding says which: the BPF iterator on the live root, the
+// fd walk and why when the iterator cannot run.
 func TestLeakedNetnsLive(t *testing.T) {
 	testkit.RequireRoot(t, "a BPF iterator, pidfd_getfd and a new network namespace")
 	h := leakyns.Start(t, leakyns.Socket, 0)
@@ -46,7 +46,7 @@ func TestLeakedNetnsLive(t *testing.T) {
 		{"fd-walk", noIterator{}, netns.ViaFDWalk, "fd walk of /proc/<pid>/fd (the BPF task_file iterator could not run: load kernel BTF: no such file)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &LeakedNetns{Root: "/", Files: tc.files, Sleep: func(time.Duration) {}}
+			c := &netnsCase{Root: "/", Files: tc.files, Probe: true, Sleep: func(time.Duration) {}}
 			fs, err := c.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -63,5 +63,31 @@ func TestLeakedNetnsLive(t *testing.T) {
 			}
 			t.Logf("%s", pass.Detail)
 		})
+	}
+}
+
+// With the probe off (the default), the same leak is not looked for, and
+// the check says so by the property's name: never a silent pass, never a
+// guess. The fd walk still lists the helper's socket.
+func TestLeakedNetnsLiveProbeOff(t *testing.T) {
+	testkit.RequireRoot(t, "a new network namespace")
+	h := leakyns.Start(t, leakyns.Socket, 0)
+	c := &netnsCase{Root: "/", Sleep: func(time.Duration) {}}
+	fs, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := "net:[" + strconv.FormatUint(h.Inode, 10) + "]"
+	var off bool
+	for _, f := range fs {
+		if f.Subject == ns {
+			t.Fatalf("probe off: the socket's namespace was judged: %+v", f)
+		}
+		off = off || f.Subject == "sockets" && f.Status == validator.Skip && f.Data["probe"] == "off" &&
+			strings.Contains(f.Detail, "not judged: probe off (cellguard.validator.netns_probe)")
+	}
+	pass := fs[len(fs)-1]
+	if !off || pass.Data["files_via"] != netns.ViaFDWalk {
+		t.Fatalf("want the sockets not judged, probe off, by the fd walk; got %+v", fs)
 	}
 }

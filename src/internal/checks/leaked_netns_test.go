@@ -51,7 +51,7 @@ func TestLeakedNetns(t *testing.T) {
 		t.Fatalf("summary %+v", last)
 	}
 	// A warning, never a blocker: neither phase blocks on it.
-	for _, c := range All(d) {
+	for _, c := range all(d) {
 		if m := c.Meta(); m.ID == "leaked-netns" && (m.SeverityIn(validator.PreStart) != validator.Warning || m.SeverityIn(validator.Drain) != validator.Warning) {
 			t.Fatalf("severity %v", m.Severity)
 		}

@@ -12,7 +12,7 @@ import (
 // Every id watch runs on events is a registered check.
 func TestOnEventNamesRegisteredChecks(t *testing.T) {
 	ids := map[string]bool{}
-	for _, id := range validator.IDs(All(Deps{})) {
+	for _, id := range validator.IDs(all(testDeps{})) {
 		ids[id] = true
 	}
 	for _, id := range OnEvent {
@@ -22,7 +22,7 @@ func TestOnEventNamesRegisteredChecks(t *testing.T) {
 	}
 }
 
-// Deps.Confirm replaces the validator's confirmation waits (watch's
+// Policy.Confirm replaces the validator's confirmation waits (watch's
 // shorter schedule); a lasting escape is confirmed after exactly those.
 func TestCgroupIntegrityConfirmSchedule(t *testing.T) {
 	h := fakehost.New(t, cgroup.Hybrid)

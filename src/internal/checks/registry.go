@@ -1,113 +1,109 @@
 package checks
 
 import (
+	"context"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/bpfiter"
-	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
-	"github.com/cloudfoundry/cellguard/src/internal/netns"
-	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
-	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
-// Deps is what checks may read: where the host is and what the job
-// configured. Add fields here with a targeted edit; keep zero values usable.
-type Deps struct {
-	// Root prefixes every host path (/proc, /sys/fs/cgroup, runtime roots),
-	// so checks run on fixture trees; "/" or "" is the live host.
-	Root string
-	// RuntimeRoots are runc state roots; empty means runcstate.StandardRoots.
-	RuntimeRoots []string
-	// Namespaces filters containerd namespaces; empty means all.
-	Namespaces []string
+// Policy is how the checks judge, set at the edge from the job's config
+// and the run: thresholds and the phase, never where the host is (that is
+// facts.Spec). Zero values are usable.
+type Policy struct {
+	// Phase is the run's phase; runtime-versions picks each advisory's
+	// severity by it. "" means pre-start.
+	Phase validator.Phase
+	// RuncInitMaxAge is how old a `runc init` may get; 0 means the default.
+	RuncInitMaxAge time.Duration
 	// ExtraCgroupRoots are cgroup paths (e.g. "/garden") searched for
 	// processes no runtime state claims, besides the parents of known
 	// containers' cgroups.
 	ExtraCgroupRoots []string
-	// RuncInitMaxAge is how old a `runc init` may get; 0 means the default.
-	RuncInitMaxAge time.Duration
-	// Snapshot is the run's read of the host, shared by the checks that
-	// judge processes and cgroups; nil reads it under Root, RuntimeRoots and
-	// Namespaces when the first check asks. watch passes its own per scan.
-	Snapshot *snapshot.Source
-	// Reread reads a suspect again to confirm it; nil reads /proc.
-	Reread snapshot.Rereader
+	// RuntimeBinaries are configured runc/containerd paths; RuncPaths are
+	// where the host's runtime may keep runc besides them and PATH (BOSH's
+	// package path): the files whose processes vouch for their children
+	// (runcvouch.go).
+	RuntimeBinaries map[string]string
+	RuncPaths       []string
 	// Confirm are the waits before a suspected escape counts (each one a
 	// re-read); nil means the validator's 1.5s in four rounds. watch passes
 	// a shorter schedule to report within a second (docs/validator.md).
 	Confirm []time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Sleep waits before a suspected escape is confirmed; nil means
-	// time.Sleep on the live root and no wait under another Root: a tree
-	// under a prefix is a snapshot (fixtures, benchmarks), where waiting
-	// 1.5s for a join in flight only adds latency. Tests use it to change
-	// the fixture in between.
-	Sleep func(time.Duration)
-	// Phase is the run's phase; runtime-versions picks each advisory's
-	// severity by it. "" means pre-start.
-	Phase validator.Phase
-	// RuntimeBinaries are configured runc/containerd paths
-	// (the job's validator.runtime_binaries); PATH is searched too.
-	RuntimeBinaries map[string]string
-	// RuncPaths are where the host's runtime may keep runc besides
-	// RuntimeBinaries and PATH (BOSH's package path, from cli): the files
-	// whose processes vouch for their children (runcvouch.go).
-	RuncPaths []string
-	// AdvisoriesFile is the operator's advisory list, merged by id over the
-	// one shipped in runtimever (validator.advisories_file).
-	AdvisoriesFile string
-	// ProbeCache, when set, keeps runtime versions across runs of the
-	// checks for binaries whose files did not change (cellguard watch).
-	ProbeCache *runtimever.ProbeCache
-	// Systemd reads the running manager's version (D-Bus Version
-	// property); nil checks only the installed systemd.
-	Systemd SystemdVersioner
-	// SystemdUnits connects to the manager for delegation-audit; nil (a
-	// fixture root) skips it.
-	SystemdUnits SystemdDialer
-	// Daemons are the configured daemons whose units delegation-audit reads
-	// (validator.daemons, with each daemon's pidfile).
-	Daemons []AuditedDaemon
-	// DelegateUnits are other releases' units delegated in place
-	// (delegate_units), which delegation-audit reads too.
-	DelegateUnits []string
-	// Sysctl is the operator's sysctl settings, for sysctl-profile.
-	Sysctl sysctl.Settings
-	// Kernel is the kernel's BTF for the run's BPF iterators (the
-	// snapshot's stats, leaked-netns's open files), read once; nil reads it
-	// per iterator. watch leaves it nil: it would keep the types.
-	Kernel *bpfiter.Kernel
-	// NetNS resolves sockets' network namespaces for leaked-netns; nil
-	// means the kernel's (pidfd_getfd, SIOCGSKNS) on the live root and
-	// none under a fixture root.
-	NetNS netns.Probe
 }
 
-// All is the one list of the validator's checks, in report order.
-func All(d Deps) []validator.Check {
-	h := d.Snapshot
-	if h == nil {
-		h = snapshot.Lazy(snapshot.Spec{Root: d.Root, RuntimeRoots: d.RuntimeRoots, Namespaces: d.Namespaces})
+// judge is a check that only judges facts: what it Needs is read before
+// Judge is called, by the facts package.
+type judge interface {
+	Meta() validator.Meta
+	Needs() []facts.Kind
+	Judge(h *facts.Host) ([]validator.Finding, error)
+}
+
+// bound is a judge bound to one run's facts: the validator runs it as a
+// Check (in parallel with the others, within the run's budget).
+type bound struct {
+	judge
+	h *facts.Host
+}
+
+// Run waits for the judge's facts, then judges them. A run that ends
+// first leaves the check unfinished; a fact that could not be read makes
+// it an error ("could not judge"), never a pass.
+func (b bound) Run(ctx context.Context) ([]validator.Finding, error) {
+	if err := b.h.Wait(ctx, b.Needs()...); err != nil {
+		return nil, err
 	}
-	if d.Sleep == nil && !hostroot.IsLive(d.Root) {
-		d.Sleep = func(time.Duration) {}
+	return b.Judge(b.h)
+}
+
+// All is the one list of the validator's checks, in report order, bound
+// to one run's facts h and judging by p.
+func All(h *facts.Host, p Policy) []validator.Check {
+	var snap *snapshot.Source
+	var recheck facts.Recheck
+	if h != nil {
+		snap, recheck = h.Snapshot(), h.Recheck()
 	}
-	runc := RuncFiles{Configured: d.RuntimeBinaries, Paths: d.RuncPaths}
+	runc := RuncFiles{Configured: p.RuntimeBinaries, Paths: p.RuncPaths}
 	return []validator.Check{
-		&CgroupIntegrity{host: h, Sleep: d.Sleep, Confirm: d.Confirm, Reread: d.Reread, Runc: runc, Now: d.Now},
-		&RuntimeGhosts{host: h, ExtraRoots: d.ExtraCgroupRoots, Sleep: d.Sleep, Confirm: d.Confirm, Runc: runc, Now: d.Now},
-		&StuckRuncInit{host: h, MaxAge: d.RuncInitMaxAge, Now: d.Now, Runc: runc},
-		&RuntimeVersions{Root: d.Root, Binaries: d.RuntimeBinaries, AdvisoriesFile: d.AdvisoriesFile, Phase: d.Phase,
-			Prober: runtimever.Prober{Cache: d.ProbeCache}},
-		&SystemdCgroupMode{Root: d.Root, Running: d.Systemd},
-		&DelegationAudit{host: h, Dial: d.SystemdUnits, Daemons: d.Daemons, Units: d.DelegateUnits},
-		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},
-		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep, Kernel: d.Kernel, host: h},
-		&DevicesCgroup{host: h},
+		&CgroupIntegrity{host: snap, recheck: recheck, Confirm: p.Confirm, Runc: runc, Now: p.Now},
+		&RuntimeGhosts{host: snap, recheck: recheck, ExtraRoots: p.ExtraCgroupRoots, Confirm: p.Confirm, Runc: runc, Now: p.Now},
+		&StuckRuncInit{host: snap, MaxAge: p.RuncInitMaxAge, Now: p.Now, Runc: runc, Recheck: recheck},
+		bound{RuntimeVersions{Phase: p.Phase}, h},
+		bound{SystemdCgroupMode{}, h},
+		bound{DelegationAudit{}, h},
+		bound{SysctlProfile{}, h},
+		bound{LeakedNetns{}, h},
+		&DevicesCgroup{host: snap},
 	}
+}
+
+// IDs are the checks' ids, sorted, for --help and the config's lists:
+// the registry over no host, which reads nothing.
+func IDs() []string { return validator.IDs(All(nil, Policy{})) }
+
+// Needs is every kind of fact the checks judge, once each, in order.
+func Needs(cs []validator.Check) []facts.Kind {
+	var out []facts.Kind
+	seen := map[facts.Kind]bool{}
+	for _, c := range cs {
+		n, ok := c.(interface{ Needs() []facts.Kind })
+		if !ok {
+			continue
+		}
+		for _, k := range n.Needs() {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // OnEvent names the checks `cellguard watch` runs after each systemd

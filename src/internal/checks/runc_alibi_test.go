@@ -27,7 +27,7 @@ func ticksAgo(d time.Duration) uint64 {
 // alibiHost is a host with the host's runc binary configured, the
 // container c1 (pids 100, 101), a `runc exec` run by the real runc (pid 90)
 // and a process named runc that runs another binary (pid 91).
-func alibiHost(t *testing.T, h *fakehost.Host) Deps {
+func alibiHost(t *testing.T, h *fakehost.Host) testDeps {
 	t.Helper()
 	d := deps(h)
 	d.RuntimeBinaries = map[string]string{"runc": h.Binary(hostRunc)}

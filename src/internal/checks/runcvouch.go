@@ -1,13 +1,10 @@
 package checks
 
 import (
-	"os"
-	"syscall"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
-	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 )
 
 // What excuses a process that looks like runc's own (issue 38, hole 2).
@@ -41,21 +38,6 @@ import (
 // not be excused for as long as that command lives.
 const runcGrace = 30 * time.Second
 
-// fileID is a file's identity: what a path or a link resolves to.
-type fileID struct{ dev, ino uint64 }
-
-func statID(path string) (fileID, bool) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fileID{}, false
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, false
-	}
-	return fileID{uint64(sys.Dev), sys.Ino}, true
-}
-
 // RuncFiles name the host's runc binaries: the configured one
 // (validator.runtime_binaries.runc), every runc on the fixed PATH
 // runtime-versions searches, and Paths, all under the root.
@@ -64,53 +46,25 @@ type RuncFiles struct {
 	Paths      []string
 }
 
-// runcBinaries are the host's runc binaries by identity.
-type runcBinaries map[fileID]bool
-
-func (f RuncFiles) identify(root string) runcBinaries {
-	found, _ := runtimever.Locator{Root: root, Configured: f.Configured}.Locate(runtimever.Runc)
-	out := runcBinaries{}
-	for _, b := range found {
-		if id, ok := statID(b.HostPath); ok {
-			out[id] = true
-		}
-	}
-	for _, p := range f.Paths {
-		if id, ok := statID(hostroot.Join(root, p)); ok {
-			out[id] = true
-		}
-	}
-	return out
-}
-
-// runs reports whether pid executes one of the binaries. Stat through
-// /proc/<pid>/exe follows the kernel's link to the executed file, whatever
-// the process calls itself and wherever its mount namespace puts the file.
-func (b runcBinaries) runs(fs procfs.FS, pid int) bool {
-	if pid <= 0 || len(b) == 0 {
-		return false
-	}
-	id, ok := statID(fs.Path(pid, "exe"))
-	return ok && b[id]
-}
-
 // voucher decides the excuses of one run: the host's runc binaries, read
-// on first use, and the clock.
+// through the recheck door on first use, and the clock.
 type voucher struct {
-	fs    procfs.FS
-	files RuncFiles
-	boot  time.Time
-	now   func() time.Time
-	runcs runcBinaries
+	fs      procfs.FS
+	files   RuncFiles
+	boot    time.Time
+	now     func() time.Time
+	recheck facts.Recheck
+	runcs   map[facts.FileID]bool
 }
 
 // newVoucher judges processes under fs's root; files name the host's
-// runc, now is the clock (nil: time.Now).
-func newVoucher(fs procfs.FS, files RuncFiles, boot time.Time, now func() time.Time) *voucher {
+// runc, now is the clock (nil: time.Now), recheck reads the files' and
+// processes' identities.
+func newVoucher(fs procfs.FS, files RuncFiles, boot time.Time, now func() time.Time, recheck facts.Recheck) *voucher {
 	if now == nil {
 		now = time.Now
 	}
-	return &voucher{fs: fs, files: files, boot: boot, now: now}
+	return &voucher{fs: fs, files: files, boot: boot, now: now, recheck: recheck}
 }
 
 // runcChild reports whether a process started at start (stat ticks) with
@@ -119,12 +73,19 @@ func (v *voucher) runcChild(ppid int, start uint64) bool {
 	return v.age(start) <= runcGrace && v.isRunc(ppid)
 }
 
-// isRunc reports whether pid runs one of the host's runc binaries.
+// isRunc reports whether pid runs one of the host's runc binaries. Stat
+// through /proc/<pid>/exe follows the kernel's link to the executed file,
+// whatever the process calls itself and wherever its mount namespace puts
+// the file.
 func (v *voucher) isRunc(pid int) bool {
 	if v.runcs == nil {
-		v.runcs = v.files.identify(v.fs.Root)
+		v.runcs = v.recheck.RuncFiles(v.fs.Root, v.files.Configured, v.files.Paths)
 	}
-	return v.runcs.runs(v.fs, pid)
+	if pid <= 0 || len(v.runcs) == 0 {
+		return false
+	}
+	id, ok := v.recheck.FileID(v.fs.Path(pid, "exe"))
+	return ok && v.runcs[id]
 }
 
 // age is how long ago a process started at start (stat ticks) started.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 )
 
@@ -101,7 +102,7 @@ func TestVoucherOnRealProcesses(t *testing.T) {
 	}
 	vouched := func(pid int, now time.Time) bool {
 		st := stat(pid)
-		v := newVoucher(fs, RuncFiles{Configured: map[string]string{"runc": runc}}, boot, func() time.Time { return now })
+		v := newVoucher(fs, RuncFiles{Configured: map[string]string{"runc": runc}}, boot, func() time.Time { return now }, facts.LiveRecheck{})
 		return v.runcChild(st.PPID, st.StartTime)
 	}
 
@@ -119,7 +120,7 @@ func TestVoucherOnRealProcesses(t *testing.T) {
 	if !vouched(child, time.Now()) {
 		t.Fatal("a young child of the configured runc is not vouched for")
 	}
-	byPath := newVoucher(fs, RuncFiles{Paths: []string{runc}}, boot, time.Now)
+	byPath := newVoucher(fs, RuncFiles{Paths: []string{runc}}, boot, time.Now, facts.LiveRecheck{})
 	if st := stat(child); !byPath.runcChild(st.PPID, st.StartTime) {
 		t.Fatal("a child of runc at one of RuncFiles.Paths is not vouched for")
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -28,11 +28,11 @@ type RuntimeGhosts struct {
 	// or kubelet's "/kubepods.slice", which the job accepts only as an
 	// explicit slice root).
 	ExtraRoots []string
-	// Sleep and Confirm are the waits before a ghost counts, as
-	// cgroup-integrity's (nil: time.Sleep, recheckDelays): a state whose
-	// file is gone after one of them was a destroy in flight (the init
-	// killed, the state not yet deleted), not a ghost.
-	Sleep   func(time.Duration)
+	// Confirm are the waits before a ghost counts, as cgroup-integrity's
+	// (nil: recheckDelays), each through recheck: a state whose file is
+	// gone after one of them was a destroy in flight (the init killed, the
+	// state not yet deleted), not a ghost.
+	recheck facts.Recheck
 	Confirm []time.Duration
 	// Runc names the host's runc: a child of its `runc create` may sit in
 	// the new cgroup before the state exists (runcvouch.go). Now is the
@@ -42,6 +42,9 @@ type RuntimeGhosts struct {
 }
 
 var _ validator.Check = (*RuntimeGhosts)(nil)
+
+// Needs: the host snapshot.
+func (*RuntimeGhosts) Needs() []facts.Kind { return []facts.Kind{facts.Snapshot} }
 
 func (*RuntimeGhosts) Meta() validator.Meta {
 	return validator.Meta{
@@ -111,18 +114,15 @@ func (g *RuntimeGhosts) confirm(ghosts []validator.Finding) []validator.Finding 
 	if len(ghosts) == 0 {
 		return nil
 	}
-	sleep, delays := g.Sleep, g.Confirm
-	if sleep == nil {
-		sleep = time.Sleep
-	}
+	delays := g.Confirm
 	if delays == nil {
 		delays = recheckDelays
 	}
 	for _, d := range delays {
-		sleep(d)
+		g.recheck.Sleep(d)
 		kept := ghosts[:0]
 		for _, f := range ghosts {
-			if _, err := os.Lstat(f.Data["state"]); !errors.Is(err, fs.ErrNotExist) {
+			if g.recheck.StateExists(f.Data["state"]) {
 				kept = append(kept, f)
 			}
 		}
@@ -233,7 +233,7 @@ func (g *RuntimeGhosts) orphans(ctx context.Context, v *snapshot.Host) ([]valida
 		parents[path.Clean("/"+r)] = true
 	}
 	roots := outermost(parents)
-	vouch := newVoucher(v.ProcFS(), g.Runc, v.Boot(), g.Now)
+	vouch := newVoucher(v.ProcFS(), g.Runc, v.Boot(), g.Now, g.recheck)
 	var out []validator.Finding
 	var buf []byte
 	var pids []int

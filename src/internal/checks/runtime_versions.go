@@ -1,36 +1,27 @@
 package checks
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
-// RuntimeVersions probes every runtime binary (runc, crun, containerd,
-// containerd-shim-runc-v2, dockerd; configured paths and PATH) and reports
-// each advisory of advisories.json that matches its version.
+// RuntimeVersions judges every runtime binary probed (runc, crun,
+// containerd, containerd-shim-runc-v2, dockerd; configured paths and PATH)
+// and reports each advisory of advisories.json that matches its version.
 type RuntimeVersions struct {
-	Root string
-	// Binaries are the configured paths per component
-	// (validator.runtime_binaries).
-	Binaries map[string]string
-	// AdvisoriesFile is the operator's list merged over the shipped one.
-	AdvisoriesFile string
 	// Phase picks each advisory's severity; "" means pre-start.
 	Phase validator.Phase
-	// Path is the search path under Root; nil means runtimever.DefaultPath.
-	Path   []string
-	Prober runtimever.Prober
 }
 
-var _ validator.Check = (*RuntimeVersions)(nil)
+var _ judge = RuntimeVersions{}
 
-func (*RuntimeVersions) Meta() validator.Meta {
+func (RuntimeVersions) Meta() validator.Meta {
 	return validator.Meta{
 		ID:       "runtime-versions",
 		Measured: []string{"version_output"},
@@ -60,63 +51,63 @@ func (*RuntimeVersions) Meta() validator.Meta {
 	}
 }
 
-func (c *RuntimeVersions) Run(ctx context.Context) ([]validator.Finding, error) {
-	advs, err := runtimever.Load(c.Root, c.AdvisoriesFile)
-	if err != nil {
-		return nil, err
+// Needs: the runtime binaries' facts.
+func (RuntimeVersions) Needs() []facts.Kind { return []facts.Kind{facts.Runtimes} }
+
+// Judge matches every probed binary against the advisories.
+func (c RuntimeVersions) Judge(h *facts.Host) ([]validator.Finding, error) {
+	rt := h.Runtimes()
+	switch {
+	case rt.AdvisoriesErr != nil:
+		return nil, rt.AdvisoriesErr
+	case rt.Err != nil:
+		return nil, rt.Err
 	}
 	phase := c.Phase
 	if phase == "" {
 		phase = validator.PreStart
 	}
-	conds := &advisoryConditions{root: c.Root}
-	loc := runtimever.Locator{Root: c.Root, Configured: c.Binaries, Path: c.Path}
+	conds := advisoryConditions{pipeSoftLimit: rt.PipeSoftLimit, pipeSoftLimitErr: rt.PipeSoftLimitErr}
 	var fs []validator.Finding
-	for _, comp := range unknownRuntimeBinaries(c.Binaries) {
+	for _, comp := range unknownRuntimeBinaries(rt.Configured) {
 		fs = append(fs, validator.Finding{
 			Subject: comp, Status: validator.Warn,
 			Detail: fmt.Sprintf("validator.runtime_binaries names %q (%s), which is not a runtime cellguard probes: want one of %s",
-				comp, c.Binaries[comp], strings.Join(runtimever.Components, ", ")),
-			Data: map[string]string{"component": comp, "path": c.Binaries[comp]},
+				comp, rt.Configured[comp], strings.Join(runtimever.Components, ", ")),
+			Data: map[string]string{"component": comp, "path": rt.Configured[comp]},
 		})
 	}
-	for _, comp := range runtimever.Components {
-		found, missing := loc.Locate(comp)
-		for _, m := range missing {
+	for _, comp := range rt.Components {
+		for _, m := range comp.Missing {
 			// The operator named this binary: the runtime the cell runs is
 			// not where the config says, so its version is unknown. An
 			// error, not a skip (config check refuses it at pre-start).
 			fs = append(fs, validator.Finding{
 				Subject: m.Path, Status: validator.Error,
-				Detail: fmt.Sprintf("configured %s binary %s is not there: %v; fix validator.runtime_binaries", comp, m.Path, m.Err),
-				Data:   map[string]string{"component": comp},
+				Detail: fmt.Sprintf("configured %s binary %s is not there: %v; fix validator.runtime_binaries", comp.Name, m.Path, m.Err),
+				Data:   map[string]string{"component": comp.Name},
 			})
 		}
-		if len(found) == 0 {
-			if !reportAbsent(comp) {
-				continue
+		if len(comp.Probes) == 0 {
+			if reportAbsent(comp.Name) {
+				fs = append(fs, validator.Finding{
+					Subject: comp.Name, Status: validator.Skip,
+					Detail: fmt.Sprintf("no %s binary configured or on PATH (%s)", comp.Name, strings.Join(rt.Path, ":")),
+					Data:   map[string]string{"component": comp.Name},
+				})
 			}
-			fs = append(fs, validator.Finding{
-				Subject: comp, Status: validator.Skip,
-				Detail: fmt.Sprintf("no %s binary configured or on PATH (%s)", comp, strings.Join(runtimeSearchPath(c.Path), ":")),
-				Data:   map[string]string{"component": comp},
-			})
 			continue
 		}
-		for _, b := range found {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			info, err := c.Prober.Probe(ctx, b)
-			if err != nil {
+		for _, p := range comp.Probes {
+			if p.Err != nil {
 				// A runtime that cannot even print its version is broken.
 				fs = append(fs, validator.Finding{
-					Subject: b.Path, Status: validator.Fail, Detail: err.Error(),
-					Data: map[string]string{"component": comp, "path": b.Path, "source": b.Source},
+					Subject: p.Binary.Path, Status: validator.Fail, Detail: p.Err.Error(),
+					Data: map[string]string{"component": comp.Name, "path": p.Binary.Path, "source": p.Binary.Source},
 				})
 				continue
 			}
-			fs = append(fs, judgeRuntime(info, advs, phase, conds)...)
+			fs = append(fs, judgeRuntime(p.Info, rt.Advisories, phase, conds)...)
 		}
 	}
 	return fs, nil
@@ -124,7 +115,7 @@ func (c *RuntimeVersions) Run(ctx context.Context) ([]validator.Finding, error) 
 
 // judgeRuntime turns one probed binary into findings: one summary, one per
 // matching advisory.
-func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase validator.Phase, conds *advisoryConditions) []validator.Finding {
+func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase validator.Phase, conds advisoryConditions) []validator.Finding {
 	base := probeData(info)
 	if info.VersionErr != nil {
 		d := cloneData(base)
@@ -233,47 +224,29 @@ func advisoryFixedText(a runtimever.Advisory) string {
 	return "no release yet"
 }
 
-// advisoryConditions evaluates advisory conditions: host ones once each,
-// binary ones per probed binary.
+// advisoryConditions evaluates advisory conditions: host ones from the
+// facts read, binary ones from each probed binary.
 type advisoryConditions struct {
-	root string
-	memo map[string]advisoryCondResult
+	pipeSoftLimit    int64
+	pipeSoftLimitErr error
 }
 
-type advisoryCondResult struct {
-	holds    bool
-	evidence string
-}
-
-func (c *advisoryConditions) eval(name string, info runtimever.Info) (bool, string) {
-	if name == runtimever.ConditionCrunLibkrun {
-		// a property of this binary, not of the host: not memoised
+func (c advisoryConditions) eval(name string, info runtimever.Info) (bool, string) {
+	switch name {
+	case runtimever.ConditionCrunLibkrun:
+		// a property of this binary, not of the host
 		if strings.Contains(info.RawVersion, "+LIBKRUN") {
 			return true, "its --version lists +LIBKRUN"
 		}
 		return false, "its --version does not list +LIBKRUN"
-	}
-	if r, ok := c.memo[name]; ok {
-		return r.holds, r.evidence
-	}
-	var r advisoryCondResult
-	switch name {
 	case runtimever.ConditionPipeSoftLimit:
-		n, err := runtimever.PipeSoftLimit(c.root)
-		if err != nil {
+		if c.pipeSoftLimitErr != nil {
 			// cannot tell: assume the worst
-			r = advisoryCondResult{true, fmt.Sprintf("assumed active: %v", err)}
-		} else {
-			r = advisoryCondResult{n != 0, fmt.Sprintf("fs.pipe-user-pages-soft = %d", n)}
+			return true, fmt.Sprintf("assumed active: %v", c.pipeSoftLimitErr)
 		}
-	default:
-		r = advisoryCondResult{true, "unknown condition, assumed to hold"}
+		return c.pipeSoftLimit != 0, fmt.Sprintf("fs.pipe-user-pages-soft = %d", c.pipeSoftLimit)
 	}
-	if c.memo == nil {
-		c.memo = map[string]advisoryCondResult{}
-	}
-	c.memo[name] = r
-	return r.holds, r.evidence
+	return true, "unknown condition, assumed to hold"
 }
 
 // reportAbsent: runc and containerd are what cells run, so not finding them
@@ -294,13 +267,6 @@ func unknownRuntimeBinaries(configured map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func runtimeSearchPath(p []string) []string {
-	if p == nil {
-		return runtimever.DefaultPath
-	}
-	return p
 }
 
 func cloneData(m map[string]string) map[string]string {

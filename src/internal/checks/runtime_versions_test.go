@@ -49,7 +49,7 @@ func rvByAdvisory(fs []validator.Finding) map[string][]validator.Finding {
 }
 
 func TestRuntimeVersionsMeta(t *testing.T) {
-	if err := validator.Validate([]validator.Check{&RuntimeVersions{}, &SystemdCgroupMode{}}); err != nil {
+	if err := validator.Validate([]validator.Check{bound{RuntimeVersions{}, nil}, bound{SystemdCgroupMode{}, nil}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -76,7 +76,7 @@ func TestRuntimeVersionsRC93Hang(t *testing.T) {
 			if tc.pipeSoft != "" {
 				rvSysctl(t, root, tc.pipeSoft)
 			}
-			c := &RuntimeVersions{Root: root, Phase: tc.phase, Path: []string{},
+			c := &runtimeCase{Root: root, Phase: tc.phase, Path: []string{},
 				Binaries: map[string]string{"runc": "/var/vcap/packages/runc/bin/runc"}}
 			fs, err := c.Run(context.Background())
 			if err != nil {
@@ -124,7 +124,7 @@ func TestRuntimeVersionsBinariesMissingOrBroken(t *testing.T) {
 	// The timeout is the hang's whole cost, and a fake that answers must
 	// answer within it on a loaded machine: at 200 ms the runc script here
 	// was once timed out too (beside make cell, load ~20).
-	c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin"}, Prober: runtimever.Prober{Timeout: 3 * time.Second},
+	c := &runtimeCase{Root: root, Path: []string{"/usr/bin"}, Prober: runtimever.Prober{Timeout: 3 * time.Second},
 		Binaries: map[string]string{"runc": "/var/vcap/packages/runc/bin/runc"}}
 	fs, err := c.Run(context.Background())
 	if err != nil {
@@ -164,7 +164,7 @@ func TestRuntimeVersionsOperatorFile(t *testing.T) {
 		file string
 		want validator.Status
 	}{{"", validator.Fail}, {"/advisories.json", validator.Warn}} {
-		c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin"}, AdvisoriesFile: tc.file}
+		c := &runtimeCase{Root: root, Path: []string{"/usr/bin"}, AdvisoriesFile: tc.file}
 		fs, err := c.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -190,7 +190,7 @@ func TestRuntimeVersionsRealDebianHost(t *testing.T) {
 	for _, p := range []string{"/usr/sbin/runc", "/usr/bin/containerd"} {
 		testkit.RequireFile(t, p, "apt-get install runc containerd")
 	}
-	c := &RuntimeVersions{Root: "/", Path: []string{"/usr/sbin", "/usr/bin"}}
+	c := &runtimeCase{Root: "/", Path: []string{"/usr/sbin", "/usr/bin"}}
 	fs, err := c.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +310,7 @@ func TestRuntimeVersionsOtherComponents(t *testing.T) {
 	script := "#!/bin/sh\n[ \"$1\" = -v ] || exit 2\nprintf 'containerd-shim-runc-v2:\\n  Version:  v1.4.2\\n  Revision: b321d358e6eef9c82fa3f3bb8826dca3724c58c6\\n'\n"
 	testkit.WriteExec(t, shim, script)
 	rvFake(t, root, "/usr/sbin/dockerd", "Docker version 20.10.6, build 370c289")
-	c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin", "/usr/sbin"},
+	c := &runtimeCase{Root: root, Path: []string{"/usr/bin", "/usr/sbin"},
 		Binaries: map[string]string{"runcc": "/usr/bin/runc"}}
 	fs, err := c.Run(context.Background())
 	if err != nil {
@@ -361,7 +361,7 @@ func TestRuntimeVersionsCrunLibkrun(t *testing.T) {
 	} {
 		root := t.TempDir()
 		rvFake(t, root, "/usr/bin/crun", "crun version 1.19.1\ncommit: 3e32a70c93f5aa5fea69b50256cca7fd4aa23c80\nrundir: /run/crun\nspec: 1.0.0\n"+tc.features)
-		c := &RuntimeVersions{Root: root, Path: []string{"/usr/bin"}}
+		c := &runtimeCase{Root: root, Path: []string{"/usr/bin"}}
 		fs, err := c.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)

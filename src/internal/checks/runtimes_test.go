@@ -149,7 +149,7 @@ func TestRuntimeGhostsKubepodsSlices(t *testing.T) {
 			// A whole pod whose states are gone.
 			h.Add(fakehost.Proc{PID: 400, Comm: "nginx", Cgroup: kubePod("besteffort", "9f8e", "web").Cgroup})
 
-			orphans := func(d Deps) map[string]string {
+			orphans := func(d testDeps) map[string]string {
 				out := map[string]string{}
 				for _, f := range failures(run(t, d, "runtime-ghosts")) {
 					if f.Data["kind"] == "orphan" {

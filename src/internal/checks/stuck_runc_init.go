@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	iofs "io/fs"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
@@ -40,9 +42,15 @@ type StuckRuncInit struct {
 	// Runc names the host's runc, whose children are vouched for
 	// (runcvouch.go).
 	Runc RuncFiles
+	// Recheck vouches for runc's children (runcvouch.go); nil means
+	// facts.LiveRecheck.
+	Recheck facts.Recheck
 }
 
 var _ validator.Check = (*StuckRuncInit)(nil)
+
+// Needs: the host snapshot.
+func (*StuckRuncInit) Needs() []facts.Kind { return []facts.Kind{facts.Snapshot} }
 
 func (*StuckRuncInit) Meta() validator.Meta {
 	return validator.Meta{
@@ -84,14 +92,14 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 	if capOf == nil {
 		capOf = procfs.PipeCapacity
 	}
-	minCap := minPipePages * os.Getpagesize()
+	minCap := minPipePages * syscall.Getpagesize()
 	// Which container a runc init belongs to: its pid is the state's init.
 	byInit := map[int]*runcstate.Container{}
 	for i := range v.Discovery().Containers {
 		c := &v.Discovery().Containers[i]
 		byInit[c.State.InitProcessPid] = c
 	}
-	vouch := newVoucher(v.ProcFS(), s.Runc, v.Boot(), now)
+	vouch := newVoucher(v.ProcFS(), s.Runc, v.Boot(), now, s.recheck())
 	r := v.ProcFS().NewReader()
 	defer r.Close()
 	var fs []validator.Finding
@@ -217,7 +225,7 @@ func (s *StuckRuncInit) smallPipes(v *snapshot.Host, r *procfs.Reader, p *snapsh
 	if c.more {
 		held = fmt.Sprintf("at least %d pipes (read %d descriptors)", c.pipes, c.walked)
 	}
-	page := os.Getpagesize()
+	page := syscall.Getpagesize()
 	return append(out, validator.Finding{
 		Subject: subject, Status: validator.Fail,
 		Detail: fmt.Sprintf("pid %d (%s) holds %s; %d of the %d probed have less than the default capacity (smallest %d bytes, %d pages; default %d pages): fs.pipe-user-pages-soft is exhausted for its user",
@@ -233,13 +241,7 @@ func (s *StuckRuncInit) smallPipes(v *snapshot.Host, r *procfs.Reader, p *snapsh
 // pipeProbeMax of its anonymous pipes. ok is false when the fd directory
 // cannot be read. Descriptors that vanish or cannot be opened are skipped.
 func countPipes(fs procfs.FS, r *procfs.Reader, pid int, capOf func(procfs.FS, int, int) (int, error), minCap int) (c pipeCount, ok bool) {
-	dir, err := os.Open(fs.Path(pid, "fd"))
-	if err != nil {
-		return c, false
-	}
-	defer dir.Close()
-	for c.walked < fdWalkMax {
-		names, err := dir.Readdirnames(min(256, fdWalkMax-c.walked))
+	more, err := fs.EachFDName(pid, fdWalkMax, func(names []string) {
 		sort.Slice(names, func(i, j int) bool {
 			return len(names[i]) < len(names[j]) || len(names[i]) == len(names[j]) && names[i] < names[j]
 		})
@@ -247,12 +249,11 @@ func countPipes(fs procfs.FS, r *procfs.Reader, pid int, capOf func(procfs.FS, i
 			c.walked++
 			c.probe(fs, r, pid, name, capOf, minCap)
 		}
-		if err != nil || len(names) == 0 {
-			return c, true // io.EOF, or the process went away
-		}
+	})
+	if err != nil {
+		return c, false
 	}
-	rest, _ := dir.Readdirnames(1)
-	c.more = len(rest) > 0
+	c.more = more
 	return c, true
 }
 
@@ -274,7 +275,7 @@ func (c *pipeCount) probe(fs procfs.FS, r *procfs.Reader, pid int, name string, 
 	n, err := capOf(fs, pid, fd)
 	switch {
 	case err != nil:
-		if !procfs.IsGone(err) && !errors.Is(err, procfs.ErrNotPipe) && !errors.Is(err, os.ErrPermission) {
+		if !procfs.IsGone(err) && !errors.Is(err, procfs.ErrNotPipe) && !errors.Is(err, iofs.ErrPermission) {
 			if c.failed++; c.firstErr == nil {
 				c.firstErr = fmt.Errorf("%s on fd %d: %w", l, fd, err)
 			}
@@ -284,4 +285,11 @@ func (c *pipeCount) probe(fs procfs.FS, r *procfs.Reader, pid int, name string, 
 			c.smallest = n
 		}
 	}
+}
+
+func (s *StuckRuncInit) recheck() facts.Recheck {
+	if s.Recheck == nil {
+		return facts.LiveRecheck{}
+	}
+	return s.Recheck
 }

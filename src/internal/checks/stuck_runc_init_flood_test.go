@@ -144,7 +144,7 @@ func TestStuckRuncInitAggregatesAPipeHolder(t *testing.T) {
 	}
 	pid := strconv.Itoa(cmd.Process.Pid)
 
-	fs := runThroughValidator(t, Deps{Root: "/"}, "stuck-runc-init")
+	fs := runThroughValidator(t, testDeps{Root: "/"}, "stuck-runc-init")
 	var mine []validator.Finding
 	for _, f := range fs {
 		if f.Data["pid"] == pid {
@@ -166,11 +166,11 @@ func TestStuckRuncInitAggregatesAPipeHolder(t *testing.T) {
 	}
 }
 
-// runThroughValidator runs the check id of All(d) as validate does
+// runThroughValidator runs the check id of all(d) as validate does
 // (validator.Run, which caps what a check lists) and returns its findings.
-func runThroughValidator(t *testing.T, d Deps, id string) []validator.Finding {
+func runThroughValidator(t *testing.T, d testDeps, id string) []validator.Finding {
 	t.Helper()
-	for _, c := range All(d) {
+	for _, c := range all(d) {
 		if c.Meta().ID == id {
 			rep := validator.Run(context.Background(), []validator.Check{c}, validator.Options{Phase: validator.PreStart})
 			if r := rep.Results[0]; r.Error != "" {

@@ -1,13 +1,10 @@
 package checks
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -15,16 +12,11 @@ import (
 
 // SysctlProfile checks that the container-host sysctl profile, as the job
 // configured it, is in force now and will be after a reboot.
-type SysctlProfile struct {
-	Root string
-	// Settings are the operator's: profile, overrides, removals,
-	// persisted file.
-	Settings sysctl.Settings
-}
+type SysctlProfile struct{}
 
-var _ validator.Check = (*SysctlProfile)(nil)
+var _ judge = SysctlProfile{}
 
-func (*SysctlProfile) Meta() validator.Meta {
+func (SysctlProfile) Meta() validator.Meta {
 	return validator.Meta{
 		ID:       "sysctl-profile",
 		Measured: []string{"live"},
@@ -55,25 +47,29 @@ func (*SysctlProfile) Meta() validator.Meta {
 	}
 }
 
-func (c *SysctlProfile) Run(ctx context.Context) ([]validator.Finding, error) {
-	p, err := sysctl.Resolve(c.Settings)
-	if err != nil {
-		return nil, fmt.Errorf("resolve sysctl profile: %w", err)
-	}
-	if len(p.Entries) == 0 {
+// Needs: the sysctl facts.
+func (SysctlProfile) Needs() []facts.Kind { return []facts.Kind{facts.Sysctls} }
+
+// Judge reports every key of the profile not in force, live or at boot.
+func (SysctlProfile) Judge(h *facts.Host) ([]validator.Finding, error) {
+	f := h.Sysctls()
+	switch {
+	case f.Err != nil:
+		return nil, f.Err
+	case f.ResolveErr != nil:
+		return nil, f.ResolveErr
+	case len(f.Profile.Entries) == 0:
 		return []validator.Finding{{Subject: "sysctl", Status: validator.Skip,
-			Detail: fmt.Sprintf("sysctl profile %q with no keys set: nothing to check", p.Name)}}, nil
-	}
-	// A fixture tree without /proc/sys models a host part this check does
-	// not read; every live host has one.
-	if _, err := os.Stat(filepath.Join(hostroot.Dir(c.Root), "proc/sys")); errors.Is(err, os.ErrNotExist) {
+			Detail: fmt.Sprintf("sysctl profile %q with no keys set: nothing to check", f.Profile.Name)}}, nil
+	case f.NoProcSys:
+		// A fixture tree without /proc/sys models a host part this check
+		// does not read; every live host has one.
 		return []validator.Finding{{Subject: "sysctl", Status: validator.Skip,
-			Detail: fmt.Sprintf("no proc/sys under %s: kernel parameters cannot be read", hostroot.Dir(c.Root))}}, nil
+			Detail: fmt.Sprintf("no proc/sys under %s: kernel parameters cannot be read", hostroot.Dir(h.Root()))}}, nil
+	case f.ReportErr != nil:
+		return nil, f.ReportErr
 	}
-	rep, err := sysctl.Check(c.Root, p)
-	if err != nil {
-		return nil, err
-	}
+	p, rep := f.Profile, f.Report
 	why := map[string]sysctl.Entry{}
 	for _, e := range p.Entries {
 		why[e.Key] = e

@@ -59,7 +59,7 @@ func writeFile(t *testing.T, root, rel, content string) {
 
 func runSysctl(t *testing.T, root string, cfg sysctl.Settings) []validator.Finding {
 	t.Helper()
-	return run(t, Deps{Root: root, Sysctl: cfg}, "sysctl-profile")
+	return run(t, testDeps{Root: root, Sysctl: cfg}, "sysctl-profile")
 }
 
 // TestSysctlProfileReportNamesTheKeyOnce: the human report of a drifted
@@ -71,7 +71,7 @@ func TestSysctlProfileReportNamesTheKeyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c validator.Check
-	for _, ch := range All(Deps{Root: root}) {
+	for _, ch := range all(testDeps{Root: root}) {
 		if ch.Meta().ID == "sysctl-profile" {
 			c = ch
 		}
@@ -228,7 +228,7 @@ func TestSysctlProfileConfig(t *testing.T) {
 	})
 	t.Run("invalid config cannot be checked", func(t *testing.T) {
 		root := sysctlHost(t, sysctl.Settings{})
-		c := byID(t, All(Deps{Root: root, Sysctl: sysctl.Settings{Set: map[string]string{"../etc/passwd": "1"}}}), "sysctl-profile")
+		c := byID(t, all(testDeps{Root: root, Sysctl: sysctl.Settings{Set: map[string]string{"../etc/passwd": "1"}}}), "sysctl-profile")
 		if _, err := c.Run(context.Background()); err == nil {
 			t.Fatal("want an error for a path-traversing key")
 		}
@@ -250,7 +250,7 @@ func TestSysctlProfileConfig(t *testing.T) {
 func TestSysctlProfileSeverity(t *testing.T) {
 	root := sysctlHost(t, sysctl.Settings{})
 	writeKey(t, root, "fs.pipe-user-pages-soft", "16384")
-	c := byID(t, All(Deps{Root: root}), "sysctl-profile")
+	c := byID(t, all(testDeps{Root: root}), "sysctl-profile")
 	for phase, blocked := range map[validator.Phase]bool{validator.PreStart: true, validator.Drain: false} {
 		rep := validator.Run(context.Background(), []validator.Check{c}, validator.Options{Phase: phase})
 		if rep.Blocked != blocked || rep.Results[0].Status == validator.Pass {

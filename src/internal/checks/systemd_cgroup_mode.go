@@ -1,22 +1,13 @@
 package checks
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
-	"strings"
-	"syscall"
-	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -31,31 +22,14 @@ const (
 	legacyForceArg = "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1"
 )
 
-// SystemdVersioner tells a systemd version number (252 for
-// "252.39-1~deb12u2"). The running manager's comes over D-Bus (the Manager
-// object's Version property); SystemctlVersion reads the installed one.
-type SystemdVersioner interface {
-	SystemdVersion(ctx context.Context) (int, error)
-}
-
 // SystemdCgroupMode checks that the host's systemd can keep running on the
 // host's cgroup mode, and reports units relying on the deprecated
 // KillMode=none.
-type SystemdCgroupMode struct {
-	Root string
-	// Running is the manager's version (D-Bus); nil skips it. It is asked
-	// only when systemd is the init system (<root>/run/systemd/system).
-	Running SystemdVersioner
-	// Installed is the packaged systemd's version; nil means
-	// SystemctlVersion under Root. It decides the next boot.
-	Installed SystemdVersioner
-	// Mode detects the cgroup mode; nil means cgroup.DetectMode.
-	Mode func(root string) (cgroup.Mode, error)
-}
+type SystemdCgroupMode struct{}
 
-var _ validator.Check = (*SystemdCgroupMode)(nil)
+var _ judge = SystemdCgroupMode{}
 
-func (*SystemdCgroupMode) Meta() validator.Meta {
+func (SystemdCgroupMode) Meta() validator.Meta {
 	return validator.Meta{
 		ID:    "systemd-cgroup-mode",
 		Title: "systemd supports the host's cgroup mode",
@@ -80,64 +54,60 @@ func (*SystemdCgroupMode) Meta() validator.Meta {
 	}
 }
 
-func (c *SystemdCgroupMode) Run(ctx context.Context) ([]validator.Finding, error) {
-	detect := c.Mode
-	if detect == nil {
-		detect = cgroup.DetectMode
-	}
-	mode, err := detect(c.Root)
-	if err != nil {
-		return nil, err
-	}
-	installed := c.Installed
-	if installed == nil {
-		installed = SystemctlVersion{Root: c.Root}
+// Needs: the systemd facts.
+func (SystemdCgroupMode) Needs() []facts.Kind { return []facts.Kind{facts.Systemd} }
+
+// Judge says whether each systemd version read boots on the host's cgroup
+// mode, and lists the KillMode=none units once systemd deprecates them.
+func (SystemdCgroupMode) Judge(h *facts.Host) ([]validator.Finding, error) {
+	f := h.Systemd()
+	switch {
+	case f.Err != nil:
+		return nil, f.Err
+	case f.ModeErr != nil:
+		return nil, f.ModeErr
 	}
 	var sources []source
 	var fs []validator.Finding
-	if c.Running != nil && systemd.Booted(c.Root) {
-		n, err := c.Running.SystemdVersion(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read running systemd version: %w", err)
+	if f.RunningAsked {
+		if f.RunningErr != nil {
+			return nil, fmt.Errorf("read running systemd version: %w", f.RunningErr)
 		}
-		sources = append(sources, source{"running", n})
-	} else if c.Running != nil {
+		sources = append(sources, source{"running", f.Running})
+	} else if f.RunningConfigured {
 		fs = append(fs, validator.Finding{Subject: "systemd", Status: validator.Skip,
 			Detail: "systemd is not the init system here (no /run/systemd/system); only the installed version is checked"})
 	}
-	n, err := installed.SystemdVersion(ctx)
 	switch {
-	case errors.Is(err, ErrNoSystemctl):
-		fs = append(fs, validator.Finding{Subject: "systemd", Status: validator.Skip, Detail: err.Error()})
-	case err != nil:
-		return nil, err
+	case errors.Is(f.InstalledErr, facts.ErrNoSystemctl):
+		fs = append(fs, validator.Finding{Subject: "systemd", Status: validator.Skip, Detail: f.InstalledErr.Error()})
+	case f.InstalledErr != nil:
+		return nil, f.InstalledErr
+	case len(sources) == 1 && sources[0].v == f.Installed:
+		sources[0].name = "running and installed"
 	default:
-		if len(sources) == 1 && sources[0].v == n {
-			sources[0].name = "running and installed"
-		} else {
-			sources = append(sources, source{"installed", n})
-		}
+		sources = append(sources, source{"installed", f.Installed})
 	}
 	if len(sources) == 0 {
 		return fs, nil
 	}
-	forced := cmdlineHas(c.Root, legacyForceArg)
+	forced := slices.Contains(f.Cmdline, legacyForceArg)
 	maxV := 0
 	for _, s := range sources {
 		maxV = max(maxV, s.v)
-		fs = append(fs, judgeSystemd(s, mode, forced))
+		fs = append(fs, judgeSystemd(s, f.Mode, forced))
 	}
-	if maxV >= systemd.KillModeNoneDeprecatedSince {
-		units, err := killModeNoneUnits(c.Root)
-		if err != nil {
-			return nil, err
-		}
-		for _, u := range units {
-			// Information, not a failure: systemd still honours it.
-			fs = append(fs, validator.Finding{Subject: u.name, Status: validator.Pass,
-				Detail: fmt.Sprintf("%s sets KillMode=none (%s), deprecated since systemd %d and logged as unsafe by systemd %d", u.name, u.path, systemd.KillModeNoneDeprecatedSince, maxV),
-				Data:   map[string]string{"level": "info", "path": u.path, "kill_mode": "none"}})
-		}
+	if maxV < facts.KillModeNoneDeprecatedSince {
+		return fs, nil
+	}
+	if f.KillModeNoneErr != nil {
+		return nil, f.KillModeNoneErr
+	}
+	for _, u := range f.KillModeNone {
+		// Information, not a failure: systemd still honours it.
+		fs = append(fs, validator.Finding{Subject: u.Name, Status: validator.Pass,
+			Detail: fmt.Sprintf("%s sets KillMode=none (%s), deprecated since systemd %d and logged as unsafe by systemd %d", u.Name, u.Path, facts.KillModeNoneDeprecatedSince, maxV),
+			Data:   map[string]string{"level": "info", "path": u.Path, "kill_mode": "none"}})
 	}
 	return fs, nil
 }
@@ -171,119 +141,4 @@ func judgeSystemd(s source, mode cgroup.Mode, forced bool) validator.Finding {
 		f.Detail = fmt.Sprintf("systemd %d (%s) refuses to boot on cgroup v1 and this host uses cgroup %s without %s on the kernel command line", s.v, s.name, mode, legacyForceArg)
 	}
 	return f
-}
-
-func cmdlineHas(root, arg string) bool {
-	b, err := os.ReadFile(filepath.Join(root, "/proc/cmdline"))
-	if err != nil {
-		return false
-	}
-	for _, f := range strings.Fields(string(b)) {
-		if f == arg {
-			return true
-		}
-	}
-	return false
-}
-
-type killModeUnit struct{ name, path string }
-
-// unitDirs are the systemd system unit directories, in precedence order.
-var unitDirs = []string{"/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
-
-// killModeNoneUnits lists unit files and drop-ins that set KillMode=none.
-// /lib is /usr/lib on merged-/usr hosts: the same file is listed once.
-func killModeNoneUnits(root string) ([]killModeUnit, error) {
-	type key struct{ dev, ino uint64 }
-	seen := map[key]bool{}
-	var out []killModeUnit
-	for _, dir := range unitDirs {
-		var files []string
-		for _, pat := range []string{"*.service", "*.service.d/*.conf"} {
-			m, err := filepath.Glob(filepath.Join(root, dir, pat))
-			if err != nil {
-				return nil, fmt.Errorf("list units %s: %w", dir, err)
-			}
-			files = append(files, m...)
-		}
-		sort.Strings(files)
-		for _, f := range files {
-			st, err := os.Stat(f)
-			if err != nil || !st.Mode().IsRegular() {
-				continue // dangling link or masked (/dev/null)
-			}
-			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-				k := key{uint64(sys.Dev), sys.Ino}
-				if seen[k] {
-					continue
-				}
-				seen[k] = true
-			}
-			has, err := setsKillModeNone(f)
-			if err != nil {
-				return nil, err
-			}
-			if has {
-				rel := strings.TrimPrefix(f, filepath.Clean(root))
-				if !strings.HasPrefix(rel, "/") {
-					rel = "/" + rel
-				}
-				name := filepath.Base(f)
-				if strings.HasSuffix(filepath.Dir(f), ".d") {
-					name = strings.TrimSuffix(filepath.Base(filepath.Dir(f)), ".d")
-				}
-				out = append(out, killModeUnit{name: name, path: rel})
-			}
-		}
-	}
-	return out, nil
-}
-
-// setsKillModeNone reports whether the unit file or drop-in at path
-// assigns KillMode=none in [Service], read as systemd reads it (comments,
-// continued lines); a file that cannot be read or parsed sets nothing
-// this check could tell.
-func setsKillModeNone(path string) (bool, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
-			return false, nil
-		}
-		return false, fmt.Errorf("read unit %s: %w", path, err)
-	}
-	v, ok, err := unitfile.Setting(b, "Service", "KillMode")
-	return err == nil && ok && v == unitfile.KillModeNone, nil
-}
-
-// ErrNoSystemctl means no systemctl binary was found under the root.
-var ErrNoSystemctl = errors.New("checks: no systemctl binary")
-
-// SystemctlVersion reads the installed systemd's version from
-// `systemctl --version` ("systemd 252 (252.39-1~deb12u2)"), bounded by
-// Timeout like every runtime exec.
-type SystemctlVersion struct {
-	Root    string
-	Timeout time.Duration
-}
-
-func (s SystemctlVersion) SystemdVersion(ctx context.Context) (int, error) {
-	for _, p := range []string{"/usr/bin/systemctl", "/bin/systemctl"} {
-		host := filepath.Join(s.Root, p)
-		if _, err := os.Stat(host); err != nil {
-			continue
-		}
-		// run as root: only a binary no one else could change or replace,
-		// run through the file that check opened
-		bin, err := safefile.OpenTrusted(host)
-		if err != nil {
-			return 0, fmt.Errorf("read systemd version: not running %s: %w", host, err)
-		}
-		out, err := boundedexec.Output(ctx, s.Timeout, bin, "--version")
-		bin.Close()
-		if err != nil {
-			return 0, fmt.Errorf("read systemd version: %w", err)
-		}
-		return systemd.ParseVersion(string(out))
-	}
-	return 0, fmt.Errorf("read systemd version under %s: %w", s.Root, ErrNoSystemctl)
 }

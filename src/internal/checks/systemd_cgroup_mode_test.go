@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
@@ -56,7 +57,7 @@ func TestSystemdCgroupMode(t *testing.T) {
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
 			root := sdTree(t, tc.mode, tc.running != 0, tc.cmdline)
-			c := &SystemdCgroupMode{Root: root, Installed: fakeSystemd{v: tc.installed}}
+			c := &systemdCase{Root: root, Installed: fakeSystemd{v: tc.installed}}
 			if tc.running != 0 {
 				c.Running = fakeSystemd{v: tc.running}
 			}
@@ -89,7 +90,7 @@ func TestSystemdCgroupMode(t *testing.T) {
 
 func TestSystemdCgroupModeNotBootedBySystemd(t *testing.T) {
 	root := sdTree(t, cgroup.Hybrid, false, "")
-	c := &SystemdCgroupMode{Root: root, Running: fakeSystemd{err: errors.New("must not be asked")}, Installed: fakeSystemd{v: 256}}
+	c := &systemdCase{Root: root, Running: fakeSystemd{err: errors.New("must not be asked")}, Installed: fakeSystemd{v: 256}}
 	fs, err := c.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestSystemdCgroupModeNotBootedBySystemd(t *testing.T) {
 		t.Errorf("want a Skip for the running manager and a Fail for installed 256: %+v", fs)
 	}
 	// no systemctl at all in the tree: skip, not fail
-	c = &SystemdCgroupMode{Root: root}
+	c = &systemdCase{Root: root}
 	fs, err = c.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestSystemdCgroupModeNotBootedBySystemd(t *testing.T) {
 
 func TestSystemdCgroupModeRunningVersionError(t *testing.T) {
 	root := sdTree(t, cgroup.Hybrid, true, "")
-	c := &SystemdCgroupMode{Root: root, Running: fakeSystemd{err: errors.New("dbus: connection refused")}, Installed: fakeSystemd{v: 252}}
+	c := &systemdCase{Root: root, Running: fakeSystemd{err: errors.New("dbus: connection refused")}, Installed: fakeSystemd{v: 252}}
 	if _, err := c.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("err = %v, want the D-Bus error", err)
 	}
@@ -139,7 +140,7 @@ func TestSystemdKillModeNone(t *testing.T) {
 		version int
 		want    string
 	}{{245, ""}, {246, "containerd.service garden.service plymouth-start.service"}} {
-		c := &SystemdCgroupMode{Root: root, Running: fakeSystemd{v: tc.version}, Installed: fakeSystemd{v: tc.version}}
+		c := &systemdCase{Root: root, Running: fakeSystemd{v: tc.version}, Installed: fakeSystemd{v: tc.version}}
 		fs, err := c.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -166,7 +167,7 @@ func TestSystemctlVersionReal(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/systemctl"); err != nil {
 		t.Skip("SKIP: no systemctl on this host")
 	}
-	n, err := SystemctlVersion{Root: "/"}.SystemdVersion(context.Background())
+	n, err := facts.SystemctlVersion{Root: "/"}.SystemdVersion(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestSystemctlVersionReal(t *testing.T) {
 		t.Fatalf("systemd version %d is implausible", n)
 	}
 	// On the live host, the real mode detector and no D-Bus: must run.
-	c := &SystemdCgroupMode{Root: "/"}
+	c := &systemdCase{Root: "/"}
 	fs, err := c.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +208,7 @@ func TestSystemctlVersionRunsOnlyTrustedBinary(t *testing.T) {
 			if err := os.Chmod(bin, tc.mode); err != nil {
 				t.Fatal(err)
 			}
-			n, err := SystemctlVersion{Root: root}.SystemdVersion(context.Background())
+			n, err := facts.SystemctlVersion{Root: root}.SystemdVersion(context.Background())
 			_, ran := os.Stat(mark)
 			if !tc.refused {
 				if err != nil || n != 252 || ran != nil {

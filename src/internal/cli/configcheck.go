@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // configCommand lets pre-start (and an operator on the VM) prove that the
@@ -72,4 +71,4 @@ func runConfigCheck(_ context.Context, env *Env, args []string) int {
 
 // checkIDs are the validator's check ids, which the config's
 // validator.ignore and validator.blocking lists may name.
-func checkIDs() []string { return validator.IDs(checks.All(checks.Deps{})) }
+func checkIDs() []string { return app.CheckIDs() }

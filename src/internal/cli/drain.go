@@ -155,17 +155,16 @@ func (d *drainRun) run(ctx context.Context) (code int) {
 	if f.format != "human" && f.format != "json" {
 		return d.finish(cfg, nil, &cantRun{err: fmt.Errorf("--format %q: want human or json", f.format)})
 	}
-	v, cr := newValidation(cfg, validator.Drain, f.root, splitList(f.runtimeRoots), nil, false)
+	budget := drainBudget(d.f.budget, cfg)
+	bctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	v, cr := newValidation(bctx, cfg, validator.Drain, f.root, splitList(f.runtimeRoots), nil, false)
 	if cr != nil {
 		return d.finish(cfg, nil, cr)
 	}
-	budget := drainBudget(d.f.budget, cfg)
-	logger.Info("starting", lager.Data{"root": f.root, "checks": validator.IDs(v.registry), "ignore": v.opts.Ignore,
-		"fix": v.fix, "budget": budget.String(), "block_on_shutdown": d.blockOnShutdown(cfg)})
-	bctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	rep := validator.Run(bctx, v.registry, v.opts)
-	v.heal(&rep)
+	logger.Info("starting", lager.Data{"root": f.root, "checks": v.IDs(), "ignore": v.Options.Ignore,
+		"fix": v.Fix, "budget": budget.String(), "block_on_shutdown": d.blockOnShutdown(cfg)})
+	rep := v.Run(bctx)
 	safefile.Crash("drain")
 	if rep.Incomplete {
 		var unfinished []string

@@ -13,7 +13,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	leakyns.Main() // returns unless this process is a helper
+	leakyns.Main()  // returns unless this process is a helper
+	cellguardMain() // likewise
 	os.Exit(m.Run())
 }
 
@@ -83,17 +84,19 @@ func visible(comm string) string {
 
 // End to end on the real kernel: a process started here names itself
 // (/proc/self/comm) and leaves a network namespace held only by a socket
-// (seed 003); leaked-netns names it, on the live root, in validate's human
-// report and in what drain writes to drain.log, escaped.
+// (seed 003); leaked-netns, with its probe allowed (validator.netns_probe:
+// a socket's namespace is asked only then), names it, on the live root, in
+// validate's human report and in what drain writes to drain.log, escaped.
 func TestRealProcessCommReachesOperatorsEscaped(t *testing.T) {
 	testkit.RequireRoot(t, "a new network namespace and leaked-netns on the live root")
 	for _, comm := range []string{oscComm, forgedComm} {
 		h := leakyns.StartNamed(t, leakyns.Socket, 0, comm)
 		holder := fmt.Sprintf("pid %d (%s) fd %d (socket)", h.PID, visible(comm), h.FD)
-		_, out, errOut := runValidateCLI(t, "/", `{}`, "--phase", "pre-start")
+		probe := `{"validator":{"netns_probe":true}}`
+		_, out, errOut := runValidateCLI(t, "/", probe, "--phase", "pre-start")
 		mustContainAll(t, "validate's report", out+errOut, holder)
 		noRawControls(t, "validate's report", out)
-		d := newDrainHost(t, "/", `{}`)
+		d := newDrainHost(t, "/", probe)
 		_, _, drainErr := d.drain(t, jobChanged...)
 		mustContainAll(t, "drain.log (drain's stderr)", drainErr, holder)
 		noRawControls(t, "drain.log (drain's stderr)", drainErr)

@@ -13,18 +13,12 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
-	"github.com/cloudfoundry/cellguard/src/internal/bpfiter"
-	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
-	"github.com/cloudfoundry/cellguard/src/internal/heal"
-	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
-	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
-	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
-	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -116,7 +110,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
-		fmt.Fprintf(env.Stdout, validateHelp, strings.Join(validator.IDs(checks.All(checks.Deps{})), ", "))
+		fmt.Fprintf(env.Stdout, validateHelp, strings.Join(app.CheckIDs(), ", "))
 	}
 	if ok, code := parse(fs, args); !ok {
 		if code != ExitOK && asksDrain(args) {
@@ -160,23 +154,22 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 }
 
 func (f *validateFlags) run(ctx context.Context, env *Env, logger lager.Logger, cfg *config.Config, phase validator.Phase) int {
-	v, cr := newValidation(cfg, phase, f.root, splitList(f.runtimeRoots), splitList(f.ignore), f.fix)
-	if cr != nil {
-		return f.couldNotRun(env, logger, phase, cr)
-	}
-	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": validator.IDs(v.registry), "ignore": v.opts.Ignore, "fix": v.fix})
 	// Every phase runs within its budget, as drain does: what did not
 	// finish in time is reported and never blocks; a finished blocking
 	// check still does (issue 38: a stuck check held pre-start for good).
 	budget := validateBudget(phase, f.budget, cfg)
 	rctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	rep := validator.Run(rctx, v.registry, v.opts)
+	v, cr := newValidation(rctx, cfg, phase, f.root, splitList(f.runtimeRoots), splitList(f.ignore), f.fix)
+	if cr != nil {
+		return f.couldNotRun(env, logger, phase, cr)
+	}
+	logger.Info("starting", lager.Data{"phase": phase, "root": f.root, "checks": v.IDs(), "ignore": v.Options.Ignore, "fix": v.Fix})
+	rep := v.Run(rctx)
 	if err := ctx.Err(); err != nil {
 		return f.couldNotRun(env, logger, phase, &cantRun{err: fmt.Errorf("interrupted: %w", err)})
 	}
 	f.budgetExpired(env, logger, phase, budget, &rep)
-	v.heal(&rep)
 	// Drain: stdout is BOSH's, and holds only the integer.
 	out := env.Stdout
 	if phase == validator.Drain {
@@ -316,28 +309,9 @@ func (f *validateFlags) decideDrain(env *Env, logger lager.Logger, rep *validato
 	return drainVerdict(env, dec)
 }
 
-// validation is what one validator run needs: the checks' deps from the
-// config and flags, the registry bound to the run's snapshot, the policy
-// checked against it, and whether to heal what they find.
-type validation struct {
-	deps     checks.Deps
-	snap     *snapshot.Source
-	registry []validator.Check
-	opts     validator.Options
-	fix      bool
-}
-
-// heal moves back what the checks confirmed escaped, when asked (--fix,
-// validator.fix), and puts what each move did in the report: judged, then
-// acted on.
-func (v *validation) heal(rep *validator.Report) {
-	if v.fix {
-		heal.Report(rep, v.snap, heal.Mover{})
-	}
-}
-
-// checksOf is the registry a validation runs; tests add a check to it.
-var checksOf = checks.All
+// extraChecks run besides the registry in every validation; tests add
+// one that never returns.
+var extraChecks []validator.Check
 
 // cantRun is why cellguard could not run, with a hint for humans.
 type cantRun struct {
@@ -352,48 +326,30 @@ func (c *cantRun) print(env *Env) {
 	}
 }
 
-// newValidation builds a run of phase under root. extraIgnore and
-// runtimeRoots come from flags and add to (roots: replace) the config's.
-// It fails when the registry or the policy is wrong, or /proc cannot be
-// read under root: nothing could be validated.
-func newValidation(cfg *config.Config, phase validator.Phase, root string, runtimeRoots, extraIgnore []string, fix bool) (*validation, *cantRun) {
-	d := validatorDeps(root, cfg, phase, runtimeRoots)
-	if hostroot.IsLive(root) {
-		// One read of the kernel's BTF for this run's iterators.
-		d.Kernel = &bpfiter.Kernel{}
-	}
-	d.Snapshot = snapshot.Lazy(snapshotSpec(d))
-	registry := checksOf(d)
-	if err := validator.Validate(registry); err != nil {
-		return nil, &cantRun{err: err}
-	}
-	opts, cr := policyOptions(cfg, registry, phase, extraIgnore)
-	if cr != nil {
-		return nil, cr
-	}
-	// Without /proc there is nothing to validate: that is "could not run",
-	// not a failed check.
-	if err := procfs.New(root).Readable(); err != nil {
-		return nil, &cantRun{err: err, hint: "run as root on the host, or point --root at a tree holding proc/ and sys/fs/cgroup/"}
-	}
-	return &validation{deps: d, snap: d.Snapshot, registry: registry, opts: opts, fix: fix || cfg.Validator.Fix}, nil
+// newPlan is the plan of every validation this process runs: the config
+// with the flags over it (app.Plan, the one place a run is built).
+func newPlan(cfg *config.Config, o app.Overrides) *app.Plan {
+	p := app.NewPlan(cfg, o)
+	p.Extra = extraChecks
+	return p
 }
 
-// policyOptions checks the config's ignore and blocking lists (plus
-// extraIgnore) against the registry and returns the options of phase.
-func policyOptions(cfg *config.Config, registry []validator.Check, phase validator.Phase, extraIgnore []string) (validator.Options, *cantRun) {
-	ids := validator.IDs(registry)
-	opts, err := validatorPolicy(cfg.Validator, phase, extraIgnore).Options(registry, phase)
-	var perr *validator.PolicyError
+// newValidation builds a run of phase under root, its facts read within
+// ctx. extraIgnore and runtimeRoots come from flags and add to (roots:
+// replace) the config's. It fails when the registry or the policy is
+// wrong, or /proc cannot be read under root: nothing could be validated.
+func newValidation(ctx context.Context, cfg *config.Config, phase validator.Phase, root string, runtimeRoots, extraIgnore []string, fix bool) (*app.Validation, *cantRun) {
+	v, err := newPlan(cfg, app.Overrides{Root: root, RuntimeRoots: runtimeRoots, Ignore: extraIgnore, Fix: fix}).Prepare(ctx, phase)
+	var perr *app.PolicyError
 	switch {
-	case errors.As(err, &perr) && perr.List == "ignore":
-		return opts, &cantRun{err: err, hint: fmt.Sprintf("check ids: %s (or %q)", strings.Join(ids, ", "), validator.IgnoreAll)}
 	case errors.As(err, &perr):
-		return opts, &cantRun{err: fmt.Errorf("validator.blocking.%s: %w", phase, perr.Err), hint: "check ids: " + strings.Join(ids, ", ")}
+		return nil, &cantRun{err: err, hint: perr.Hint()}
+	case errors.Is(err, app.ErrHostUnreadable):
+		return nil, &cantRun{err: err, hint: "run as root on the host, or point --root at a tree holding proc/ and sys/fs/cgroup/"}
 	case err != nil:
-		return opts, &cantRun{err: err}
+		return nil, &cantRun{err: err}
 	}
-	return opts, nil
+	return v, nil
 }
 
 // emitReport logs every result and writes the report to out. The report
@@ -420,51 +376,9 @@ func emitReport(logger lager.Logger, rep validator.Report, format string, out io
 	}
 }
 
-// dbusSystemdVersion asks the running systemd for its version, dialing
-// only when a check asks (systemd-cgroup-mode does so only when systemd is
-// init), and never for longer than systemdVersionTimeout.
-type dbusSystemdVersion struct{}
-
-const systemdVersionTimeout = 5 * time.Second
-
-func (dbusSystemdVersion) SystemdVersion(ctx context.Context) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, systemdVersionTimeout)
-	defer cancel()
-	c, err := systemd.Dial(ctx, systemd.Options{})
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	v, err := c.Version(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return systemd.ParseVersion(v)
-}
-
-// auditedDaemons hands the config's audited daemons to delegation-audit.
-func auditedDaemons(ds []config.Daemon) []checks.AuditedDaemon {
-	out := make([]checks.AuditedDaemon, len(ds))
-	for i, d := range ds {
-		out[i] = checks.AuditedDaemon{Name: d.Name, PIDFile: d.PIDFile}
-	}
-	return out
-}
-
-// bpmRuntimeRoot is where BOSH's bpm keeps the runc state of the jobs it
-// runs in containers.
-const bpmRuntimeRoot = "/var/vcap/sys/run/bpm-runc"
-
-// boshRuncPaths are where BOSH releases keep the runc their runtime runs
-// (garden-runc-release's runc package), besides validator.runtime_binaries
-// and PATH: a child of a process running one of them may be a `runc exec`
-// still joining its cgroups (checks.RuncFiles).
-var boshRuncPaths = []string{"/var/vcap/packages/runc/bin/runc"}
-
 // defaultRuntimeRoots are scanned when neither --runtime-root nor the
-// config names any: runc's and containerd's own, and bpm's (the job's
-// spec lists the same three as validator.runtime_roots' default).
-func defaultRuntimeRoots() []string { return append(runcstate.StandardRoots(), bpmRuntimeRoot) }
+// config names any.
+func defaultRuntimeRoots() []string { return app.DefaultRuntimeRoots() }
 
 func logResults(logger lager.Logger, rep validator.Report) {
 	for _, r := range rep.Results {
@@ -489,14 +403,4 @@ func logResults(logger lager.Logger, rep validator.Report) {
 }
 
 // splitList flattens "a,b" entries and drops blanks.
-func splitList(in []string) []string {
-	var out []string
-	for _, s := range in {
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
+func splitList(in []string) []string { return app.SplitList(in) }

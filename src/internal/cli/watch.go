@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -10,11 +9,10 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
-	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
-	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -92,7 +90,7 @@ func runWatch(ctx context.Context, env *Env, args []string) int {
 	base := fs.Usage
 	fs.Usage = func() {
 		base()
-		fmt.Fprintf(env.Stdout, watchHelp, strings.Join(checks.OnEvent, ", "))
+		fmt.Fprintf(env.Stdout, watchHelp, strings.Join(app.OnEvent, ", "))
 	}
 	if ok, code := parse(fs, args); !ok {
 		return code
@@ -134,36 +132,19 @@ func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.L
 	if err != nil {
 		return watch.Config{}, err
 	}
-	// The same checks as validate, with drain's severities and policy.
-	base := validatorDeps(f.root, cfg, validator.Drain, f.runtimeRoots)
-	base.Confirm = watch.ConfirmSchedule
-	// Every period runs runtime-versions: exec each runtime once per file.
-	base.ProbeCache = &runtimever.ProbeCache{}
-	// Each scan reads the host once and binds the checks to that read.
-	spec := snapshotSpec(base)
-	registry := func(src *snapshot.Source) []validator.Check {
-		d := base
-		d.Snapshot = src
-		return checks.All(d)
-	}
-	reg := checks.All(base)
-	if err := validator.Validate(reg); err != nil {
+	// The same plan as validate, with drain's severities and policy.
+	plan := newPlan(cfg, app.Overrides{Root: f.root, RuntimeRoots: f.runtimeRoots})
+	opts, err := plan.Options(validator.Drain)
+	if err != nil {
 		return watch.Config{}, err
 	}
-	opts, err := validatorPolicy(cfg.Validator, validator.Drain, nil).Options(reg, validator.Drain)
-	var perr *validator.PolicyError
-	switch {
-	case errors.As(err, &perr) && perr.List == "blocking":
-		return watch.Config{}, fmt.Errorf("validator.blocking.drain: %w", perr.Err)
-	case err != nil:
-		return watch.Config{}, fmt.Errorf("validator.%w", err)
-	}
 	out := watch.Config{
-		Registry: registry,
+		// Each scan reads the host once and binds the checks to that read.
+		Registry: plan.WatchRegistry(watch.ConfirmSchedule),
 		// Periodic and event scans re-read only what changed, and
 		// everything every snapshot.DefaultFullEvery (docs/performance.md).
-		Read:          (&snapshot.Incremental{Spec: spec}).Read,
-		OnEvent:       checks.OnEvent,
+		Read:          (&snapshot.Incremental{Spec: plan.Snapshot}).Read,
+		OnEvent:       app.OnEvent,
 		Options:       opts,
 		Period:        wc.Period.Duration,
 		Heal:          wc.Heal,
@@ -171,7 +152,7 @@ func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.L
 		Listen:        wc.Listen,
 		Textfile:      wc.Textfile,
 		Root:          f.root,
-		RuntimeRoots:  base.RuntimeRoots,
+		RuntimeRoots:  plan.RuntimeRoots(),
 		Once:          f.once,
 		Logger:        logger,
 	}

@@ -95,6 +95,10 @@ type Validator struct {
 	// finish are reported and never block; a finished blocking check still
 	// blocks. 0 means cellguard's default.
 	Budget Duration `json:"budget"`
+	// NetnsProbe lets leaked-netns touch other processes to ask their
+	// sockets' namespaces (BPF task_file iterator, pidfd_getfd from their
+	// cgroups); off, it judges what /proc shows (docs/validator.md).
+	NetnsProbe bool `json:"netns_probe"`
 }
 
 // Watch configures `cellguard watch`; the checks read Validator's settings.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -23,7 +24,7 @@ func judge(t *testing.T, h *fakehost.Host) (validator.Report, *snapshot.Source) 
 	t.Helper()
 	src := snapshot.Lazy(snapshot.Spec{Root: h.Root})
 	var cs []validator.Check
-	for _, c := range checks.All(checks.Deps{Root: h.Root, Snapshot: src, Sleep: func(time.Duration) {}}) {
+	for _, c := range checks.All(facts.New(facts.Spec{Root: h.Root, Snapshot: src}), checks.Policy{}) {
 		if c.Meta().ID == "cgroup-integrity" {
 			cs = append(cs, c)
 		}

@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"os"
 	"slices"
 	"strconv"
 
@@ -86,4 +87,26 @@ func openDirAtZ(dir int, z []byte) (int, error) {
 			return fd, err
 		}
 	}
+}
+
+// EachFDName hands fn the names in pid's fd directory, up to max of them,
+// a chunk at a time (in the directory's order). more says entries were
+// left; err is set only when the directory cannot be opened. A process
+// that goes away mid-walk ends it.
+func (fs FS) EachFDName(pid, max int, fn func(names []string)) (more bool, err error) {
+	dir, err := os.Open(fs.Path(pid, "fd"))
+	if err != nil {
+		return false, err
+	}
+	defer dir.Close()
+	for walked := 0; walked < max; {
+		names, err := dir.Readdirnames(min(256, max-walked))
+		walked += len(names)
+		fn(names)
+		if err != nil || len(names) == 0 {
+			return false, nil // io.EOF, or the process went away
+		}
+	}
+	rest, _ := dir.Readdirnames(1)
+	return len(rest) > 0, nil
 }

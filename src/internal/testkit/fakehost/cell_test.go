@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -20,8 +20,7 @@ import (
 // finding of the other scan-based checks.
 func escapesFound(t *testing.T, root string) (escapes, others []string) {
 	t.Helper()
-	d := checks.Deps{Root: root, Sleep: func(time.Duration) {}}
-	for _, c := range checks.All(d) {
+	for _, c := range checks.All(facts.New(facts.Spec{Root: root}), checks.Policy{}) {
 		id := c.Meta().ID
 		if id != "cgroup-integrity" && id != "runtime-ghosts" && id != "stuck-runc-init" {
 			continue
