@@ -53,7 +53,7 @@ func (*CgroupIntegrity) Meta() validator.Meta {
 			validator.PreStart: validator.Blocking,
 			validator.Drain:    validator.Blocking,
 		},
-		Story: "seed-000: a daemon run by monit in a non-delegated systemd unit created garden/<id> cgroups; " +
+		Story: "A daemon run by monit in a non-delegated systemd unit created garden/<id> cgroups; " +
 			"when systemd later realized cgroups for another unit it moved container processes back into " +
 			"the unit's cgroup (or /). runc's state.json still pointed at garden/<id>, so `runc kill --all` " +
 			"killed nothing and Garden looped destroying containers.",
@@ -63,8 +63,10 @@ func (*CgroupIntegrity) Meta() validator.Meta {
 			"https://systemd.io/CGROUP_DELEGATION/",
 		},
 		Fix: "Run `cellguard validate --fix` to move the processes back into their recorded cgroups, " +
-			"then install the runtime's daemon under a delegated unit (`cellguard unit install`, " +
-			"Delegate= listing every v1 controller incl. blkio) so systemd stops moving them.",
+			"then run the runtime's daemon in a delegated unit (`cellguard.daemons`, or " +
+			"`cellguard.delegate_units` for a unit another release writes, e.g. garden.service): on v1 and " +
+			"hybrid hosts Delegate= lists every v1 controller incl. blkio, so systemd stops moving processes; " +
+			"on cgroup v2 Delegate=yes keeps the controllers enabled above the containers, so their limits stay.",
 	}
 }
 

@@ -38,7 +38,7 @@ func (DelegationAudit) Meta() validator.Meta {
 			// cgroup-integrity.
 			validator.Drain: validator.Warning,
 		},
-		Story: "seed-000: a daemon started by monit ran in a unit without Delegate=; when systemd realized " +
+		Story: "A daemon started by monit ran in a unit without Delegate=; when systemd realized " +
 			"cgroups for another unit it moved the daemon's container processes from garden/<id> back " +
 			"into the unit's cgroup, runc's state.json kept the old paths and `runc kill --all` killed " +
 			"nothing. On cgroup v1 even Delegate=yes leaves blkio to systemd (systemd 252 moved it when " +
@@ -256,7 +256,7 @@ func (au audit) judgeGroup(g facts.ContainerGroup) validator.Finding {
 		if len(g.Containers) == 1 {
 			verb = "is"
 		}
-		detail = fmt.Sprintf("%s below %s %s exposed to seed-000: %s", count, g.Unit, verb, why)
+		detail = fmt.Sprintf("%s below %s %s exposed to systemd moving them out: %s", count, g.Unit, verb, why)
 	}
 	return validator.Finding{Subject: g.Unit, Status: st, Detail: detail, Data: d}
 }

@@ -115,7 +115,7 @@ func testDelegationAuditRealSystemd(t *testing.T, mode cgroup.Mode) {
 		subject, contains string
 		status            validator.Status
 	}{
-		{"plain-rt.service", "1 container below plain-rt.service is exposed to seed-000", validator.Fail},
+		{"plain-rt.service", "1 container below plain-rt.service is exposed to systemd moving them out", validator.Fail},
 		{"yes-rt.service", "1 container below yes-rt.service", yes},
 		{unitfile.UnitName("rt"), "1 container below " + unitfile.UnitName("rt"), validator.Pass},
 		{"/garden", "outside every systemd unit", validator.Warn},

@@ -134,7 +134,7 @@ func TestDelegationAuditContainers(t *testing.T) {
 			cgroup:  runit,
 			units:   []*systemd.Unit{sliceUnit("system.slice"), plainUnit("runit.service")},
 			subject: "runit.service", status: validator.Fail,
-			detail: []string{"2 containers below runit.service are exposed to seed-000", "Delegate=no"},
+			detail: []string{"2 containers below runit.service are exposed to systemd moving them out", "Delegate=no"},
 		},
 		{
 			name:    "Delegate=yes on v1 leaves blkio",

@@ -32,7 +32,7 @@ func (LeakedNetns) Meta() validator.Meta {
 			validator.PreStart: validator.Warning,
 			validator.Drain:    validator.Warning,
 		},
-		Story: "seed-003: a monitoring agent's long-lived netlink socket, made inside a pod's network namespace, " +
+		Story: "A monitoring agent's long-lived netlink socket, made inside a pod's network namespace, " +
 			"kept that namespace and its ipvlan address alive after the pod was deleted; no process was in it " +
 			"and no mount named it, so lsns and /proc/*/ns/net did not show it, while the address it kept " +
 			"was handed to a new pod.",

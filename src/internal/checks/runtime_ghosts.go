@@ -54,7 +54,7 @@ func (*RuntimeGhosts) Meta() validator.Meta {
 			validator.PreStart: validator.Warning,
 			validator.Drain:    validator.Warning,
 		},
-		Story: "seed-002's family: runtime state that outlived its container (init gone, or its pid now " +
+		Story: "Runtime state that outlived its container (init gone, or its pid now " +
 			"another process), and container processes left in the runtime's cgroups with no state to " +
 			"claim them, so nothing would ever stop them (Garden restarting beside stranded garden-init " +
 			"processes).",

@@ -32,7 +32,7 @@ func (RuntimeVersions) Meta() validator.Meta {
 			validator.PreStart: validator.Blocking,
 			validator.Drain:    validator.Warning,
 		},
-		Story: "seed-001: runc 1.0.0-rc93 hung in `runc init` on cells whose pipe soft limit was " +
+		Story: "runc 1.0.0-rc93 hung in `runc init` on cells whose pipe soft limit was " +
 			"exhausted; container breakouts (CVE-2019-5736, CVE-2024-21626, the November 2025 runc " +
 			"CVEs) are fixed only by the runtime version. Each finding names an advisory of the " +
 			"release's advisories.json, its class, fixed versions and references; the class decides " +

@@ -61,7 +61,7 @@ func (*StuckRuncInit) Meta() validator.Meta {
 			validator.PreStart: validator.Warning,
 			validator.Drain:    validator.Warning,
 		},
-		Story: "seed-001: with fs.pipe-user-pages-soft exhausted, new pipes got a single page; runc " +
+		Story: "With fs.pipe-user-pages-soft exhausted, new pipes got a single page; runc " +
 			"1.0.0-rc93 wrote the seccomp filter into such a pipe before reading it and `runc init` blocked forever, so " +
 			"container creation hung and Garden piled up runc init processes.",
 		References: []string{

@@ -31,7 +31,7 @@ func (SysctlProfile) Meta() validator.Meta {
 			// update's pre-start applies them again.
 			validator.Drain: validator.Warning,
 		},
-		Story: "seed-001: runc 1.0.0-rc93's `runc init` hung writing into a pipe that the kernel had shrunk " +
+		Story: "runc 1.0.0-rc93's `runc init` hung writing into a pipe that the kernel had shrunk " +
 			"to minimal size once root's pipes passed fs.pipe-user-pages-soft; keyring quotas " +
 			"(kernel.keys.*) fail container creation with 'disk quota exceeded'. The profile sets each " +
 			"value with its reason and source; each finding names the live and wanted value and which " +

@@ -481,7 +481,7 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	// delegation-audit reports without blocking: nothing protects the unit
 	// holding monit here (the escapes need that), and with it blocking every
 	// cell that holds containers stops at pre-start (run 3: the canary, "2
-	// containers below runit.service are exposed to seed-000"), so no cell
+	// containers below runit.service are exposed to systemd moving them out"), so no cell
 	// before an unsafe one could update. runtime-versions: the stemcells'
 	// Ubuntu runc and containerd have unfixed CVEs (defaults.yml); seed 001
 	// blocks on it.
