@@ -107,6 +107,7 @@ func All(d Deps) []validator.Check {
 		&SysctlProfile{Root: d.Root, Settings: d.Sysctl},
 		&LeakedNetns{Root: d.Root, Probe: d.NetNS, Sleep: d.Sleep, Kernel: d.Kernel, host: h},
 		&DevicesCgroup{host: h},
+		&LimitsIntact{Facts: limitsFacts(d)},
 	}
 }
 
