@@ -88,7 +88,7 @@ func JudgeLimits(f *limits.Facts) []validator.Finding {
 		}
 	}
 	fs = append(fs, validator.Finding{Status: validator.Pass,
-		Detail: fmt.Sprintf("%s of %s checked against their recorded limits", plural(checked, "container process"), plural(f.Containers, "running container")),
+		Detail: fmt.Sprintf("%s of %s checked against their recorded limits", processes(checked), plural(f.Containers, "running container")),
 		Data:   map[string]string{"processes": strconv.Itoa(checked), "containers": strconv.Itoa(f.Containers)}})
 	return fs
 }
@@ -195,4 +195,11 @@ func (l lostLimit) finding(p *limits.Process, w limits.Want) validator.Finding {
 			"limit": w.Limit, "file": w.File, "recorded": w.Value, "expected_cgroup": p.Expected, "cgroup": l.cgroup,
 			"found": l.kind, "value": l.value},
 	}
+}
+
+func processes(n int) string {
+	if n == 1 {
+		return "1 container process"
+	}
+	return strconv.Itoa(n) + " container processes"
 }
