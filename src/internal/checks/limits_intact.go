@@ -39,7 +39,7 @@ func (*LimitsIntact) Meta() validator.Meta {
 		},
 		Story: "On cgroup v2, systemd writes `-cpuset -cpu -io` into the root's and each slice's cgroup.subtree_control " +
 			"on every daemon-reload when no loaded unit needs those controllers: container cgroups directly below " +
-			"them lose cpu.weight and io.weight with the processes unmoved and nothing in the journal (measured on " +
+			"them lose cpu.weight and io.weight with the processes unmoved and nothing in the journal above debug level (measured on " +
 			"noble, systemd 255: issue 37). A `-memory` written into a parent's subtree_control removes memory.max the " +
 			"same way, and Garden's CPU throttling moves processes into a cgroup that carries only cpu.weight.",
 		References: []string{
@@ -88,7 +88,7 @@ func JudgeLimits(f *limits.Facts) []validator.Finding {
 		}
 	}
 	fs = append(fs, validator.Finding{Status: validator.Pass,
-		Detail: fmt.Sprintf("%s of %s checked against their recorded limits", processes(checked), plural(f.Containers, "running container")),
+		Detail: fmt.Sprintf("%s with recorded limits checked (%s running)", processes(checked), plural(f.Containers, "container")),
 		Data:   map[string]string{"processes": strconv.Itoa(checked), "containers": strconv.Itoa(f.Containers)}})
 	return fs
 }
