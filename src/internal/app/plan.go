@@ -96,7 +96,7 @@ func NewPlan(cfg *config.Config, o Overrides) *Plan {
 			Root: o.Root, Daemons: daemons, DelegateUnits: cfg.DelegateUnits,
 			RuntimeBinaries: vc.RuntimeBinaries, AdvisoriesFile: vc.AdvisoriesFile,
 			Sysctl:     sysctl.Settings{Profile: cfg.Sysctl.Profile, Set: cfg.Sysctl.Set, Remove: cfg.Sysctl.Remove, File: cfg.Sysctl.File},
-			NetnsProbe: vc.NetnsProbe,
+			NetnsProbe: vc.NetnsProbe, RuntimeRoots: roots, Namespaces: vc.Namespaces,
 		},
 		Snapshot: snapshot.Spec{Root: o.Root, RuntimeRoots: roots, Namespaces: vc.Namespaces},
 		Policy: checks.Policy{

@@ -80,6 +80,7 @@ func All(h *facts.Host, p Policy) []validator.Check {
 		bound{SysctlProfile{}, h},
 		bound{LeakedNetns{}, h},
 		&DevicesCgroup{host: snap},
+		bound{LimitsIntact{}, h},
 	}
 }
 

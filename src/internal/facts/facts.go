@@ -25,6 +25,7 @@ const (
 	Runtimes Kind = "runtimes" // runtime binaries' versions, advisories
 	Sysctls  Kind = "sysctls"  // the profile's keys, live and at boot
 	Netns    Kind = "netns"    // network namespaces held only by open files
+	Limits   Kind = "limits"   // containers' recorded limits and the cgroup files in force
 )
 
 // ErrNotRead means a judge asked for a kind its check did not wait for: a
@@ -78,6 +79,12 @@ type Spec struct {
 	// scans).
 	Prober runtimever.Prober
 
+	// RuntimeRoots and Namespaces are where runtime state is found, for the
+	// providers that read it beside the snapshot (limits); empty roots mean
+	// runcstate's standard ones.
+	RuntimeRoots []string
+	Namespaces   []string
+
 	// Sysctl is the operator's sysctl settings.
 	Sysctl sysctl.Settings
 
@@ -111,6 +118,7 @@ type Host struct {
 	runtimes RuntimeFacts
 	sysctls  SysctlFacts
 	netns    NetnsFacts
+	limits   LimitsFacts
 }
 
 // read is one kind's read: done closes when its facts are set.
@@ -200,6 +208,8 @@ func (h *Host) readKind(ctx context.Context, k Kind) {
 		h.sysctls = readSysctls(ctx, h.spec)
 	case Netns:
 		h.netns = readNetns(ctx, h.spec, h.snap)
+	case Limits:
+		h.limits = readLimits(h.spec)
 	default:
 		panic(fmt.Sprintf("unknown fact kind %q", k))
 	}
@@ -217,6 +227,8 @@ func (h *Host) failed(k Kind, err error) {
 		h.sysctls = SysctlFacts{Err: err}
 	case Netns:
 		h.netns = NetnsFacts{Err: err}
+	case Limits:
+		h.limits = LimitsFacts{Err: err}
 	}
 }
 

@@ -278,6 +278,9 @@ type Container struct {
 	// Crun writes crun's status file and config.json instead of runc's
 	// state.json (RuntimeRoot /run/crun).
 	Crun bool
+	// Resources are more members of config.cgroups, as runc records a
+	// container's limits ("memory", "cpu_weight": configs.Resources).
+	Resources map[string]any
 }
 
 // State writes state.json for c as runc writes it (cgroup_paths per
@@ -313,7 +316,7 @@ func (h *Host) State(c Container) string {
 		"created":            BootTime.Add(time.Duration(c.InitStart) * 10 * time.Millisecond).Format(time.RFC3339Nano),
 		"config": map[string]any{
 			"rootfs":     "/var/vcap/data/garden/rootfs/" + c.ID,
-			"cgroups":    map[string]any{"path": c.Cgroup, "scope_prefix": "", "Systemd": false},
+			"cgroups":    cgroupsConfig(c),
 			"namespaces": namespaces,
 			"mounts":     []any{map[string]any{"source": "proc", "destination": "/proc", "device": "proc"}},
 		},
@@ -333,6 +336,16 @@ func (h *Host) State(c Container) string {
 		h.writeAbs(filepath.Join(dir, "exec.fifo"), "")
 	}
 	return path
+}
+
+// cgroupsConfig is state.json's config.cgroups for c: its path and the
+// resources it records.
+func cgroupsConfig(c Container) map[string]any {
+	cg := map[string]any{"path": c.Cgroup, "scope_prefix": "", "Systemd": false}
+	for k, v := range c.Resources {
+		cg[k] = v
+	}
+	return cg
 }
 
 // RunContainer adds a container with init and n-1 more processes in its

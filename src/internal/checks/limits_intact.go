@@ -1,0 +1,197 @@
+package checks
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
+	"github.com/cloudfoundry/cellguard/src/internal/limits"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
+)
+
+// LimitsIntact compares the limits each container's runtime recorded with
+// what is in force along the cgroup each of its processes is in.
+type LimitsIntact struct{}
+
+func (LimitsIntact) Meta() validator.Meta {
+	return validator.Meta{
+		ID:    "limits-intact",
+		Title: "every container process runs under the limits its runtime recorded",
+		Severity: map[validator.Phase]validator.Severity{
+			// The tenant loses isolation, the VM keeps working: report,
+			// do not hold a rollout; operators may make it blocking.
+			validator.PreStart: validator.Warning,
+			validator.Drain:    validator.Warning,
+		},
+		Story: "On cgroup v2, systemd writes `-cpuset -cpu -io` into the root's and each slice's cgroup.subtree_control " +
+			"on every daemon-reload when no loaded unit needs those controllers: container cgroups directly below " +
+			"them lose cpu.weight and io.weight with the processes unmoved and nothing in the journal above debug level (measured on " +
+			"noble, systemd 255: issue 37). A `-memory` written into a parent's subtree_control removes memory.max the " +
+			"same way, and Garden's CPU throttling moves processes into a cgroup that carries only cpu.weight.",
+		References: []string{
+			"https://github.com/systemd/systemd/blob/v255/src/core/cgroup.c",
+			"https://docs.kernel.org/admin-guide/cgroup-v2.html#enabling-and-disabling",
+			"https://github.com/opencontainers/cgroups/blob/main/fs2/fs2.go",
+		},
+		Fix: "Keep the controllers enabled above the runtime's cgroups: on v2, run the container daemon in a unit with " +
+			"Delegate=yes (cellguard's delegated units do), which makes systemd enable cpu, io, memory and pids from the " +
+			"root down; do not put containers directly below / or a slice. Then re-apply the recorded limits " +
+			"(`runc update` with the container's resources) or recreate the container.",
+		Measured: []string{"found", "value"},
+	}
+}
+
+// Needs: the limits facts.
+func (LimitsIntact) Needs() []facts.Kind { return []facts.Kind{facts.Limits} }
+
+// Judge judges the limits facts; facts that could not be read at all make
+// the check "could not judge".
+func (LimitsIntact) Judge(h *facts.Host) ([]validator.Finding, error) {
+	lf := h.Limits()
+	if lf.Err != nil {
+		return nil, lf.Err
+	}
+	return JudgeLimits(lf.Facts), nil
+}
+
+// JudgeLimits is the check's judgement of facts: one finding per process
+// and recorded limit that is not in force, one per thing that could not be
+// read, and a summary.
+func JudgeLimits(f *limits.Facts) []validator.Finding {
+	var fs []validator.Finding
+	for _, p := range f.Problems {
+		fs = append(fs, validator.Finding{Subject: "limits", Status: validator.Warn, Detail: "could not read: " + p})
+	}
+	checked := 0
+	for i := range f.Processes {
+		p := &f.Processes[i]
+		if p.Err != "" {
+			fs = append(fs, validator.Finding{Subject: p.Container, Status: validator.Warn,
+				Detail: fmt.Sprintf("pid %d: could not read its cgroups: %s", p.PID, p.Err),
+				Data:   map[string]string{"container": p.Container, "pid": strconv.Itoa(p.PID), "state": p.StatePath}})
+			continue
+		}
+		checked++
+		for _, w := range p.Wants {
+			if l, ok := judgeLimit(p, w, f.Unified); !ok {
+				fs = append(fs, l.finding(p, w))
+			}
+		}
+	}
+	fs = append(fs, validator.Finding{Status: validator.Pass,
+		Detail: fmt.Sprintf("%s with recorded limits checked (%s running)", processes(checked), plural(f.Containers, "container")),
+		Data:   map[string]string{"processes": strconv.Itoa(checked), "containers": strconv.Itoa(f.Containers)}})
+	return fs
+}
+
+// Kinds of a lost limit, Data["found"].
+const (
+	LimitAbsent  = "absent"  // the file is not there: controller not enabled, or no cgroup
+	LimitDefault = "default" // the kernel's value for a new cgroup
+	LimitOther   = "other"   // another value
+)
+
+// lostLimit is what judgeLimit found instead of a recorded limit.
+type lostLimit struct {
+	kind   string
+	cgroup string // the process's cgroup in the limit's hierarchy
+	value  string // what is there (kinds default and other)
+	why    string // for absent: why the file is not there
+}
+
+// judgeLimit reports whether w is in force for p: some cgroup along p's
+// path holds the recorded value (Garden sets limits on /garden/<h> and
+// puts runc's init in /garden/<h>/init: guardian
+// rundmc/runcontainerd/cgroup_manager_linux.go). Otherwise it says what is
+// at p's own cgroup.
+func judgeLimit(p *limits.Process, w limits.Want, unified bool) (lostLimit, bool) {
+	path := p.PathFor(w, unified)
+	if path == nil {
+		return lostLimit{kind: LimitAbsent, why: fmt.Sprintf("the process is in no %s hierarchy", w.Controller)}, false
+	}
+	leaf := path.Leaf()
+	if leaf == nil {
+		return lostLimit{kind: LimitAbsent, cgroup: path.Cgroup, why: "the process is in the root cgroup, where no limit applies"}, false
+	}
+	for _, lv := range path.Levels {
+		if holds(lv, w) {
+			return lostLimit{}, true
+		}
+	}
+	file, v, ok := w.File, "", false
+	if v, ok = leaf.Files[w.File]; !ok && w.AltFile != "" {
+		file, v, ok = w.AltFile, leaf.Files[w.AltFile], hasFile(leaf, w.AltFile)
+	}
+	if !ok {
+		if w.Optional {
+			return lostLimit{}, true // runc writes it only where the kernel has it
+		}
+		return lostLimit{kind: LimitAbsent, cgroup: path.Cgroup, why: absentWhy(path, w)}, false
+	}
+	v = limits.Normalize(file, v)
+	if v == w.Default {
+		return lostLimit{kind: LimitDefault, cgroup: path.Cgroup, value: v}, false
+	}
+	return lostLimit{kind: LimitOther, cgroup: path.Cgroup, value: v}, false
+}
+
+func holds(lv limits.Level, w limits.Want) bool {
+	if v, ok := lv.Files[w.File]; ok && limits.Normalize(w.File, v) == w.Value {
+		return true
+	}
+	v, ok := lv.Files[w.AltFile]
+	return w.AltFile != "" && ok && limits.Normalize(w.AltFile, v) == w.AltValue
+}
+
+func hasFile(lv *limits.Level, f string) bool { _, ok := lv.Files[f]; return ok }
+
+// absentWhy names the highest cgroup on the path whose parent does not
+// enable w's controller (v2), which is where it was switched off.
+func absentWhy(path *limits.Path, w limits.Want) string {
+	for _, lv := range path.Levels {
+		if lv.ParentEnables != nil && !slices.Contains(lv.ParentEnables, w.Controller) {
+			return fmt.Sprintf("the %s controller is not enabled in %s's cgroup.subtree_control", w.Controller, parentOf(lv.Cgroup))
+		}
+	}
+	return w.File + " does not exist there"
+}
+
+func parentOf(cg string) string {
+	for i := len(cg) - 1; i > 0; i-- {
+		if cg[i] == '/' {
+			return cg[:i]
+		}
+	}
+	return "/"
+}
+
+func (l lostLimit) finding(p *limits.Process, w limits.Want) validator.Finding {
+	var what string
+	switch l.kind {
+	case LimitAbsent:
+		what = "absent: " + l.why
+	case LimitDefault:
+		what = "the default " + l.value
+	default:
+		what = l.value
+	}
+	where := l.cgroup
+	if where == "" {
+		where = "(none)"
+	}
+	return validator.Finding{
+		Subject: p.Container, Status: validator.Fail,
+		Detail: fmt.Sprintf("pid %d: %s %s (recorded for %s) is %s at %s", p.PID, w.Limit, w.Value, p.Expected, what, where),
+		Data: map[string]string{"container": p.Container, "pid": strconv.Itoa(p.PID), "state": p.StatePath,
+			"limit": w.Limit, "file": w.File, "recorded": w.Value, "expected_cgroup": p.Expected, "cgroup": l.cgroup,
+			"found": l.kind, "value": l.value},
+	}
+}
+
+func processes(n int) string {
+	if n == 1 {
+		return "1 container process"
+	}
+	return strconv.Itoa(n) + " container processes"
+}

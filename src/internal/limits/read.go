@@ -1,0 +1,279 @@
+package limits
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+)
+
+// Spec says where to read: the root prefix ("" or "/" is the live host)
+// and the runtime roots and containerd namespaces (empty: runcstate's
+// standard roots, every namespace).
+type Spec struct {
+	Root         string
+	RuntimeRoots []string
+	Namespaces   []string
+}
+
+// Read reads the facts under s.Root. An error means nothing could be read
+// (no cgroup layout, an unlistable runtime root); a container or process
+// that could not be read is in Facts.
+func Read(s Spec) (*Facts, error) {
+	layout, err := cgroup.Discover(s.Root)
+	if err != nil {
+		return nil, fmt.Errorf("read cgroup layout: %w", err)
+	}
+	disc, err := runcstate.Discover(s.Root, s.RuntimeRoots, s.Namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("find runtime states: %w", err)
+	}
+	r := reader{l: layout, proc: procfs.New(s.Root).NewReader(), files: map[string]fileRead{}}
+	defer r.proc.Close()
+	f := &Facts{Unified: layout.Mode == cgroup.Unified}
+	for _, p := range disc.Problems {
+		f.Problems = append(f.Problems, fmt.Sprintf("read %s: %v", p.Path, p.Err))
+	}
+	for i := range disc.Containers {
+		c := &disc.Containers[i]
+		if !r.running(c) {
+			continue // created, or gone: runtime-ghosts judges those
+		}
+		f.Containers++
+		ps, err := r.container(c, f.Unified)
+		if err != nil {
+			f.Problems = append(f.Problems, fmt.Sprintf("read limits of %s: %v", c.Name(), err))
+			continue
+		}
+		f.Processes = append(f.Processes, ps...)
+	}
+	return f, nil
+}
+
+type reader struct {
+	l    *cgroup.Layout
+	proc *procfs.Reader
+	// files caches cgroup files by path: a cell's containers share their
+	// parents, read once per run.
+	files map[string]fileRead
+}
+
+type fileRead struct {
+	content string
+	exists  bool
+	err     error
+}
+
+// running reports whether c's init is the process runc started.
+func (r *reader) running(c *runcstate.Container) bool {
+	if c.Created || c.State == nil || c.State.InitProcessPid <= 0 {
+		return false
+	}
+	st, err := r.proc.Stat(c.State.InitProcessPid)
+	return err == nil && st.StartTime == uint64(c.State.InitProcessStart)
+}
+
+// container reads the limits c recorded and, when it recorded any, each
+// of its processes: its init and every process in the cgroup.procs of its
+// recorded cgroup and of the cgroup its init is in now.
+func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, error) {
+	res, err := readResources(c.StatePath)
+	if err != nil {
+		return nil, err
+	}
+	wants := Expected(unified, res)
+	if len(wants) == 0 {
+		return nil, nil
+	}
+	keys := keysOf(wants, unified)
+	h, expected, ok := r.recorded(c, keys[0])
+	if !ok {
+		return nil, fmt.Errorf("no recorded cgroup for %q in %s", keys[0], c.StatePath)
+	}
+	pids := []int{c.State.InitProcessPid}
+	pids = r.appendProcs(pids, h, expected)
+	if p, err := r.proc.Cgroup(c.State.InitProcessPid); err == nil {
+		var m cgroup.Membership
+		if cgroup.ParseProcCgroup(p, &m) == nil {
+			if now, ok := m.Lookup(keys[0]); ok && string(now) != expected {
+				pids = r.appendProcs(pids, h, string(now))
+			}
+		}
+	}
+	slices.Sort(pids)
+	pids = slices.Compact(pids)
+	var ps []Process
+	for _, pid := range pids {
+		p := Process{PID: pid, Container: c.Name(), StatePath: c.StatePath, Expected: expected, Recorded: res, Wants: wants}
+		paths, err := r.paths(pid, keys)
+		if procfs.IsGone(err) {
+			continue // exited since the listing
+		}
+		if err != nil {
+			p.Err = err.Error()
+		}
+		p.Paths = paths
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// readResources decodes config.cgroups' resources from a state file.
+// runcstate skips them (they are most of the file); only this check needs
+// them, once per container and run.
+func readResources(statePath string) (Resources, error) {
+	b, err := os.ReadFile(statePath)
+	if err != nil {
+		return Resources{}, fmt.Errorf("read state %s: %w", statePath, err)
+	}
+	var st struct {
+		Config struct {
+			Cgroups *Resources `json:"cgroups"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return Resources{}, fmt.Errorf("decode resources in %s: %w", statePath, err)
+	}
+	if st.Config.Cgroups == nil {
+		return Resources{}, nil
+	}
+	return *st.Config.Cgroups, nil
+}
+
+// keysOf are the hierarchies the wants need: "" on v2, else each v1
+// controller, in the wants' order.
+func keysOf(wants []Want, unified bool) []string {
+	if unified {
+		return []string{""}
+	}
+	var keys []string
+	for _, w := range wants {
+		if !slices.Contains(keys, w.Controller) {
+			keys = append(keys, w.Controller)
+		}
+	}
+	return keys
+}
+
+// recorded is c's cgroup in the hierarchy of key as its state records it.
+func (r *reader) recorded(c *runcstate.Container, key string) (*cgroup.Hierarchy, string, bool) {
+	abs, ok := c.State.CgroupPaths[key]
+	if !ok {
+		return nil, "", false
+	}
+	h, rel, ok := r.l.Split(abs)
+	return h, rel, ok
+}
+
+// appendProcs appends the pids in cgroup rel of h; a cgroup that is gone
+// or unreadable adds none (the process's own read says what is wrong).
+func (r *reader) appendProcs(pids []int, h *cgroup.Hierarchy, rel string) []int {
+	_, pids, _ = cgroup.ReadProcs(r.l.Path(h, rel), nil, pids)
+	return pids
+}
+
+// paths reads pid's cgroup in each hierarchy of keys and the levels of
+// each.
+func (r *reader) paths(pid int, keys []string) ([]Path, error) {
+	b, err := r.proc.Cgroup(pid)
+	if err != nil {
+		return nil, err
+	}
+	var m cgroup.Membership
+	if err := cgroup.ParseProcCgroup(b, &m); err != nil {
+		return nil, fmt.Errorf("parse /proc/%d/cgroup: %w", pid, err)
+	}
+	var ps []Path
+	for _, key := range keys {
+		cg, ok := m.Lookup(key)
+		if !ok {
+			continue // in no such hierarchy: the judge says so
+		}
+		h := r.l.ForKey(key)
+		if h == nil {
+			return ps, fmt.Errorf("no mounted hierarchy for %q", key)
+		}
+		p := Path{Key: key, Cgroup: string(cg)}
+		for _, rel := range ancestry(p.Cgroup) {
+			lv, err := r.level(h, rel, key)
+			if err != nil {
+				return ps, err
+			}
+			p.Levels = append(p.Levels, lv)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// ancestry lists the cgroups from the first below the root down to cg:
+// "/a/b" is ["/a", "/a/b"]; the root is none.
+func ancestry(cg string) []string {
+	var out []string
+	for i := 1; i < len(cg); i++ {
+		if cg[i] == '/' {
+			out = append(out, cg[:i])
+		}
+	}
+	if cg != "/" && cg != "" {
+		out = append(out, cg)
+	}
+	return out
+}
+
+// wantFiles are the files a level may be asked for.
+var wantFiles = map[string][]string{
+	"":       {"memory.max", "memory.swap.max", "pids.max", "cpu.weight", "cpu.max", "io.weight", "io.bfq.weight"},
+	"memory": {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"},
+	"pids":   {"pids.max"},
+	"cpu":    {"cpu.shares", "cpu.cfs_quota_us", "cpu.cfs_period_us"},
+	"blkio":  {"blkio.weight", "blkio.bfq.weight"},
+}
+
+// level reads one cgroup's limit files and, on v2, its parent's
+// subtree_control.
+func (r *reader) level(h *cgroup.Hierarchy, rel, key string) (Level, error) {
+	lv := Level{Cgroup: rel, Files: map[string]string{}}
+	dir := r.l.Path(h, rel)
+	for _, name := range wantFiles[key] {
+		fr := r.file(path.Join(dir, name))
+		if fr.err != nil {
+			return lv, fr.err
+		}
+		if fr.exists {
+			lv.Files[name] = fr.content
+		}
+	}
+	if h.Unified {
+		fr := r.file(path.Join(path.Dir(dir), "cgroup.subtree_control"))
+		if fr.err != nil {
+			return lv, fr.err
+		}
+		lv.ParentEnables = strings.Fields(fr.content)
+		if lv.ParentEnables == nil {
+			lv.ParentEnables = []string{}
+		}
+	}
+	return lv, nil
+}
+
+func (r *reader) file(p string) fileRead {
+	if fr, ok := r.files[p]; ok {
+		return fr
+	}
+	b, err := os.ReadFile(p)
+	fr := fileRead{content: strings.TrimSpace(string(b)), exists: err == nil}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		fr.err = fmt.Errorf("read %s: %w", p, err)
+	}
+	r.files[p] = fr
+	return fr
+}
