@@ -2,13 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"code.cloudfoundry.org/lager/v3"
-
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
-	"github.com/cloudfoundry/cellguard/src/internal/metrics"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
@@ -46,13 +43,10 @@ func runDrainCouldNotRun(_ context.Context, env *Env, args []string) int {
 	if why == "" {
 		why = "cellguard drain gave no verdict"
 	}
-	dec := drain.Decide(drain.Input{Call: call, CouldNotRun: errors.New(why)})
-	if err := metrics.WriteDrainTextfile(promFile, nil, call, dec, env.now()); err != nil {
-		logger.Error("write-prometheus-textfile", err)
+	if err := app.DrainCouldNotRun(logger, promFile, call, why, env.now()); err != nil {
 		errorf(env, "%v", err)
 		return ExitFailed
 	}
-	logger.Info("could-not-run-recorded", lager.Data{"file": promFile, "event": call.Event, "why": why})
 	fmt.Fprintf(env.Stderr, "cellguard drain could-not-run: %s: cellguard_drain_could_not_run 1 (%s)\n", promFile, why)
 	return ExitOK
 }
