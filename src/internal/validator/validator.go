@@ -138,6 +138,18 @@ type Result struct {
 	Unfinished bool `json:"unfinished,omitempty"`
 }
 
+// Count is the number of the result's problem findings: what a report's
+// FINDINGS column, the log and cellguard_check_findings say.
+func (r Result) Count() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Status.IsProblem() {
+			n++
+		}
+	}
+	return n
+}
+
 // Report is a whole run.
 type Report struct {
 	Phase   Phase    `json:"phase"`

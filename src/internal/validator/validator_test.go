@@ -375,3 +375,15 @@ func TestRunCapsFindingsPerCheck(t *testing.T) {
 		t.Errorf("the summary's identity changes with its count: %q", id)
 	}
 }
+
+// Count counts the problem findings, not the passes and skips a check
+// lists; metrics, the log and the human report read it from the result.
+func TestResultCount(t *testing.T) {
+	r := Result{Findings: []Finding{{Status: Pass}, {Status: Warn}, {Status: Fail}, {Status: Error}, {Status: Skip}}}
+	if n := r.Count(); n != 3 {
+		t.Fatalf("Count() = %d, want 3", n)
+	}
+	if n := (Result{}).Count(); n != 0 {
+		t.Fatalf("Count() of no findings = %d, want 0", n)
+	}
+}
