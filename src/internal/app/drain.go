@@ -132,10 +132,7 @@ func (d *Drain) finish(rep *validator.Report, cantRun error) drain.Decision {
 		logger.Error("could-not-run", cr.Err, lager.Data{"hint": cr.Hint})
 		cr.Print(d.Stderr)
 	}
-	if rep != nil && rep.Blocked {
-		in.Lift = ActiveLift(logger, d.Stderr, d.LiftFile, now)
-	}
-	dec := drain.Decide(in)
+	in, dec := DecideDrain(in, logger, d.Stderr, d.LiftFile, now)
 	data := lager.Data{"event": d.Call.Event, "job_change": d.Call.JobChange, "outcome": dec.Outcome, "block": dec.Block, "reason": dec.Reason}
 	if rep != nil {
 		data["blocking_checks"] = blockingIDs(*rep)
@@ -167,6 +164,17 @@ func asCouldNotRun(err error) *CouldNotRun {
 		return cr
 	}
 	return &CouldNotRun{Err: err}
+}
+
+// DecideDrain is the drain's decision for in, the lift at liftFile read
+// only when the report blocks: what cellguard drain decides, and what
+// validate --phase drain decides for the next update. It returns in with
+// the lift it used.
+func DecideDrain(in drain.Input, logger lager.Logger, stderr io.Writer, liftFile string, now time.Time) (drain.Input, drain.Decision) {
+	if in.Report != nil && in.Report.Blocked {
+		in.Lift = ActiveLift(logger, stderr, liftFile, now)
+	}
+	return in, drain.Decide(in)
 }
 
 // ActiveLift returns the lift at path when it holds now. A lift that is

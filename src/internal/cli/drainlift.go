@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"code.cloudfoundry.org/lager/v3"
-
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
 )
 
@@ -50,18 +48,16 @@ func runDrainLift(_ context.Context, env *Env, args []string) int {
 		logger, closer = c.flagLogger(env, "drain-lift")
 	}
 	defer closer()
-	now := env.now()
+	now, who := env.now(), app.WhoLifts(by, env.Getenv("SUDO_USER"), env.Getenv("USER"), env.Getenv("LOGNAME"))
 	switch {
 	case show:
 		return showLift(env, liftFile, now, jsonOut)
 	case cancel:
-		removed, err := drain.CancelLift(liftFile)
+		removed, err := app.CancelLift(logger, liftFile, who)
 		if err != nil {
-			logger.Error("cancel-lift", err)
 			errorf(env, "%v", err)
 			return ExitFailed
 		}
-		logger.Info("lift-cancelled", lager.Data{"file": liftFile, "removed": removed, "by": whoLifts(env, by)})
 		if removed {
 			fmt.Fprintf(env.Stdout, "lift cancelled: drain blocks again on blocking findings (%s removed)\n", liftFile)
 		} else {
@@ -69,21 +65,18 @@ func runDrainLift(_ context.Context, env *Env, args []string) int {
 		}
 		return ExitOK
 	}
-	l, err := drain.NewLift(reason, whoLifts(env, by), now, dur)
-	if err != nil {
-		errorf(env, "%v", err)
-		hintf(env, "cellguard drain lift --reason \"INC-123: known escapes, recreating the VM\" [--for 1h]")
+	l, err := app.Lift(logger, liftFile, now, app.LiftRequest{Reason: reason, By: who, For: dur,
+		SudoUser: env.Getenv("SUDO_USER"), SudoUID: env.Getenv("SUDO_UID")})
+	var cr *app.CouldNotRun
+	switch {
+	case errors.As(err, &cr):
+		cr.Print(env.Stderr)
 		return ExitCantRun
-	}
-	l.SudoUser, l.SudoUID = env.Getenv("SUDO_USER"), env.Getenv("SUDO_UID")
-	if err := drain.WriteLift(liftFile, l); err != nil {
-		logger.Error("write-lift", err)
+	case err != nil:
 		errorf(env, "%v", err)
 		hintf(env, "run it as root: sudo /var/vcap/packages/cellguard/bin/cellguard drain lift ...")
 		return ExitFailed
 	}
-	logger.Info("lift-written", lager.Data{"file": liftFile, "by": l.By, "sudo_user": l.SudoUser, "uid": l.UID,
-		"reason": l.Reason, "created": l.Created, "expires": l.Expires})
 	if jsonOut {
 		printJSON(env, l)
 		return ExitOK
@@ -93,37 +86,21 @@ func runDrainLift(_ context.Context, env *Env, args []string) int {
 	return ExitOK
 }
 
-// whoLifts is --by, else the user sudo ran for (bosh ssh's), else the user.
-func whoLifts(env *Env, by string) string {
-	for _, v := range []string{by, env.Getenv("SUDO_USER"), env.Getenv("USER"), env.Getenv("LOGNAME")} {
-		if v = strings.TrimSpace(v); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 func showLift(env *Env, path string, now time.Time, jsonOut bool) int {
-	l, err := drain.ReadLift(path)
+	shown, err := app.ShowLift(path, now)
 	switch {
-	case errors.Is(err, drain.ErrNoLift):
-		if jsonOut {
-			printJSON(env, map[string]any{"file": path, "state": "none"})
-		} else {
-			fmt.Fprintf(env.Stdout, "no lift (%s): drain blocks on blocking findings of an update\n", path)
-		}
-		return ExitOK
 	case err != nil:
 		errorf(env, "%v", err)
 		hintf(env, "drain ignores this lift; remove it with cellguard drain lift --cancel")
 		return ExitFailed
-	}
-	state := l.State(now)
-	if jsonOut {
-		printJSON(env, map[string]any{"file": path, "state": state, "lift": l})
+	case jsonOut:
+		printJSON(env, shown)
 		return ExitOK
 	}
-	switch state {
+	l := shown.Lift
+	switch shown.State {
+	case "none":
+		fmt.Fprintf(env.Stdout, "no lift (%s): drain blocks on blocking findings of an update\n", path)
 	case "active":
 		fmt.Fprintf(env.Stdout, "lift active until %s (%v left), by %s: %s\n", l.Expires.Format(time.RFC3339), l.Expires.Sub(now).Round(time.Second), l.By, l.Reason)
 	case "expired":
