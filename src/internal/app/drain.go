@@ -15,6 +15,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -228,14 +229,24 @@ func DrainTimeLimit(budget time.Duration) int {
 
 // DrainCouldNotRun records, for bin/drain, that cellguard drain gave no
 // verdict (it crashed, was killed at the time limit): the drain textfile
-// at path says could_not_run for the agent's event, written by cellguard's
-// one atomic write, never through a name another user planted.
-func DrainCouldNotRun(logger lager.Logger, path string, call drain.Call, why string, now time.Time) error {
+// at path says could_not_run for the event of the agent's args, written by
+// cellguard's one atomic write, never through a name another user
+// planted. A path that is not plain (the rule of the config's
+// validator.prometheus_textfile) is a *CouldNotRun, and nothing is
+// written. It returns the why it recorded.
+func DrainCouldNotRun(logger lager.Logger, path string, args []string, why string, now time.Time) (string, error) {
+	if err := unitfile.ValidatePath(path); err != nil {
+		return why, &CouldNotRun{Err: err}
+	}
+	if why == "" {
+		why = "cellguard drain gave no verdict"
+	}
+	call := drain.Parse(args)
 	dec := drain.Decide(drain.Input{Call: call, CouldNotRun: errors.New(why)})
 	if err := metrics.WriteDrainTextfile(path, nil, call, dec, now); err != nil {
 		logger.Error("write-prometheus-textfile", err)
-		return err
+		return why, err
 	}
 	logger.Info("could-not-run-recorded", lager.Data{"file": path, "event": call.Event, "why": why})
-	return nil
+	return why, nil
 }

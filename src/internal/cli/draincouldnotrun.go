@@ -2,11 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
-	"github.com/cloudfoundry/cellguard/src/internal/drain"
-	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 const drainCouldNotRunHelp = `
@@ -32,18 +31,15 @@ func runDrainCouldNotRun(_ context.Context, env *Env, args []string) int {
 	if ok, code := parse(fs, args); !ok {
 		return code
 	}
-	// The same rule as the config's validator.prometheus_textfile.
-	if err := unitfile.ValidatePath(promFile); err != nil {
-		errorf(env, "--prometheus-textfile: %v", err)
-		return ExitCantRun
-	}
 	logger, closer := c.flagLogger(env, "drain")
 	defer closer()
-	call := drain.Parse(fs.Args())
-	if why == "" {
-		why = "cellguard drain gave no verdict"
-	}
-	if err := app.DrainCouldNotRun(logger, promFile, call, why, env.now()); err != nil {
+	why, err := app.DrainCouldNotRun(logger, promFile, fs.Args(), why, env.now())
+	var cr *app.CouldNotRun
+	switch {
+	case errors.As(err, &cr):
+		errorf(env, "--prometheus-textfile: %v", cr.Err)
+		return ExitCantRun
+	case err != nil:
 		errorf(env, "%v", err)
 		return ExitFailed
 	}
