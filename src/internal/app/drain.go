@@ -199,24 +199,23 @@ func ActiveLift(logger lager.Logger, stderr io.Writer, path string, now time.Tim
 	return &l
 }
 
-func blockingIDs(rep validator.Report) []string {
+// idsWhere are the ids of rep's results that is holds for, in order.
+func idsWhere(rep validator.Report, is func(validator.Result) bool) []string {
 	var ids []string
 	for _, r := range rep.Results {
-		if r.Blocking {
+		if is(r) {
 			ids = append(ids, r.ID)
 		}
 	}
 	return ids
 }
 
+func blockingIDs(rep validator.Report) []string {
+	return idsWhere(rep, func(r validator.Result) bool { return r.Blocking })
+}
+
 func unfinishedIDs(rep validator.Report) []string {
-	var ids []string
-	for _, r := range rep.Results {
-		if r.Unfinished {
-			ids = append(ids, r.ID)
-		}
-	}
-	return ids
+	return idsWhere(rep, func(r validator.Result) bool { return r.Unfinished })
 }
 
 // DrainTimeLimit is bin/drain's bound on cellguard drain, in whole seconds
