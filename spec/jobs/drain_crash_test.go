@@ -12,13 +12,10 @@ import (
 )
 
 // crashBin is the real binary built with the crash hooks
-// (-tags cellguard_crashtest: safefile.Crash), built once when a test asks.
+// (-tags cellguard_crashtest: safefile.Crash), built once when a test asks,
+// beside cellguardBin (TestMain removes that directory).
 var crashBin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "cellguard-spec-crash-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "cellguard")
+	bin := filepath.Join(filepath.Dir(cellguardBin), "cellguard-crashtest")
 	build := exec.Command("go", "build", "-tags", "cellguard_crashtest", "-o", bin, "./src/cmd/cellguard")
 	build.Dir = repoRoot
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
