@@ -170,7 +170,9 @@ func TestDrainWrapperLetsOnlyTheVerdictBlock(t *testing.T) {
 		{name: "blocked: nothing on stdout, exit 1", stub: "blocked", wantCode: 1, wantLog: "BLOCKED: cellguard found blocking findings"},
 		{name: "exit 1 with an integer is no verdict", stub: "blocked-but-printed", wantStdout: "0\n", wantLog: "NOT BLOCKING"},
 		{name: "could not run", stub: "could-not-run", wantStdout: "0\n", wantLog: "cellguard could not run (exit 2)"},
-		{name: "could not run, nothing printed", stub: "could-not-run-silent", wantStdout: "0\n", wantLog: "cellguard could not run (exit 2)"},
+		// Exit 2 without the integer cellguard prints before its own exit
+		// 2 is Go's exit on a panic or fatal error: a crash.
+		{name: "exit 2, nothing printed: a Go crash", stub: "could-not-run-silent", wantStdout: "0\n", wantLog: "exited 2 with no integer: a Go panic or fatal error", wantMetric: true},
 		{name: "crash", stub: "crash", wantStdout: "0\n", wantLog: "ended with exit 139 (a signal or a crash)", wantMetric: true},
 		{name: "hang: ended at budget + grace", stub: "hang", wantStdout: "0\n", wantLog: "did not end within 3s (its budget and grace); timeout ended it", wantMetric: true},
 		{name: "hang ignoring SIGTERM: killed", stub: "hang-ignoring-term", wantStdout: "0\n", wantLog: "did not end on SIGTERM; timeout killed it", wantMetric: true},

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"code.cloudfoundry.org/lager/v3"
 	"context"
 	"errors"
 	"fmt"
@@ -224,6 +225,11 @@ func (p *Plan) Prepare(ctx context.Context, phase validator.Phase) (*Validation,
 
 // IDs are the run's check ids, sorted.
 func (v *Validation) IDs() []string { return validator.IDs(v.Checks) }
+
+// LogData says what the run is, for a "starting" log line.
+func (v *Validation) LogData() lager.Data {
+	return lager.Data{"root": v.facts.Root(), "checks": v.IDs(), "ignore": v.Options.Ignore, "fix": v.Fix}
+}
 
 // Run judges the facts and, when asked, heals what the checks confirmed
 // escaped, putting what each move did in the report.

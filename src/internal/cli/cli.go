@@ -16,13 +16,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/logging"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
@@ -48,10 +48,6 @@ type Env struct {
 	Getenv func(string) string
 	// Now is the clock (a drain lift's expiry); nil means time.Now.
 	Now func() time.Time
-	// DrainChild makes the command that runs `cellguard drain ARGS` as a
-	// worker process, so the drain survives the worker's crash
-	// (drain_supervise.go); nil runs the drain in this process.
-	DrainChild func(args []string) *exec.Cmd
 }
 
 func (e *Env) now() time.Time {
@@ -304,9 +300,7 @@ func (c *common) failed(env *Env, logger lager.Logger, action string, err error)
 }
 
 // hintf prints "cellguard: hint: ..." after an error.
-func hintf(env *Env, format string, args ...any) {
-	fmt.Fprintf(env.Stderr, "cellguard: hint: %s\n", report.Escape(fmt.Sprintf(format, args...)))
-}
+func hintf(env *Env, format string, args ...any) { app.Hintf(env.Stderr, format, args...) }
 
 // printJSON writes v to stdout as one indented JSON document (--json).
 func printJSON(env *Env, v any) {
@@ -326,7 +320,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // DefaultEnv is the process environment.
 func DefaultEnv() *Env {
-	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, DrainChild: selfDrainWorker}
+	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 }
 
 // loadConfig loads path, or defaultConfigPath when path is empty and that

@@ -5,11 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"code.cloudfoundry.org/lager/v3"
-
-	"github.com/cloudfoundry/cellguard/src/internal/drain"
-	"github.com/cloudfoundry/cellguard/src/internal/metrics"
-	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 const drainCouldNotRunHelp = `
@@ -35,24 +31,18 @@ func runDrainCouldNotRun(_ context.Context, env *Env, args []string) int {
 	if ok, code := parse(fs, args); !ok {
 		return code
 	}
-	// The same rule as the config's validator.prometheus_textfile.
-	if err := unitfile.ValidatePath(promFile); err != nil {
-		errorf(env, "--prometheus-textfile: %v", err)
-		return ExitCantRun
-	}
 	logger, closer := c.flagLogger(env, "drain")
 	defer closer()
-	call := drain.Parse(fs.Args())
-	if why == "" {
-		why = "cellguard drain gave no verdict"
-	}
-	dec := drain.Decide(drain.Input{Call: call, CouldNotRun: errors.New(why)})
-	if err := metrics.WriteDrainTextfile(promFile, nil, call, dec, env.now()); err != nil {
-		logger.Error("write-prometheus-textfile", err)
+	why, err := app.DrainCouldNotRun(logger, promFile, fs.Args(), why, env.now())
+	var cr *app.CouldNotRun
+	switch {
+	case errors.As(err, &cr):
+		errorf(env, "--prometheus-textfile: %v", cr.Err)
+		return ExitCantRun
+	case err != nil:
 		errorf(env, "%v", err)
 		return ExitFailed
 	}
-	logger.Info("could-not-run-recorded", lager.Data{"file": promFile, "event": call.Event, "why": why})
 	fmt.Fprintf(env.Stderr, "cellguard drain could-not-run: %s: cellguard_drain_could_not_run 1 (%s)\n", promFile, why)
 	return ExitOK
 }

@@ -3,8 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 const drainTimeoutHelp = `
@@ -35,10 +36,5 @@ func runDrainTimeout(_ context.Context, env *Env, args []string) int {
 	return ExitOK
 }
 
-// drainTimeLimit is bin/drain's bound on cellguard drain, in whole seconds
-// rounded up: the budget, then a quarter of it, 2s to 15s, for drain to
-// report what finished and write its files once the budget is spent.
-func drainTimeLimit(budget time.Duration) int {
-	grace := min(max(budget/4, 2*time.Second), 15*time.Second)
-	return int(math.Ceil((budget + grace).Seconds()))
-}
+// drainTimeLimit is app.DrainTimeLimit: budget and grace, in whole seconds.
+func drainTimeLimit(budget time.Duration) int { return app.DrainTimeLimit(budget) }

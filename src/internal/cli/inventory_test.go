@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 )
 
@@ -57,10 +58,10 @@ func TestInventoryFollowsTheConfig(t *testing.T) {
 	cfg.Sysctl.File = "/etc/sysctl.d/61-cellguard.conf"
 	paths := map[string]int{}
 	for _, it := range inventory(cfg, "", defaultLiftFile) {
-		if it.Path != "" && it.Path != unitDirs {
+		if it.Path != "" && it.Path != app.UnitDirs {
 			paths[it.Path]++
 		}
-		if it.remove == nil {
+		if it.Remove == nil {
 			t.Errorf("row %q has no way to remove it", it.Kind)
 		}
 	}
@@ -69,7 +70,7 @@ func TestInventoryFollowsTheConfig(t *testing.T) {
 			t.Errorf("%s listed %d times, want once", p, paths[p])
 		}
 	}
-	if got := inventory(cfg, "/tmp/other.prom", defaultLiftFile); !slices.ContainsFunc(got, func(it installed) bool { return it.Path == "/tmp/other.prom" }) {
+	if got := inventory(cfg, "/tmp/other.prom", defaultLiftFile); !slices.ContainsFunc(got, func(it app.Installed) bool { return it.Path == "/tmp/other.prom" }) {
 		t.Error("--prometheus-textfile does not replace the config's")
 	}
 }

@@ -1,18 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
-	"code.cloudfoundry.org/lager/v3"
-
-	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
-	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
-	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 func uninstallCommand() *Command {
@@ -45,11 +37,8 @@ Exit codes: 0 done (kept items included), 1 a removal failed, 2 bad usage
 or config.
 `
 
-// textfileHead starts every textfile validate, drain and watch write.
-var textfileHead = []byte("# HELP cellguard_")
-
-// runUninstall removes the inventory (inventory.go) for everything, not
-// for the config as pre-start's prune does.
+// runUninstall is flags -> app's Uninstall of the inventory -> the list
+// and the exit code.
 func runUninstall(ctx context.Context, env *Env, args []string) int {
 	var c common
 	var f daemonFlags
@@ -71,50 +60,16 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 		return ExitCantRun
 	}
 	defer done()
-	u := &uninstaller{m: m, root: f.root, now: env.now(), force: force}
-	items, err := u.run(ctx, inventory(cfg, promFile, liftFile))
-	var kept int
-	for _, it := range items {
-		if it.Action == daemonctl.Kept {
-			kept++
-		}
-	}
-	m.Logger.Info("uninstalled", lager.Data{"items": len(items), "kept": kept, "error": fmt.Sprint(err)})
+	u := &app.Uninstaller{M: m, Root: f.root, Now: env.now(), Force: force}
+	res, err := u.Uninstall(ctx, inventory(cfg, promFile, liftFile))
 	if f.jsonOut {
-		printJSON(env, map[string]any{"items": items, "kept": kept, "removed": len(items) - kept})
+		printJSON(env, map[string]any{"items": res.Items, "kept": res.Kept, "removed": res.Removed()})
 	} else {
-		printItems(env.Stdout, items)
-		fmt.Fprintf(env.Stdout, "%d removed, %d kept\n", len(items)-kept, kept)
+		printItems(env.Stdout, res.Items)
+		fmt.Fprintf(env.Stdout, "%d removed, %d kept\n", res.Removed(), res.Kept)
 	}
 	if err != nil {
 		return failure(env, err)
 	}
 	return ExitOK
-}
-
-// removeOwnFile removes p under root when it starts with head (a file
-// cellguard wrote); another file is kept, and said so.
-func removeOwnFile(root, p, kind string, head []byte, why string) (*daemonctl.PruneItem, error) {
-	hp := hostroot.Join(root, p)
-	b, err := os.ReadFile(hp)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	if !bytes.HasPrefix(b, head) {
-		return &daemonctl.PruneItem{Path: p, Kind: kind, Action: daemonctl.Kept,
-			Why: fmt.Sprintf("it does not start with %q, so cellguard did not write it", head)}, nil
-	}
-	if _, err := safefile.RemoveIfExists(hp); err != nil {
-		return nil, err
-	}
-	return &daemonctl.PruneItem{Path: p, Kind: kind, Action: daemonctl.Removed, Why: why}, nil
-}
-
-func appendItem(items []daemonctl.PruneItem, it *daemonctl.PruneItem) []daemonctl.PruneItem {
-	if it == nil {
-		return items
-	}
-	return append(items, *it)
 }

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/config"
 )
 
 // "Does watch still run" has one answer, for watch_ctl (through watch
@@ -46,7 +48,12 @@ func TestWatchStatus(t *testing.T) {
 			}
 			// uninstall asks the same function, and keeps watch's files
 			// exactly when watch status says watch runs.
-			_, inUse := watchInUse(root)
+			var inUse bool
+			for _, it := range inventory(&config.Config{}, "", defaultLiftFile) {
+				if it.Path == metricTargetsFile {
+					_, inUse = it.InUse(root)
+				}
+			}
 			if inUse != (code == ExitOK) {
 				t.Errorf("uninstall: in use %t, watch status: exit %d", inUse, code)
 			}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
@@ -100,7 +99,7 @@ func readJSONReport(c *Cell, s string) bool {
 		if r.Status == validator.Pass || r.Status == validator.Skip {
 			continue
 		}
-		c.Checks = append(c.Checks, Check{ID: r.ID, Status: r.Status, Blocking: r.Blocking, Ignored: r.Ignored, Findings: report.Count(r), Fix: r.Fix})
+		c.Checks = append(c.Checks, Check{ID: r.ID, Status: r.Status, Blocking: r.Blocking, Ignored: r.Ignored, Findings: r.Count(), Fix: r.Fix})
 	}
 	return true
 }

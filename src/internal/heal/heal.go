@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/evidence"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -14,7 +14,7 @@ import (
 
 // Outcome is what healing one escape did.
 type Outcome struct {
-	Escape checks.Escape
+	Escape evidence.Escape
 	// Moved: the process is in its recorded cgroup now, read back from
 	// /proc after the write.
 	Moved bool
@@ -39,7 +39,7 @@ func (o Outcome) Failed() bool { return !o.Moved && !o.Gone && !o.Deferred }
 // Healer heals escapes; Mover is the real one.
 type Healer interface {
 	// Heal returns one Outcome per escape, in their order.
-	Heal(v *snapshot.Host, escapes []checks.Escape) []Outcome
+	Heal(v *snapshot.Host, escapes []evidence.Escape) []Outcome
 }
 
 // Mover writes each escaped pid into its recorded cgroup.procs, in the
@@ -49,7 +49,7 @@ type Mover struct{}
 
 var _ Healer = Mover{}
 
-func (Mover) Heal(v *snapshot.Host, escapes []checks.Escape) []Outcome {
+func (Mover) Heal(v *snapshot.Host, escapes []evidence.Escape) []Outcome {
 	r := v.ProcFS().NewReader()
 	defer r.Close()
 	var m cgroup.Membership
@@ -90,7 +90,7 @@ var errOther = errors.New("not the process confirmed")
 // counter to go round. Holding the pid through the write would take
 // ptrace (a traced process is not reaped until its tracer waits), too
 // much to do to a tenant's process for this.
-func move(l *cgroup.Layout, fs procfs.FS, r *procfs.Reader, m *cgroup.Membership, e checks.Escape) Outcome {
+func move(l *cgroup.Layout, fs procfs.FS, r *procfs.Reader, m *cgroup.Membership, e evidence.Escape) Outcome {
 	o := Outcome{Escape: e}
 	p, err := fs.Pin(e.PID)
 	if err != nil {
@@ -141,7 +141,7 @@ func gone(err error) (bool, error) {
 // errOther when its identity differs or was not recorded, or it exited
 // (a zombie's pid is not reused, but there is nothing left to move);
 // procfs.ErrGone once it was reaped.
-func confirmed(r *procfs.Reader, p *procfs.Pinned, e checks.Escape) error {
+func confirmed(r *procfs.Reader, p *procfs.Pinned, e evidence.Escape) error {
 	st, err := r.PinnedStat(p)
 	if err != nil {
 		return err
@@ -200,28 +200,36 @@ func (o Outcome) Finding() (validator.Finding, bool) {
 }
 
 // Report heals the escapes among rep's findings with h and puts each
-// outcome's finding in place of its escape's, judging the results again:
-// what validate --fix does. The snapshot the checks judged is asked for
-// only when there is an escape: one was confirmed on it, so it is read by
-// then (a drain whose budget ran out while the read went on has no escape
-// and does not wait for it). It returns the outcomes.
+// outcome's finding in place of its escape's (Compose): what validate
+// --fix does. It returns the outcomes.
 func Report(rep *validator.Report, src *snapshot.Source, h Healer) []Outcome {
 	return ReportWithin(rep, src, h, nil)
 }
 
-// ReportWithin is Report healing at most b.Left() processes (nil b: no
-// cap), what watch does: the escapes of the others are outcomes Deferred,
-// still escapes in the report, and the processes healed are spent from b.
-// A process is counted once, whichever hierarchies it is out in.
+// ReportWithin is Report healing within b (Heal), what watch does.
 func ReportWithin(rep *validator.Report, src *snapshot.Source, h Healer, b *Budget) []Outcome {
+	outs := Heal(*rep, src, h, b)
+	*rep = Compose(*rep, outs)
+	return outs
+}
+
+// Heal heals the escapes among rep's findings with h, at most b.Left()
+// processes (nil b: no cap), and returns one Outcome per escape, in the
+// report's order; rep itself is not changed (Compose is the judged
+// report). The escapes of processes past the budget are Deferred, and the
+// processes healed are spent from b; a process is counted once, whichever
+// hierarchies it is out in. The snapshot the checks judged is asked for
+// only when there is an escape: one was confirmed on it, so it is read by
+// then (a drain whose budget ran out while the read went on has no escape
+// and does not wait for it).
+func Heal(rep validator.Report, src *snapshot.Source, h Healer, b *Budget) []Outcome {
 	var all []Outcome
 	admit := admission{left: -1, in: map[string]bool{}}
 	if b != nil {
 		admit.left = b.Left()
 	}
-	for i := range rep.Results {
-		fs := rep.Results[i].Findings
-		escapes := checks.Escapes(fs)
+	for _, r := range rep.Results {
+		escapes := evidence.Escapes(r.Findings)
 		if len(escapes) == 0 {
 			continue
 		}
@@ -237,17 +245,32 @@ func ReportWithin(rep *validator.Report, src *snapshot.Source, h Healer, b *Budg
 				b.Spend(n) // after the moves: counted for a Window from then
 			}
 		}
-		outs := make([]Outcome, len(escapes))
-		for j, e := range escapes {
-			outs[j] = Outcome{Escape: e, Deferred: true}
+		for _, e := range escapes {
+			o := Outcome{Escape: e, Deferred: true}
 			if admit.in[processOf(e)] && len(moved) > 0 {
-				outs[j], moved = moved[0], moved[1:]
+				o, moved = moved[0], moved[1:]
 			}
+			all = append(all, o)
 		}
-		all = append(all, outs...)
-		rep.SetFindings(i, amend(fs, outs))
 	}
 	return all
+}
+
+// Compose is rep with each outcome's finding in place of its escape's,
+// every result judged again as Run judges (validator.Report.WithFindings):
+// the one step from a run and its heal to the report, pure. outs are
+// Heal's for rep, in its order; a result whose escapes have no outcome
+// (Heal stopped short) stays as it was.
+func Compose(rep validator.Report, outs []Outcome) validator.Report {
+	for i, r := range rep.Results {
+		n := len(evidence.Escapes(r.Findings))
+		if n == 0 || n > len(outs) {
+			continue
+		}
+		rep = rep.WithFindings(i, amend(r.Findings, outs[:n]))
+		outs = outs[n:]
+	}
+	return rep
 }
 
 // admission decides which processes a ReportWithin heals: the first left
@@ -259,8 +282,8 @@ type admission struct {
 
 // split returns the escapes to heal, in order, and how many processes they
 // add to those admitted.
-func (a *admission) split(escapes []checks.Escape) ([]checks.Escape, int) {
-	var tried []checks.Escape
+func (a *admission) split(escapes []evidence.Escape) ([]evidence.Escape, int) {
+	var tried []evidence.Escape
 	n := 0
 	for _, e := range escapes {
 		p := processOf(e)
@@ -278,14 +301,14 @@ func (a *admission) split(escapes []checks.Escape) ([]checks.Escape, int) {
 
 // processOf names an escape's process across hierarchies: its container
 // and pid.
-func processOf(e checks.Escape) string { return e.Container + "/" + strconv.Itoa(e.PID) }
+func processOf(e evidence.Escape) string { return e.Container + "/" + strconv.Itoa(e.PID) }
 
 // amend puts each outcome's finding in place of its escape's, in order.
 func amend(fs []validator.Finding, outs []Outcome) []validator.Finding {
 	amended := make([]validator.Finding, 0, len(fs))
 	next := 0
 	for _, f := range fs {
-		if _, ok := f.Evidence.(checks.Escape); !ok {
+		if _, ok := f.Evidence.(evidence.Escape); !ok { // the one place heal reads Evidence
 			amended = append(amended, f)
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,33 @@ func TestReportJudgesAgain(t *testing.T) {
 				t.Fatalf("after the heal: blocked %v, status %s, %d problems: %+v", rep.Blocked, r.Status, n, r)
 			}
 		})
+	}
+}
+
+// Heal acts and leaves the run's report as the checks judged it; Compose
+// is the judged report, and composing the same outcomes again gives the
+// same report: acting and judging are apart.
+func TestHealActsComposeJudges(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 2, 500)
+	h.Move(101, "", "/system.slice")
+	rep, src := judge(t, h)
+	outs := Heal(rep, src, moved{}, nil)
+	if len(outs) != 1 || !outs[0].Moved {
+		t.Fatalf("outcomes %+v", outs)
+	}
+	if !rep.Blocked || rep.Results[0].Status != validator.Fail {
+		t.Fatalf("Heal changed the checks' report: %+v", rep)
+	}
+	healed := Compose(rep, outs)
+	if healed.Blocked || healed.Results[0].Status != validator.Warn {
+		t.Fatalf("composed: %+v", healed)
+	}
+	if !rep.Blocked || rep.Results[0].Findings[0].Status != validator.Fail {
+		t.Fatalf("Compose changed the report it was given: %+v", rep)
+	}
+	if again := Compose(rep, outs); !reflect.DeepEqual(again, healed) {
+		t.Fatalf("Compose is not a function of its input:\n%+v\n%+v", again, healed)
 	}
 }
 

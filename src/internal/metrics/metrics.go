@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -64,7 +63,7 @@ func (c *Checks) Observe(phase validator.Phase, results []validator.Result) {
 	for _, r := range results {
 		l := prometheus.Labels{"check": r.ID, "phase": string(phase)}
 		c.Status.With(l).Set(StatusValue(r.Status))
-		c.Findings.With(l).Set(float64(report.Count(r)))
+		c.Findings.With(l).Set(float64(r.Count()))
 		c.Blocking.With(l).Set(boolValue(r.Blocking))
 		c.Duration.With(l).Set(r.Duration)
 	}

@@ -41,7 +41,7 @@ func Human(w io.Writer, rep validator.Report) error {
 		if r.Ignored {
 			sev += " (ignored)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", statusWord(r.Status), Escape(r.ID), sev, Count(r), Escape(r.Title))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", statusWord(r.Status), Escape(r.ID), sev, r.Count(), Escape(r.Title))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -87,13 +87,7 @@ func statusWord(s validator.Status) string {
 	return Escape(string(s))
 }
 
-// Count is the number of problem findings of a result.
-func Count(r validator.Result) int {
-	n := 0
-	for _, f := range r.Findings {
-		if f.Status.IsProblem() {
-			n++
-		}
-	}
-	return n
-}
+// Count is r.Count(), for the callers not moved to it yet.
+//
+// Deprecated: use validator.Result.Count.
+func Count(r validator.Result) int { return r.Count() }

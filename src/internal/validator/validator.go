@@ -138,6 +138,18 @@ type Result struct {
 	Unfinished bool `json:"unfinished,omitempty"`
 }
 
+// Count is the number of the result's problem findings: what a report's
+// FINDINGS column, the log and cellguard_check_findings say.
+func (r Result) Count() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Status.IsProblem() {
+			n++
+		}
+	}
+	return n
+}
+
 // Report is a whole run.
 type Report struct {
 	Phase   Phase    `json:"phase"`
@@ -424,10 +436,12 @@ func (res *Result) settle() {
 	res.Blocking = res.Severity == Blocking && (res.Status == Fail || res.Status == Error) && !res.Ignored
 }
 
-// SetFindings replaces result i's findings with what acting on them left
-// (heal's outcomes) and judges it and the report again, as Run would have.
-// A check that could not run keeps its error.
-func (rep *Report) SetFindings(i int, fs []Finding) {
+// WithFindings is rep with result i's findings replaced by what acting on
+// them left (heal's outcomes), that result and the report judged again as
+// Run would have: a new report, rep unchanged. A check that could not run
+// keeps its error.
+func (rep Report) WithFindings(i int, fs []Finding) Report {
+	rep.Results = slices.Clone(rep.Results)
 	res := &rep.Results[i]
 	res.Findings = fs
 	if res.Error == "" {
@@ -438,6 +452,7 @@ func (rep *Report) SetFindings(i int, fs []Finding) {
 	for _, r := range rep.Results {
 		rep.Blocked = rep.Blocked || r.Blocking
 	}
+	return rep
 }
 
 var rank = map[Status]int{Skip: 0, Pass: 1, Warn: 2, Fail: 3, Error: 4}

@@ -307,16 +307,19 @@ func TestIdentityLeavesOutMeasured(t *testing.T) {
 }
 
 // Run names each finding's measured keys from the check's Meta, and
-// SetFindings judges a result and the report again.
-func TestMeasuredFromMetaAndSetFindings(t *testing.T) {
+// WithFindings judges a result and the report again, in a new report.
+func TestMeasuredFromMetaAndWithFindings(t *testing.T) {
 	c := &fakeMeasuring{}
 	rep := Run(context.Background(), []Check{c}, Options{Phase: Drain})
 	if !rep.Blocked || len(rep.Results[0].Findings[0].Measured) != 1 {
 		t.Fatalf("report %+v", rep)
 	}
-	rep.SetFindings(0, []Finding{{Status: Warn, Detail: "moved back"}})
-	if r := rep.Results[0]; rep.Blocked || r.Blocking || r.Status != Warn {
-		t.Fatalf("after SetFindings: %+v", rep)
+	healed := rep.WithFindings(0, []Finding{{Status: Warn, Detail: "moved back"}})
+	if r := healed.Results[0]; healed.Blocked || r.Blocking || r.Status != Warn {
+		t.Fatalf("after WithFindings: %+v", healed)
+	}
+	if r := rep.Results[0]; !rep.Blocked || !r.Blocking || r.Status != Fail {
+		t.Fatalf("WithFindings changed the report it was given: %+v", rep)
 	}
 	if !Warn.IsProblem() || !Error.IsProblem() || Pass.IsProblem() || Skip.IsProblem() {
 		t.Error("IsProblem")
@@ -373,5 +376,17 @@ func TestRunCapsFindingsPerCheck(t *testing.T) {
 	}
 	if id := more.Identity("flood"); strings.Contains(id, "30") {
 		t.Errorf("the summary's identity changes with its count: %q", id)
+	}
+}
+
+// Count counts the problem findings, not the passes and skips a check
+// lists; metrics, the log and the human report read it from the result.
+func TestResultCount(t *testing.T) {
+	r := Result{Findings: []Finding{{Status: Pass}, {Status: Warn}, {Status: Fail}, {Status: Error}, {Status: Skip}}}
+	if n := r.Count(); n != 3 {
+		t.Fatalf("Count() = %d, want 3", n)
+	}
+	if n := (Result{}).Count(); n != 0 {
+		t.Fatalf("Count() of no findings = %d, want 0", n)
 	}
 }

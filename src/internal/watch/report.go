@@ -7,7 +7,7 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
-	"github.com/cloudfoundry/cellguard/src/internal/checks"
+	"github.com/cloudfoundry/cellguard/src/internal/evidence"
 	"github.com/cloudfoundry/cellguard/src/internal/heal"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -141,7 +141,7 @@ func (w *Watcher) escapes(rep validator.Report) {
 		}
 		for _, f := range r.Findings {
 			switch ev := f.Evidence.(type) {
-			case checks.Escape:
+			case evidence.Escape:
 				escaped[processOf(ev)] = true
 			case heal.Outcome:
 				switch {
@@ -178,4 +178,4 @@ func (w *Watcher) escapes(rep validator.Report) {
 
 // processOf names an escape's process across hierarchies: its container
 // and pid.
-func processOf(e checks.Escape) string { return e.Container + "/" + strconv.Itoa(e.PID) }
+func processOf(e evidence.Escape) string { return e.Container + "/" + strconv.Itoa(e.PID) }

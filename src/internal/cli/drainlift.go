@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/app"
+	"github.com/cloudfoundry/cellguard/src/internal/drain"
+)
+
+const drainLiftHelp = `
+Lifts a drain's block on this VM: the next drains let it go despite blocking
+findings until the lift expires (--for, default 1h, at most 24h). Run it
+over bosh ssh as root (sudo); it records who (--by, else SUDO_USER, else
+the user), why (--reason, required), when and until, in a file only root
+can read or write, and logs the same. Drain logs each time it uses a lift.
+--show prints the lift and whether it holds; --cancel removes it.
+
+Exit codes: 0 done, 1 the lift could not be written or removed (or --show
+found one drain will not trust), 2 bad usage.
+`
+
+func runDrainLift(_ context.Context, env *Env, args []string) int {
+	var c common
+	var reason, by, liftFile string
+	var dur time.Duration
+	var show, cancel, jsonOut bool
+	fs := newFlagSet(env, "drain lift", "drain lift --reason TEXT [--for DURATION] [--by NAME] | --show | --cancel", &c)
+	fs.StringVar(&reason, "reason", "", "why this VM may go despite its findings (required)")
+	fs.DurationVar(&dur, "for", drain.DefaultLiftFor, fmt.Sprintf("how long the lift holds (at most %v)", drain.MaxLiftFor))
+	fs.StringVar(&by, "by", "", "who lifts; default SUDO_USER, else USER")
+	fs.BoolVar(&show, "show", false, "print the lift and whether it holds")
+	fs.BoolVar(&cancel, "cancel", false, "remove the lift")
+	fs.BoolVar(&jsonOut, "json", false, "print the lift as JSON")
+	fs.StringVar(&liftFile, "lift-file", defaultLiftFile, "the lift file")
+	withHelp(env, fs, drainLiftHelp)
+	if ok, code := parseNoArgs(env, fs, args); !ok {
+		return code
+	}
+	if show && cancel || (show || cancel) && reason != "" {
+		errorf(env, "--show, --cancel and --reason exclude each other")
+		return ExitCantRun
+	}
+	logger, _, closer, err := c.setup(env, "drain-lift")
+	if err != nil {
+		logger, closer = c.flagLogger(env, "drain-lift")
+	}
+	defer closer()
+	now, who := env.now(), app.WhoLifts(by, env.Getenv("SUDO_USER"), env.Getenv("USER"), env.Getenv("LOGNAME"))
+	switch {
+	case show:
+		return showLift(env, liftFile, now, jsonOut)
+	case cancel:
+		removed, err := app.CancelLift(logger, liftFile, who)
+		if err != nil {
+			errorf(env, "%v", err)
+			return ExitFailed
+		}
+		if removed {
+			fmt.Fprintf(env.Stdout, "lift cancelled: drain blocks again on blocking findings (%s removed)\n", liftFile)
+		} else {
+			fmt.Fprintf(env.Stdout, "no lift to cancel (%s)\n", liftFile)
+		}
+		return ExitOK
+	}
+	l, err := app.Lift(logger, liftFile, now, app.LiftRequest{Reason: reason, By: who, For: dur,
+		SudoUser: env.Getenv("SUDO_USER"), SudoUID: env.Getenv("SUDO_UID")})
+	var cr *app.CouldNotRun
+	switch {
+	case errors.As(err, &cr):
+		cr.Print(env.Stderr)
+		return ExitCantRun
+	case err != nil:
+		errorf(env, "%v", err)
+		hintf(env, "run it as root: sudo /var/vcap/packages/cellguard/bin/cellguard drain lift ...")
+		return ExitFailed
+	}
+	if jsonOut {
+		printJSON(env, l)
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stdout, "drain block lifted on this VM until %s (%v), by %s: %s\n",
+		l.Expires.Format(time.RFC3339), dur, l.By, l.Reason)
+	return ExitOK
+}
+
+func showLift(env *Env, path string, now time.Time, jsonOut bool) int {
+	shown, err := app.ShowLift(path, now)
+	switch {
+	case err != nil:
+		errorf(env, "%v", err)
+		hintf(env, "drain ignores this lift; remove it with cellguard drain lift --cancel")
+		return ExitFailed
+	case jsonOut:
+		printJSON(env, shown)
+		return ExitOK
+	}
+	l := shown.Lift
+	switch shown.State {
+	case "none":
+		fmt.Fprintf(env.Stdout, "no lift (%s): drain blocks on blocking findings of an update\n", path)
+	case "active":
+		fmt.Fprintf(env.Stdout, "lift active until %s (%v left), by %s: %s\n", l.Expires.Format(time.RFC3339), l.Expires.Sub(now).Round(time.Second), l.By, l.Reason)
+	case "expired":
+		fmt.Fprintf(env.Stdout, "lift expired at %s (by %s: %s); drain no longer uses it\n", l.Expires.Format(time.RFC3339), l.By, l.Reason)
+	default:
+		fmt.Fprintf(env.Stdout, "lift invalid (created %s, expires %s: not now, or longer than %v); drain does not use it\n",
+			l.Created.Format(time.RFC3339), l.Expires.Format(time.RFC3339), drain.MaxLiftFor)
+	}
+	return ExitOK
+}
