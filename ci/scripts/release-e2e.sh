@@ -132,7 +132,7 @@ pkg="${work}/pkg-cellguard"
 mkdir -p "${pkg}" && tar -xzf "${unpacked}/packages/cellguard.tgz" -C "${pkg}"
 diff -r "${pkg}/vendor" "${rel}/src/vendor" >/dev/null || fail "package vendor/ differs from src/vendor"
 if find "${pkg}" -name '*_test.go' | grep -q .; then fail "package ships _test.go files"; fi
-if [ -e "${pkg}/internal/testkit" ]; then fail "package ships internal/testkit"; fi
+if [ -e "${pkg}/tests/testkit" ]; then fail "package ships tests/testkit"; fi
 say "package cellguard carries src/vendor ($(grep -c '^# ' "${pkg}/vendor/modules.txt") modules), no tests"
 
 # 5b. a dependency change must change the package version, and a go.mod

@@ -36,7 +36,7 @@ func TestPackageShipsNoTestCode(t *testing.T) {
 			t.Errorf("package cellguard ships a test file: %s", f)
 		case strings.Contains("/"+f, "/testdata/"):
 			t.Errorf("package cellguard ships a fixture: %s", f)
-		case strings.HasPrefix(f, "internal/testkit/"):
+		case strings.HasPrefix(f, "tests/") || strings.Contains("/"+f, "/testkit/"):
 			t.Errorf("package cellguard ships test-only code: %s", f)
 		}
 		if strings.HasSuffix(f, ".go") && !strings.HasPrefix(f, "vendor/") {

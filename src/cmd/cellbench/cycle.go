@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/benchcycle"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/benchcycle"
 )
 
 // The spec and result types are shared with src/tests/perf, which writes

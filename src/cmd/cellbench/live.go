@@ -21,7 +21,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 //go:embed cellfarm/cellfarm.c

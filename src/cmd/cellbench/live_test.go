@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 // A small live cell is laid out as the fixture's cell is (each container's

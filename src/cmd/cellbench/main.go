@@ -51,7 +51,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 //go:embed baseline.sh

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // Procs reads what /proc/<pid>/stat says, for every process on this host:

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fuzzseed"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fuzzseed"
 )
 
 // FuzzParseProcCgroup: /proc/<pid>/cgroup of any process on the host. Every

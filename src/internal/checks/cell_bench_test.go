@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 // BenchmarkSynthCell measures the shared host scan alone and the three

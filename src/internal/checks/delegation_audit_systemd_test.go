@@ -15,9 +15,9 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // TestDelegationAuditRealSystemd runs delegation-audit from the host against

@@ -7,8 +7,8 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 // socketsIn resolves sockets from a table, as the kernel's SIOCGSKNS would.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 // Seed 002 with real Garden: a ghost in Garden's containerd namespace says

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // rvFake writes an executable script at root+path that prints out for

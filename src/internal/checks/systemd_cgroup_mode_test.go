@@ -12,9 +12,9 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 // fakeSystemd is a SystemdVersioner with a fixed answer.

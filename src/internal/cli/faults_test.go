@@ -22,8 +22,8 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/hungsock"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/hungsock"
 )
 
 // faultHelperEnv carries a faultJob (JSON) to the helper process: this test

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/leakyns"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/leakyns"
 )
 
 func TestMain(m *testing.M) {

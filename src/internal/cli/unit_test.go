@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {

@@ -10,8 +10,8 @@ import (
 	"code.cloudfoundry.org/lager/v3/lagertest"
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // The planner tests decide without root and without systemd: each case

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // TestReadLiftRefusesALinkAnotherUserOwns: a symlink its owner may replace

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 // counted is a SystemdVersioner that counts its asks and answers v, or

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 // A v2 host as systemd leaves it after a daemon-reload strip: c7 directly

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")

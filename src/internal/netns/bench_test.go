@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/leakyns"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/leakyns"
 )
 
 // BenchmarkScanLive is the leaked-netns scan on this host with thousands of

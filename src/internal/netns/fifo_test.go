@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // holding starts `sleep` holding f as its fd 3 and ends it when the test

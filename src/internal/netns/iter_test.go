@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/leakyns"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/leakyns"
 )
 
 // fdWalk is what the fd walk and the live probe find on this host: every

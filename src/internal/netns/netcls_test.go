@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/leakyns"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/leakyns"
 )
 
 // testClassid is the net_cls classid of the test's cgroup (major 0xc6e1,

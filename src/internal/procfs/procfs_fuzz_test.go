@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fuzzseed"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fuzzseed"
 )
 
 // FuzzParseStat: /proc/<pid>/stat of any process, whose comm the process

@@ -3,7 +3,7 @@ package runcstate
 import (
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fuzzseed"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fuzzseed"
 )
 
 // FuzzDecode: state.json under a runtime root, as runc of any version left

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 func TestShippedAdvisories(t *testing.T) {

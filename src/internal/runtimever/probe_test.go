@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/boundedexec"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 func readFixture(t *testing.T, name string) string {

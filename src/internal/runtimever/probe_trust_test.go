@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // TestProbeRunsOnlyTrustedBinaries: cellguard runs each runtime binary it

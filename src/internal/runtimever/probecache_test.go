@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // TestProbeCacheExecsOncePerFile: with a cache, a second probe of the same

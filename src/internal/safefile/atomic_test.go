@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // TestWriteModeIgnoresUmaskAndOldMode: files come out 0644 and ours

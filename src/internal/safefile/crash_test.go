@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // Env of the helper process: the helper is this test binary, re-run with

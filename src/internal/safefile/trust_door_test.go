@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // TestOpenTrustedReadsWhatItChecked (issue 38, hole 7): trust holds for

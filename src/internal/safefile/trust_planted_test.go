@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // TestOpenTrustedPlantedTrees plants each unsafe case on disk, where the

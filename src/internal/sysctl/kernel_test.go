@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // requireKernel skips loudly when the test cannot write the real /proc/sys,

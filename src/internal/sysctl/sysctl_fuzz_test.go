@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fuzzseed"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fuzzseed"
 )
 
 // FuzzBootParse: a sysctl.d file anyone with root (or a package) dropped on

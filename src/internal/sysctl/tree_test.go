@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 // tree is a fixture host: a fake /proc/sys and sysctl.d directories below

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/hungsock"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/hungsock"
 )
 
 // hungSocket is a socket that accepts and never answers, as a D-Bus

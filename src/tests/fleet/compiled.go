@@ -14,7 +14,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
 )
 
 // A release as the director knows it: name and version from its release.MF,

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
 )
 
 // fleet is what every scenario shares: the director, bosh-cli, the CPI's

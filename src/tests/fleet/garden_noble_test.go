@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
 )
 
 // Issue 22's "today on noble": cellguard quiet across the seed-000 trigger

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
 	"golang.org/x/sys/unix"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
 )
 
 // Real Garden on the cells (issue 22, "today on a hybrid stemcell"): opt-in,

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
 )
 
 // cpiConfigFor is the nspawn CPI's config behind this director: VMs on the

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
 )
 
 const (

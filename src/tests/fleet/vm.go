@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/boshlab"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
 )
 
 // VM is one of the nspawn CPI's VMs, found through the CPI's state: the

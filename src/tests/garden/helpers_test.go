@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/boxwatch"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/boxwatch"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // bootBox boots a fresh box that can run Garden and stops it when the test

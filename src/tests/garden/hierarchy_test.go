@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // TestSeedEraCreatesAfterAnotherTestMadeAHierarchy is the race behind a

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
 )
 
 // TestGardenLifecycle drives each pinned Garden through its API in a

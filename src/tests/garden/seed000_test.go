@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/boxwatch"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/boxwatch"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // seedDestroyBound is how long a test waits for Garden's answer to a

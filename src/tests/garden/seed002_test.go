@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // seed002 is seed 002 with real Garden, in a box where g runs in

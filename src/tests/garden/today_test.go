@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/boxwatch"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/garden"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/boxwatch"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // TestTodayOnHybridStemcell is today's Garden (v1.58.0) as garden-runc-release

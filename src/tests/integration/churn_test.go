@@ -12,7 +12,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // Churn generators, run inside the box. Each loops until /run/churn/stop

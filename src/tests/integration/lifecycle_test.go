@@ -19,8 +19,8 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
 	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // Issue 13's lifecycle on a real systemd: pre-start converges on the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 const monitrc = "/var/vcap/bosh/etc/monitrc"

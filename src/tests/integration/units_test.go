@@ -15,8 +15,8 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // TestUnitLifecycleOverDBus drives a real systemd from the host through its

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // The container's cgroup, below the daemon's own unit as Garden's cgroupfs

@@ -15,8 +15,8 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/escapes"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/escapes"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // CELLGUARD_BENCH_MOVE_ROUNDS is how many seed-000 triggers

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/benchcycle"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/benchcycle"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // benchCtl is a BOSH-style ctl script: start execs the daemon, which wrote

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/boxwatch"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/escapes"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/fakehost"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/boxwatch"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/escapes"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // Knobs, from the environment so `make bench` runs the full numbers and a

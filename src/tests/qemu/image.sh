@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# image.sh - the noble VM image qemuvm boots (src/internal/testkit/qemuvm; README.md here):
+# image.sh - the noble VM image qemuvm boots (src/tests/testkit/qemuvm; README.md here):
 # Ubuntu noble's userland, Ubuntu's own kernel as SHA256SUMS pins it, and the test agent.
 #
 #   image.sh          build the image once (minutes), print its directory on stdout
@@ -24,7 +24,7 @@
 #     (linux-image and linux-modules, the same version) and this script checks each
 #     .deb against SHA256SUMS before dpkg installs it. A new kernel is a new line
 #     pair there (and a new image);
-#   - the agent: go build of src/internal/testkit/qemuvm/guestagent (CGO_ENABLED=0).
+#   - the agent: go build of src/tests/testkit/qemuvm/guestagent (CGO_ENABLED=0).
 #
 # Exit status: 0 built or cached; 1 a step failed; 2 bad usage; 3 SKIPPED: not cached
 # and Ubuntu's archive cannot be reached (the caller decides; in CI that fails).
@@ -82,7 +82,7 @@ key=$( {
   echo "${suite} ${base} ${mirror}"
   sha256sum <"${BASH_SOURCE[0]}"
   sha256sum <"${here}/SHA256SUMS"
-  (cd "${repo}" && find src/internal/testkit/qemuvm/guestagent src/internal/testkit/qemuvm/wire -name '*.go' ! -name '*_test.go' |
+  (cd "${repo}" && find src/tests/testkit/qemuvm/guestagent src/tests/testkit/qemuvm/wire -name '*.go' ! -name '*_test.go' |
     LC_ALL=C sort | xargs sha256sum; sha256sum go.mod)
 } | sha256sum | cut -c1-12)
 out=${cache}/images/noble-${abi}-${key}
@@ -153,7 +153,7 @@ done
 install -m 0644 "${R}/boot/vmlinuz-${abi}" "${work}/vmlinuz"
 
 begin "the agent, units, identity" "${log}"
-(cd "${repo}" && CGO_ENABLED=0 go build -trimpath -o "${R}/usr/local/sbin/cellguard-vm-agent" ./src/internal/testkit/qemuvm/guestagent) >>"${log}" 2>&1
+(cd "${repo}" && CGO_ENABLED=0 go build -trimpath -o "${R}/usr/local/sbin/cellguard-vm-agent" ./src/tests/testkit/qemuvm/guestagent) >>"${log}" 2>&1
 cat >"${R}/etc/systemd/system/cellguard-vm-agent.service" <<'UNIT'
 [Unit]
 Description=cellguard test VM agent (virtio-serial port cellguard.agent)

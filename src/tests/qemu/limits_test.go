@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/qemuvm"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm"
 )
 
 // beforeLimitsIntact is the commit limits-intact was added on top of: its

@@ -16,7 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/qemuvm"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm"
 )
 
 // cgroupFlags are the kernel and systemd switches that would pick a cgroup

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 )
 
 // SkipEnv, when "1", makes Main boot nothing and Require skip: pure tests

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/qemuvm/wire"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm/wire"
 )
 
 func TestExec(t *testing.T) {

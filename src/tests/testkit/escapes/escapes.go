@@ -23,7 +23,7 @@ import (
 
 	godbus "github.com/godbus/dbus/v5"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // RuncRoot is where the rounds' runc keeps its state in the box.

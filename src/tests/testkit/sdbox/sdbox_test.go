@@ -18,7 +18,7 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 var box *sdbox.Box

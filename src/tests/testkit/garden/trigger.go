@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // SystemdVersion is the box's systemd version (systemctl --version).

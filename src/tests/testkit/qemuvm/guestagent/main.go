@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/qemuvm/wire"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm/wire"
 )
 
 func main() {

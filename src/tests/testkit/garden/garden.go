@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit"
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
 // Where Garden lives in the box, laid out as a BOSH job's would be.

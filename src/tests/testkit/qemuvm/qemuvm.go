@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cloudfoundry/cellguard/src/internal/testkit/qemuvm/wire"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm/wire"
 )
 
 // Image is a built image directory (src/tests/qemu/image.sh).
