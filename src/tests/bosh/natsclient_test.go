@@ -2,6 +2,7 @@ package bosh
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -14,14 +15,12 @@ import (
 	"io"
 	"math/big"
 	"net"
-	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/cloudfoundry/cellguard/src/internal/testkit/sdbox"
 )
 
 // The director's side of the agent's message bus, for tests that talk to a
@@ -87,34 +86,6 @@ func (p *pki) issue(t *testing.T, cn string, ips ...net.IP) (certPEM, keyPEM []b
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
 }
 
-// dialInNetns connects to addr from inside the network namespace at nsPath:
-// the socket is made on an OS thread that entered it and is never handed
-// back (it dies with its goroutine), so no other goroutine runs there.
-func dialInNetns(nsPath, addr string, timeout time.Duration) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		ns, err := os.Open(nsPath)
-		if err != nil {
-			ch <- result{nil, err}
-			return
-		}
-		defer ns.Close()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{nil, fmt.Errorf("setns %s: %w", nsPath, err)}
-			return
-		}
-		c, err := net.DialTimeout("tcp", addr, timeout)
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	return r.c, r.err
-}
-
 // natsClient speaks NATS's text protocol (INFO, CONNECT, SUB, PUB, MSG,
 // PING/PONG) over TLS with a client certificate: enough for one request at a
 // time.
@@ -125,7 +96,9 @@ type natsClient struct {
 }
 
 func dialNATS(nsPath, addr string, cfg *tls.Config) (*natsClient, error) {
-	raw, err := dialInNetns(nsPath, addr, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := sdbox.DialNetns(ctx, nsPath, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial nats %s: %w", addr, err)
 	}

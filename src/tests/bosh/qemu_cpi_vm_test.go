@@ -200,6 +200,7 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 		for _, vm := range vms {
 			if t.Failed() {
 				t.Logf("console of %s (last 40 lines):\n%s", filepath.Base(vm), tail(readOr(filepath.Join(vm, "console.log")), 40))
+				t.Logf("agent log of %s (last 40 lines):\n%s", filepath.Base(vm), tail(agentLog(vm), 40))
 			}
 			if r := cpi(`{"method":"delete_vm","arguments":["` + filepath.Base(vm) + `"],"context":{}}`); r.Error != nil {
 				t.Errorf("cleanup: delete_vm %s: %+v", filepath.Base(vm), r.Error)
@@ -227,6 +228,11 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 	}
 	if pids := cpiQEMUPIDs(id); len(pids) != 1 {
 		t.Fatalf("qemu processes of %s: %v; want one", cid, pids)
+	}
+	// A KVM verdict, probed now or remembered, is the one qemuvm reads and writes.
+	abi := strings.TrimPrefix(strings.TrimSpace(run(t, "grep", "^KERNEL_ABI=", filepath.Join(state, "stemcells", stemcell, "image.env"))), "KERNEL_ABI=")
+	if verdict := qemuvm.KVMVerdictFile("/var/tmp/cellguard-qemu", abi); strings.Contains(r.Log, "remembered in") && !strings.Contains(r.Log, verdict) {
+		t.Errorf("create_vm's log %q names another KVM verdict than qemuvm's %s", r.Log, verdict)
 	}
 	// The VM writes to its own overlay; the stemcell's disk is its backing file.
 	info := run(t, "qemu-img", "info", "-U", "--output=json", filepath.Join(vmdir, "root.qcow2"))
@@ -374,6 +380,22 @@ func assertNoQEMUVM(t *testing.T, l lab, state, id string) {
 	if mi := readOr("/proc/self/mountinfo"); strings.Contains(mi, state) {
 		t.Errorf("a mount of %s is left:\n%s", state, mi)
 	}
+}
+
+// agentLog is the agent's log (/var/vcap/bosh/log/current) as the VM's root
+// disk holds it now, read with debugfs from a raw copy: for a test that
+// failed before it could enter the VM.
+func agentLog(vmdir string) string {
+	raw := filepath.Join(vmdir, "debug.raw")
+	defer os.Remove(raw)
+	if out, err := exec.Command("qemu-img", "convert", "-U", "-O", "raw", filepath.Join(vmdir, "root.qcow2"), raw).CombinedOutput(); err != nil {
+		return fmt.Sprintf("(qemu-img convert: %v: %s)", err, out)
+	}
+	out, err := exec.Command("debugfs", "-R", "cat /var/vcap/bosh/log/current", raw).Output()
+	if err != nil {
+		return fmt.Sprintf("(debugfs: %v)", err)
+	}
+	return string(out)
 }
 
 func tail(s string, n int) string {

@@ -113,11 +113,16 @@ install -m 0644 "${R}/boot/vmlinuz-${abi}" "${work}/vmlinuz"
 
 begin "a machine: config drive, networkd, 9p shares; no nspawn parts" "${log}"
 # The agent's settings from the config drive the CPI attaches (label config-2), the
-# OpenStack stemcell's ConfigDrive source; the rest of build.sh's agent.json stays
-# (no disk setup: the VM has no ephemeral disk, /var/vcap/data is on the root disk).
+# OpenStack stemcell's ConfigDrive source. Of build.sh's warden-like platform options
+# SkipDiskSetup, UseDefaultTmpDir and ServiceManager stay (the VM has no ephemeral
+# disk: /var/vcap/data is on the root disk); BindMountPersistentDisk and
+# UsePreformattedPersistentDisk go: with the first the agent mounts every disk with
+# "-o bind", the config drive too, which fails ("Not a directory", measured;
+# bosh-agent platform/disk/linux_bind_mounter.go).
 jq '.Infrastructure.Settings.Sources = [{Type: "ConfigDrive",
       DiskPaths: ["/dev/disk/by-label/CONFIG-2", "/dev/disk/by-label/config-2"],
-      MetaDataPath: "ec2/latest/meta-data.json", UserDataPath: "ec2/latest/user-data"}]' \
+      MetaDataPath: "ec2/latest/meta-data.json", UserDataPath: "ec2/latest/user-data"}]
+    | del(.Platform.Linux.BindMountPersistentDisk, .Platform.Linux.UsePreformattedPersistentDisk)' \
   "${R}/var/vcap/bosh/agent.json" >"${work}/agent.json"
 install -m 0644 "${work}/agent.json" "${R}/var/vcap/bosh/agent.json"
 # The agent writes /etc/systemd/network/10_eth0.network and runs restart_networking.
