@@ -181,12 +181,14 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "cpi.json")
+	cache := filepath.Join(dir, "qemu-cache")
 	writeJSON(t, config, map[string]any{
 		"state_dir": state, "blobstore_bind": true,
 		"network": map[string]any{"netns": l.path, "bridge": l.bridge},
 		"agent": map[string]any{"mbus": "nats://" + net.JoinHostPort(l.gateway, "4222"), "ntp": []string{},
 			"blobstore": map[string]any{"provider": "local", "options": map[string]any{"blobstore_path": blobstore}}},
-		"qemu": map[string]any{"memory_mb": 2048, "cpus": 2, "tb_size_mb": 256},
+		// A cache of its own: the first create_vm probes KVM (where /dev/kvm opens).
+		"qemu": map[string]any{"memory_mb": 2048, "cpus": 2, "tb_size_mb": 256, "cache_dir": cache},
 	})
 	cpi := func(request string) cpiResponse { return callCPI(t, qemuCPI, config, request) }
 	r := cpi(`{"method":"create_stemcell","arguments":["` + filepath.Join(dir, "image") + `",{}],"context":{}}`)
@@ -222,6 +224,7 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 	}
 	id := strings.TrimPrefix(cid, "vm-")
 	vmdir := filepath.Join(state, "vms", cid)
+	createLog := r.Log
 	t.Logf("create_vm in %v: %s", time.Since(t0).Round(time.Millisecond), r.Log)
 	if !strings.Contains(r.Log, "under TCG") && !strings.Contains(r.Log, "under KVM") {
 		t.Errorf("create_vm's log %q says neither TCG nor KVM", r.Log)
@@ -229,10 +232,18 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 	if pids := cpiQEMUPIDs(id); len(pids) != 1 {
 		t.Fatalf("qemu processes of %s: %v; want one", cid, pids)
 	}
-	// A KVM verdict, probed now or remembered, is the one qemuvm reads and writes.
+	// KVM was probed with this VM's boot: it worked, or the failure is in the
+	// file qemuvm reads and writes, and the next create_vm pays no probe.
 	abi := strings.TrimPrefix(strings.TrimSpace(run(t, "grep", "^KERNEL_ABI=", filepath.Join(state, "stemcells", stemcell, "image.env"))), "KERNEL_ABI=")
-	if verdict := qemuvm.KVMVerdictFile("/var/tmp/cellguard-qemu", abi); strings.Contains(r.Log, "remembered in") && !strings.Contains(r.Log, verdict) {
-		t.Errorf("create_vm's log %q names another KVM verdict than qemuvm's %s", r.Log, verdict)
+	verdict := qemuvm.KVMVerdictFile(cache, abi)
+	switch {
+	case strings.Contains(r.Log, "under KVM"), strings.Contains(r.Log, "/dev/kvm does not open"):
+	case strings.Contains(r.Log, "under TCG, not KVM: a boot under KVM failed"):
+		if b, err := os.ReadFile(verdict); err != nil || !strings.Contains(r.Log, strings.TrimSpace(string(b))) {
+			t.Errorf("the failed KVM probe's verdict in qemuvm's file %s: %q, %v; want the reason create_vm gave", verdict, b, err)
+		}
+	default:
+		t.Errorf("create_vm's log %q: want KVM, or TCG after a failed KVM probe, or no /dev/kvm", r.Log)
 	}
 	// The VM writes to its own overlay; the stemcell's disk is its backing file.
 	info := run(t, "qemu-img", "info", "-U", "--output=json", filepath.Join(vmdir, "root.qcow2"))
@@ -294,6 +305,13 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 	inVM("echo compiled | sudo -n tee " + filepath.Join(blobstore, "from-agent") + " >/dev/null")
 	if got := readOr(filepath.Join(blobstore, "from-agent")); got != "compiled\n" {
 		t.Errorf("the agent's blob on the host: %q; want compiled", got)
+	}
+	if b, err := os.ReadFile("/proc/" + cpiQEMUPIDs(id)[0] + "/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "VmRSS:") || strings.HasPrefix(l, "VmHWM:") {
+				t.Logf("qemu %s", strings.Join(strings.Fields(l), " "))
+			}
+		}
 	}
 	if r := cpi(`{"method":"has_vm","arguments":["` + cid + `"],"context":{}}`); string(r.Result) != "true" {
 		t.Errorf("has_vm %s = %s, %+v; want true", cid, r.Result, r.Error)
@@ -361,6 +379,9 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 			t.Errorf("create_vm interrupted by SIGINT answered %s (%v); want an error saying interrupted", out.String(), err)
 		}
 		assertNoQEMUVM(t, l, state, vid)
+		if cpilog := readOr(filepath.Join(state, "cpi.log")); strings.Contains(createLog, "a boot under KVM failed") && !strings.Contains(cpilog, "remembered in "+verdict) {
+			t.Errorf("the second create_vm did not take the remembered verdict %s:\n%s", verdict, tail(cpilog, 5))
+		}
 	})
 }
 
