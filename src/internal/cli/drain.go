@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"code.cloudfoundry.org/lager/v3"
-
 	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/drain"
-	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 func drainCommand() *Command {
@@ -111,56 +107,46 @@ func runDrain(ctx context.Context, env *Env, args []string) int {
 		err = &app.CouldNotRun{Err: fmt.Errorf("--format %q: want human or json", f.format)}
 	}
 	defer closer()
-	d := &app.Drain{Call: drain.Parse(fs.Args()), JobState: env.Getenv("BOSH_JOB_STATE"), NextJobState: env.Getenv("BOSH_JOB_NEXT_STATE"),
-		Logger: logger, Stderr: env.Stderr, Now: env.now, Budget: drainBudget(f.budget, cfg),
+	d := &app.Drain{Call: app.ParseCall(fs.Args()), JobState: env.Getenv("BOSH_JOB_STATE"), NextJobState: env.Getenv("BOSH_JOB_NEXT_STATE"),
+		Logger: logger, Stderr: env.Stderr, Now: env.now, Budget: app.DrainBudget(f.budget, cfg),
 		BlockOnShutdown: f.blockOnShutdown || cfg != nil && cfg.Drain.BlockOnShutdown, LiftFile: f.liftFile,
 		Textfile: f.promFile, Prepare: func(ctx context.Context) (app.Runner, error) { return drainValidation(ctx, cfg, f) },
-		Show: func(rep validator.Report) { emitReport(logger, rep, f.format, env.Stderr, env.now()) }}
+		Show: func(rep app.Report) { app.ShowReport(logger, rep, f.format, env.Stderr, env.now()) }}
 	if d.Textfile == "" && cfg != nil {
 		d.Textfile = cfg.Validator.PrometheusFile
 	}
-	return drainVerdict(env, d.Run(ctx, err))
+	return drainVerdict(env, app.DrainVerdict(d.Run(ctx, err)))
 }
 
 // drainValidation is the validation a drain runs, from the one plan
 // builder, its facts read within ctx (the budget's).
 func drainValidation(ctx context.Context, cfg *config.Config, f *drainFlags) (app.Runner, error) {
-	v, cr := newValidation(ctx, cfg, validator.Drain, f.root, splitList(f.runtimeRoots), nil, false)
+	v, cr := newPlan(cfg, app.Overrides{Root: f.root, RuntimeRoots: splitList(f.runtimeRoots)}).Ready(ctx, app.DrainPhase)
 	if cr != nil {
-		return nil, &app.CouldNotRun{Err: cr.err, Hint: cr.hint}
+		return nil, cr
 	}
 	return v, nil
-}
-
-// drainBudget is the time a drain's validation may take: the flag, else
-// the config's drain.budget, else defaultDrainBudget.
-func drainBudget(flag time.Duration, cfg *config.Config) time.Duration {
-	switch {
-	case flag > 0:
-		return flag
-	case cfg != nil && cfg.Drain.Budget.Duration > 0:
-		return cfg.Drain.Budget.Duration
-	}
-	return defaultDrainBudget
 }
 
 // drainVerdict keeps BOSH's drain contract on stdout for a decision and
 // returns the exit code: nothing and 1 when it blocks, else 0 on stdout
 // (exit 2 when cellguard could not run). cellguard drain and validate
 // --phase drain both end here.
-func drainVerdict(env *Env, dec drain.Decision) int {
-	switch {
-	case dec.Block:
-		return ExitFailed // no integer: the agent fails the step
-	case dec.Outcome == drain.CouldNotRun:
+func drainVerdict(env *Env, v app.Verdict) int {
+	// Blocked prints no integer: the agent fails the step.
+	if v != app.Blocked {
 		fmt.Fprintln(env.Stdout, 0)
-		return ExitCantRun
 	}
-	fmt.Fprintln(env.Stdout, 0)
-	return ExitOK
+	return exitCode(v)
 }
 
-// activeLift is app.ActiveLift on env's stderr.
-func activeLift(env *Env, logger lager.Logger, path string, now time.Time) *drain.Lift {
-	return app.ActiveLift(logger, env.Stderr, path, now)
+// exitCode is a verdict's exit code.
+func exitCode(v app.Verdict) int {
+	switch v {
+	case app.Blocked:
+		return ExitFailed
+	case app.NotRun:
+		return ExitCantRun
+	}
+	return ExitOK
 }

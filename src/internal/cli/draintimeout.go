@@ -32,7 +32,7 @@ func runDrainTimeout(_ context.Context, env *Env, args []string) int {
 		errorf(env, "%v", err)
 		return ExitCantRun
 	}
-	fmt.Fprintln(env.Stdout, drainTimeLimit(drainBudget(0, cfg)))
+	fmt.Fprintln(env.Stdout, drainTimeLimit(app.DrainBudget(0, cfg)))
 	return ExitOK
 }
 
