@@ -25,7 +25,6 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/logging"
-	"github.com/cloudfoundry/cellguard/src/internal/report"
 )
 
 // defaultConfigPath is where the BOSH job renders the config
@@ -269,15 +268,10 @@ func (c *common) flagLogger(env *Env, source string) (lager.Logger, func()) {
 // config's *config.Error is every problem of the file: a line each.
 func errorf(env *Env, format string, args ...any) {
 	if err, ok := singleError(format, args); ok {
-		var cerr *config.Error
-		if errors.As(err, &cerr) {
-			for _, l := range cerr.Lines() {
-				fmt.Fprintf(env.Stderr, "cellguard: error: %s\n", report.Escape(l))
-			}
-			return
-		}
+		app.PrintErr(env.Stderr, err)
+		return
 	}
-	fmt.Fprintf(env.Stderr, "cellguard: error: %s\n", report.Escape(fmt.Sprintf(format, args...)))
+	app.Errorf(env.Stderr, format, args...)
 }
 
 // singleError is the error errorf(env, "%v", err) prints.
@@ -308,7 +302,7 @@ func printJSON(env *Env, v any) {
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	if enc.Encode(v) == nil {
-		_, _ = env.Stdout.Write(report.EscapeJSON(b.Bytes())) // names a tenant chose reach a terminal
+		_, _ = env.Stdout.Write(app.EscapeJSON(b.Bytes())) // names a tenant chose reach a terminal
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/cloudfoundry/cellguard/src/internal/fleetsummary"
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 func fleetSummaryCommand() *Command {
@@ -53,21 +53,18 @@ func runFleetSummary(_ context.Context, env *Env, args []string) int {
 		errorf(env, "%v", err)
 		return ExitCantRun
 	}
-	instances, err := fleetsummary.ParseErrand(in)
-	if err == nil && len(instances) == 0 {
-		err = fleetsummary.ErrNoErrandTable
-	}
+	s, err := app.SummarizeFleet(in)
 	if err != nil {
 		errorf(env, "read %s: %v", name, err)
-		if errors.Is(err, fleetsummary.ErrNoErrandTable) || errors.Is(err, fleetsummary.ErrNotJSON) {
-			hintf(env, "give it the whole output of bosh -d DEPLOYMENT --json run-errand cellguard-validate")
+		var fe *app.FleetError
+		if errors.As(err, &fe) && fe.Hint != "" {
+			hintf(env, "%s", fe.Hint)
 		}
 		return ExitCantRun
 	}
-	s := fleetsummary.Summarize(instances)
 	if asJSON {
-		printJSON(env, s)
-	} else if err := fleetsummary.Write(env.Stdout, s); err != nil {
+		printJSON(env, s.Summary)
+	} else if err := s.Write(env.Stdout); err != nil {
 		errorf(env, "write summary: %v", err)
 		return ExitCantRun
 	}

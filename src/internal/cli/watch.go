@@ -7,16 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"code.cloudfoundry.org/lager/v3"
-
 	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
-	"github.com/cloudfoundry/cellguard/src/internal/metrics"
-	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
-	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/validator"
-	"github.com/cloudfoundry/cellguard/src/internal/watch"
 )
 
 func watchCommand() *Command {
@@ -78,8 +70,8 @@ func runWatch(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&f.root, "root", "/", "root prefix for /proc, /sys/fs/cgroup and runtime roots (tests: a fixture tree)")
 	fs.StringVar(&f.listen, "listen", "", "serve /metrics on this address, e.g. 127.0.0.1:9323 (default: the config's watch.listen; empty: none)")
 	fs.BoolVar(&f.heal, "heal", false, "move escaped container processes back into their recorded cgroups (never kills)")
-	fs.DurationVar(&f.period, "period", watch.DefaultPeriod, "full scan period")
-	fs.IntVar(&f.healPerMinute, "heal-per-minute", watch.DefaultHealPerMinute, "at most this many processes healed a minute")
+	fs.DurationVar(&f.period, "period", app.DefaultWatchPeriod, "full scan period")
+	fs.IntVar(&f.healPerMinute, "heal-per-minute", app.DefaultHealPerMinute, "at most this many processes healed a minute")
 	fs.StringVar(&f.textfile, "textfile", "", "write the metrics to this node_exporter textfile (*.prom), atomically")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve /metrics over TLS with this certificate (PEM)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "and this key (PEM)")
@@ -106,66 +98,26 @@ func runWatch(ctx context.Context, env *Env, args []string) int {
 		return ExitCantRun
 	}
 	defer closer()
-	wcfg, err := f.config(fs, cfg, logger)
+	wc, err := f.watchSection(fs, cfg.Watch)
+	var w *app.Watch
+	if err == nil {
+		plan := newPlan(cfg, app.Overrides{Root: f.root, RuntimeRoots: f.runtimeRoots})
+		w, err = app.NewWatch(plan, wc, app.WatchSettings{Root: f.root, SystemdAddress: f.systemdAddress, Once: f.once, Logger: logger})
+	}
 	if err != nil {
 		logger.Error("bad-config", err)
 		errorf(env, "%v", err)
 		return ExitCantRun
 	}
-	w := watch.New(wcfg)
-	w.Run(ctx)
-	if f.once {
-		b, err := metrics.Encode(w.Metrics().All, false)
-		if err != nil {
-			errorf(env, "%v", err)
-			return ExitCantRun
-		}
+	b, err := w.Run(ctx)
+	if err != nil {
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	if b != nil {
 		env.Stdout.Write(b) //nolint:errcheck // stdout closed: nothing to tell
 	}
 	return ExitOK
-}
-
-// config merges flags over the config file's watch section and builds
-// the checks as validate does.
-func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.Logger) (watch.Config, error) {
-	wc, err := f.watchSection(fs, cfg.Watch)
-	if err != nil {
-		return watch.Config{}, err
-	}
-	// The same plan as validate, with drain's severities and policy.
-	plan := newPlan(cfg, app.Overrides{Root: f.root, RuntimeRoots: f.runtimeRoots})
-	opts, err := plan.Options(validator.Drain)
-	if err != nil {
-		return watch.Config{}, err
-	}
-	out := watch.Config{
-		// Each scan reads the host once and binds the checks to that read.
-		Registry: plan.WatchRegistry(watch.ConfirmSchedule),
-		// Periodic and event scans re-read only what changed, and
-		// everything every snapshot.DefaultFullEvery (docs/performance.md).
-		Read:          (&snapshot.Incremental{Spec: plan.Snapshot}).Read,
-		OnEvent:       app.OnEvent,
-		Options:       opts,
-		Period:        wc.Period.Duration,
-		Heal:          wc.Heal,
-		HealPerMinute: *wc.HealPerMinute,
-		Listen:        wc.Listen,
-		Textfile:      wc.Textfile,
-		Root:          f.root,
-		RuntimeRoots:  plan.RuntimeRoots(),
-		Once:          f.once,
-		Logger:        logger,
-	}
-	if wc.TLS.Cert != "" {
-		out.TLS = &watch.TLSFiles{Cert: wc.TLS.Cert, Key: wc.TLS.Key, CA: wc.TLS.CA}
-	}
-	switch {
-	case f.systemdAddress != "":
-		out.Systemd = watch.DBus{Options: systemd.Options{Address: f.systemdAddress}}
-	case hostroot.IsLive(f.root) && systemd.Booted("/"):
-		out.Systemd = watch.DBus{}
-	}
-	return out, nil
 }
 
 // watchSection is the config's watch section with the flags given on the
