@@ -3,10 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
-	"text/tabwriter"
 
-	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 const unitPruneHelp = `
@@ -46,15 +44,11 @@ func runUnitPrune(ctx context.Context, env *Env, args []string) int {
 		return ExitCantRun
 	}
 	defer done()
-	keep := make([]string, len(cfg.Daemons))
-	for i, d := range cfg.Daemons {
-		keep[i] = d.Name
-	}
-	res, err := m.Prune(ctx, daemonctl.PruneOptions{Keep: keep, KeepSupervisor: cfg.Supervisor.Protect, KeepDelegated: cfg.DelegateUnits, Now: env.now()})
+	res, err := m.Prune(ctx, cfg, env.now())
 	if f.jsonOut {
 		printJSON(env, res)
 	} else {
-		printItems(env.Stdout, res.Items)
+		app.WriteItems(env.Stdout, res.Items)
 		if len(res.Items) == 0 {
 			fmt.Fprintln(env.Stdout, "nothing to remove: the unit directories hold what the config asks for")
 		}
@@ -66,18 +60,4 @@ func runUnitPrune(ctx context.Context, env *Env, args []string) int {
 		return failure(env, err)
 	}
 	return ExitOK
-}
-
-// printItems writes one line per item and its reason below it.
-func printItems(w io.Writer, items []daemonctl.PruneItem) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, it := range items {
-		action := it.Action
-		if action == daemonctl.Kept {
-			action = "KEPT"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", action, it.Kind, it.Path)
-		fmt.Fprintf(tw, "\t\t  %s\n", it.Why)
-	}
-	_ = tw.Flush()
 }

@@ -68,7 +68,7 @@ func startStop(ctx context.Context, env *Env, args []string, start bool) int {
 	if start {
 		// The unit is (re)installed from the same description first, so a
 		// start after a reboot or a config change runs what monit means.
-		res, err := m.InstallAndStart(ctx, d)
+		res, err := m.Start(ctx, d)
 		if err != nil {
 			return failure(env, err)
 		}

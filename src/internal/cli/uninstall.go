@@ -65,7 +65,7 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 	if f.jsonOut {
 		printJSON(env, map[string]any{"items": res.Items, "kept": res.Kept, "removed": res.Removed()})
 	} else {
-		printItems(env.Stdout, res.Items)
+		app.WriteItems(env.Stdout, res.Items)
 		fmt.Fprintf(env.Stdout, "%d removed, %d kept\n", res.Removed(), res.Kept)
 	}
 	if err != nil {

@@ -2,17 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
-	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // daemonFlags are the flags that describe a daemon; they override the
@@ -65,65 +61,23 @@ func (f *daemonFlags) registerConn(fs *flag.FlagSet) {
 }
 
 // daemon merges the config's entry for name with the flags.
-func (f *daemonFlags) daemon(cfg *config.Config, name string) (daemonctl.Daemon, error) {
-	d := daemonctl.Daemon{Name: name}
-	if c, ok := cfg.Daemon(name); ok {
-		d.PIDFile, d.Type, d.Runtime = c.PIDFile, c.Type, c.Runtime
-		d.StartTimeout, d.StopTimeout = c.StartTimeout.Duration, c.StopTimeout.Duration
-		var err error
-		if d.Start, err = splitOptional(c.Start); err != nil {
-			return d, fmt.Errorf("config daemon %q start: %w", name, err)
-		}
-		if d.Stop, err = splitOptional(c.Stop); err != nil {
-			return d, fmt.Errorf("config daemon %q stop: %w", name, err)
-		}
-	}
-	var err error
-	if f.start != "" {
-		if d.Start, err = unitfile.SplitCommand(f.start); err != nil {
-			return d, fmt.Errorf("--start: %w", err)
-		}
-	}
-	if f.stop != "" {
-		if d.Stop, err = unitfile.SplitCommand(f.stop); err != nil {
-			return d, fmt.Errorf("--stop: %w", err)
-		}
-	}
-	if f.pidfile != "" {
-		d.PIDFile = f.pidfile
-	}
-	if f.typ != "" {
-		d.Type = f.typ
-	}
-	d.Runtime = d.Runtime || f.runtime
-	if f.startTimeout > 0 {
-		d.StartTimeout = f.startTimeout
-	}
-	if f.stopTimeout > 0 {
-		d.StopTimeout = f.stopTimeout
-	}
-	return d, nil
+func (f *daemonFlags) daemon(cfg *config.Config, name string) (app.Daemon, error) {
+	return app.DaemonOf(cfg, name, app.DaemonFlags{Start: f.start, Stop: f.stop, PIDFile: f.pidfile, Type: f.typ,
+		Runtime: f.runtime, StartTimeout: f.startTimeout, StopTimeout: f.stopTimeout})
 }
 
-func splitOptional(cmd string) ([]string, error) {
-	if strings.TrimSpace(cmd) == "" {
-		return nil, nil
-	}
-	return unitfile.SplitCommand(cmd)
-}
-
-func (f *daemonFlags) manager(c *common, env *Env, source string) (*daemonctl.Manager, *config.Config, func(), error) {
+func (f *daemonFlags) manager(c *common, env *Env, source string) (*app.Units, *config.Config, func(), error) {
 	logger, cfg, done, err := c.setup(env, source)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m := &daemonctl.Manager{Logger: logger, Root: f.root, DBus: systemd.Options{Address: f.dbusAddress}}
+	m := app.NewUnits(logger, f.root, f.dbusAddress)
 	return m, cfg, func() { m.Close(); done() }, nil
 }
 
 // session is manager plus the command's deadline, for a command that talks
 // to systemd; done releases both.
-func (f *daemonFlags) session(ctx context.Context, c *common, env *Env, source string) (*daemonctl.Manager, *config.Config, context.Context, func(), error) {
+func (f *daemonFlags) session(ctx context.Context, c *common, env *Env, source string) (*app.Units, *config.Config, context.Context, func(), error) {
 	m, cfg, done, err := f.manager(c, env, source)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -163,14 +117,12 @@ func parseInterspersed(fs *flag.FlagSet, args []string) (bool, int) {
 // exit code: bad input is 2, everything else 1.
 func failure(env *Env, err error) int {
 	errorf(env, "%v", err)
-	switch {
-	case errors.Is(err, unitfile.ErrBadName), errors.Is(err, unitfile.ErrBadCommand), errors.Is(err, unitfile.ErrBadPath):
-		hintf(env, "nothing was written; fix the input and run again")
+	hint, badInput := app.UnitFailure(err)
+	if hint != "" {
+		hintf(env, "%s", hint)
+	}
+	if badInput {
 		return ExitCantRun
-	case errors.Is(err, systemd.ErrNoSystemd):
-		hintf(env, "systemd is not init on this system; start and stop fall back to running the commands directly")
-	case strings.Contains(err.Error(), "connect to systemd"):
-		hintf(env, "is systemd PID 1 and is its D-Bus socket (/run/dbus/system_bus_socket or /run/systemd/private) reachable?")
 	}
 	return ExitFailed
 }
@@ -251,12 +203,9 @@ func runUnitStatus(ctx context.Context, env *Env, args []string) int {
 	if !ok {
 		return ExitCantRun
 	}
-	unitName := name
-	if unitfile.ValidateUnitName(name) != nil {
-		if err := unitfile.ValidateName(name); err != nil {
-			return failure(env, err)
-		}
-		unitName = unitfile.UnitName(name)
+	unitName, err := app.UnitNameOf(name)
+	if err != nil {
+		return failure(env, err)
 	}
 	m, _, done, err := f.manager(&c, env, "unit-status")
 	if err != nil {
@@ -270,16 +219,7 @@ func runUnitStatus(ctx context.Context, env *Env, args []string) int {
 	if u != nil && f.jsonOut {
 		printJSON(env, u)
 	} else if u != nil {
-		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-		for _, kv := range [][2]string{
-			{"Unit", u.Name}, {"LoadState", u.LoadState}, {"ActiveState", u.ActiveState}, {"SubState", u.SubState},
-			{"MainPID", fmt.Sprint(u.MainPID)}, {"ControlGroup", u.ControlGroup},
-			{"Delegate", fmt.Sprint(u.Delegate)}, {"DelegateControllers", strings.Join(u.DelegateControllers, " ")},
-			{"KillMode", u.KillMode}, {"FragmentPath", u.FragmentPath}, {"DropInPaths", strings.Join(u.DropInPaths, " ")},
-		} {
-			fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
-		}
-		tw.Flush()
+		app.WriteUnitStatus(env.Stdout, u)
 	}
 	if err != nil {
 		return failure(env, err)

@@ -38,7 +38,7 @@ func runUnitDelegate(ctx context.Context, env *Env, args []string) int {
 	defer cancel()
 	var results []any
 	for _, name := range units {
-		res, err := m.DelegateUnit(ctx, name)
+		res, err := m.Delegate(ctx, name)
 		if err != nil {
 			return failure(env, err)
 		}
