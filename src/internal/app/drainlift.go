@@ -10,6 +10,12 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
 )
 
+// How long a lift holds: by default, and at most.
+const (
+	DefaultLiftFor = drain.DefaultLiftFor
+	MaxLiftFor     = drain.MaxLiftFor
+)
+
 // LiftRequest is an operator's lift of this VM's drain block.
 type LiftRequest struct {
 	Reason string

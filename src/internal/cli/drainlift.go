@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
-	"github.com/cloudfoundry/cellguard/src/internal/drain"
 )
 
 const drainLiftHelp = `
@@ -29,7 +28,7 @@ func runDrainLift(_ context.Context, env *Env, args []string) int {
 	var show, cancel, jsonOut bool
 	fs := newFlagSet(env, "drain lift", "drain lift --reason TEXT [--for DURATION] [--by NAME] | --show | --cancel", &c)
 	fs.StringVar(&reason, "reason", "", "why this VM may go despite its findings (required)")
-	fs.DurationVar(&dur, "for", drain.DefaultLiftFor, fmt.Sprintf("how long the lift holds (at most %v)", drain.MaxLiftFor))
+	fs.DurationVar(&dur, "for", app.DefaultLiftFor, fmt.Sprintf("how long the lift holds (at most %v)", app.MaxLiftFor))
 	fs.StringVar(&by, "by", "", "who lifts; default SUDO_USER, else USER")
 	fs.BoolVar(&show, "show", false, "print the lift and whether it holds")
 	fs.BoolVar(&cancel, "cancel", false, "remove the lift")
@@ -107,7 +106,7 @@ func showLift(env *Env, path string, now time.Time, jsonOut bool) int {
 		fmt.Fprintf(env.Stdout, "lift expired at %s (by %s: %s); drain no longer uses it\n", l.Expires.Format(time.RFC3339), l.By, l.Reason)
 	default:
 		fmt.Fprintf(env.Stdout, "lift invalid (created %s, expires %s: not now, or longer than %v); drain does not use it\n",
-			l.Created.Format(time.RFC3339), l.Expires.Format(time.RFC3339), drain.MaxLiftFor)
+			l.Created.Format(time.RFC3339), l.Expires.Format(time.RFC3339), app.MaxLiftFor)
 	}
 	return ExitOK
 }
