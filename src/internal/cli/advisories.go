@@ -12,23 +12,7 @@ func advisoriesCommand() *Command {
 	return &Command{Name: "advisories", Summary: "list the advisories runtime-versions matches (shipped + operator's file)", Run: runAdvisories}
 }
 
-const advisoriesHelp = `
-Lists the advisories the runtime-versions check matches runtime binaries
-against: the list shipped in this release merged by id with the operator's
-file (validator.advisories_file, or --advisories-file), which may replace,
-add or disable ("disabled": true) entries. Each line shows the component,
-the id, its class (what the flaw lets happen), the severity at pre-start and
-drain, the affected ranges with the release that fixes each series, and
-where the entry comes from. --json adds summaries, backports, references
-and notes.
-
-The operator's file is refused, as validate refuses it, when it is not
-owned by root or is group- or world-writable (on a real root).
-
-Exit codes:
-  0  listed
-  2  bad flags, or the advisories could not be loaded
-`
+var advisoriesHelp = helpText("advisories")
 
 type advisoriesFlags struct {
 	common

@@ -25,42 +25,7 @@ const defaultDrainBudget = app.DefaultDrainBudget
 // could swap a lift in there, and OpenTrusted rightly refuses it.
 const defaultLiftFile = "/var/vcap/data/cellguard-lift/drain-lift.json"
 
-const drainHelp = `
-BOSH's drain contract (read from bosh-agent v2.759.0, docs/lifecycle.md):
-the agent runs the job's bin/drain with JOB_CHANGE HASH_CHANGE
-[UPDATED_PACKAGES...] and fails the step only when stdout holds no
-integer. bin/drain runs this command within a time limit and passes its
-integer on.
-
-What drain does:
-  job_shutdown (stop, recreate, delete, scale-in): validates, reports, logs,
-      writes the metrics, prints 0. With --block-on-shutdown
-      (cellguard.drain.block_on_shutdown) it blocks like an update.
-  job_changed, job_new, job_check_status, or anything else (an update):
-      a blocking finding blocks, unless --fix (validator.fix) moved every
-      escaped process back and verified it, or a lift is in place.
-  Blocking means: nothing on stdout, exit 1. That is the only way it
-  blocks. Everything else prints 0.
-  The validation gets --budget (cellguard.drain.budget, default 60s); when
-  it runs out, drain reports the checks that finished and lets the VM go.
-  When cellguard cannot run (config, /proc), it prints 0, exits 2, logs
-  why and writes cellguard_drain_could_not_run 1.
-
-A lift lets one VM go despite blocking findings, without a new manifest
-(the agent runs the drain already on the VM). Over bosh ssh, as root:
-  cellguard drain lift --reason TEXT [--for 1h] [--by NAME]
-  cellguard drain lift --show | --cancel
-It records who (--by, else SUDO_USER, else the user), why, when and until
-(default 1h, at most 24h) in a root-only file; drain honours it only while
-it has not expired and no one but root could have written it, and logs
-that it was used and by whom.
-
-Exit codes:
-  0  the VM may go: passed, released on shutdown, lifted, or budget expired
-     (stdout: 0)
-  1  blocked (stdout: nothing)
-  2  could not run (stdout: 0: a broken guard does not hold the VM)
-`
+var drainHelp = helpText("drain")
 
 type drainFlags struct {
 	common

@@ -9,17 +9,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
-const drainLiftHelp = `
-Lifts a drain's block on this VM: the next drains let it go despite blocking
-findings until the lift expires (--for, default 1h, at most 24h). Run it
-over bosh ssh as root (sudo); it records who (--by, else SUDO_USER, else
-the user), why (--reason, required), when and until, in a file only root
-can read or write, and logs the same. Drain logs each time it uses a lift.
---show prints the lift and whether it holds; --cancel removes it.
-
-Exit codes: 0 done, 1 the lift could not be written or removed (or --show
-found one drain will not trust), 2 bad usage.
-`
+var drainLiftHelp = helpText("drain-lift")
 
 func runDrainLift(_ context.Context, env *Env, args []string) int {
 	var c common

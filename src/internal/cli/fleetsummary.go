@@ -14,26 +14,7 @@ func fleetSummaryCommand() *Command {
 	return &Command{Name: "fleet-summary", Summary: "one screen for the whole fleet from `bosh --json run-errand cellguard-validate`'s output", Run: runFleetSummary}
 }
 
-const fleetSummaryHelp = `
-Reads what ` + "`bosh -d DEPLOYMENT --json run-errand cellguard-validate`" + `
-printed, from FILE or stdin (no FILE, or -), and prints one screen for the
-fleet: the count of instances per verdict, one line per instance (verdict,
-exit code, each check that did not pass with its findings, "!" where it
-blocks) and one fix per check. It reads only structured output: bosh-cli's
---json document and, in each instance's stdout, validate's JSON report
-(cellguard_validate.format: json, the default). bosh-cli's tables and the
-human report are free text that carries what tenants named, so they are
-refused or not counted. It runs on any machine with the output; it reads
-nothing else.
-
-  bosh -d cf --json run-errand cellguard-validate | cellguard fleet-summary
-  bosh -d cf --json run-errand cellguard-validate > fleet.json; cellguard fleet-summary fleet.json
-
-Exit codes:
-  0  every instance passed
-  1  some instance is blocked, could not run or failed
-  2  bad flags, or the input holds no run-errand result
-`
+var fleetSummaryHelp = helpText("fleet-summary")
 
 func runFleetSummary(_ context.Context, env *Env, args []string) int {
 	var c common

@@ -20,55 +20,11 @@ func sysctlCommand() *Command {
 	}}
 }
 
-const sysctlProfileHelp = `
-The profile is the built-in "container-host" profile (or "none"), minus the
-keys in --remove / the config's sysctl.remove, plus --set / sysctl.set,
-which override profile values. Flags win over the config file. Keys take
-either notation: fs.inotify.max_user_watches or fs/inotify/max_user_watches.
+var sysctlProfileHelp = helpText("sysctl-profile")
 
-Each entry is exact (the key must hold the value) or a floor (at least the
-value). The profile's capacity limits (pipe-max-size, kernel.keys quotas,
-pid_max, inotify, user.max_user_namespaces) are floors; switches and limits
-where 0 means unlimited are exact; "cellguard sysctl profile" shows which.
---set KEY=VALUE is exact; --set 'KEY>=N' (or KEY=>=N; in the config
-"KEY": ">=N") is a floor of one number. Keys holding several values are exact.
-`
+var sysctlApplyHelp = sysctlProfileHelp + helpText("sysctl-apply")
 
-const sysctlApplyHelp = sysctlProfileHelp + `
-apply validates every entry against the running kernel first (unknown keys,
-bad names, non-numeric values for numeric keys); then writes each value that
-differs under /proc/sys (a floor only when the live value is below it: a
-higher one is left alone) and reads it back; if the kernel rejects a value
-(EINVAL) every key this run changed is restored and the file is left alone.
-Only then is --file replaced, atomically. A floor is persisted as the larger
-of the floor and what the other sysctl.d files set for the key (the live
-value when none does), so a reboot does not lower it either. A second run
-changes nothing.
-
-Exit codes:
-  0  every key holds its wanted value (at least it, for a floor) and --file
-     holds the profile
-  1  a key could not be applied or verified (EPERM, the kernel stored another
-     value), or --file could not be written
-  2  bad input: bad flags or config, unknown key, bad name, a value that does
-     not suit the key or that the kernel rejects; nothing is persisted
-`
-
-const sysctlCheckHelp = sysctlProfileHelp + `
-check writes nothing. For each key it compares the live value and the value
-systemd-sysctl would set at boot with the wanted one, and explains drift:
-files in /etc, /run, /usr/local/lib, /usr/lib sysctl.d (a name in an earlier
-directory masks it in later ones) are read in lexical order of their names,
-the later assignment wins, and /etc/sysctl.conf is read last (or where
-Debian's 99-sysctl.conf symlink puts it).
-
-Exit codes:
-  0  every key is in force: live and boot values equal the profile (are at
-     least it, for a floor)
-  1  drift: a live value differs, another file wins at boot, or a key does
-     not exist on this kernel
-  2  could not run: bad flags, config or profile, unreadable sysctl.d
-`
+var sysctlCheckHelp = sysctlProfileHelp + helpText("sysctl-check")
 
 // sysctlFlags are the flags apply, check and profile share.
 type sysctlFlags struct {

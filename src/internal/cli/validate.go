@@ -15,57 +15,7 @@ func validateCommand() *Command {
 	return &Command{Name: "validate", Summary: "check container cgroups and runtimes; block unsafe rollouts", Run: runValidate}
 }
 
-const validateHelp = `
-Runs every registered check against the host under --root and prints a
-report: a table of checks, then for each one that did not pass its evidence
-and the fix. Checks: %s.
-
-Phases. A check is blocking or a warning per phase (see each check's
-severity in --format json); the config's validator.blocking.<phase> list, when
-present, names exactly the checks that block in that phase. --ignore (and
-validator.ignore) downgrades a check: still run and reported, never blocking.
-
---phase drain says what the next update's drain would decide, through the
-same decision as "cellguard drain job_changed" (cellguard drain --help):
-the checks run within the drain's budget (--budget, else drain.budget,
-else 60s), and a lift (--lift-file) lets blocking findings go. Stdout keeps
-drain's contract, which bosh-agent reads whatever the exit status: the
-integer 0 when the VM may go (passed, lifted, budget expired, or cellguard
-could not run), and nothing at all when it blocks, so a script that forgets
-the exit code still fails. The report and the decision go to stderr (with
---format json, the report alone: the decision is in the log). The
-job's bin/drain runs "cellguard drain", which also reads the agent's
-arguments and writes drain's metrics; this command writes only validate's.
-
-Budget. Every phase runs within a budget: --budget, else the config's
-validator.budget (pre-start) or drain.budget (drain), else 60s. When it runs
-out, validate returns with the checks that finished; the others are
-reported as unfinished (error) and never block, and stderr and the log say
-budget_expired. A blocking finding of a check that finished still blocks.
-"cellguard validate timeout [--phase P] [--config PATH]" prints, in whole
-seconds, the bound the job's scripts put on validate: the budget and a
-grace (a quarter of it, 2s to 15s), as "cellguard drain timeout" does.
-
---fix (or validator.fix) moves escaped container processes back into the
-cgroups their runtime recorded, in every hierarchy, re-reads /proc to verify,
-and reports each move. It never signals or kills a process.
-
---prometheus-textfile (or validator.prometheus_textfile) writes gauges for
-node_exporter's textfile collector, atomically: cellguard_check_status
-{check,phase} (0 pass, 1 warn, 2 fail, 3 error), cellguard_check_findings,
-cellguard_check_blocking, cellguard_check_duration_seconds,
-cellguard_validate_blocked and cellguard_validate_timestamp_seconds. A failed
-write is reported but does not change the exit code.
-
-Exit codes:
-  0  passed: no blocking check failed (warnings allowed); drain: the VM
-     may go (stdout: 0)
-  1  a blocking check failed or could not check (not ignored); drain:
-     blocked (stdout: nothing)
-  2  the validator could not run: bad flags or config, unknown check id,
-     /proc unreadable under --root; drain: stdout 0 (a broken guard does
-     not hold the VM)
-`
+var validateHelp = helpText("validate")
 
 type validateFlags struct {
 	common

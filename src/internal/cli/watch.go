@@ -15,41 +15,7 @@ func watchCommand() *Command {
 	return &Command{Name: "watch", Summary: "live guard: re-check after every systemd event; metrics; optional healing", Run: runWatch}
 }
 
-const watchHelp = `
-Runs until SIGTERM. It scans at start, after systemd events (a job finished,
-a unit appeared, a unit's cgroup settings changed; bursts coalesce into one
-scan) and every --period. Event scans run %s; the period runs every check.
-The checks and their settings are validate's (the config's validator
-section), judged with drain's severities: what the next drain would say.
-
-It logs a finding once when it appears ("finding") and once when it clears
-("finding-cleared"). A scan that could not judge a check (its error, the
-host unreadable, or the scan's 30s deadline passed first)
-logs "check-could-not-run" once, clears none of its findings and keeps its
-gauges (cellguard_check_could_not_judge 1); a check still running from an
-earlier scan is not started again. --heal moves escaped container processes back into
-their recorded cgroups as validate --fix does, verifies from /proc, logs
-"healed", at most --heal-per-minute processes a minute; it never signals or
-kills a process.
-
-Metrics: /metrics on --listen (mutual TLS with --tls-cert, --tls-key and
---tls-ca, the scraper's CA), and the same families in --textfile for
-node_exporter, written atomically. /metrics serves at most a quarter of the
-fd limit (64 at most) of connections at once and drops idle ones. Faults (systemd or D-Bus gone, the port
-in use, /proc unreadable, a runtime root gone) are logged, counted and
-retried; watch keeps running.
-
---once runs one full scan, prints the metrics to stdout and exits 0.
-
-"cellguard watch status --pidfile PATH" says whether watch still runs (the
-job's bin/watch_ctl asks it; cellguard watch status --help).
-
-Flags override the config's watch section (cellguard.watch.* properties).
-
-Exit codes:
-  0  stopped by SIGTERM/SIGINT, or --once done
-  2  bad flags or config
-`
+var watchHelp = helpText("watch")
 
 type watchFlags struct {
 	common
