@@ -187,3 +187,63 @@ func WriteItems(w io.Writer, items []daemonctl.PruneItem) {
 	}
 	_ = tw.Flush()
 }
+
+// WriteInstalled writes what unit install did for name.
+func WriteInstalled(w io.Writer, name string, res daemonctl.InstallResult) {
+	switch {
+	case res.NoSystemd:
+		fmt.Fprintf(w, "systemd is not init here: nothing to install for %s; `cellguard start %s` runs its start command directly\n", name, name)
+	case res.Written:
+		fmt.Fprintf(w, "installed %s (Delegate=%s, KillMode=%s); systemd reloaded\n", res.Path, res.Delegate, res.KillMode)
+	case res.Reloaded:
+		fmt.Fprintf(w, "%s unchanged; systemd reloaded because it had not read it yet\n", res.Path)
+	default:
+		fmt.Fprintf(w, "%s unchanged; no reload\n", res.Path)
+	}
+}
+
+// WriteProtected writes what unit protect-supervisor did.
+func WriteProtected(w io.Writer, res daemonctl.ProtectResult) {
+	if res.NoSystemd {
+		fmt.Fprintf(w, "systemd is not init here: the supervisor (pid %d) needs no protection\n", res.PID)
+		return
+	}
+	fmt.Fprintf(w, "the supervisor (pid %d) runs in %s: %s %s; DelegateControllers=%s\n", res.PID, res.Unit,
+		res.DropIn, map[bool]string{true: "written and reloaded", false: "unchanged"}[res.Written],
+		strings.Join(res.DelegateControllers, " "))
+}
+
+// WriteDelegated writes what unit delegate did for the unit name.
+func WriteDelegated(w io.Writer, name string, res daemonctl.DelegateResult) {
+	switch {
+	case res.NoSystemd:
+		fmt.Fprintf(w, "systemd is not init here: %s needs no delegation\n", name)
+	case !res.Loaded:
+		fmt.Fprintf(w, "%s: %s %s; systemd does not know the unit yet, the drop-in applies when it loads\n",
+			name, res.DropIn, map[bool]string{true: "written", false: "unchanged"}[res.Written])
+	default:
+		fmt.Fprintf(w, "%s: %s %s; DelegateControllers=%s\n", name, res.DropIn,
+			map[bool]string{true: "written and reloaded", false: "unchanged"}[res.Written], strings.Join(res.DelegateControllers, " "))
+	}
+}
+
+// WriteStarted writes how the daemon name started.
+func WriteStarted(w io.Writer, name string, res daemonctl.StartResult) {
+	if res.Direct {
+		fmt.Fprintf(w, "started %s directly (no systemd), pid %d\n", name, res.PID)
+		return
+	}
+	fmt.Fprintf(w, "started %s: job %s, pid %d\n", res.Unit, res.JobResult, res.PID)
+}
+
+// WriteStopped writes how the daemon name stopped.
+func WriteStopped(w io.Writer, name string, res daemonctl.StopResult) {
+	switch {
+	case res.Direct && res.LeftAlone != "":
+		fmt.Fprintf(w, "stopped %s directly (no systemd); %s\n", name, res.LeftAlone)
+	case res.Direct:
+		fmt.Fprintf(w, "stopped %s directly (no systemd)\n", name)
+	default:
+		fmt.Fprintf(w, "stopped %s: job %s\n", res.Unit, res.JobResult)
+	}
+}

@@ -86,17 +86,6 @@ func showLift(env *Env, path string, now time.Time, jsonOut bool) int {
 		printJSON(env, shown)
 		return ExitOK
 	}
-	l := shown.Lift
-	switch shown.State {
-	case "none":
-		fmt.Fprintf(env.Stdout, "no lift (%s): drain blocks on blocking findings of an update\n", path)
-	case "active":
-		fmt.Fprintf(env.Stdout, "lift active until %s (%v left), by %s: %s\n", l.Expires.Format(time.RFC3339), l.Expires.Sub(now).Round(time.Second), l.By, l.Reason)
-	case "expired":
-		fmt.Fprintf(env.Stdout, "lift expired at %s (by %s: %s); drain no longer uses it\n", l.Expires.Format(time.RFC3339), l.By, l.Reason)
-	default:
-		fmt.Fprintf(env.Stdout, "lift invalid (created %s, expires %s: not now, or longer than %v); drain does not use it\n",
-			l.Created.Format(time.RFC3339), l.Expires.Format(time.RFC3339), app.MaxLiftFor)
-	}
+	shown.Write(env.Stdout, now)
 	return ExitOK
 }

@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
@@ -176,16 +174,7 @@ func runUnitInstall(ctx context.Context, env *Env, args []string) int {
 		printJSON(env, res)
 		return ExitOK
 	}
-	switch {
-	case res.NoSystemd:
-		fmt.Fprintf(env.Stdout, "systemd is not init here: nothing to install for %s; `cellguard start %s` runs its start command directly\n", name, name)
-	case res.Written:
-		fmt.Fprintf(env.Stdout, "installed %s (Delegate=%s, KillMode=%s); systemd reloaded\n", res.Path, res.Delegate, res.KillMode)
-	case res.Reloaded:
-		fmt.Fprintf(env.Stdout, "%s unchanged; systemd reloaded because it had not read it yet\n", res.Path)
-	default:
-		fmt.Fprintf(env.Stdout, "%s unchanged; no reload\n", res.Path)
-	}
+	app.WriteInstalled(env.Stdout, name, res)
 	return ExitOK
 }
 
@@ -262,12 +251,6 @@ func runProtectSupervisor(ctx context.Context, env *Env, args []string) int {
 		printJSON(env, res)
 		return ExitOK
 	}
-	if res.NoSystemd {
-		fmt.Fprintf(env.Stdout, "systemd is not init here: the supervisor (pid %d) needs no protection\n", res.PID)
-		return ExitOK
-	}
-	fmt.Fprintf(env.Stdout, "the supervisor (pid %d) runs in %s: %s %s; DelegateControllers=%s\n", res.PID, res.Unit,
-		res.DropIn, map[bool]string{true: "written and reloaded", false: "unchanged"}[res.Written],
-		strings.Join(res.DelegateControllers, " "))
+	app.WriteProtected(env.Stdout, res)
 	return ExitOK
 }

@@ -3,7 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 func runUnitDelegate(ctx context.Context, env *Env, args []string) int {
@@ -46,16 +47,7 @@ func runUnitDelegate(ctx context.Context, env *Env, args []string) int {
 		if f.jsonOut {
 			continue
 		}
-		switch {
-		case res.NoSystemd:
-			fmt.Fprintf(env.Stdout, "systemd is not init here: %s needs no delegation\n", name)
-		case !res.Loaded:
-			fmt.Fprintf(env.Stdout, "%s: %s %s; systemd does not know the unit yet, the drop-in applies when it loads\n",
-				name, res.DropIn, map[bool]string{true: "written", false: "unchanged"}[res.Written])
-		default:
-			fmt.Fprintf(env.Stdout, "%s: %s %s; DelegateControllers=%s\n", name, res.DropIn,
-				map[bool]string{true: "written and reloaded", false: "unchanged"}[res.Written], strings.Join(res.DelegateControllers, " "))
-		}
+		app.WriteDelegated(env.Stdout, name, res)
 	}
 	if f.jsonOut {
 		printJSON(env, results)
