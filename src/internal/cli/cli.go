@@ -23,6 +23,7 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
+	"github.com/cloudfoundry/cellguard/src/internal/cmdflag"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/logging"
 )
@@ -151,31 +152,10 @@ func newFlagSet(env *Env, name, synopsis string, c *common) *flag.FlagSet {
 	fs.StringVar(&c.configPath, "config", "", "cellguard config file (JSON rendered by the BOSH job); default "+defaultConfigPath+" when it exists")
 	fs.Usage = func() {
 		fmt.Fprintf(env.Stdout, "usage: cellguard %s\n\nflags:\n", synopsis)
-		printFlags(env.Stdout, fs)
+		cmdflag.PrintFlags(env.Stdout, fs)
 	}
 	return fs
 }
-
-// printFlags is flag.PrintDefaults with the --flag spelling the docs use
-// (the flag package accepts both; it prints one dash).
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		name, usage := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if name != "" {
-			line += " " + name
-		}
-		usage = strings.ReplaceAll(usage, "\n", "\n    \t")
-		fmt.Fprintf(w, "%s\n    \t%s", line, usage)
-		if !zeroDefault[f.DefValue] {
-			fmt.Fprintf(w, " (default %q)", f.DefValue)
-		}
-		fmt.Fprintln(w)
-	})
-}
-
-// zeroDefault are the defaults flag.PrintDefaults leaves unsaid.
-var zeroDefault = map[string]bool{"": true, "false": true, "0": true, "0s": true, "[]": true}
 
 // withHelp appends help to the flag set's usage (--help).
 func withHelp(env *Env, fs *flag.FlagSet, help string) {
@@ -198,27 +178,22 @@ func parseNoArgs(env *Env, fs *flag.FlagSet, args []string) (bool, int) {
 	return true, ExitOK
 }
 
-// dashDash spells the flag package's "-flag" in its errors as the docs do.
-var dashDash = strings.NewReplacer("defined: -", "defined: --", "for flag -", "for flag --", "flag needs an argument: -", "flag needs an argument: --")
-
 // parse parses args; it returns ok=false and the exit code to use when the
-// command should stop (bad flags, or --help). A bad flag is one error line
-// and one hint on stderr, never the whole flag list.
+// command should stop (bad flags, or --help).
 func parse(fs *flag.FlagSet, args []string) (bool, int) {
-	help := fs.Usage
-	fs.Usage = func() {}
-	out := fs.Output()
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.Usage = help
-	fs.SetOutput(out)
-	switch {
-	case err == flag.ErrHelp:
-		help()
+	return outcome(cmdflag.Parse("cellguard", fs, args))
+}
+
+// parseInterspersed lets flags follow the NAME ("cellguard start garden --json").
+func parseInterspersed(fs *flag.FlagSet, args []string) (bool, int) {
+	return outcome(cmdflag.ParseInterspersed("cellguard", fs, args))
+}
+
+func outcome(o cmdflag.Outcome) (bool, int) {
+	switch o {
+	case cmdflag.Help:
 		return false, ExitOK
-	case err != nil:
-		fmt.Fprintf(out, "cellguard: error: %s: %s\n", fs.Name(), dashDash.Replace(err.Error()))
-		fmt.Fprintf(out, "cellguard: hint: run 'cellguard %s --help' for its flags\n", fs.Name())
+	case cmdflag.Bad:
 		return false, ExitCantRun
 	}
 	return true, ExitOK
@@ -307,10 +282,7 @@ func printJSON(env *Env, v any) {
 }
 
 // stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+type stringList = cmdflag.List
 
 // DefaultEnv is the process environment.
 func DefaultEnv() *Env {

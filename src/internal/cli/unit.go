@@ -94,23 +94,6 @@ func oneName(env *Env, fs *flag.FlagSet) (string, bool) {
 	return fs.Arg(0), true
 }
 
-// parseInterspersed lets flags follow the NAME ("cellguard start garden --json").
-func parseInterspersed(fs *flag.FlagSet, args []string) (bool, int) {
-	var pos []string
-	for {
-		if ok, code := parse(fs, args); !ok {
-			return false, code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	_ = fs.Parse(pos) // re-seat positionals; they hold no flags
-	return true, ExitOK
-}
-
 // failure prints an error with a hint derived from its kind and returns the
 // exit code: bad input is 2, everything else 1.
 func failure(env *Env, err error) int {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
+	"github.com/cloudfoundry/cellguard/src/internal/cmdflag"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
 )
 
@@ -109,20 +110,8 @@ func validateExit(env *Env, phase app.Phase, v app.Verdict) int {
 // asksDrain reports whether args ask for --phase drain, read without the
 // flag set (which stopped at a flag it could not read).
 func asksDrain(args []string) bool {
-	for i, a := range args {
-		if a == "--" {
-			break
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || name != "phase" {
-			continue
-		}
-		if !hasValue && i+1 < len(args) {
-			value = args[i+1]
-		}
-		return value == string(app.DrainPhase)
-	}
-	return false
+	v, _ := cmdflag.Value(args, "phase")
+	return v == string(app.DrainPhase)
 }
 
 // runValidateTimeout prints the bound on validate the job's scripts use:
