@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 
@@ -85,4 +87,48 @@ func (u *Watch) Run(ctx context.Context) ([]byte, error) {
 		return nil, nil
 	}
 	return metrics.Encode(u.w.Metrics().All, false)
+}
+
+// WatchFlags are watch's flags with their values, defaults included; Set
+// names the ones the command line gave.
+type WatchFlags struct {
+	Set                    map[string]bool
+	Listen, Textfile       string
+	Heal                   bool
+	Period                 time.Duration
+	HealPerMinute          int
+	TLSCert, TLSKey, TLSCA string
+}
+
+// WatchSection is the config's watch section with the flags the command
+// line gave over it (and their defaults where the config is silent),
+// judged.
+func WatchSection(wc config.Watch, f WatchFlags) (config.Watch, error) {
+	set := f.Set
+	if set["listen"] {
+		wc.Listen = f.Listen
+	}
+	if set["heal"] {
+		wc.Heal = f.Heal
+	}
+	if set["period"] || wc.Period.Duration == 0 {
+		wc.Period.Duration = f.Period
+	}
+	if set["heal-per-minute"] || wc.HealPerMinute == nil {
+		n := f.HealPerMinute
+		wc.HealPerMinute = &n
+	}
+	if set["textfile"] {
+		wc.Textfile = f.Textfile
+	}
+	if set["tls-cert"] || set["tls-key"] || set["tls-ca"] {
+		wc.TLS = config.TLSFiles{Cert: f.TLSCert, Key: f.TLSKey, CA: f.TLSCA}
+	}
+	if wc.Period.Duration <= 0 || *wc.HealPerMinute <= 0 {
+		return config.Watch{}, fmt.Errorf("--period and --heal-per-minute must be above zero")
+	}
+	if err := (&config.Config{Watch: wc}).Validate(nil); err != nil {
+		return config.Watch{}, err
+	}
+	return wc, nil
 }

@@ -87,34 +87,10 @@ func runWatch(ctx context.Context, env *Env, args []string) int {
 }
 
 // watchSection is the config's watch section with the flags given on the
-// command line over it, validated.
+// command line over it, judged.
 func (f *watchFlags) watchSection(fs *flag.FlagSet, wc config.Watch) (config.Watch, error) {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if set["listen"] {
-		wc.Listen = f.listen
-	}
-	if set["heal"] {
-		wc.Heal = f.heal
-	}
-	if set["period"] || wc.Period.Duration == 0 {
-		wc.Period.Duration = f.period
-	}
-	if set["heal-per-minute"] || wc.HealPerMinute == nil {
-		n := f.healPerMinute
-		wc.HealPerMinute = &n
-	}
-	if set["textfile"] {
-		wc.Textfile = f.textfile
-	}
-	if set["tls-cert"] || set["tls-key"] || set["tls-ca"] {
-		wc.TLS = config.TLSFiles{Cert: f.tlsCert, Key: f.tlsKey, CA: f.tlsCA}
-	}
-	if wc.Period.Duration <= 0 || *wc.HealPerMinute <= 0 {
-		return config.Watch{}, fmt.Errorf("--period and --heal-per-minute must be above zero")
-	}
-	if err := (&config.Config{Watch: wc}).Validate(nil); err != nil {
-		return config.Watch{}, err
-	}
-	return wc, nil
+	return app.WatchSection(wc, app.WatchFlags{Set: set, Listen: f.listen, Textfile: f.textfile, Heal: f.heal, Period: f.period,
+		HealPerMinute: f.healPerMinute, TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA})
 }
