@@ -10,11 +10,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -25,12 +23,10 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/cmdflag"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/logging"
 )
 
-// defaultConfigPath is where the BOSH job renders the config
-// (jobs/cellguard/templates/config/cellguard.json.erb).
-const defaultConfigPath = "/var/vcap/jobs/cellguard/config/cellguard.json"
+// defaultConfigPath is where the BOSH job renders the config.
+const defaultConfigPath = app.DefaultConfigPath
 
 // Exit codes, documented in README.md ("Exit codes").
 const (
@@ -199,43 +195,31 @@ func outcome(o cmdflag.Outcome) (bool, int) {
 	return true, ExitOK
 }
 
-// logger builds the lager logger and loads the config for a command. The
+// setup loads the config and builds the lager logger for a command. The
 // config is optional unless --config names a file.
 func (c *common) setup(env *Env, source string) (lager.Logger, *config.Config, func(), error) {
 	cfg, err := loadConfig(c.configPath)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts := logging.Options{File: c.logFile, TimeFormat: c.timeFormat, Level: c.logLevel}
-	// Flags win over the config file; the config fills what was left at defaults.
-	if opts.File == "" {
-		opts.File = cfg.Log.File
-	}
-	if opts.TimeFormat == "unix-epoch" && cfg.Log.TimeFormat != "" {
-		opts.TimeFormat = cfg.Log.TimeFormat
-	}
-	if opts.Level == "info" && cfg.Log.Level != "" {
-		opts.Level = cfg.Log.Level
-	}
-	logger, closer, err := logging.New(opts, env.Stderr)
+	logger, closer, onStderr, err := app.Logger(c.logFlags(), cfg, env.Stderr, source)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c.logsOnStderr = opts.File == ""
-	return logger.Session(source), cfg, func() { _ = closer() }, nil
+	c.logsOnStderr = onStderr
+	return logger, cfg, closer, nil
 }
 
-// flagLogger is the logger of a command whose config could not be read:
-// the flags' log file and format, else stderr. It never fails, so a
-// command that must report (drain) always can.
+// flagLogger is app.FlagLogger: the logger of a command whose config could
+// not be read.
 func (c *common) flagLogger(env *Env, source string) (lager.Logger, func()) {
-	logger, closer, err := logging.New(logging.Options{File: c.logFile, TimeFormat: c.timeFormat, Level: c.logLevel}, env.Stderr)
-	if err != nil {
-		logger, closer, _ = logging.New(logging.Options{}, env.Stderr)
-		logger.Error("log-setup", err)
-	}
-	c.logsOnStderr = c.logFile == "" || err != nil
-	return logger.Session(source), func() { _ = closer() }
+	logger, closer, onStderr := app.FlagLogger(c.logFlags(), env.Stderr, source)
+	c.logsOnStderr = onStderr
+	return logger, closer
+}
+
+func (c *common) logFlags() app.LogFlags {
+	return app.LogFlags{File: c.logFile, TimeFormat: c.timeFormat, Level: c.logLevel}
 }
 
 // errorf prints "cellguard: error: ..." to stderr, for humans; the same fact
@@ -289,17 +273,6 @@ func DefaultEnv() *Env {
 	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 }
 
-// loadConfig loads path, or defaultConfigPath when path is empty and that
-// file exists, or an empty config: every subcommand also runs from flags
-// alone.
-func loadConfig(path string) (*config.Config, error) {
-	if path != "" {
-		return config.Load(path, checkIDs())
-	}
-	if _, err := os.Stat(defaultConfigPath); err == nil {
-		return config.Load(defaultConfigPath, checkIDs())
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("stat config %s: %w", defaultConfigPath, err)
-	}
-	return &config.Config{}, nil
-}
+// loadConfig is app.LoadConfig: path, else the job's config when it
+// exists, else an empty one.
+func loadConfig(path string) (*config.Config, error) { return app.LoadConfig(path) }
