@@ -247,3 +247,21 @@ func WriteStopped(w io.Writer, name string, res daemonctl.StopResult) {
 		fmt.Fprintf(w, "stopped %s: job %s\n", res.Unit, res.JobResult)
 	}
 }
+
+// defaultUnitDeadline bounds a whole unit command: after connecting, a
+// D-Bus call on systemd's private socket has no timeout of its own, and
+// monit's start program must not hang forever.
+const defaultUnitDeadline = 90 * time.Second
+
+// UnitDeadline is how long a unit command may take: timeout (--timeout)
+// when set, else the default, or the start/stop wait plus room for
+// connecting and installing when that is longer.
+func UnitDeadline(timeout, wait time.Duration) time.Duration {
+	if timeout > 0 {
+		return timeout
+	}
+	if wait > 0 && wait+30*time.Second > defaultUnitDeadline {
+		return wait + 30*time.Second
+	}
+	return defaultUnitDeadline
+}

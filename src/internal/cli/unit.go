@@ -20,22 +20,9 @@ type daemonFlags struct {
 	timeout                   time.Duration
 }
 
-// defaultDeadline bounds a whole command: after connecting, a D-Bus call on
-// systemd's private socket has no timeout of its own, and monit's start
-// program must not hang forever.
-const defaultDeadline = 90 * time.Second
-
-// withDeadline bounds ctx by --timeout, or by the default: the start/stop
-// wait plus room for connecting and installing.
+// withDeadline bounds ctx by --timeout, or by app.UnitDeadline's default.
 func (f *daemonFlags) withDeadline(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
-	d := f.timeout
-	if d <= 0 {
-		d = defaultDeadline
-		if wait > 0 && wait+30*time.Second > d {
-			d = wait + 30*time.Second
-		}
-	}
-	return context.WithTimeout(ctx, d)
+	return context.WithTimeout(ctx, app.UnitDeadline(f.timeout, wait))
 }
 
 func (f *daemonFlags) register(fs *flag.FlagSet, describe bool) {
@@ -121,10 +108,7 @@ func unitCommand() *Command {
 func runUnitInstall(ctx context.Context, env *Env, args []string) int {
 	var c common
 	var f daemonFlags
-	fs := newFlagSet(env, "unit install", "unit install NAME --start CMD [--stop CMD] [--pidfile P] [--type exec|forking] [--runtime] [flags]\n\n"+
-		"Writes cellguard-NAME.service (Delegate=, KillMode=none, TasksMax=infinity) atomically and\n"+
-		"reloads systemd over D-Bus only when the content changed. Flags override the config's\n"+
-		"daemons entry for NAME. Exit: 0 installed or unchanged, 1 systemd refused, 2 bad input.", &c)
+	fs := newFlagSet(env, "unit install", helpText("unit-install-usage"), &c)
 	f.register(fs, true)
 	if ok, code := parseInterspersed(fs, args); !ok {
 		return code
@@ -164,9 +148,7 @@ func runUnitInstall(ctx context.Context, env *Env, args []string) int {
 func runUnitStatus(ctx context.Context, env *Env, args []string) int {
 	var c common
 	var f daemonFlags
-	fs := newFlagSet(env, "unit status", "unit status NAME [--json]\n\n"+
-		"NAME is a daemon name (cellguard-NAME.service) or a full unit name (runit.service).\n"+
-		"Exit: 0 read, 1 not installed or unreadable, 2 bad usage.", &c)
+	fs := newFlagSet(env, "unit status", helpText("unit-status-usage"), &c)
 	f.registerConn(fs)
 	if ok, code := parseInterspersed(fs, args); !ok {
 		return code
@@ -204,10 +186,7 @@ func runProtectSupervisor(ctx context.Context, env *Env, args []string) int {
 	var f daemonFlags
 	var pid int
 	var process string
-	fs := newFlagSet(env, "unit protect-supervisor", "unit protect-supervisor [--pid PID | --process monit] [--json]\n\n"+
-		"Finds the unit holding monit (GetUnitNameByPID), writes a drop-in giving it the same\n"+
-		"delegation as cellguard's units, reloads, and reads Delegate back.\n"+
-		"Exit: 0 protected, 1 it did not take or systemd refused, 2 bad usage.", &c)
+	fs := newFlagSet(env, "unit protect-supervisor", helpText("unit-protect-supervisor-usage"), &c)
 	fs.IntVar(&pid, "pid", 0, "pid of the supervisor (default: the oldest process named --process)")
 	fs.StringVar(&process, "process", "monit,monit-actual", "process names of the supervisor, comma separated (jammy stemcells run monit as monit-actual)")
 	f.registerConn(fs)

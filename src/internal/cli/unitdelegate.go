@@ -10,13 +10,7 @@ import (
 func runUnitDelegate(ctx context.Context, env *Env, args []string) int {
 	var c common
 	var f daemonFlags
-	fs := newFlagSet(env, "unit delegate", "unit delegate [UNIT...] [--json]\n\n"+
-		"Writes the supervisor's delegation drop-in (Delegate= with every v1 controller, blkio too,\n"+
-		"TasksMax=infinity) for each service another release installs, e.g. Concourse's\n"+
-		"concourse.service, whose own Delegate=yes leaves v1 blkio to systemd; reloads, and reads\n"+
-		"Delegate back. No UNIT: the config's delegate_units. A unit systemd does not know yet gets\n"+
-		"the drop-in for when it loads.\n"+
-		"Exit: 0 delegated (or not loaded yet), 1 it did not take or systemd refused, 2 bad usage.", &c)
+	fs := newFlagSet(env, "unit delegate", helpText("unit-delegate-usage"), &c)
 	f.registerConn(fs)
 	if ok, code := parseInterspersed(fs, args); !ok {
 		return code
