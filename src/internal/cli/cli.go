@@ -1,6 +1,7 @@
-// Package cli holds cellguard's subcommands: flag parsing, wiring and exit
-// codes. Logic lives in the other internal packages; each subcommand is one
-// file here and one line in Commands.
+// Package cli holds cellguard's subcommands: flags -> a use case in
+// package app -> output and exit code. It imports only app, config and
+// cmdflag; each subcommand is one file here, one line in Commands and,
+// for its --help prose, one file in help/.
 //
 // Output rules: results a caller may parse (tables, --json, drain's integer)
 // go to Stdout; logs (lager JSON) go to Stderr or --log-file, never to Stdout.
