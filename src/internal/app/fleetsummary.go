@@ -2,7 +2,9 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/cloudfoundry/cellguard/src/internal/fleetsummary"
 )
@@ -45,3 +47,20 @@ func (f Fleet) Healthy() bool { return f.Summary.Healthy() }
 
 // Write writes the screen.
 func (f Fleet) Write(w io.Writer) error { return fleetsummary.Write(w, f.Summary) }
+
+// FleetInput reads the errand's output from FILE, or from stdin for ""
+// and "-", and names where it came from.
+func FleetInput(stdin io.Reader, path string) ([]byte, string, error) {
+	if path == "" || path == "-" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, "", fmt.Errorf("read stdin: %w", err)
+		}
+		return b, "stdin", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("read errand output: %w", err)
+	}
+	return b, path, nil
+}

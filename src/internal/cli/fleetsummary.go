@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
@@ -29,7 +27,11 @@ func runFleetSummary(_ context.Context, env *Env, args []string) int {
 		errorf(env, "want at most one FILE, got %d arguments", fs.NArg())
 		return ExitCantRun
 	}
-	in, name, err := fleetInput(env, fs.Arg(0))
+	stdin := env.Stdin
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	in, name, err := app.FleetInput(stdin, fs.Arg(0))
 	if err != nil {
 		errorf(env, "%v", err)
 		return ExitCantRun
@@ -53,24 +55,4 @@ func runFleetSummary(_ context.Context, env *Env, args []string) int {
 		return ExitFailed
 	}
 	return ExitOK
-}
-
-// fleetInput reads FILE, or stdin for "" and "-".
-func fleetInput(env *Env, path string) ([]byte, string, error) {
-	if path == "" || path == "-" {
-		stdin := env.Stdin
-		if stdin == nil {
-			stdin = os.Stdin
-		}
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, "", fmt.Errorf("read stdin: %w", err)
-		}
-		return b, "stdin", nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("read errand output: %w", err)
-	}
-	return b, path, nil
 }
