@@ -49,6 +49,7 @@ func (CgroupTopology) Meta() validator.Meta {
 		References: []string{
 			"https://docs.kernel.org/admin-guide/cgroup-v2.html#no-internal-process-constraint",
 			"https://docs.kernel.org/admin-guide/cgroup-v2.html#threads",
+			"https://github.com/opencontainers/cgroups/blob/main/fs2/create.go",
 			"https://github.com/cloudfoundry/bosh-linux-stemcell-builder/blob/8fb8eacc786cbfc0fbd6195f7fe30eb3be99764b/stemcell_builder/stages/bosh_monit/assets/monit-nftables.nft",
 		},
 		Fix: "For an internal process: move it into a leaf cgroup (or back into its container's cgroup: `cellguard validate --fix` " +
@@ -104,7 +105,7 @@ func JudgeTopology(f *topology.Facts, units map[string]string) []validator.Findi
 		for _, t := range c.Types {
 			if t.Type != "domain" {
 				fs = append(fs, validator.Finding{Subject: c.Name, Status: validator.Warn,
-					Detail: fmt.Sprintf("cgroup %s has type %q, not domain: memory and io limits cannot apply to %s", t.Cgroup, t.Type, c.Cgroup),
+					Detail: fmt.Sprintf("cgroup %s has type %q, not domain: runc refuses to enter it with memory or io, and neither can be enabled below it", t.Cgroup, t.Type),
 					Data:   map[string]string{"container": c.Name, "state": c.StatePath, "cgroup": t.Cgroup, "type": t.Type}})
 			}
 		}
