@@ -1,10 +1,12 @@
 package checks
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/topology"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -80,3 +82,19 @@ func show(fs []validator.Finding) string {
 func ty(cg, t string) topology.Type { return topology.Type{Cgroup: cg, Type: t} }
 
 func ap(pid int, cg string) topology.AgentProcess { return topology.AgentProcess{PID: pid, Cgroup: cg} }
+
+// The daemons' units' cgroups come from the unit facts; a unit that could
+// not be read, or facts that could not be read at all, judge no daemon.
+func TestUnitCgroups(t *testing.T) {
+	uf := facts.UnitFacts{Daemons: []facts.DaemonUnits{
+		{Daemon: facts.Daemon{Name: "garden"}, Unit: facts.UnitRead{Name: "cellguard-garden.service", Unit: &facts.Unit{ControlGroup: "/system.slice/cellguard-garden.service"}}},
+		{Daemon: facts.Daemon{Name: "containerd"}, Unit: facts.UnitRead{Name: "cellguard-containerd.service", Err: errors.New("no such unit")}},
+	}}
+	if got := unitCgroups(uf); len(got) != 1 || got["garden"] != "/system.slice/cellguard-garden.service" {
+		t.Errorf("unitCgroups = %v", got)
+	}
+	uf.Err = errors.New("dbus: refused")
+	if got := unitCgroups(uf); len(got) != 0 {
+		t.Errorf("unreadable unit facts: %v", got)
+	}
+}
