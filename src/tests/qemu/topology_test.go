@@ -1,7 +1,6 @@
 package qemu
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -33,15 +32,15 @@ func TestNobleTopology(t *testing.T) {
 	g.bundle()
 	g.run("t1", "/garden/t1")
 	init := strings.TrimSpace(g.sh(`runc state t1 | sed -n 's/.*"pid": \([0-9]*\).*/\1/p'`))
-	if got := topologyProblems(g, guestBin, "with t1 as runc made it"); len(got) != 0 {
+	if got := topologyProblems(&g, guestBin, "with t1 as runc made it"); len(got) != 0 {
 		t.Fatalf("before +pids: %q", got)
 	}
 
 	sc := "/sys/fs/cgroup/garden/t1/cgroup.subtree_control"
 	g.sh("echo +pids > " + sc)
 	t.Logf("+memory into %s with the init inside: %s", sc, g.sh("echo +memory > "+sc+" 2>&1 || true; cat "+sc))
-	topologyProblems(g, guestBefore, "after +pids")
-	got := topologyProblems(g, guestBin, "after +pids")
+	topologyProblems(&g, guestBefore, "after +pids")
+	got := topologyProblems(&g, guestBin, "after +pids")
 	if want := "warn /garden/t1 pids=" + init + " subtree_control=pids"; len(got) != 1 || got[0] != want {
 		t.Fatalf("cgroup-topology found %q, want [%q]", got, want)
 	}
@@ -50,24 +49,9 @@ func TestNobleTopology(t *testing.T) {
 // topologyProblems runs bin's validate and returns cgroup-topology's
 // problems as "status cgroup pids=... subtree_control=...", logging the
 // whole result.
-func topologyProblems(g guest, bin, step string) []string {
+func topologyProblems(g *guest, bin, step string) []string {
 	g.t.Helper()
-	res, err := g.vm.Output(2*time.Minute, bin, "validate", "--phase", "pre-start", "--format", "json", "--runtime-root", "/run/runc")
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	var rep struct {
-		Results []struct {
-			ID, Status string
-			Findings   []struct {
-				Subject, Status, Detail string
-				Data                    map[string]string
-			}
-		}
-	}
-	if err := json.Unmarshal(res.Stdout, &rep); err != nil {
-		g.t.Fatalf("%s validate (exit %d): %v\n%s\n%s", bin, res.Exit, err, res.Stdout, res.Stderr)
-	}
+	rep, res := g.validate(bin)
 	var got, details []string
 	found := false
 	for _, r := range rep.Results {
