@@ -218,22 +218,7 @@ func (g *guest) expect(step string, want []string) {
 		bins = []string{guestBefore, guestBin}
 	}
 	for _, bin := range bins {
-		res, err := g.vm.Output(2*time.Minute, bin, "validate", "--phase", "pre-start", "--format", "json", "--runtime-root", "/run/runc")
-		if err != nil {
-			g.t.Fatal(err)
-		}
-		var rep struct {
-			Results []struct {
-				ID, Status string
-				Findings   []struct {
-					Subject, Status, Detail string
-					Data                    map[string]string
-				}
-			}
-		}
-		if err := json.Unmarshal(res.Stdout, &rep); err != nil {
-			g.t.Fatalf("%s validate (exit %d): %v\n%s\n%s", bin, res.Exit, err, res.Stdout, res.Stderr)
-		}
+		rep, res := g.validate(bin)
 		var summary, got, details []string
 		found := false
 		for _, r := range rep.Results {
@@ -272,6 +257,31 @@ func (g *guest) expect(step string, want []string) {
 			g.t.Errorf("%s: limits-intact found %q, want %q", step, got, w)
 		}
 	}
+}
+
+// report is what the tests read of validate's JSON report.
+type report struct {
+	Results []struct {
+		ID, Status string
+		Findings   []struct {
+			Subject, Status, Detail string
+			Data                    map[string]string
+		}
+	}
+}
+
+// validate runs bin's validate at pre-start against runc's root.
+func (g *guest) validate(bin string) (report, qemuvm.Result) {
+	g.t.Helper()
+	res, err := g.vm.Output(2*time.Minute, bin, "validate", "--phase", "pre-start", "--format", "json", "--runtime-root", "/run/runc")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(res.Stdout, &rep); err != nil {
+		g.t.Fatalf("%s validate (exit %d): %v\n%s\n%s", bin, res.Exit, err, res.Stdout, res.Stderr)
+	}
+	return rep, res
 }
 
 // buildCellguardAt builds cellguard as it was at commit rev, from git
