@@ -3,6 +3,7 @@ package garden
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"slices"
@@ -100,6 +101,34 @@ func containerWithProcess(t *testing.T, g *garden.Garden, handle string) garden.
 
 // validateDrain runs cellguard validate as the job's drain does and returns
 // its exit code and report (stderr: drain's stdout is BOSH's).
+// escapesIn returns what cgroup-integrity reported as escaped in validate's
+// JSON report: its failing and warning findings. (A search of the whole
+// report for "escaped" also matched another check's fix text.)
+func escapesIn(t *testing.T, report string) []string {
+	t.Helper()
+	var rep struct {
+		Results []struct {
+			ID       string
+			Findings []struct{ Status, Detail string }
+		}
+	}
+	if err := json.Unmarshal([]byte(report), &rep); err != nil {
+		t.Fatalf("validate's report is not JSON: %v\n%s", err, report)
+	}
+	var out []string
+	for _, r := range rep.Results {
+		if r.ID != "cgroup-integrity" {
+			continue
+		}
+		for _, f := range r.Findings {
+			if f.Status == "fail" || f.Status == "warn" {
+				out = append(out, f.Detail)
+			}
+		}
+	}
+	return out
+}
+
 func validateDrain(t *testing.T, box *sdbox.Box, cellguard string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
