@@ -42,7 +42,7 @@ const (
 // settle and each systemd event kind.
 var Triggers = []string{TriggerStart, TriggerPeriod, TriggerReconnect, TriggerSettle,
 	string(systemd.JobFinished), string(systemd.UnitNew), string(systemd.CgroupChanged),
-	string(systemd.Reloaded), string(systemd.ManagerRestarted)}
+	string(systemd.Reloaded), string(systemd.ManagerRestarted), string(SubtreeChanged)}
 
 // Defaults.
 const (
@@ -162,6 +162,10 @@ type Watcher struct {
 	// running is the checks and the host read of earlier scans that
 	// outlived their deadline.
 	running inflight
+	// subtree watches the v2 cgroup.subtree_control files above the
+	// containers read last (nil: not watching).
+	subtree      *subtreeWatch
+	subtreeShown int // the count of watched files last logged
 }
 
 // New builds a watcher; Run starts it.
@@ -212,6 +216,7 @@ func (w *Watcher) Run(ctx context.Context) {
 	} else {
 		w.log.Info("no-systemd-events", lager.Data{"reason": "systemd is not init here: periodic scans only"})
 	}
+	w.watchSubtrees(ctx, events)
 	w.scan(ctx, TriggerStart, true)
 
 	period := time.NewTicker(w.cfg.Period)
