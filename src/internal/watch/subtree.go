@@ -28,11 +28,11 @@ import (
 // fsnotify_modify on every write(2) that succeeds (fs/read_write.c), so
 // IN_MODIFY fires on the file for any writer, a hand's `echo -memory` or
 // systemd's `-cpuset -cpu -io` during a daemon-reload's realization, and
-// whether the write changed anything or not. cgroup.c raises no notice of
-// its own for it (cgroup_file_notify is only for cgroup.events,
-// memory.events and the like), and nothing at all fires on a child whose
-// controller files vanish with it, so the parents' files are what is
-// watched.
+// whether the write changed anything or not (measured on noble, 6.8:
+// TestNobleWatchLimits). cgroup.c raises no notice of its own for it
+// (cgroup_file_notify is for cgroup.events' populated and frozen,
+// memory.events and the like), and a child's controller files vanishing
+// with it are not watched here, so the parents' files are.
 const SubtreeChanged systemd.EventKind = "subtree-control"
 
 // subtreeFiles are the cgroup.subtree_control files that decide which
