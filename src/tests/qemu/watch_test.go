@@ -70,18 +70,19 @@ func TestNobleWatchLimits(t *testing.T) {
 	}{{"this tree", guestBin, reps}, {"before (" + beforeWatchV2 + ")", guestBefore, 2}} {
 		w := g.startWatch(run.bin)
 		for _, s := range strips {
-			var lat []time.Duration
+			var lat, took []time.Duration
 			triggers := map[string]int{}
 			for i := range run.reps {
-				w.restore(s)
-				d, trig := w.strip(s)
-				lat = append(lat, d)
+				w.restore()
+				d, a, trig := w.strip(s)
+				lat, took = append(lat, d), append(took, a)
 				triggers[trig]++
 				if i == 0 {
 					g.state(s.container)
 				}
 			}
-			t.Logf("%s: %s: %d strips named, action to finding: %s; by trigger %v", run.name, s.name, len(lat), summary(lat), triggers)
+			t.Logf("%s: %s: %d strips named, action to finding: %s; the action itself took %s; by trigger %v; event scans so far: cpu %s, duration %s",
+				run.name, s.name, len(lat), summary(lat), summary(took), triggers, summary(w.scanCPU), summary(w.scanTime))
 		}
 		w.stop()
 	}
@@ -118,6 +119,8 @@ type watcher struct {
 	g     *guest
 	lines int               // log lines read
 	open  map[string]string // limits-intact findings open: subject+detail -> subject
+	// scanCPU and scanTime are the CPU and wall time of each event scan.
+	scanCPU, scanTime []time.Duration
 }
 
 func (g *guest) startWatch(bin string) *watcher {
@@ -133,21 +136,36 @@ func (w *watcher) stop() {
 	w.g.sh("kill $(cat " + watchPID + "); sleep 0.5; grep -c . " + watchLog + " || true")
 }
 
-// restore undoes s and waits until watch has no limits-intact finding
-// open.
-func (w *watcher) restore(s strip) {
+// quiet is the pause between watch clearing the findings and the next
+// action: the restore's writes made event scans, whose CPU delays the next
+// event scan (watch's CPU budget: a tenth of a core); a strip on a cell
+// that was quiet before is what is measured.
+const quiet = 4 * time.Second
+
+// restore undoes every strip, waits until watch has no limits-intact
+// finding open, then for quiet.
+func (w *watcher) restore() {
 	w.g.t.Helper()
-	w.g.sh(s.restore)
+	for _, s := range strips {
+		w.g.sh(s.restore)
+	}
 	w.until(stripTimeout, "every limits-intact finding cleared", func(logLine) bool { return len(w.open) == 0 })
+	time.Sleep(quiet)
 }
 
-// strip causes s and returns the time from the action to watch's
-// finding on s.container, by the guest's clock, and the scan's trigger.
-func (w *watcher) strip(s strip) (time.Duration, string) {
+// strip causes s and returns the time from the action's start to
+// watch's finding on s.container and how long the action took (a
+// daemon-reload strips during it), by the guest's clock, and the scan's
+// trigger.
+func (w *watcher) strip(s strip) (time.Duration, time.Duration, string) {
 	w.g.t.Helper()
-	out := w.g.sh("date +%s.%N; " + s.action)
-	t0, err := strconv.ParseFloat(strings.TrimSpace(firstLine(out)), 64)
-	if err != nil {
+	out := strings.Fields(w.g.sh("date +%s.%N; " + s.action + "; date +%s.%N"))
+	if len(out) < 2 {
+		w.g.t.Fatalf("action %q printed %q", s.action, out)
+	}
+	t0, err0 := strconv.ParseFloat(out[0], 64)
+	t1, err1 := strconv.ParseFloat(out[len(out)-1], 64)
+	if err0 != nil || err1 != nil {
 		w.g.t.Fatalf("date: %q", out)
 	}
 	var hit logLine
@@ -158,7 +176,7 @@ func (w *watcher) strip(s strip) (time.Duration, string) {
 		}
 		return false
 	})
-	return time.Duration((hit.at() - t0) * float64(time.Second)), fmt.Sprint(hit.Data["trigger"])
+	return time.Duration((hit.at() - t0) * float64(time.Second)), time.Duration((t1 - t0) * float64(time.Second)), fmt.Sprint(hit.Data["trigger"])
 }
 
 // logLine is one lager line.
@@ -209,6 +227,12 @@ func (w *watcher) until(timeout time.Duration, what string, match func(logLine) 
 }
 
 func (w *watcher) note(l logLine) {
+	if l.msg("scan") && l.Data["trigger"] != "period" && l.Data["trigger"] != "start" {
+		cpu, _ := l.Data["cpu"].(float64)
+		d, _ := l.Data["duration"].(float64)
+		w.scanCPU = append(w.scanCPU, time.Duration(cpu*float64(time.Second)))
+		w.scanTime = append(w.scanTime, time.Duration(d*float64(time.Second)))
+	}
 	if l.Data["check"] != "limits-intact" {
 		return
 	}
@@ -223,6 +247,9 @@ func (w *watcher) note(l logLine) {
 
 // summary is "p50 X, p95 Y, max Z" of ds (nearest rank).
 func summary(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	rank := func(p float64) time.Duration {
