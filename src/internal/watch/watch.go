@@ -1,6 +1,7 @@
 // Package watch is `cellguard watch`: a daemon that runs the validator's
 // checks (the same registry, the same shared scan, the same validator.Run)
-// whenever systemd may have moved processes, and on a period, and reports
+// whenever systemd may have moved processes or (on cgroup v2) anyone wrote
+// a cgroup.subtree_control above a container, and on a period, and reports
 // what changed: a log line when a finding appears and when it clears,
 // Prometheus metrics on /metrics and in a node_exporter textfile, and,
 // when asked, heals the escapes the checks confirmed (package heal) within
