@@ -53,10 +53,12 @@ apt_install_no_start() {
 #    seed-000 test, src/tests/harness/seed000-matrix.sh): curl and gpg to fetch and check
 #    Ubuntu's archive keyring, patchelf to run this host's runc and containerd there;
 #    iptables for real Garden in boxes (src/tests/garden; copied in with containerd);
-#    qemu-system-x86 for the noble VM (src/tests/qemu: Ubuntu's kernel on cgroup v2);
+#    qemu-system-x86 for the noble VM (src/tests/qemu: Ubuntu's kernel on cgroup v2); for the
+#    QEMU CPI (src/tests/bosh/cpi/qemu-cpi): qemu-utils (qemu-img, each VM's overlay disk),
+#    genisoimage (its config drive), openssh-client (its test enters the VM as bosh ssh does);
 #    strace to prove validate writes nothing to the host (src/internal/cli/nowrite_test.go).
 pkgs=(systemd-container debootstrap curl gpg patchelf monit runc containerd ruby busybox-static jq iproute2 util-linux time
-  gcc make patch flex bison zlib1g-dev iptables qemu-system-x86 strace)
+  gcc make patch flex bison zlib1g-dev iptables qemu-system-x86 qemu-utils genisoimage openssh-client strace)
 missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"

@@ -2,12 +2,20 @@ package app
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
+)
+
+// How long a lift holds: by default, and at most.
+const (
+	DefaultLiftFor = drain.DefaultLiftFor
+	MaxLiftFor     = drain.MaxLiftFor
 )
 
 // LiftRequest is an operator's lift of this VM's drain block.
@@ -77,4 +85,21 @@ func WhoLifts(who ...string) string {
 		}
 	}
 	return ""
+}
+
+// Write writes the lift for people: whether it holds, until when, by whom
+// and why.
+func (s LiftShown) Write(w io.Writer, now time.Time) {
+	l := s.Lift
+	switch s.State {
+	case "none":
+		fmt.Fprintf(w, "no lift (%s): drain blocks on blocking findings of an update\n", s.File)
+	case "active":
+		fmt.Fprintf(w, "lift active until %s (%v left), by %s: %s\n", l.Expires.Format(time.RFC3339), l.Expires.Sub(now).Round(time.Second), l.By, l.Reason)
+	case "expired":
+		fmt.Fprintf(w, "lift expired at %s (by %s: %s); drain no longer uses it\n", l.Expires.Format(time.RFC3339), l.By, l.Reason)
+	default:
+		fmt.Fprintf(w, "lift invalid (created %s, expires %s: not now, or longer than %v); drain does not use it\n",
+			l.Created.Format(time.RFC3339), l.Expires.Format(time.RFC3339), drain.MaxLiftFor)
+	}
 }

@@ -93,7 +93,7 @@ func Inventory(cfg *config.Config, p Paths) []Installed {
 
 // Uninstaller carries what removing the inventory needs.
 type Uninstaller struct {
-	M     *daemonctl.Manager
+	M     *Units
 	Root  string
 	Now   time.Time
 	Force bool // --force-supervisor-drop-in
@@ -143,12 +143,12 @@ func (u *Uninstaller) remove(ctx context.Context, inv []Installed) ([]daemonctl.
 }
 
 func removeUnitFiles(ctx context.Context, u *Uninstaller, _ Installed) ([]daemonctl.PruneItem, error) {
-	res, err := u.M.Prune(ctx, daemonctl.PruneOptions{ForceSupervisorDropIn: u.Force, Uninstall: true, Now: u.Now})
+	res, err := u.M.m.Prune(ctx, daemonctl.PruneOptions{ForceSupervisorDropIn: u.Force, Uninstall: true, Now: u.Now})
 	return res.Items, err
 }
 
 func removeLegacyStamps(_ context.Context, u *Uninstaller, _ Installed) ([]daemonctl.PruneItem, error) {
-	return u.M.RemoveStamps()
+	return u.M.m.RemoveStamps()
 }
 
 func removeSysctlFile(_ context.Context, u *Uninstaller, it Installed) ([]daemonctl.PruneItem, error) {

@@ -1,9 +1,11 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
+	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
 )
 
@@ -36,3 +38,22 @@ func (c *CouldNotRun) Print(w io.Writer) {
 		Hintf(w, "%s", c.Hint)
 	}
 }
+
+// PrintErr writes err for people: a *config.Error a line per problem,
+// anything else one line (Errorf).
+func PrintErr(w io.Writer, err error) {
+	var cerr *config.Error
+	if errors.As(err, &cerr) {
+		for _, l := range cerr.Lines() {
+			fmt.Fprintf(w, "cellguard: error: %s\n", report.Escape(l))
+		}
+		return
+	}
+	Errorf(w, "%v", err)
+}
+
+// Escape makes text a tenant may have named safe for a terminal.
+func Escape(s string) string { return report.Escape(s) }
+
+// EscapeJSON is Escape for a JSON document.
+func EscapeJSON(b []byte) []byte { return report.EscapeJSON(b) }

@@ -40,7 +40,7 @@ func (u *Uninstaller) Uninstall(ctx context.Context, inv []Installed) (Uninstall
 			res.Kept++
 		}
 	}
-	u.M.Logger.Info("uninstalled", lager.Data{"items": len(items), "kept": res.Kept, "error": fmt.Sprint(err)})
+	u.M.m.Logger.Info("uninstalled", lager.Data{"items": len(items), "kept": res.Kept, "error": fmt.Sprint(err)})
 	return res, err
 }
 

@@ -51,7 +51,7 @@ func TestUnreadableFactIsCouldNotJudge(t *testing.T) {
 // Every check declares the facts it judges; the run reads their union.
 func TestNeedsNameEveryKindOnce(t *testing.T) {
 	got := Needs(All(nil, Policy{}))
-	want := []facts.Kind{facts.Snapshot, facts.Runtimes, facts.Systemd, facts.Units, facts.Sysctls, facts.Netns, facts.Limits}
+	want := []facts.Kind{facts.Snapshot, facts.Runtimes, facts.Systemd, facts.Units, facts.Sysctls, facts.Netns, facts.Limits, facts.Topology}
 	if len(got) != len(want) {
 		t.Fatalf("needs %v, want %v", got, want)
 	}

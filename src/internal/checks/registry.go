@@ -81,6 +81,7 @@ func All(h *facts.Host, p Policy) []validator.Check {
 		bound{LeakedNetns{}, h},
 		&DevicesCgroup{host: snap},
 		bound{LimitsIntact{}, h},
+		bound{CgroupTopology{}, h},
 	}
 }
 

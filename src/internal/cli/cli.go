@@ -1,6 +1,7 @@
-// Package cli holds cellguard's subcommands: flag parsing, wiring and exit
-// codes. Logic lives in the other internal packages; each subcommand is one
-// file here and one line in Commands.
+// Package cli holds cellguard's subcommands: flags -> a use case in
+// package app -> output and exit code. It imports only app, config and
+// cmdflag; each subcommand is one file here, one line in Commands and,
+// for its --help prose, one file in help/.
 //
 // Output rules: results a caller may parse (tables, --json, drain's integer)
 // go to Stdout; logs (lager JSON) go to Stderr or --log-file, never to Stdout.
@@ -10,11 +11,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -23,14 +22,12 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
+	"github.com/cloudfoundry/cellguard/src/internal/cmdflag"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/logging"
-	"github.com/cloudfoundry/cellguard/src/internal/report"
 )
 
-// defaultConfigPath is where the BOSH job renders the config
-// (jobs/cellguard/templates/config/cellguard.json.erb).
-const defaultConfigPath = "/var/vcap/jobs/cellguard/config/cellguard.json"
+// defaultConfigPath is where the BOSH job renders the config.
+const defaultConfigPath = app.DefaultConfigPath
 
 // Exit codes, documented in README.md ("Exit codes").
 const (
@@ -152,31 +149,10 @@ func newFlagSet(env *Env, name, synopsis string, c *common) *flag.FlagSet {
 	fs.StringVar(&c.configPath, "config", "", "cellguard config file (JSON rendered by the BOSH job); default "+defaultConfigPath+" when it exists")
 	fs.Usage = func() {
 		fmt.Fprintf(env.Stdout, "usage: cellguard %s\n\nflags:\n", synopsis)
-		printFlags(env.Stdout, fs)
+		cmdflag.PrintFlags(env.Stdout, fs)
 	}
 	return fs
 }
-
-// printFlags is flag.PrintDefaults with the --flag spelling the docs use
-// (the flag package accepts both; it prints one dash).
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		name, usage := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if name != "" {
-			line += " " + name
-		}
-		usage = strings.ReplaceAll(usage, "\n", "\n    \t")
-		fmt.Fprintf(w, "%s\n    \t%s", line, usage)
-		if !zeroDefault[f.DefValue] {
-			fmt.Fprintf(w, " (default %q)", f.DefValue)
-		}
-		fmt.Fprintln(w)
-	})
-}
-
-// zeroDefault are the defaults flag.PrintDefaults leaves unsaid.
-var zeroDefault = map[string]bool{"": true, "false": true, "0": true, "0s": true, "[]": true}
 
 // withHelp appends help to the flag set's usage (--help).
 func withHelp(env *Env, fs *flag.FlagSet, help string) {
@@ -199,69 +175,52 @@ func parseNoArgs(env *Env, fs *flag.FlagSet, args []string) (bool, int) {
 	return true, ExitOK
 }
 
-// dashDash spells the flag package's "-flag" in its errors as the docs do.
-var dashDash = strings.NewReplacer("defined: -", "defined: --", "for flag -", "for flag --", "flag needs an argument: -", "flag needs an argument: --")
-
 // parse parses args; it returns ok=false and the exit code to use when the
-// command should stop (bad flags, or --help). A bad flag is one error line
-// and one hint on stderr, never the whole flag list.
+// command should stop (bad flags, or --help).
 func parse(fs *flag.FlagSet, args []string) (bool, int) {
-	help := fs.Usage
-	fs.Usage = func() {}
-	out := fs.Output()
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.Usage = help
-	fs.SetOutput(out)
-	switch {
-	case err == flag.ErrHelp:
-		help()
+	return outcome(cmdflag.Parse("cellguard", fs, args))
+}
+
+// parseInterspersed lets flags follow the NAME ("cellguard start garden --json").
+func parseInterspersed(fs *flag.FlagSet, args []string) (bool, int) {
+	return outcome(cmdflag.ParseInterspersed("cellguard", fs, args))
+}
+
+func outcome(o cmdflag.Outcome) (bool, int) {
+	switch o {
+	case cmdflag.Help:
 		return false, ExitOK
-	case err != nil:
-		fmt.Fprintf(out, "cellguard: error: %s: %s\n", fs.Name(), dashDash.Replace(err.Error()))
-		fmt.Fprintf(out, "cellguard: hint: run 'cellguard %s --help' for its flags\n", fs.Name())
+	case cmdflag.Bad:
 		return false, ExitCantRun
 	}
 	return true, ExitOK
 }
 
-// logger builds the lager logger and loads the config for a command. The
+// setup loads the config and builds the lager logger for a command. The
 // config is optional unless --config names a file.
 func (c *common) setup(env *Env, source string) (lager.Logger, *config.Config, func(), error) {
 	cfg, err := loadConfig(c.configPath)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts := logging.Options{File: c.logFile, TimeFormat: c.timeFormat, Level: c.logLevel}
-	// Flags win over the config file; the config fills what was left at defaults.
-	if opts.File == "" {
-		opts.File = cfg.Log.File
-	}
-	if opts.TimeFormat == "unix-epoch" && cfg.Log.TimeFormat != "" {
-		opts.TimeFormat = cfg.Log.TimeFormat
-	}
-	if opts.Level == "info" && cfg.Log.Level != "" {
-		opts.Level = cfg.Log.Level
-	}
-	logger, closer, err := logging.New(opts, env.Stderr)
+	logger, closer, onStderr, err := app.Logger(c.logFlags(), cfg, env.Stderr, source)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c.logsOnStderr = opts.File == ""
-	return logger.Session(source), cfg, func() { _ = closer() }, nil
+	c.logsOnStderr = onStderr
+	return logger, cfg, closer, nil
 }
 
-// flagLogger is the logger of a command whose config could not be read:
-// the flags' log file and format, else stderr. It never fails, so a
-// command that must report (drain) always can.
+// flagLogger is app.FlagLogger: the logger of a command whose config could
+// not be read.
 func (c *common) flagLogger(env *Env, source string) (lager.Logger, func()) {
-	logger, closer, err := logging.New(logging.Options{File: c.logFile, TimeFormat: c.timeFormat, Level: c.logLevel}, env.Stderr)
-	if err != nil {
-		logger, closer, _ = logging.New(logging.Options{}, env.Stderr)
-		logger.Error("log-setup", err)
-	}
-	c.logsOnStderr = c.logFile == "" || err != nil
-	return logger.Session(source), func() { _ = closer() }
+	logger, closer, onStderr := app.FlagLogger(c.logFlags(), env.Stderr, source)
+	c.logsOnStderr = onStderr
+	return logger, closer
+}
+
+func (c *common) logFlags() app.LogFlags {
+	return app.LogFlags{File: c.logFile, TimeFormat: c.timeFormat, Level: c.logLevel}
 }
 
 // errorf prints "cellguard: error: ..." to stderr, for humans; the same fact
@@ -269,15 +228,10 @@ func (c *common) flagLogger(env *Env, source string) (lager.Logger, func()) {
 // config's *config.Error is every problem of the file: a line each.
 func errorf(env *Env, format string, args ...any) {
 	if err, ok := singleError(format, args); ok {
-		var cerr *config.Error
-		if errors.As(err, &cerr) {
-			for _, l := range cerr.Lines() {
-				fmt.Fprintf(env.Stderr, "cellguard: error: %s\n", report.Escape(l))
-			}
-			return
-		}
+		app.PrintErr(env.Stderr, err)
+		return
 	}
-	fmt.Fprintf(env.Stderr, "cellguard: error: %s\n", report.Escape(fmt.Sprintf(format, args...)))
+	app.Errorf(env.Stderr, format, args...)
 }
 
 // singleError is the error errorf(env, "%v", err) prints.
@@ -308,32 +262,18 @@ func printJSON(env *Env, v any) {
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	if enc.Encode(v) == nil {
-		_, _ = env.Stdout.Write(report.EscapeJSON(b.Bytes())) // names a tenant chose reach a terminal
+		_, _ = env.Stdout.Write(app.EscapeJSON(b.Bytes())) // names a tenant chose reach a terminal
 	}
 }
 
 // stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+type stringList = cmdflag.List
 
 // DefaultEnv is the process environment.
 func DefaultEnv() *Env {
 	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 }
 
-// loadConfig loads path, or defaultConfigPath when path is empty and that
-// file exists, or an empty config: every subcommand also runs from flags
-// alone.
-func loadConfig(path string) (*config.Config, error) {
-	if path != "" {
-		return config.Load(path, checkIDs())
-	}
-	if _, err := os.Stat(defaultConfigPath); err == nil {
-		return config.Load(defaultConfigPath, checkIDs())
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("stat config %s: %w", defaultConfigPath, err)
-	}
-	return &config.Config{}, nil
-}
+// loadConfig is app.LoadConfig: path, else the job's config when it
+// exists, else an empty one.
+func loadConfig(path string) (*config.Config, error) { return app.LoadConfig(path) }

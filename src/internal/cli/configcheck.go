@@ -18,29 +18,7 @@ func configCommand() *Command {
 	}}
 }
 
-const configCheckHelp = `
-Loads the config as every subcommand does, which judges every key and
-lists every problem, each by its key, the job property behind it, the
-value and what would be accepted:
-  - unknown keys and values of the wrong type;
-  - every daemon name, command and pidfile, and every other path (monit's
-    pidfile, textfiles, advisories file, runtime roots and binaries),
-    follows the rules unit install applies: plain names, absolute clean
-    paths of letters, digits and _-./:=,+@ (the job template refuses the
-    names and paths that reach its scripts at render time too);
-  - every check id in validator.ignore and validator.blocking.<phase> names
-    a registered check (a typo must not leave a check blocking, or not);
-  - every duration written (Go's grammar: "90s", "1m30s") is above zero,
-    and drain.budget and validator.budget are from 1s to 1h; one left out
-    is the default;
-  - sysctl.profile, sysctl.set (values such as ">=N") and sysctl.remove
-    resolve to a profile, as sysctl apply would;
-  - watch.listen is host:port, and a loopback address unless the watch.tls
-    files are set (mutual TLS);
-and then, on the host under --root, that every path in
-validator.runtime_binaries is an executable file.
-Exit: 0 valid, 2 unreadable or invalid (every problem is listed once).
-`
+var configCheckHelp = helpText("config-check")
 
 func runConfigCheck(_ context.Context, env *Env, args []string) int {
 	var c common

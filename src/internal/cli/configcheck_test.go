@@ -98,7 +98,7 @@ cellguard: error: config ` + "CONFIG" + `: sysctl.profile: unknown sysctl profil
 
 // checkIDList is the registry's ids after cgroup-integrity, as the
 // problems list them.
-var checkIDList = "delegation-audit, devices-cgroup, leaked-netns, limits-intact, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode"
+var checkIDList = "cgroup-topology, delegation-audit, devices-cgroup, leaked-netns, limits-intact, runtime-ghosts, runtime-versions, stuck-runc-init, sysctl-profile, systemd-cgroup-mode"
 
 // A configured runtime binary that exists passes; one that is not
 // executable does not.

@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"code.cloudfoundry.org/lager/v3"
-
 	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/drain"
-	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 func drainCommand() *Command {
@@ -29,42 +25,7 @@ const defaultDrainBudget = app.DefaultDrainBudget
 // could swap a lift in there, and OpenTrusted rightly refuses it.
 const defaultLiftFile = "/var/vcap/data/cellguard-lift/drain-lift.json"
 
-const drainHelp = `
-BOSH's drain contract (read from bosh-agent v2.759.0, docs/lifecycle.md):
-the agent runs the job's bin/drain with JOB_CHANGE HASH_CHANGE
-[UPDATED_PACKAGES...] and fails the step only when stdout holds no
-integer. bin/drain runs this command within a time limit and passes its
-integer on.
-
-What drain does:
-  job_shutdown (stop, recreate, delete, scale-in): validates, reports, logs,
-      writes the metrics, prints 0. With --block-on-shutdown
-      (cellguard.drain.block_on_shutdown) it blocks like an update.
-  job_changed, job_new, job_check_status, or anything else (an update):
-      a blocking finding blocks, unless --fix (validator.fix) moved every
-      escaped process back and verified it, or a lift is in place.
-  Blocking means: nothing on stdout, exit 1. That is the only way it
-  blocks. Everything else prints 0.
-  The validation gets --budget (cellguard.drain.budget, default 60s); when
-  it runs out, drain reports the checks that finished and lets the VM go.
-  When cellguard cannot run (config, /proc), it prints 0, exits 2, logs
-  why and writes cellguard_drain_could_not_run 1.
-
-A lift lets one VM go despite blocking findings, without a new manifest
-(the agent runs the drain already on the VM). Over bosh ssh, as root:
-  cellguard drain lift --reason TEXT [--for 1h] [--by NAME]
-  cellguard drain lift --show | --cancel
-It records who (--by, else SUDO_USER, else the user), why, when and until
-(default 1h, at most 24h) in a root-only file; drain honours it only while
-it has not expired and no one but root could have written it, and logs
-that it was used and by whom.
-
-Exit codes:
-  0  the VM may go: passed, released on shutdown, lifted, or budget expired
-     (stdout: 0)
-  1  blocked (stdout: nothing)
-  2  could not run (stdout: 0: a broken guard does not hold the VM)
-`
+var drainHelp = helpText("drain")
 
 type drainFlags struct {
 	common
@@ -111,56 +72,46 @@ func runDrain(ctx context.Context, env *Env, args []string) int {
 		err = &app.CouldNotRun{Err: fmt.Errorf("--format %q: want human or json", f.format)}
 	}
 	defer closer()
-	d := &app.Drain{Call: drain.Parse(fs.Args()), JobState: env.Getenv("BOSH_JOB_STATE"), NextJobState: env.Getenv("BOSH_JOB_NEXT_STATE"),
-		Logger: logger, Stderr: env.Stderr, Now: env.now, Budget: drainBudget(f.budget, cfg),
+	d := &app.Drain{Call: app.ParseCall(fs.Args()), JobState: env.Getenv("BOSH_JOB_STATE"), NextJobState: env.Getenv("BOSH_JOB_NEXT_STATE"),
+		Logger: logger, Stderr: env.Stderr, Now: env.now, Budget: app.DrainBudget(f.budget, cfg),
 		BlockOnShutdown: f.blockOnShutdown || cfg != nil && cfg.Drain.BlockOnShutdown, LiftFile: f.liftFile,
 		Textfile: f.promFile, Prepare: func(ctx context.Context) (app.Runner, error) { return drainValidation(ctx, cfg, f) },
-		Show: func(rep validator.Report) { emitReport(logger, rep, f.format, env.Stderr, env.now()) }}
+		Show: func(rep app.Report) { app.ShowReport(logger, rep, f.format, env.Stderr, env.now()) }}
 	if d.Textfile == "" && cfg != nil {
 		d.Textfile = cfg.Validator.PrometheusFile
 	}
-	return drainVerdict(env, d.Run(ctx, err))
+	return drainVerdict(env, app.DrainVerdict(d.Run(ctx, err)))
 }
 
 // drainValidation is the validation a drain runs, from the one plan
 // builder, its facts read within ctx (the budget's).
 func drainValidation(ctx context.Context, cfg *config.Config, f *drainFlags) (app.Runner, error) {
-	v, cr := newValidation(ctx, cfg, validator.Drain, f.root, splitList(f.runtimeRoots), nil, false)
+	v, cr := newPlan(cfg, app.Overrides{Root: f.root, RuntimeRoots: splitList(f.runtimeRoots)}).Ready(ctx, app.DrainPhase)
 	if cr != nil {
-		return nil, &app.CouldNotRun{Err: cr.err, Hint: cr.hint}
+		return nil, cr
 	}
 	return v, nil
-}
-
-// drainBudget is the time a drain's validation may take: the flag, else
-// the config's drain.budget, else defaultDrainBudget.
-func drainBudget(flag time.Duration, cfg *config.Config) time.Duration {
-	switch {
-	case flag > 0:
-		return flag
-	case cfg != nil && cfg.Drain.Budget.Duration > 0:
-		return cfg.Drain.Budget.Duration
-	}
-	return defaultDrainBudget
 }
 
 // drainVerdict keeps BOSH's drain contract on stdout for a decision and
 // returns the exit code: nothing and 1 when it blocks, else 0 on stdout
 // (exit 2 when cellguard could not run). cellguard drain and validate
 // --phase drain both end here.
-func drainVerdict(env *Env, dec drain.Decision) int {
-	switch {
-	case dec.Block:
-		return ExitFailed // no integer: the agent fails the step
-	case dec.Outcome == drain.CouldNotRun:
+func drainVerdict(env *Env, v app.Verdict) int {
+	// Blocked prints no integer: the agent fails the step.
+	if v != app.Blocked {
 		fmt.Fprintln(env.Stdout, 0)
-		return ExitCantRun
 	}
-	fmt.Fprintln(env.Stdout, 0)
-	return ExitOK
+	return exitCode(v)
 }
 
-// activeLift is app.ActiveLift on env's stderr.
-func activeLift(env *Env, logger lager.Logger, path string, now time.Time) *drain.Lift {
-	return app.ActiveLift(logger, env.Stderr, path, now)
+// exitCode is a verdict's exit code.
+func exitCode(v app.Verdict) int {
+	switch v {
+	case app.Blocked:
+		return ExitFailed
+	case app.NotRun:
+		return ExitCantRun
+	}
+	return ExitOK
 }

@@ -8,18 +8,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
-const drainCouldNotRunHelp = `
-For the job's bin/drain, when cellguard drain gave no verdict and could not
-say so itself (it crashed, was killed at the time limit, or never started):
-writes the drain textfile with cellguard_drain_could_not_run 1 for the
-agent's event, as cellguard drain writes it when it cannot validate. The
-write goes through cellguard's one atomic write (a temp file of a random
-name created exclusively, renamed over the textfile), so root never writes
-through a name another user could have planted in the textfile's directory.
-Prints nothing on stdout: the drain integer is bin/drain's.
-
-Exit codes: 0 written, 1 the textfile could not be written, 2 bad usage.
-`
+var drainCouldNotRunHelp = helpText("drain-could-not-run")
 
 func runDrainCouldNotRun(_ context.Context, env *Env, args []string) int {
 	var c common

@@ -7,20 +7,9 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
-	"github.com/cloudfoundry/cellguard/src/internal/drain"
 )
 
-const drainLiftHelp = `
-Lifts a drain's block on this VM: the next drains let it go despite blocking
-findings until the lift expires (--for, default 1h, at most 24h). Run it
-over bosh ssh as root (sudo); it records who (--by, else SUDO_USER, else
-the user), why (--reason, required), when and until, in a file only root
-can read or write, and logs the same. Drain logs each time it uses a lift.
---show prints the lift and whether it holds; --cancel removes it.
-
-Exit codes: 0 done, 1 the lift could not be written or removed (or --show
-found one drain will not trust), 2 bad usage.
-`
+var drainLiftHelp = helpText("drain-lift")
 
 func runDrainLift(_ context.Context, env *Env, args []string) int {
 	var c common
@@ -29,7 +18,7 @@ func runDrainLift(_ context.Context, env *Env, args []string) int {
 	var show, cancel, jsonOut bool
 	fs := newFlagSet(env, "drain lift", "drain lift --reason TEXT [--for DURATION] [--by NAME] | --show | --cancel", &c)
 	fs.StringVar(&reason, "reason", "", "why this VM may go despite its findings (required)")
-	fs.DurationVar(&dur, "for", drain.DefaultLiftFor, fmt.Sprintf("how long the lift holds (at most %v)", drain.MaxLiftFor))
+	fs.DurationVar(&dur, "for", app.DefaultLiftFor, fmt.Sprintf("how long the lift holds (at most %v)", app.MaxLiftFor))
 	fs.StringVar(&by, "by", "", "who lifts; default SUDO_USER, else USER")
 	fs.BoolVar(&show, "show", false, "print the lift and whether it holds")
 	fs.BoolVar(&cancel, "cancel", false, "remove the lift")
@@ -97,17 +86,6 @@ func showLift(env *Env, path string, now time.Time, jsonOut bool) int {
 		printJSON(env, shown)
 		return ExitOK
 	}
-	l := shown.Lift
-	switch shown.State {
-	case "none":
-		fmt.Fprintf(env.Stdout, "no lift (%s): drain blocks on blocking findings of an update\n", path)
-	case "active":
-		fmt.Fprintf(env.Stdout, "lift active until %s (%v left), by %s: %s\n", l.Expires.Format(time.RFC3339), l.Expires.Sub(now).Round(time.Second), l.By, l.Reason)
-	case "expired":
-		fmt.Fprintf(env.Stdout, "lift expired at %s (by %s: %s); drain no longer uses it\n", l.Expires.Format(time.RFC3339), l.By, l.Reason)
-	default:
-		fmt.Fprintf(env.Stdout, "lift invalid (created %s, expires %s: not now, or longer than %v); drain does not use it\n",
-			l.Created.Format(time.RFC3339), l.Expires.Format(time.RFC3339), drain.MaxLiftFor)
-	}
+	shown.Write(env.Stdout, now)
 	return ExitOK
 }

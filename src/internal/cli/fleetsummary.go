@@ -3,37 +3,16 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 
-	"github.com/cloudfoundry/cellguard/src/internal/fleetsummary"
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 func fleetSummaryCommand() *Command {
 	return &Command{Name: "fleet-summary", Summary: "one screen for the whole fleet from `bosh --json run-errand cellguard-validate`'s output", Run: runFleetSummary}
 }
 
-const fleetSummaryHelp = `
-Reads what ` + "`bosh -d DEPLOYMENT --json run-errand cellguard-validate`" + `
-printed, from FILE or stdin (no FILE, or -), and prints one screen for the
-fleet: the count of instances per verdict, one line per instance (verdict,
-exit code, each check that did not pass with its findings, "!" where it
-blocks) and one fix per check. It reads only structured output: bosh-cli's
---json document and, in each instance's stdout, validate's JSON report
-(cellguard_validate.format: json, the default). bosh-cli's tables and the
-human report are free text that carries what tenants named, so they are
-refused or not counted. It runs on any machine with the output; it reads
-nothing else.
-
-  bosh -d cf --json run-errand cellguard-validate | cellguard fleet-summary
-  bosh -d cf --json run-errand cellguard-validate > fleet.json; cellguard fleet-summary fleet.json
-
-Exit codes:
-  0  every instance passed
-  1  some instance is blocked, could not run or failed
-  2  bad flags, or the input holds no run-errand result
-`
+var fleetSummaryHelp = helpText("fleet-summary")
 
 func runFleetSummary(_ context.Context, env *Env, args []string) int {
 	var c common
@@ -48,26 +27,27 @@ func runFleetSummary(_ context.Context, env *Env, args []string) int {
 		errorf(env, "want at most one FILE, got %d arguments", fs.NArg())
 		return ExitCantRun
 	}
-	in, name, err := fleetInput(env, fs.Arg(0))
+	stdin := env.Stdin
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	in, name, err := app.FleetInput(stdin, fs.Arg(0))
 	if err != nil {
 		errorf(env, "%v", err)
 		return ExitCantRun
 	}
-	instances, err := fleetsummary.ParseErrand(in)
-	if err == nil && len(instances) == 0 {
-		err = fleetsummary.ErrNoErrandTable
-	}
+	s, err := app.SummarizeFleet(in)
 	if err != nil {
 		errorf(env, "read %s: %v", name, err)
-		if errors.Is(err, fleetsummary.ErrNoErrandTable) || errors.Is(err, fleetsummary.ErrNotJSON) {
-			hintf(env, "give it the whole output of bosh -d DEPLOYMENT --json run-errand cellguard-validate")
+		var fe *app.FleetError
+		if errors.As(err, &fe) && fe.Hint != "" {
+			hintf(env, "%s", fe.Hint)
 		}
 		return ExitCantRun
 	}
-	s := fleetsummary.Summarize(instances)
 	if asJSON {
-		printJSON(env, s)
-	} else if err := fleetsummary.Write(env.Stdout, s); err != nil {
+		printJSON(env, s.Summary)
+	} else if err := s.Write(env.Stdout); err != nil {
 		errorf(env, "write summary: %v", err)
 		return ExitCantRun
 	}
@@ -75,24 +55,4 @@ func runFleetSummary(_ context.Context, env *Env, args []string) int {
 		return ExitFailed
 	}
 	return ExitOK
-}
-
-// fleetInput reads FILE, or stdin for "" and "-".
-func fleetInput(env *Env, path string) ([]byte, string, error) {
-	if path == "" || path == "-" {
-		stdin := env.Stdin
-		if stdin == nil {
-			stdin = os.Stdin
-		}
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, "", fmt.Errorf("read stdin: %w", err)
-		}
-		return b, "stdin", nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("read errand output: %w", err)
-	}
-	return b, path, nil
 }

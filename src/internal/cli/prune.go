@@ -3,33 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
-	"text/tabwriter"
 
-	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
-const unitPruneHelp = `
-Pre-start's convergence step. Removes what cellguard wrote for systemd and
-the config no longer asks for, when nothing uses it, and reloads systemd
-once:
-  - cellguard-NAME.service of a daemon no longer in daemons, once the unit
-    is inactive with no process left in its cgroup; a running one is kept,
-    with how to finish (stop it through its job, then pre-start again);
-  - the supervisor's drop-in when supervisor.protect is false, once the
-    unit holding monit is not running. On a running VM it always is, and
-    the drop-in is kept: removing it from a running unit makes systemd move
-    the container processes below it (docs/lifecycle.md, measured). A
-    recreate finishes it;
-  - the drop-in of a unit no longer in delegate_units (concourse.service),
-    on the same terms: kept while the unit runs;
-  - temp files a killed write left (.NAME.tmp-N) in the unit directories.
-Nothing is ever stopped, killed or moved. Kept items are warnings, not
-failures.
-
-Exit codes: 0 done (kept items included), 1 a removal or systemd failed,
-2 bad usage or config.
-`
+var unitPruneHelp = helpText("unit-prune")
 
 func runUnitPrune(ctx context.Context, env *Env, args []string) int {
 	var c common
@@ -46,15 +24,11 @@ func runUnitPrune(ctx context.Context, env *Env, args []string) int {
 		return ExitCantRun
 	}
 	defer done()
-	keep := make([]string, len(cfg.Daemons))
-	for i, d := range cfg.Daemons {
-		keep[i] = d.Name
-	}
-	res, err := m.Prune(ctx, daemonctl.PruneOptions{Keep: keep, KeepSupervisor: cfg.Supervisor.Protect, KeepDelegated: cfg.DelegateUnits, Now: env.now()})
+	res, err := m.Prune(ctx, cfg, env.now())
 	if f.jsonOut {
 		printJSON(env, res)
 	} else {
-		printItems(env.Stdout, res.Items)
+		app.WriteItems(env.Stdout, res.Items)
 		if len(res.Items) == 0 {
 			fmt.Fprintln(env.Stdout, "nothing to remove: the unit directories hold what the config asks for")
 		}
@@ -66,18 +40,4 @@ func runUnitPrune(ctx context.Context, env *Env, args []string) int {
 		return failure(env, err)
 	}
 	return ExitOK
-}
-
-// printItems writes one line per item and its reason below it.
-func printItems(w io.Writer, items []daemonctl.PruneItem) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, it := range items {
-		action := it.Action
-		if action == daemonctl.Kept {
-			action = "KEPT"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", action, it.Kind, it.Path)
-		fmt.Fprintf(tw, "\t\t  %s\n", it.Why)
-	}
-	_ = tw.Flush()
 }

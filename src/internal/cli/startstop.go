@@ -2,8 +2,9 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 func startCommand() *Command {
@@ -68,16 +69,14 @@ func startStop(ctx context.Context, env *Env, args []string, start bool) int {
 	if start {
 		// The unit is (re)installed from the same description first, so a
 		// start after a reboot or a config change runs what monit means.
-		res, err := m.InstallAndStart(ctx, d)
+		res, err := m.Start(ctx, d)
 		if err != nil {
 			return failure(env, err)
 		}
 		if f.jsonOut {
 			printJSON(env, res)
-		} else if res.Direct {
-			fmt.Fprintf(env.Stdout, "started %s directly (no systemd), pid %d\n", name, res.PID)
 		} else {
-			fmt.Fprintf(env.Stdout, "started %s: job %s, pid %d\n", res.Unit, res.JobResult, res.PID)
+			app.WriteStarted(env.Stdout, name, res)
 		}
 		return ExitOK
 	}
@@ -87,12 +86,8 @@ func startStop(ctx context.Context, env *Env, args []string, start bool) int {
 	}
 	if f.jsonOut {
 		printJSON(env, res)
-	} else if res.Direct && res.LeftAlone != "" {
-		fmt.Fprintf(env.Stdout, "stopped %s directly (no systemd); %s\n", name, res.LeftAlone)
-	} else if res.Direct {
-		fmt.Fprintf(env.Stdout, "stopped %s directly (no systemd)\n", name)
 	} else {
-		fmt.Fprintf(env.Stdout, "stopped %s: job %s\n", res.Unit, res.JobResult)
+		app.WriteStopped(env.Stdout, name, res)
 	}
 	return ExitOK
 }

@@ -5,14 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 
 	"code.cloudfoundry.org/lager/v3"
 
-	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 func sysctlCommand() *Command {
@@ -23,55 +20,11 @@ func sysctlCommand() *Command {
 	}}
 }
 
-const sysctlProfileHelp = `
-The profile is the built-in "container-host" profile (or "none"), minus the
-keys in --remove / the config's sysctl.remove, plus --set / sysctl.set,
-which override profile values. Flags win over the config file. Keys take
-either notation: fs.inotify.max_user_watches or fs/inotify/max_user_watches.
+var sysctlProfileHelp = helpText("sysctl-profile")
 
-Each entry is exact (the key must hold the value) or a floor (at least the
-value). The profile's capacity limits (pipe-max-size, kernel.keys quotas,
-pid_max, inotify, user.max_user_namespaces) are floors; switches and limits
-where 0 means unlimited are exact; "cellguard sysctl profile" shows which.
---set KEY=VALUE is exact; --set 'KEY>=N' (or KEY=>=N; in the config
-"KEY": ">=N") is a floor of one number. Keys holding several values are exact.
-`
+var sysctlApplyHelp = sysctlProfileHelp + helpText("sysctl-apply")
 
-const sysctlApplyHelp = sysctlProfileHelp + `
-apply validates every entry against the running kernel first (unknown keys,
-bad names, non-numeric values for numeric keys); then writes each value that
-differs under /proc/sys (a floor only when the live value is below it: a
-higher one is left alone) and reads it back; if the kernel rejects a value
-(EINVAL) every key this run changed is restored and the file is left alone.
-Only then is --file replaced, atomically. A floor is persisted as the larger
-of the floor and what the other sysctl.d files set for the key (the live
-value when none does), so a reboot does not lower it either. A second run
-changes nothing.
-
-Exit codes:
-  0  every key holds its wanted value (at least it, for a floor) and --file
-     holds the profile
-  1  a key could not be applied or verified (EPERM, the kernel stored another
-     value), or --file could not be written
-  2  bad input: bad flags or config, unknown key, bad name, a value that does
-     not suit the key or that the kernel rejects; nothing is persisted
-`
-
-const sysctlCheckHelp = sysctlProfileHelp + `
-check writes nothing. For each key it compares the live value and the value
-systemd-sysctl would set at boot with the wanted one, and explains drift:
-files in /etc, /run, /usr/local/lib, /usr/lib sysctl.d (a name in an earlier
-directory masks it in later ones) are read in lexical order of their names,
-the later assignment wins, and /etc/sysctl.conf is read last (or where
-Debian's 99-sysctl.conf symlink puts it).
-
-Exit codes:
-  0  every key is in force: live and boot values equal the profile (are at
-     least it, for a floor)
-  1  drift: a live value differs, another file wins at boot, or a key does
-     not exist on this kernel
-  2  could not run: bad flags, config or profile, unreadable sysctl.d
-`
+var sysctlCheckHelp = sysctlProfileHelp + helpText("sysctl-check")
 
 // sysctlFlags are the flags apply, check and profile share.
 type sysctlFlags struct {
@@ -88,7 +41,7 @@ func newSysctlFlags(env *Env, name, help string) (*flag.FlagSet, *sysctlFlags) {
 	fs.StringVar(&f.profile, "profile", "", "built-in profile: container-host (default) or none")
 	fs.Var(&f.set, "set", "KEY=VALUE (exact) or 'KEY>=N' (a floor) to add or override (repeatable)")
 	fs.Var(&f.remove, "remove", "KEY to drop from the profile (repeatable)")
-	fs.StringVar(&f.file, "file", "", "persisted file, in a sysctl.d directory (default "+sysctl.DefaultFile+")")
+	fs.StringVar(&f.file, "file", "", "persisted file, in a sysctl.d directory (default "+app.DefaultSysctlFile+")")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON on stdout")
 	base := fs.Usage
 	fs.Usage = func() {
@@ -98,61 +51,27 @@ func newSysctlFlags(env *Env, name, help string) (*flag.FlagSet, *sysctlFlags) {
 	return fs, f
 }
 
-// resolve merges the config's sysctl section with the flags.
-func (f *sysctlFlags) resolve(cfg *config.Config) (sysctl.Profile, error) {
-	s := sysctlSettings(cfg.Sysctl)
-	if f.profile != "" {
-		s.Profile = f.profile
-	}
-	if f.file != "" {
-		s.File = f.file
-	}
-	if len(f.set) > 0 {
-		merged := map[string]string{}
-		for k, v := range s.Set {
-			merged[k] = v
-		}
-		for _, kv := range f.set {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				return sysctl.Profile{}, fmt.Errorf("--set %q: want KEY=VALUE or KEY>=N", kv)
-			}
-			// "KEY>=N" cut at "=" leaves the ">" on the key.
-			if strings.HasSuffix(k, ">") {
-				k, v = strings.TrimSuffix(k, ">"), sysctl.AtLeastPrefix+v
-			}
-			merged[strings.TrimSpace(k)] = v
-		}
-		s.Set = merged
-	}
-	s.Remove = append(append([]string(nil), s.Remove...), f.remove...)
-	return sysctl.Resolve(s)
-}
-
-// sysctlSettings hands the job's sysctl section to package sysctl.
-func sysctlSettings(c config.Sysctl) sysctl.Settings { return c.Settings() }
-
 // start parses flags, sets up logging and resolves the profile. ok=false
 // means stop with code.
-func (f *sysctlFlags) start(env *Env, fs *flag.FlagSet, args []string, source string) (lager.Logger, sysctl.Profile, func(), bool, int) {
+func (f *sysctlFlags) start(env *Env, fs *flag.FlagSet, args []string, source string) (lager.Logger, app.SysctlProfile, func(), bool, int) {
 	if ok, code := parse(fs, args); !ok {
-		return nil, sysctl.Profile{}, nil, false, code
+		return nil, app.SysctlProfile{}, nil, false, code
 	}
 	if fs.NArg() > 0 {
 		errorf(env, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
-		return nil, sysctl.Profile{}, nil, false, ExitCantRun
+		return nil, app.SysctlProfile{}, nil, false, ExitCantRun
 	}
 	logger, cfg, closer, err := f.setup(env, source)
 	if err != nil {
 		errorf(env, "%v", err)
-		return nil, sysctl.Profile{}, nil, false, ExitCantRun
+		return nil, app.SysctlProfile{}, nil, false, ExitCantRun
 	}
-	p, err := f.resolve(cfg)
+	p, err := app.ResolveSysctl(cfg, app.SysctlFlags{Profile: f.profile, File: f.file, Set: f.set, Remove: f.remove})
 	if err != nil {
 		f.failed(env, logger, "resolve-profile", err)
 		hintf(env, "fix the cellguard job's sysctl properties or the --set/--remove/--file flags; nothing was written")
 		closer()
-		return nil, sysctl.Profile{}, nil, false, ExitCantRun
+		return nil, app.SysctlProfile{}, nil, false, ExitCantRun
 	}
 	return logger, p, closer, true, ExitOK
 }
@@ -164,40 +83,18 @@ func runSysctlApply(_ context.Context, env *Env, args []string) int {
 		return code
 	}
 	defer closer()
-	logger.Info("starting", lager.Data{"profile": p.Name, "file": p.File, "root": f.root, "keys": len(p.Entries)})
-
-	rep, err := sysctl.Host{Root: f.root}.Apply(p)
-	for _, k := range rep.Keys {
-		data := lager.Data{"key": k.Key, "before": k.Before, "wanted": k.Wanted, "mode": k.Mode, "after": k.After,
-			"result": k.Result, "persisted": k.Persisted}
-		if k.Note != "" {
-			data["note"] = k.Note
-		}
-		switch {
-		case k.Error != "":
-			data["error"] = k.Error
-			logger.Info("key-not-applied", data)
-		case k.Changed:
-			logger.Info("key-changed", data)
-		default:
-			logger.Debug("key-unchanged", data)
-		}
-		if k.BootNote != "" {
-			logger.Info("key-overridden-at-boot", lager.Data{"key": k.Key, "note": k.BootNote})
-		}
-	}
-
+	rep, err := app.SysctlApply(logger, f.root, p)
 	if f.jsonOut {
 		printJSON(env, rep)
 	} else {
-		printApply(env.Stdout, rep)
+		app.WriteSysctlApply(env.Stdout, rep)
 	}
 
 	switch {
 	case err == nil:
 		logger.Info("finished", lager.Data{"changed": rep.Changed, "file_changed": rep.FileChanged, "summary": rep.Summary()})
 		return ExitOK
-	case errors.Is(err, sysctl.ErrInvalid):
+	case errors.Is(err, app.ErrSysctlInvalid):
 		f.failed(env, logger, "invalid-input", err)
 		hintf(env, "nothing was persisted and live changes were rolled back; fix the values and run again")
 		return ExitCantRun
@@ -216,19 +113,15 @@ func runSysctlCheck(_ context.Context, env *Env, args []string) int {
 	}
 	defer closer()
 
-	rep, err := sysctl.Check(f.root, p)
+	rep, err := app.SysctlCheck(logger, f.root, p)
 	if err != nil {
 		f.failed(env, logger, "check", err)
 		return ExitCantRun
 	}
-	for _, k := range rep.Drifted() {
-		logger.Info("key-not-in-force", lager.Data{"key": k.Key, "status": k.Status, "wanted": k.Wanted, "mode": k.Mode,
-			"live": k.Live, "boot": k.Boot, "boot_from": k.BootFrom, "explanation": k.Explanation, "error": k.Error})
-	}
 	if f.jsonOut {
 		printJSON(env, rep)
 	} else {
-		printCheck(env.Stdout, rep)
+		app.WriteSysctlCheck(env.Stdout, rep)
 	}
 	logger.Info("finished", lager.Data{"in_force": rep.InForce, "drifted": len(rep.Drifted()), "keys": len(rep.Keys)})
 	if !rep.InForce {
@@ -248,75 +141,6 @@ func runSysctlProfile(_ context.Context, env *Env, args []string) int {
 		printJSON(env, p)
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stdout, "profile %s, persisted to %s\n", p.Name, p.File)
-	for _, e := range p.Entries {
-		op := "="
-		if e.IsAtLeast() {
-			op = sysctl.AtLeastPrefix
-		}
-		fmt.Fprintf(env.Stdout, "\n%s %s %s  (%s, %s)\n  why: %s\n", e.Key, op, e.Value, e.From, e.Mode.OrExact(), e.Why)
-		if e.Source != "" {
-			fmt.Fprintf(env.Stdout, "  source: %s\n", e.Source)
-		}
-	}
+	app.WriteSysctlProfile(env.Stdout, p)
 	return ExitOK
-}
-
-func printApply(w io.Writer, rep sysctl.ApplyReport) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tBEFORE\tWANTED\tAFTER\tRESULT")
-	for _, k := range rep.Keys {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Key, sysctlDash(k.Before), sysctl.WantedLabel(k.Mode, k.Wanted),
-			sysctlDash(k.After), k.Result)
-	}
-	_ = tw.Flush()
-	for _, k := range rep.Keys {
-		if k.Error != "" {
-			fmt.Fprintf(w, "%s: %s\n", k.Result, k.Error)
-		}
-	}
-	for _, k := range rep.Keys {
-		if k.Note != "" {
-			fmt.Fprintf(w, "%s: %s\n", k.Key, k.Note)
-		}
-	}
-	for _, k := range rep.Keys {
-		if k.BootNote != "" {
-			fmt.Fprintf(w, "%s: at boot: %s\n", k.Key, k.BootNote)
-		}
-	}
-	fmt.Fprintln(w, rep.Summary())
-}
-
-func printCheck(w io.Writer, rep sysctl.CheckReport) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tWANTED\tLIVE\tBOOT\tSTATUS")
-	for _, k := range rep.Keys {
-		boot := k.Boot
-		if !k.BootSet {
-			boot = "(unset)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Key, sysctl.WantedLabel(k.Mode, k.Wanted), sysctlDash(k.Live), boot, k.Status)
-	}
-	_ = tw.Flush()
-	drifted := rep.Drifted()
-	for _, k := range drifted {
-		why := k.Explanation
-		if k.Error != "" {
-			why = k.Error
-		}
-		fmt.Fprintf(w, "%s: %s\n", k.Key, why)
-	}
-	if len(drifted) == 0 {
-		fmt.Fprintf(w, "all %d keys in force (profile %s, %s)\n", len(rep.Keys), rep.Profile, rep.File)
-	} else {
-		fmt.Fprintf(w, "%d of %d keys not in force (profile %s, %s)\n", len(drifted), len(rep.Keys), rep.Profile, rep.File)
-	}
-}
-
-func sysctlDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -2,17 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
-	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
-	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
 // daemonFlags are the flags that describe a daemon; they override the
@@ -26,22 +20,9 @@ type daemonFlags struct {
 	timeout                   time.Duration
 }
 
-// defaultDeadline bounds a whole command: after connecting, a D-Bus call on
-// systemd's private socket has no timeout of its own, and monit's start
-// program must not hang forever.
-const defaultDeadline = 90 * time.Second
-
-// withDeadline bounds ctx by --timeout, or by the default: the start/stop
-// wait plus room for connecting and installing.
+// withDeadline bounds ctx by --timeout, or by app.UnitDeadline's default.
 func (f *daemonFlags) withDeadline(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
-	d := f.timeout
-	if d <= 0 {
-		d = defaultDeadline
-		if wait > 0 && wait+30*time.Second > d {
-			d = wait + 30*time.Second
-		}
-	}
-	return context.WithTimeout(ctx, d)
+	return context.WithTimeout(ctx, app.UnitDeadline(f.timeout, wait))
 }
 
 func (f *daemonFlags) register(fs *flag.FlagSet, describe bool) {
@@ -65,65 +46,23 @@ func (f *daemonFlags) registerConn(fs *flag.FlagSet) {
 }
 
 // daemon merges the config's entry for name with the flags.
-func (f *daemonFlags) daemon(cfg *config.Config, name string) (daemonctl.Daemon, error) {
-	d := daemonctl.Daemon{Name: name}
-	if c, ok := cfg.Daemon(name); ok {
-		d.PIDFile, d.Type, d.Runtime = c.PIDFile, c.Type, c.Runtime
-		d.StartTimeout, d.StopTimeout = c.StartTimeout.Duration, c.StopTimeout.Duration
-		var err error
-		if d.Start, err = splitOptional(c.Start); err != nil {
-			return d, fmt.Errorf("config daemon %q start: %w", name, err)
-		}
-		if d.Stop, err = splitOptional(c.Stop); err != nil {
-			return d, fmt.Errorf("config daemon %q stop: %w", name, err)
-		}
-	}
-	var err error
-	if f.start != "" {
-		if d.Start, err = unitfile.SplitCommand(f.start); err != nil {
-			return d, fmt.Errorf("--start: %w", err)
-		}
-	}
-	if f.stop != "" {
-		if d.Stop, err = unitfile.SplitCommand(f.stop); err != nil {
-			return d, fmt.Errorf("--stop: %w", err)
-		}
-	}
-	if f.pidfile != "" {
-		d.PIDFile = f.pidfile
-	}
-	if f.typ != "" {
-		d.Type = f.typ
-	}
-	d.Runtime = d.Runtime || f.runtime
-	if f.startTimeout > 0 {
-		d.StartTimeout = f.startTimeout
-	}
-	if f.stopTimeout > 0 {
-		d.StopTimeout = f.stopTimeout
-	}
-	return d, nil
+func (f *daemonFlags) daemon(cfg *config.Config, name string) (app.Daemon, error) {
+	return app.DaemonOf(cfg, name, app.DaemonFlags{Start: f.start, Stop: f.stop, PIDFile: f.pidfile, Type: f.typ,
+		Runtime: f.runtime, StartTimeout: f.startTimeout, StopTimeout: f.stopTimeout})
 }
 
-func splitOptional(cmd string) ([]string, error) {
-	if strings.TrimSpace(cmd) == "" {
-		return nil, nil
-	}
-	return unitfile.SplitCommand(cmd)
-}
-
-func (f *daemonFlags) manager(c *common, env *Env, source string) (*daemonctl.Manager, *config.Config, func(), error) {
+func (f *daemonFlags) manager(c *common, env *Env, source string) (*app.Units, *config.Config, func(), error) {
 	logger, cfg, done, err := c.setup(env, source)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m := &daemonctl.Manager{Logger: logger, Root: f.root, DBus: systemd.Options{Address: f.dbusAddress}}
+	m := app.NewUnits(logger, f.root, f.dbusAddress)
 	return m, cfg, func() { m.Close(); done() }, nil
 }
 
 // session is manager plus the command's deadline, for a command that talks
 // to systemd; done releases both.
-func (f *daemonFlags) session(ctx context.Context, c *common, env *Env, source string) (*daemonctl.Manager, *config.Config, context.Context, func(), error) {
+func (f *daemonFlags) session(ctx context.Context, c *common, env *Env, source string) (*app.Units, *config.Config, context.Context, func(), error) {
 	m, cfg, done, err := f.manager(c, env, source)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -142,35 +81,16 @@ func oneName(env *Env, fs *flag.FlagSet) (string, bool) {
 	return fs.Arg(0), true
 }
 
-// parseInterspersed lets flags follow the NAME ("cellguard start garden --json").
-func parseInterspersed(fs *flag.FlagSet, args []string) (bool, int) {
-	var pos []string
-	for {
-		if ok, code := parse(fs, args); !ok {
-			return false, code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	_ = fs.Parse(pos) // re-seat positionals; they hold no flags
-	return true, ExitOK
-}
-
 // failure prints an error with a hint derived from its kind and returns the
 // exit code: bad input is 2, everything else 1.
 func failure(env *Env, err error) int {
 	errorf(env, "%v", err)
-	switch {
-	case errors.Is(err, unitfile.ErrBadName), errors.Is(err, unitfile.ErrBadCommand), errors.Is(err, unitfile.ErrBadPath):
-		hintf(env, "nothing was written; fix the input and run again")
+	hint, badInput := app.UnitFailure(err)
+	if hint != "" {
+		hintf(env, "%s", hint)
+	}
+	if badInput {
 		return ExitCantRun
-	case errors.Is(err, systemd.ErrNoSystemd):
-		hintf(env, "systemd is not init on this system; start and stop fall back to running the commands directly")
-	case strings.Contains(err.Error(), "connect to systemd"):
-		hintf(env, "is systemd PID 1 and is its D-Bus socket (/run/dbus/system_bus_socket or /run/systemd/private) reachable?")
 	}
 	return ExitFailed
 }
@@ -188,10 +108,7 @@ func unitCommand() *Command {
 func runUnitInstall(ctx context.Context, env *Env, args []string) int {
 	var c common
 	var f daemonFlags
-	fs := newFlagSet(env, "unit install", "unit install NAME --start CMD [--stop CMD] [--pidfile P] [--type exec|forking] [--runtime] [flags]\n\n"+
-		"Writes cellguard-NAME.service (Delegate=, KillMode=none, TasksMax=infinity) atomically and\n"+
-		"reloads systemd over D-Bus only when the content changed. Flags override the config's\n"+
-		"daemons entry for NAME. Exit: 0 installed or unchanged, 1 systemd refused, 2 bad input.", &c)
+	fs := newFlagSet(env, "unit install", helpText("unit-install-usage"), &c)
 	f.register(fs, true)
 	if ok, code := parseInterspersed(fs, args); !ok {
 		return code
@@ -224,25 +141,14 @@ func runUnitInstall(ctx context.Context, env *Env, args []string) int {
 		printJSON(env, res)
 		return ExitOK
 	}
-	switch {
-	case res.NoSystemd:
-		fmt.Fprintf(env.Stdout, "systemd is not init here: nothing to install for %s; `cellguard start %s` runs its start command directly\n", name, name)
-	case res.Written:
-		fmt.Fprintf(env.Stdout, "installed %s (Delegate=%s, KillMode=%s); systemd reloaded\n", res.Path, res.Delegate, res.KillMode)
-	case res.Reloaded:
-		fmt.Fprintf(env.Stdout, "%s unchanged; systemd reloaded because it had not read it yet\n", res.Path)
-	default:
-		fmt.Fprintf(env.Stdout, "%s unchanged; no reload\n", res.Path)
-	}
+	app.WriteInstalled(env.Stdout, name, res)
 	return ExitOK
 }
 
 func runUnitStatus(ctx context.Context, env *Env, args []string) int {
 	var c common
 	var f daemonFlags
-	fs := newFlagSet(env, "unit status", "unit status NAME [--json]\n\n"+
-		"NAME is a daemon name (cellguard-NAME.service) or a full unit name (runit.service).\n"+
-		"Exit: 0 read, 1 not installed or unreadable, 2 bad usage.", &c)
+	fs := newFlagSet(env, "unit status", helpText("unit-status-usage"), &c)
 	f.registerConn(fs)
 	if ok, code := parseInterspersed(fs, args); !ok {
 		return code
@@ -251,12 +157,9 @@ func runUnitStatus(ctx context.Context, env *Env, args []string) int {
 	if !ok {
 		return ExitCantRun
 	}
-	unitName := name
-	if unitfile.ValidateUnitName(name) != nil {
-		if err := unitfile.ValidateName(name); err != nil {
-			return failure(env, err)
-		}
-		unitName = unitfile.UnitName(name)
+	unitName, err := app.UnitNameOf(name)
+	if err != nil {
+		return failure(env, err)
 	}
 	m, _, done, err := f.manager(&c, env, "unit-status")
 	if err != nil {
@@ -270,16 +173,7 @@ func runUnitStatus(ctx context.Context, env *Env, args []string) int {
 	if u != nil && f.jsonOut {
 		printJSON(env, u)
 	} else if u != nil {
-		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-		for _, kv := range [][2]string{
-			{"Unit", u.Name}, {"LoadState", u.LoadState}, {"ActiveState", u.ActiveState}, {"SubState", u.SubState},
-			{"MainPID", fmt.Sprint(u.MainPID)}, {"ControlGroup", u.ControlGroup},
-			{"Delegate", fmt.Sprint(u.Delegate)}, {"DelegateControllers", strings.Join(u.DelegateControllers, " ")},
-			{"KillMode", u.KillMode}, {"FragmentPath", u.FragmentPath}, {"DropInPaths", strings.Join(u.DropInPaths, " ")},
-		} {
-			fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
-		}
-		tw.Flush()
+		app.WriteUnitStatus(env.Stdout, u)
 	}
 	if err != nil {
 		return failure(env, err)
@@ -292,10 +186,7 @@ func runProtectSupervisor(ctx context.Context, env *Env, args []string) int {
 	var f daemonFlags
 	var pid int
 	var process string
-	fs := newFlagSet(env, "unit protect-supervisor", "unit protect-supervisor [--pid PID | --process monit] [--json]\n\n"+
-		"Finds the unit holding monit (GetUnitNameByPID), writes a drop-in giving it the same\n"+
-		"delegation as cellguard's units, reloads, and reads Delegate back.\n"+
-		"Exit: 0 protected, 1 it did not take or systemd refused, 2 bad usage.", &c)
+	fs := newFlagSet(env, "unit protect-supervisor", helpText("unit-protect-supervisor-usage"), &c)
 	fs.IntVar(&pid, "pid", 0, "pid of the supervisor (default: the oldest process named --process)")
 	fs.StringVar(&process, "process", "monit,monit-actual", "process names of the supervisor, comma separated (jammy stemcells run monit as monit-actual)")
 	f.registerConn(fs)
@@ -322,12 +213,6 @@ func runProtectSupervisor(ctx context.Context, env *Env, args []string) int {
 		printJSON(env, res)
 		return ExitOK
 	}
-	if res.NoSystemd {
-		fmt.Fprintf(env.Stdout, "systemd is not init here: the supervisor (pid %d) needs no protection\n", res.PID)
-		return ExitOK
-	}
-	fmt.Fprintf(env.Stdout, "the supervisor (pid %d) runs in %s: %s %s; DelegateControllers=%s\n", res.PID, res.Unit,
-		res.DropIn, map[bool]string{true: "written and reloaded", false: "unchanged"}[res.Written],
-		strings.Join(res.DelegateControllers, " "))
+	app.WriteProtected(env.Stdout, res)
 	return ExitOK
 }

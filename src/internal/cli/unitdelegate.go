@@ -3,19 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 func runUnitDelegate(ctx context.Context, env *Env, args []string) int {
 	var c common
 	var f daemonFlags
-	fs := newFlagSet(env, "unit delegate", "unit delegate [UNIT...] [--json]\n\n"+
-		"Writes the supervisor's delegation drop-in (Delegate= with every v1 controller, blkio too,\n"+
-		"TasksMax=infinity) for each service another release installs, e.g. Concourse's\n"+
-		"concourse.service, whose own Delegate=yes leaves v1 blkio to systemd; reloads, and reads\n"+
-		"Delegate back. No UNIT: the config's delegate_units. A unit systemd does not know yet gets\n"+
-		"the drop-in for when it loads.\n"+
-		"Exit: 0 delegated (or not loaded yet), 1 it did not take or systemd refused, 2 bad usage.", &c)
+	fs := newFlagSet(env, "unit delegate", helpText("unit-delegate-usage"), &c)
 	f.registerConn(fs)
 	if ok, code := parseInterspersed(fs, args); !ok {
 		return code
@@ -38,7 +33,7 @@ func runUnitDelegate(ctx context.Context, env *Env, args []string) int {
 	defer cancel()
 	var results []any
 	for _, name := range units {
-		res, err := m.DelegateUnit(ctx, name)
+		res, err := m.Delegate(ctx, name)
 		if err != nil {
 			return failure(env, err)
 		}
@@ -46,16 +41,7 @@ func runUnitDelegate(ctx context.Context, env *Env, args []string) int {
 		if f.jsonOut {
 			continue
 		}
-		switch {
-		case res.NoSystemd:
-			fmt.Fprintf(env.Stdout, "systemd is not init here: %s needs no delegation\n", name)
-		case !res.Loaded:
-			fmt.Fprintf(env.Stdout, "%s: %s %s; systemd does not know the unit yet, the drop-in applies when it loads\n",
-				name, res.DropIn, map[bool]string{true: "written", false: "unchanged"}[res.Written])
-		default:
-			fmt.Fprintf(env.Stdout, "%s: %s %s; DelegateControllers=%s\n", name, res.DropIn,
-				map[bool]string{true: "written and reloaded", false: "unchanged"}[res.Written], strings.Join(res.DelegateControllers, " "))
-		}
+		app.WriteDelegated(env.Stdout, name, res)
 	}
 	if f.jsonOut {
 		printJSON(env, results)

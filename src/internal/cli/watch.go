@@ -7,57 +7,15 @@ import (
 	"strings"
 	"time"
 
-	"code.cloudfoundry.org/lager/v3"
-
 	"github.com/cloudfoundry/cellguard/src/internal/app"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
-	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
-	"github.com/cloudfoundry/cellguard/src/internal/metrics"
-	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
-	"github.com/cloudfoundry/cellguard/src/internal/systemd"
-	"github.com/cloudfoundry/cellguard/src/internal/validator"
-	"github.com/cloudfoundry/cellguard/src/internal/watch"
 )
 
 func watchCommand() *Command {
 	return &Command{Name: "watch", Summary: "live guard: re-check after every systemd event; metrics; optional healing", Run: runWatch}
 }
 
-const watchHelp = `
-Runs until SIGTERM. It scans at start, after systemd events (a job finished,
-a unit appeared, a unit's cgroup settings changed; bursts coalesce into one
-scan) and every --period. Event scans run %s; the period runs every check.
-The checks and their settings are validate's (the config's validator
-section), judged with drain's severities: what the next drain would say.
-
-It logs a finding once when it appears ("finding") and once when it clears
-("finding-cleared"). A scan that could not judge a check (its error, the
-host unreadable, or the scan's 30s deadline passed first)
-logs "check-could-not-run" once, clears none of its findings and keeps its
-gauges (cellguard_check_could_not_judge 1); a check still running from an
-earlier scan is not started again. --heal moves escaped container processes back into
-their recorded cgroups as validate --fix does, verifies from /proc, logs
-"healed", at most --heal-per-minute processes a minute; it never signals or
-kills a process.
-
-Metrics: /metrics on --listen (mutual TLS with --tls-cert, --tls-key and
---tls-ca, the scraper's CA), and the same families in --textfile for
-node_exporter, written atomically. /metrics serves at most a quarter of the
-fd limit (64 at most) of connections at once and drops idle ones. Faults (systemd or D-Bus gone, the port
-in use, /proc unreadable, a runtime root gone) are logged, counted and
-retried; watch keeps running.
-
---once runs one full scan, prints the metrics to stdout and exits 0.
-
-"cellguard watch status --pidfile PATH" says whether watch still runs (the
-job's bin/watch_ctl asks it; cellguard watch status --help).
-
-Flags override the config's watch section (cellguard.watch.* properties).
-
-Exit codes:
-  0  stopped by SIGTERM/SIGINT, or --once done
-  2  bad flags or config
-`
+var watchHelp = helpText("watch")
 
 type watchFlags struct {
 	common
@@ -78,8 +36,8 @@ func runWatch(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&f.root, "root", "/", "root prefix for /proc, /sys/fs/cgroup and runtime roots (tests: a fixture tree)")
 	fs.StringVar(&f.listen, "listen", "", "serve /metrics on this address, e.g. 127.0.0.1:9323 (default: the config's watch.listen; empty: none)")
 	fs.BoolVar(&f.heal, "heal", false, "move escaped container processes back into their recorded cgroups (never kills)")
-	fs.DurationVar(&f.period, "period", watch.DefaultPeriod, "full scan period")
-	fs.IntVar(&f.healPerMinute, "heal-per-minute", watch.DefaultHealPerMinute, "at most this many processes healed a minute")
+	fs.DurationVar(&f.period, "period", app.DefaultWatchPeriod, "full scan period")
+	fs.IntVar(&f.healPerMinute, "heal-per-minute", app.DefaultHealPerMinute, "at most this many processes healed a minute")
 	fs.StringVar(&f.textfile, "textfile", "", "write the metrics to this node_exporter textfile (*.prom), atomically")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve /metrics over TLS with this certificate (PEM)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "and this key (PEM)")
@@ -106,97 +64,33 @@ func runWatch(ctx context.Context, env *Env, args []string) int {
 		return ExitCantRun
 	}
 	defer closer()
-	wcfg, err := f.config(fs, cfg, logger)
+	wc, err := f.watchSection(fs, cfg.Watch)
+	var w *app.Watch
+	if err == nil {
+		plan := newPlan(cfg, app.Overrides{Root: f.root, RuntimeRoots: f.runtimeRoots})
+		w, err = app.NewWatch(plan, wc, app.WatchSettings{Root: f.root, SystemdAddress: f.systemdAddress, Once: f.once, Logger: logger})
+	}
 	if err != nil {
 		logger.Error("bad-config", err)
 		errorf(env, "%v", err)
 		return ExitCantRun
 	}
-	w := watch.New(wcfg)
-	w.Run(ctx)
-	if f.once {
-		b, err := metrics.Encode(w.Metrics().All, false)
-		if err != nil {
-			errorf(env, "%v", err)
-			return ExitCantRun
-		}
+	b, err := w.Run(ctx)
+	if err != nil {
+		errorf(env, "%v", err)
+		return ExitCantRun
+	}
+	if b != nil {
 		env.Stdout.Write(b) //nolint:errcheck // stdout closed: nothing to tell
 	}
 	return ExitOK
 }
 
-// config merges flags over the config file's watch section and builds
-// the checks as validate does.
-func (f *watchFlags) config(fs *flag.FlagSet, cfg *config.Config, logger lager.Logger) (watch.Config, error) {
-	wc, err := f.watchSection(fs, cfg.Watch)
-	if err != nil {
-		return watch.Config{}, err
-	}
-	// The same plan as validate, with drain's severities and policy.
-	plan := newPlan(cfg, app.Overrides{Root: f.root, RuntimeRoots: f.runtimeRoots})
-	opts, err := plan.Options(validator.Drain)
-	if err != nil {
-		return watch.Config{}, err
-	}
-	out := watch.Config{
-		// Each scan reads the host once and binds the checks to that read.
-		Registry: plan.WatchRegistry(watch.ConfirmSchedule),
-		// Periodic and event scans re-read only what changed, and
-		// everything every snapshot.DefaultFullEvery (docs/performance.md).
-		Read:          (&snapshot.Incremental{Spec: plan.Snapshot}).Read,
-		OnEvent:       app.OnEvent,
-		Options:       opts,
-		Period:        wc.Period.Duration,
-		Heal:          wc.Heal,
-		HealPerMinute: *wc.HealPerMinute,
-		Listen:        wc.Listen,
-		Textfile:      wc.Textfile,
-		Root:          f.root,
-		RuntimeRoots:  plan.RuntimeRoots(),
-		Once:          f.once,
-		Logger:        logger,
-	}
-	if wc.TLS.Cert != "" {
-		out.TLS = &watch.TLSFiles{Cert: wc.TLS.Cert, Key: wc.TLS.Key, CA: wc.TLS.CA}
-	}
-	switch {
-	case f.systemdAddress != "":
-		out.Systemd = watch.DBus{Options: systemd.Options{Address: f.systemdAddress}}
-	case hostroot.IsLive(f.root) && systemd.Booted("/"):
-		out.Systemd = watch.DBus{}
-	}
-	return out, nil
-}
-
 // watchSection is the config's watch section with the flags given on the
-// command line over it, validated.
+// command line over it, judged.
 func (f *watchFlags) watchSection(fs *flag.FlagSet, wc config.Watch) (config.Watch, error) {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if set["listen"] {
-		wc.Listen = f.listen
-	}
-	if set["heal"] {
-		wc.Heal = f.heal
-	}
-	if set["period"] || wc.Period.Duration == 0 {
-		wc.Period.Duration = f.period
-	}
-	if set["heal-per-minute"] || wc.HealPerMinute == nil {
-		n := f.healPerMinute
-		wc.HealPerMinute = &n
-	}
-	if set["textfile"] {
-		wc.Textfile = f.textfile
-	}
-	if set["tls-cert"] || set["tls-key"] || set["tls-ca"] {
-		wc.TLS = config.TLSFiles{Cert: f.tlsCert, Key: f.tlsKey, CA: f.tlsCA}
-	}
-	if wc.Period.Duration <= 0 || *wc.HealPerMinute <= 0 {
-		return config.Watch{}, fmt.Errorf("--period and --heal-per-minute must be above zero")
-	}
-	if err := (&config.Config{Watch: wc}).Validate(nil); err != nil {
-		return config.Watch{}, err
-	}
-	return wc, nil
+	return app.WatchSection(wc, app.WatchFlags{Set: set, Listen: f.listen, Textfile: f.textfile, Heal: f.heal, Period: f.period,
+		HealPerMinute: f.healPerMinute, TLSCert: f.tlsCert, TLSKey: f.tlsKey, TLSCA: f.tlsCA})
 }

@@ -7,18 +7,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
-const watchStatusHelp = `
-Says whether cellguard watch still runs: the pid in --pidfile is alive and
-runs cellguard watch, not a process that got the pid since. It is the one
-rule for that question: the job's bin/watch_ctl (monit's start and stop)
-asks it here, and cellguard uninstall asks the same Go function before it
-removes watch's textfile and metric targets.
-
-Stdout: the pid, when watch runs; nothing otherwise (the reason goes to
-stderr).
-
-Exit codes: 0 watch runs, 1 it does not, 2 bad usage.
-`
+var watchStatusHelp = helpText("watch-status")
 
 // runWatchStatus is `cellguard watch status`.
 func runWatchStatus(_ context.Context, env *Env, args []string) int {

@@ -26,6 +26,7 @@ const (
 	Sysctls  Kind = "sysctls"  // the profile's keys, live and at boot
 	Netns    Kind = "netns"    // network namespaces held only by open files
 	Limits   Kind = "limits"   // containers' recorded limits and the cgroup files in force
+	Topology Kind = "topology" // v2: cgroup types, internal processes, daemons' and agent's cgroups
 )
 
 // ErrNotRead means a judge asked for a kind its check did not wait for: a
@@ -119,6 +120,7 @@ type Host struct {
 	sysctls  SysctlFacts
 	netns    NetnsFacts
 	limits   LimitsFacts
+	topology TopologyFacts
 }
 
 // read is one kind's read: done closes when its facts are set.
@@ -210,6 +212,8 @@ func (h *Host) readKind(ctx context.Context, k Kind) {
 		h.netns = readNetns(ctx, h.spec, h.snap)
 	case Limits:
 		h.limits = readLimits(h.spec)
+	case Topology:
+		h.topology = readTopology(h.spec)
 	default:
 		panic(fmt.Sprintf("unknown fact kind %q", k))
 	}
@@ -229,6 +233,8 @@ func (h *Host) failed(k Kind, err error) {
 		h.netns = NetnsFacts{Err: err}
 	case Limits:
 		h.limits = LimitsFacts{Err: err}
+	case Topology:
+		h.topology = TopologyFacts{Err: err}
 	}
 }
 

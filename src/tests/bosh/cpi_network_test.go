@@ -151,15 +151,16 @@ func deleteVM(t *testing.T, config, cid string) {
 	}
 }
 
-// startNATS runs nats-server in the lab on the gateway's address, ended by
-// its pid when the test ends.
-func (l lab) startNATS(t *testing.T, bin, logPath string) {
+// startNATS runs nats-server in the lab on the gateway's address (with
+// extra arguments, e.g. -c CONFIG for TLS), ended by its pid when the test
+// ends.
+func (l lab) startNATS(t *testing.T, bin, logPath string, extra ...string) {
 	t.Helper()
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("nsenter", "--net="+l.path, bin, "-a", l.gateway, "-p", "4222")
+	cmd := exec.Command("nsenter", append([]string{"--net=" + l.path, bin, "-a", l.gateway, "-p", "4222"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start nats-server in the lab: %v", err)

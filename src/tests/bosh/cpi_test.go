@@ -25,10 +25,16 @@ type cpiResponse struct {
 	Log string `json:"log"`
 }
 
-// call runs the CPI once with request on stdin, as bosh-cli does.
+// call runs the nspawn CPI once with request on stdin, as bosh-cli does.
 func call(t *testing.T, config, request string) cpiResponse {
 	t.Helper()
-	cmd := exec.Command("bash", "cpi/nspawn-cpi", config)
+	return callCPI(t, "cpi/nspawn-cpi", config, request)
+}
+
+// callCPI runs the CPI script once with request on stdin.
+func callCPI(t *testing.T, script, config, request string) cpiResponse {
+	t.Helper()
+	cmd := exec.Command("bash", script, config)
 	cmd.Stdin = strings.NewReader(request)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -23,11 +23,7 @@ import (
 func TestValidateRealRuncHostPidNSEscape(t *testing.T) {
 	for _, mode := range []cgroup.Mode{cgroup.Unified, cgroup.Hybrid} {
 		t.Run(mode.String(), func(t *testing.T) {
-			var opts []sdbox.Option
-			if mode == cgroup.Unified {
-				opts = append(opts, sdbox.WithNspawnArgs("--system-call-filter=bpf", "--capability=CAP_BPF"))
-			}
-			box := bootBoxMode(t, "hostpidns-"+mode.String(), mode, opts...)
+			box := bootRuncBox(t, "hostpidns-"+mode.String(), mode)
 			cellguard := box.InstallCellguard(t)
 			const dir, id, cg = "/var/lib/p1", "p1", "/garden/p1"
 			installBundle(t, box, dir, cg)

@@ -43,18 +43,10 @@ suite=noble
 # the stemcell builder's network and ssh tools,
 # systemd-resolved (noble's DNS), containerd (Garden's runtime), e2fsprogs.
 base_packages="udev kmod iptables ca-certificates sudo netbase e2fsprogs containerd openssh-server systemd-resolved"
-# The kernel command line of bosh-linux-stemcell-builder's noble stemcells, branch
-# ubuntu_noble_poc, commit dc7da914d12c64813275fb4955a0f8f5128355ac (2024-10-23),
-# stemcell_builder/stages/image_install_grub/apply.sh (GRUB_CMDLINE_LINUX, no
-# infrastructure suffix). It names no systemd.unified_cgroup_hierarchy (dropped in
-# 933220bb3, "move to cgroups v2"), so systemd 255 mounts the unified hierarchy (v2).
-# cgroup_enable=memory and swapaccount=1 are Debian-era memcg switches (memcg is on in
-# Ubuntu's kernel either way). Changed here: rootdelay=300 is dropped (with the
-# builder's initrd it is initramfs-tools' longest wait for the root device; the kernel
-# without an initrd sleeps all 300 s before mounting root), and root=/dev/vda rw added
-# (GRUB adds root= on a stemcell).
-builder_cmdline="vconsole.keymap=us net.ifnames=0 biosdevname=0 crashkernel=auto selinux=0 plymouth.enable=0 console=ttyS0,115200n8 earlyprintk=ttyS0 rootdelay=300 audit=1 cgroup_enable=memory swapaccount=1"
-cmdline="root=/dev/vda rw ${builder_cmdline/ rootdelay=300/}"
+# The kernel, its pins and the command line (the noble stemcells'): vmdisk.bash, which
+# the noble stemcell as a bootable image (stemcell.sh) shares.
+. "${here}/vmdisk.bash"
+cmdline=${vmdisk_cmdline}
 
 say() { echo "qemu image: $*" >&2; }
 step="" log=""
@@ -66,13 +58,8 @@ trap 'fail "\`${BASH_COMMAND}\` exited $?"' ERR
 case ${1:-build} in build|source) ;; *) echo "usage: image.sh [source]" >&2; exit 2 ;; esac
 mkdir -p "${cache}/logs"
 
-# The kernel pins: "sha256  NAME_VERSION_amd64.deb" for linux-image and linux-modules.
-read_pin() { awk -v p="$1" '{split($2, f, "_")} f[1] ~ p {print $1, $2, f[1], f[2]}' "${here}/SHA256SUMS"; }
-read -r image_sum image_deb image_pkg kversion < <(read_pin '^linux-image-')
-read -r modules_sum modules_deb modules_pkg modules_version < <(read_pin '^linux-modules-')
-abi=${image_pkg#linux-image-}
-[ -n "${kversion}" ] && [ "${modules_pkg}" = "linux-modules-${abi}" ] && [ "${modules_version}" = "${kversion}" ] ||
-  { step=pins; fail "${here}/SHA256SUMS must pin linux-image-ABI and linux-modules-ABI of one version"; }
+step=pins
+vmdisk_kernel_pins
 
 sdbox_base() { SDBOX_DIR=${cache}/base SDBOX_SUITE=${suite} SDBOX_MIRROR=${mirror} \
   SDBOX_EXTRA_PACKAGES=${base_packages} bash "${repo}/src/tests/harness/sdbox.sh" "$@"; }
@@ -81,7 +68,7 @@ base=$(sed -n 's/^ROOTFS=//p' <<<"${base_source}")
 key=$( {
   echo "${suite} ${base} ${mirror}"
   sha256sum <"${BASH_SOURCE[0]}"
-  sha256sum <"${here}/SHA256SUMS"
+  cat $(vmdisk_key_files) | sha256sum
   (cd "${repo}" && find src/tests/testkit/qemuvm/guestagent src/tests/testkit/qemuvm/wire -name '*.go' ! -name '*_test.go' |
     LC_ALL=C sort | xargs sha256sum; sha256sum go.mod)
 } | sha256sum | cut -c1-12)
@@ -119,37 +106,14 @@ log=${cache}/logs/image-${key}.log
 : >"${log}"
 begin "copy the base rootfs" "${log}"
 cp -a "${base}" "${R}"
-# Maintainer scripts run here must not start services (policy-rc.d 101). /proc is
-# mounted in a mount namespace of the chroot's own: nothing is left mounted, ever.
-printf '#!/bin/sh\nexit 101\n' >"${R}/usr/sbin/policy-rc.d" && chmod 0755 "${R}/usr/sbin/policy-rc.d"
-in_root() {
-  unshare --mount --propagation private bash -c 'mount -t proc proc "$0/proc" && exec chroot "$0" /usr/bin/env -i \
-    PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 "$@"' "${R}" "$@" >>"${log}" 2>&1
-}
-# noble's /etc/resolv.conf points at systemd-resolved's stub: the host's serves the build.
-resolv=$(readlink "${R}/etc/resolv.conf" || true)
-rm -f "${R}/etc/resolv.conf" && cp /etc/resolv.conf "${R}/etc/resolv.conf"
+in_root() { vmdisk_in_root "$@"; }
 
 begin "apt: noble-updates and noble-security, upgrade" "${log}"
-cat >"${R}/etc/apt/sources.list" <<SOURCES
-deb ${mirror} ${suite} main universe
-deb ${mirror} ${suite}-updates main universe
-deb ${mirror} ${suite}-security main universe
-SOURCES
-in_root apt-get update -q
+vmdisk_apt_begin "${mirror}"
 in_root apt-get -y -q -o Dpkg::Options::=--force-confold upgrade
 
 begin "kernel ${image_pkg} ${kversion} (pinned in SHA256SUMS)" "${log}"
-mkdir -p "${R}/tmp/kernel"
-in_root sh -c "cd /tmp/kernel && apt-get download ${image_pkg}=${kversion} ${modules_pkg}=${kversion}"
-(cd "${R}/tmp/kernel" && sha256sum -c --strict "${here}/SHA256SUMS") >>"${log}" 2>&1 ||
-  fail "the kernel packages apt fetched do not match ${here}/SHA256SUMS"
-in_root apt-get install -y -q --no-install-recommends "/tmp/kernel/${image_deb}" "/tmp/kernel/${modules_deb}"
-rm -rf "${R}/tmp/kernel"
-in_root depmod -a "${abi}"
-for m in 9p 9pnet_virtio overlay; do
-  in_root modinfo -k "${abi}" -n "${m}" || fail "module ${m} missing from ${modules_pkg}"
-done
+vmdisk_install_kernel
 install -m 0644 "${R}/boot/vmlinuz-${abi}" "${work}/vmlinuz"
 
 begin "the agent, units, identity" "${log}"
@@ -173,22 +137,16 @@ ln -sf /etc/systemd/system/cellguard-vm-agent.service "${R}/etc/systemd/system/m
 # load 20 its dev-ttyS0.device timed out after 90 s, which the boot waited for (measured).
 ln -sf /dev/null "${R}/etc/systemd/system/containerd.service"
 ln -sf /dev/null "${R}/etc/systemd/system/serial-getty@.service"
-echo '/dev/vda / ext4 defaults 0 1' >"${R}/etc/fstab"
 echo cellguard-noble >"${R}/etc/hostname"
 printf '127.0.0.1 localhost\n127.0.1.1 cellguard-noble\n' >"${R}/etc/hosts"
 : >"${R}/etc/machine-id"            # each boot makes its own
 rm -f "${R}"/etc/ssh/ssh_host_*_key*   # and its own ssh host keys (ssh.service's sshd-keygen)
-rm -f "${R}/etc/resolv.conf"
-[ -z "${resolv}" ] || ln -s "${resolv}" "${R}/etc/resolv.conf"
-rm -f "${R}/usr/sbin/policy-rc.d"
-in_root apt-get clean
-rm -rf "${R}"/var/lib/apt/lists/*_Packages* "${R}"/var/lib/apt/lists/*_Translation*
+vmdisk_apt_end
 
 begin "ext4 image" "${log}"
 systemd_version=$(chroot "${R}" dpkg-query -W -f='${Version}' systemd)
 chroot "${R}" dpkg-query -W -f='${Package} ${Version}\n' >"${work}/packages.txt"
-size_mb=$(( $(du -sm "${R}" | cut -f1) + 1024 ))
-mkfs.ext4 -q -F -L cellguard-root -d "${R}" "${work}/disk.img" "${size_mb}M" >>"${log}" 2>&1
+size_mb=$(vmdisk_make "${work}/disk.img" 1024)
 rm -rf "${R}"
 echo "${cmdline}" >"${work}/cmdline"
 cat >"${work}/image.env" <<ENV

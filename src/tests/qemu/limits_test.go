@@ -15,9 +15,12 @@ import (
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm"
 )
 
-// beforeLimitsIntact is the commit limits-intact was added on top of: its
-// cellguard is what validate said on this VM before the check existed.
-const beforeLimitsIntact = "e4702a6"
+// CELLGUARD_BEFORE_REV=e4702a6 (the commit limits-intact was added on top
+// of) also runs validate by that commit's cellguard, for what validate said
+// on this VM before the check existed; it needs the commit in the clone's
+// history. make test runs only this tree's.
+// beforeRev is the commit whose cellguard also validates, or "".
+func beforeRev() string { return os.Getenv("CELLGUARD_BEFORE_REV") }
 
 // Guest paths.
 const (
@@ -39,7 +42,10 @@ const (
 func TestNobleLimits(t *testing.T) {
 	qemuvm.RequireImage(t)
 	t0, load0 := time.Now(), qemuvm.LoadAverage()
-	bin, before := buildCellguard(t), buildCellguardAt(t, beforeLimitsIntact)
+	bin, before := buildCellguard(t), ""
+	if rev := beforeRev(); rev != "" {
+		before = buildCellguardAt(t, rev)
+	}
 	vm := qemuvm.Start(t, qemuvm.Options{})
 	t.Logf("boot: %s, %v; load average %s at start, %s now", vm.Accel, vm.BootTime.Round(time.Second), load0, qemuvm.LoadAverage())
 	defer func() {
@@ -49,6 +55,9 @@ func TestNobleLimits(t *testing.T) {
 	}()
 	g := guest{t: t, vm: vm}
 	for src, dst := range map[string]string{bin: guestBin, before: guestBefore} {
+		if src == "" {
+			continue
+		}
 		if err := vm.CopyIn(t.Context(), src, dst, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -204,23 +213,12 @@ done`
 // exactly want ("container limit found").
 func (g *guest) expect(step string, want []string) {
 	g.t.Helper()
-	for _, bin := range []string{guestBefore, guestBin} {
-		res, err := g.vm.Output(2*time.Minute, bin, "validate", "--phase", "pre-start", "--format", "json", "--runtime-root", "/run/runc")
-		if err != nil {
-			g.t.Fatal(err)
-		}
-		var rep struct {
-			Results []struct {
-				ID, Status string
-				Findings   []struct {
-					Subject, Status, Detail string
-					Data                    map[string]string
-				}
-			}
-		}
-		if err := json.Unmarshal(res.Stdout, &rep); err != nil {
-			g.t.Fatalf("%s validate (exit %d): %v\n%s\n%s", bin, res.Exit, err, res.Stdout, res.Stderr)
-		}
+	bins := []string{guestBin}
+	if beforeRev() != "" {
+		bins = []string{guestBefore, guestBin}
+	}
+	for _, bin := range bins {
+		rep, res := g.validate(bin)
 		var summary, got, details []string
 		found := false
 		for _, r := range rep.Results {
@@ -237,7 +235,7 @@ func (g *guest) expect(step string, want []string) {
 			}
 		}
 		sort.Strings(summary)
-		name := "cellguard " + beforeLimitsIntact + " (before limits-intact)"
+		name := "cellguard " + beforeRev() + " (before limits-intact)"
 		if bin == guestBin {
 			name = "cellguard (this tree)"
 		}
@@ -259,6 +257,31 @@ func (g *guest) expect(step string, want []string) {
 			g.t.Errorf("%s: limits-intact found %q, want %q", step, got, w)
 		}
 	}
+}
+
+// report is what the tests read of validate's JSON report.
+type report struct {
+	Results []struct {
+		ID, Status string
+		Findings   []struct {
+			Subject, Status, Detail string
+			Data                    map[string]string
+		}
+	}
+}
+
+// validate runs bin's validate at pre-start against runc's root.
+func (g *guest) validate(bin string) (report, qemuvm.Result) {
+	g.t.Helper()
+	res, err := g.vm.Output(2*time.Minute, bin, "validate", "--phase", "pre-start", "--format", "json", "--runtime-root", "/run/runc")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(res.Stdout, &rep); err != nil {
+		g.t.Fatalf("%s validate (exit %d): %v\n%s\n%s", bin, res.Exit, err, res.Stdout, res.Stderr)
+	}
+	return rep, res
 }
 
 // buildCellguardAt builds cellguard as it was at commit rev, from git

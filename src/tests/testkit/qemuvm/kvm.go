@@ -97,6 +97,14 @@ func firstLine(s string) string {
 // kvmProbeTimeout (18 s here), and nothing but one of those three changes
 // its outcome. Deleting the file makes the next boot probe again.
 func verdictFile(img Image) string {
+	return KVMVerdictFile(filepath.Dir(filepath.Dir(img.Dir)), img.Env["KERNEL_ABI"])
+}
+
+// KVMVerdictFile is the file in cacheDir (image.sh's cache) that says KVM
+// failed to boot guest kernel kernelABI on this host kernel with this QEMU.
+// The QEMU CPI (src/tests/bosh/cpi/qemu-cpi) reads and writes the same file,
+// so a probe failed by either is not paid again by the other.
+func KVMVerdictFile(cacheDir, kernelABI string) string {
 	var u unix.Utsname
 	_ = unix.Uname(&u)
 	qemu, _ := exec.LookPath("qemu-system-x86_64")
@@ -104,7 +112,7 @@ func verdictFile(img Image) string {
 	if st, err := os.Stat(qemu); err == nil {
 		qemuID = fmt.Sprintf("%d-%d", st.Size(), st.ModTime().Unix())
 	}
-	key := fmt.Sprintf("%s %s %s", unix.ByteSliceToString(u.Release[:]), qemuID, img.Env["KERNEL_ABI"])
+	key := fmt.Sprintf("%s %s %s", unix.ByteSliceToString(u.Release[:]), qemuID, kernelABI)
 	sum := sha256.Sum256([]byte(key))
-	return filepath.Join(filepath.Dir(filepath.Dir(img.Dir)), fmt.Sprintf("kvm-failed-%x", sum[:6]))
+	return filepath.Join(cacheDir, fmt.Sprintf("kvm-failed-%x", sum[:6]))
 }

@@ -13,11 +13,17 @@ import (
 )
 
 // DialContext connects to address inside the box's network namespace (a
-// box has only its own loopback): the socket is made on an OS thread that
-// has entered the namespace, and stays there after the thread leaves it.
-// Cheaper than Exec of a client for tests and benchmarks that poll a port
-// in the box.
+// box has only its own loopback). Cheaper than Exec of a client for tests
+// and benchmarks that poll a port in the box.
 func (b *Box) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	return DialNetns(ctx, fmt.Sprintf("/proc/%d/ns/net", b.InitPID), network, address)
+}
+
+// DialNetns connects to address inside the network namespace at nsPath (a
+// box's, or a lab's /run/netns/NAME): the socket is made on an OS thread
+// that has entered the namespace, and stays there after the thread leaves
+// it.
+func DialNetns(ctx context.Context, nsPath, network, address string) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
 		err error
@@ -25,16 +31,16 @@ func (b *Box) DialContext(ctx context.Context, network, address string) (net.Con
 	done := make(chan result, 1)
 	go func() {
 		// The thread is never handed back: it dies with this goroutine, so
-		// no other goroutine ever runs in the box's namespace.
+		// no other goroutine ever runs in the namespace.
 		runtime.LockOSThread()
-		ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", b.InitPID))
+		ns, err := os.Open(nsPath)
 		if err != nil {
-			done <- result{err: fmt.Errorf("open box netns: %w", err)}
+			done <- result{err: fmt.Errorf("open netns: %w", err)}
 			return
 		}
 		defer ns.Close()
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- result{err: fmt.Errorf("enter box netns: %w", err)}
+			done <- result{err: fmt.Errorf("enter netns %s: %w", nsPath, err)}
 			return
 		}
 		var d net.Dialer

@@ -1,0 +1,314 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+)
+
+// Facts are one read of the v2 topology. On a v1 or hybrid host only Mode
+// is set: nothing else is read.
+type Facts struct {
+	Mode cgroup.Mode
+	// Containers are the running containers, with their cgroups' types.
+	Containers []Container
+	// Trees are the runtime's trees walked, sorted.
+	Trees []string
+	// Internal are cgroups in those trees with processes and a non-empty
+	// cgroup.subtree_control.
+	Internal []Internal
+	// Daemons are the configured daemons' pids and cgroups.
+	Daemons []Daemon
+	// Agent is where the BOSH agent runs; nil when the root is no BOSH VM
+	// (no /var/vcap/bosh).
+	Agent *Agent
+	// Problems are what could not be read (a state, a cgroup file).
+	Problems []string
+}
+
+// Container is one running container's cgroup as its state records it.
+type Container struct {
+	Name, StatePath, Cgroup string
+	// Types are cgroup.type of the container's cgroup and of each ancestor
+	// inside its tree, leaf first.
+	Types []Type
+}
+
+// Type is one cgroup's cgroup.type.
+type Type struct{ Cgroup, Type string }
+
+// Internal is a cgroup holding processes while enabling controllers below.
+type Internal struct {
+	Cgroup, SubtreeControl string
+	PIDs                   []int
+}
+
+// Daemon is a configured daemon's process and the cgroup it is in.
+type Daemon struct {
+	Name, PIDFile string
+	PID           int
+	Cgroup        string
+	Err           string // could not read the pidfile or the process's cgroup
+}
+
+// Agent is every bosh-agent process and the cgroup it is in.
+type Agent struct {
+	Processes []AgentProcess
+	Err       string // could not list processes
+}
+
+// AgentProcess is one bosh-agent process.
+type AgentProcess struct {
+	PID    int
+	Cgroup string
+}
+
+// DaemonSpec names a configured daemon and its pidfile under the root.
+type DaemonSpec struct{ Name, PIDFile string }
+
+// Spec says where to read.
+type Spec struct {
+	Root         string
+	RuntimeRoots []string
+	Namespaces   []string
+	Daemons      []DaemonSpec
+}
+
+// AgentComm is the bosh-agent's command name in /proc/<pid>/stat.
+const AgentComm = "bosh-agent"
+
+// BoshDir marks a BOSH VM.
+const BoshDir = "/var/vcap/bosh"
+
+// Read reads the facts under s.Root. An error means nothing could be read
+// (no cgroup layout, an unlistable runtime root).
+func Read(s Spec) (*Facts, error) {
+	l, err := cgroup.Discover(s.Root)
+	if err != nil {
+		return nil, fmt.Errorf("read cgroup layout: %w", err)
+	}
+	f := &Facts{Mode: l.Mode}
+	if l.Mode != cgroup.Unified {
+		return f, nil
+	}
+	disc, err := runcstate.Discover(s.Root, s.RuntimeRoots, s.Namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("find runtime states: %w", err)
+	}
+	r := reader{l: l, h: l.Hierarchies[0], proc: procfs.New(s.Root).NewReader(), f: f}
+	defer r.proc.Close()
+	for _, p := range disc.Problems {
+		f.Problems = append(f.Problems, fmt.Sprintf("read %s: %v", p.Path, p.Err))
+	}
+	trees := map[string]bool{}
+	for i := range disc.Containers {
+		if c, tree, ok := r.container(&disc.Containers[i]); ok {
+			f.Containers = append(f.Containers, c)
+			trees[tree] = true
+		}
+	}
+	for t := range trees {
+		f.Trees = append(f.Trees, t)
+	}
+	slices.Sort(f.Trees)
+	for _, t := range f.Trees {
+		r.walk(t)
+	}
+	for _, d := range s.Daemons {
+		f.Daemons = append(f.Daemons, r.daemon(s.Root, d))
+	}
+	if _, err := os.Stat(filepath.Join(s.Root, BoshDir)); err == nil {
+		f.Agent = r.agent()
+	}
+	return f, nil
+}
+
+type reader struct {
+	l    *cgroup.Layout
+	h    *cgroup.Hierarchy
+	proc *procfs.Reader
+	f    *Facts
+}
+
+func (r *reader) problem(format string, a ...any) {
+	r.f.Problems = append(r.f.Problems, fmt.Sprintf(format, a...))
+}
+
+// container reads c's recorded cgroup and the types along it, when c is
+// running (its init is the process runc started); tree is where the
+// runtime's tree containing it begins.
+func (r *reader) container(c *runcstate.Container) (Container, string, bool) {
+	if c.Created || c.State == nil || c.State.InitProcessPid <= 0 {
+		return Container{}, "", false
+	}
+	st, err := r.proc.Stat(c.State.InitProcessPid)
+	if err != nil || st.StartTime != uint64(c.State.InitProcessStart) {
+		return Container{}, "", false // gone: runtime-ghosts judges those
+	}
+	cg, ok := r.recorded(c)
+	if !ok {
+		r.problem("read %s: no cgroup for the unified hierarchy recorded", c.StatePath)
+		return Container{}, "", false
+	}
+	tree := Tree(cg)
+	out := Container{Name: c.Name(), StatePath: c.StatePath, Cgroup: cg}
+	for p := cg; ; p = path.Dir(p) {
+		t, err := r.file(p, "cgroup.type")
+		if err != nil {
+			r.problem("read cgroup.type of %s: %v", p, err)
+		} else {
+			out.Types = append(out.Types, Type{Cgroup: p, Type: t})
+		}
+		if p == tree {
+			break
+		}
+	}
+	return out, tree, true
+}
+
+func (r *reader) recorded(c *runcstate.Container) (string, bool) {
+	if c.CgroupPath != "" {
+		return path.Clean("/" + c.CgroupPath), true // crun: one path for all
+	}
+	abs, ok := c.State.CgroupPaths[""]
+	if !ok {
+		return "", false
+	}
+	_, rel, ok := r.l.Split(abs)
+	return rel, ok
+}
+
+// Tree is where the runtime's tree holding cgroup cg begins: the highest
+// ancestor of cg (or cg itself) below the nearest systemd unit above it
+// (a .slice, .service or .scope) or below the root. /garden/h/init is in
+// /garden's tree; /system.slice/garden/c2 in /system.slice/garden's; a
+// container directly below a slice is a tree of its own, and so is a
+// unit's own cgroup (runc's systemd driver puts each container in a scope).
+func Tree(cg string) string {
+	parts := strings.Split(strings.TrimPrefix(cg, "/"), "/")
+	start := 0
+	for i, p := range parts[:len(parts)-1] {
+		if isUnit(p) {
+			start = i + 1
+		}
+	}
+	if isUnit(parts[len(parts)-1]) {
+		return cg
+	}
+	return "/" + strings.Join(parts[:start+1], "/")
+}
+
+func isUnit(name string) bool {
+	return strings.HasSuffix(name, ".slice") || strings.HasSuffix(name, ".service") || strings.HasSuffix(name, ".scope")
+}
+
+// file reads one cgroup file, trimmed.
+func (r *reader) file(cg, name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(r.l.Path(r.h, cg), name))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// walk finds the cgroups of tree that hold processes and enable
+// controllers for their children.
+func (r *reader) walk(tree string) {
+	err := cgroup.Walk(r.l.Path(r.h, tree), tree, func(dir, rel string) error {
+		sc, err := r.file(rel, "cgroup.subtree_control")
+		if errors.Is(err, fs.ErrNotExist) {
+			return fs.SkipDir // removed meanwhile
+		}
+		if err != nil {
+			r.problem("read cgroup.subtree_control of %s: %v", rel, err)
+			return nil
+		}
+		if sc == "" {
+			return nil
+		}
+		_, pids, err := cgroup.ReadProcs(dir, nil, nil)
+		if err != nil {
+			if !errors.Is(err, cgroup.ErrNoCgroup) {
+				r.problem("read cgroup.procs of %s: %v", rel, err)
+			}
+			return nil
+		}
+		if len(pids) > 0 {
+			slices.Sort(pids)
+			r.f.Internal = append(r.f.Internal, Internal{Cgroup: rel, SubtreeControl: sc, PIDs: pids})
+		}
+		return nil
+	})
+	if err != nil {
+		r.problem("walk %s: %v", tree, err)
+	}
+}
+
+// cgroupOf is pid's cgroup in the unified hierarchy (its 0:: line).
+func (r *reader) cgroupOf(pid int) (string, error) {
+	b, err := r.proc.Cgroup(pid)
+	if err != nil {
+		return "", fmt.Errorf("read /proc/%d/cgroup: %w", pid, err)
+	}
+	var m cgroup.Membership
+	if err := cgroup.ParseProcCgroup(b, &m); err != nil {
+		return "", fmt.Errorf("parse /proc/%d/cgroup: %w", pid, err)
+	}
+	cg, ok := m.Lookup("")
+	if !ok {
+		return "", fmt.Errorf("/proc/%d/cgroup has no 0:: line", pid)
+	}
+	return string(cg), nil
+}
+
+func (r *reader) daemon(root string, d DaemonSpec) Daemon {
+	out := Daemon{Name: d.Name, PIDFile: d.PIDFile}
+	b, err := os.ReadFile(filepath.Join(root, d.PIDFile))
+	if err != nil {
+		out.Err = fmt.Sprintf("read pidfile %s: %v", d.PIDFile, err)
+		return out
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		out.Err = fmt.Sprintf("read pidfile %s: no pid in %q", d.PIDFile, strings.TrimSpace(string(b)))
+		return out
+	}
+	out.PID = pid
+	if out.Cgroup, err = r.cgroupOf(pid); err != nil {
+		out.Err = err.Error()
+	}
+	return out
+}
+
+// agent finds every process named bosh-agent and its cgroup; processes
+// that exit meanwhile are left out.
+func (r *reader) agent() *Agent {
+	a := &Agent{}
+	ents, err := r.proc.FS().Entries(nil)
+	if err != nil {
+		a.Err = fmt.Sprintf("list processes: %v", err)
+		return a
+	}
+	for _, e := range ents {
+		st, err := r.proc.Stat(e.PID)
+		if err != nil || st.Comm != AgentComm {
+			continue
+		}
+		cg, err := r.cgroupOf(e.PID)
+		if err != nil {
+			continue
+		}
+		a.Processes = append(a.Processes, AgentProcess{PID: e.PID, Cgroup: cg})
+	}
+	return a
+}

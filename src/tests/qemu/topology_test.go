@@ -1,0 +1,90 @@
+package qemu
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm"
+)
+
+// CELLGUARD_BEFORE_REV=e18d83e (the commit cgroup-topology was added on
+// top of) also runs that commit's cellguard, for before/after evidence.
+
+// TestNobleTopology is issue 37 item 3's internal process on a real noble
+// VM: a runc container at /garden/t1 with its init inside, then `+pids`
+// written into /garden/t1's cgroup.subtree_control. The kernel allows it
+// (pids is a threaded controller: cgroup_vet_subtree_control_enable) and
+// refuses `+memory` after it (EBUSY), so nothing below the init can be
+// memory-limited. validate's cgroup-topology must name /garden/t1 and the
+// init's pid; the cellguard before the check had nothing to say.
+func TestNobleTopology(t *testing.T) {
+	qemuvm.RequireImage(t)
+	bin, before := buildCellguard(t), ""
+	if rev := beforeRev(); rev != "" {
+		before = buildCellguardAt(t, rev)
+	}
+	vm := qemuvm.Start(t, qemuvm.Options{})
+	t.Logf("boot: %s, %v; load average %s", vm.Accel, vm.BootTime.Round(time.Second), qemuvm.LoadAverage())
+	g := guest{t: t, vm: vm}
+	for src, dst := range map[string]string{bin: guestBin, before: guestBefore} {
+		if src == "" {
+			continue
+		}
+		if err := vm.CopyIn(t.Context(), src, dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.bundle()
+	g.run("t1", "/garden/t1")
+	init := strings.TrimSpace(g.sh(`runc state t1 | sed -n 's/.*"pid": \([0-9]*\).*/\1/p'`))
+	if got := topologyProblems(&g, guestBin, "with t1 as runc made it"); len(got) != 0 {
+		t.Fatalf("before +pids: %q", got)
+	}
+
+	sc := "/sys/fs/cgroup/garden/t1/cgroup.subtree_control"
+	g.sh("echo +pids > " + sc)
+	t.Logf("+memory into %s with the init inside: %s", sc, g.sh("echo +memory > "+sc+" 2>&1 || true; cat "+sc))
+	if before != "" {
+		topologyProblems(&g, guestBefore, "after +pids")
+	}
+	got := topologyProblems(&g, guestBin, "after +pids")
+	// With a process inside and a threaded controller enabled, the kernel
+	// makes /garden/t1 a thread root (cgroup_is_thread_root): the type
+	// finding comes with the internal process's (measured here).
+	want := []string{"warn /garden/t1 type=domain threaded pids= subtree_control=", "warn /garden/t1 type= pids=" + init + " subtree_control=pids"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("cgroup-topology found %q, want %q", got, want)
+	}
+}
+
+// topologyProblems runs bin's validate and returns cgroup-topology's
+// problems as "status cgroup type=... pids=... subtree_control=...", logging the
+// whole result.
+func topologyProblems(g *guest, bin, step string) []string {
+	g.t.Helper()
+	rep, res := g.validate(bin)
+	var got, details []string
+	found := false
+	for _, r := range rep.Results {
+		if r.ID != "cgroup-topology" {
+			continue
+		}
+		found = true
+		for _, f := range r.Findings {
+			details = append(details, f.Status+" "+f.Subject+": "+f.Detail)
+			if f.Status == "fail" || f.Status == "warn" {
+				got = append(got, f.Status+" "+f.Data["cgroup"]+" type="+f.Data["type"]+" pids="+f.Data["pids"]+" subtree_control="+f.Data["subtree_control"])
+			}
+		}
+	}
+	g.t.Logf("%s: %s validate exit %d, cgroup-topology in the report: %v\n%s", step, bin, res.Exit, found, strings.Join(details, "\n"))
+	if bin == guestBefore && found {
+		g.t.Errorf("the cellguard before cgroup-topology (%s) has it", beforeRev())
+	}
+	if bin == guestBin && !found {
+		g.t.Fatalf("no cgroup-topology in the report")
+	}
+	return got
+}
