@@ -109,9 +109,11 @@ func Needs(cs []validator.Check) []facts.Kind {
 }
 
 // OnEvent names the checks `cellguard watch` runs after each systemd
-// event (a job finished, a unit appeared, a cgroup setting changed): they
-// read only the shared scan, and what they look at is what systemd changes
-// when it realizes cgroups. The others read binaries, sysctls and unit
-// properties over D-Bus, which change with deploys, so watch runs them on
-// its period only.
-var OnEvent = []string{"cgroup-integrity", "runtime-ghosts", "stuck-runc-init"}
+// event (a job finished, a unit appeared, a cgroup setting changed) and
+// each write to a v2 cgroup.subtree_control above a container: they read
+// the host's cgroups and runtime state, and what they look at is what
+// systemd changes when it realizes cgroups (limits-intact: the
+// controllers a daemon-reload switches off). The others read binaries,
+// sysctls and unit properties over D-Bus, which change with deploys, so
+// watch runs them on its period only.
+var OnEvent = []string{"cgroup-integrity", "runtime-ghosts", "stuck-runc-init", "limits-intact"}

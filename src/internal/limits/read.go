@@ -36,14 +36,17 @@ func Read(s Spec) (*Facts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find runtime states: %w", err)
 	}
-	r := reader{l: layout, proc: procfs.New(s.Root).NewReader(), files: map[string]fileRead{}}
+	r := reader{l: layout, proc: procfs.New(s.Root).NewReader(), files: map[string]fileRead{}, levels: map[[2]string][]Level{}}
 	defer r.proc.Close()
 	f := &Facts{Unified: layout.Mode == cgroup.Unified}
 	for _, p := range disc.Problems {
 		f.Problems = append(f.Problems, fmt.Sprintf("read %s: %v", p.Path, p.Err))
 	}
+	seen := make(map[string]bool, len(disc.Containers))
+	defer states.keep(seen)
 	for i := range disc.Containers {
 		c := &disc.Containers[i]
+		seen[c.StatePath] = true
 		if !r.running(c) {
 			continue // created, or gone: runtime-ghosts judges those
 		}
@@ -64,6 +67,9 @@ type reader struct {
 	// files caches cgroup files by path: a cell's containers share their
 	// parents, read once per run.
 	files map[string]fileRead
+	// levels caches each cgroup's levels by hierarchy key and cgroup: a
+	// container's processes mostly share one (read-only once made).
+	levels map[[2]string][]Level
 }
 
 type fileRead struct {
@@ -85,7 +91,7 @@ func (r *reader) running(c *runcstate.Container) bool {
 // of its processes: its init and every process in the cgroup.procs of its
 // recorded cgroup and of the cgroup its init is in now.
 func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, error) {
-	res, err := readResources(c.StatePath)
+	res, err := states.resources(c.StatePath)
 	if err != nil {
 		return nil, err
 	}
@@ -98,13 +104,21 @@ func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, err
 	if !ok {
 		return nil, fmt.Errorf("no recorded cgroup for %q in %s", keys[0], c.StatePath)
 	}
-	pids := []int{c.State.InitProcessPid}
-	pids = r.appendProcs(pids, h, expected)
-	if p, err := r.proc.Cgroup(c.State.InitProcessPid); err == nil {
+	// On v2 a pid that a cgroup's cgroup.procs lists is in that cgroup:
+	// where says so, and spares its /proc/<pid>/cgroup (a cell has
+	// thousands). v1 has one cgroup per hierarchy: each is read.
+	var where map[int]string
+	if unified {
+		where = map[int]string{}
+	}
+	init := c.State.InitProcessPid
+	pids := []int{init}
+	pids = r.appendProcs(pids, h, expected, where)
+	if p, err := r.proc.Cgroup(init); err == nil {
 		var m cgroup.Membership
 		if cgroup.ParseProcCgroup(p, &m) == nil {
 			if now, ok := m.Lookup(keys[0]); ok && string(now) != expected {
-				pids = r.appendProcs(pids, h, string(now))
+				pids = r.appendProcs(pids, h, string(now), where)
 			}
 		}
 	}
@@ -113,7 +127,12 @@ func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, err
 	var ps []Process
 	for _, pid := range pids {
 		p := Process{PID: pid, Container: c.Name(), StatePath: c.StatePath, Expected: expected, Recorded: res, Wants: wants}
-		paths, err := r.paths(pid, keys)
+		var paths []Path
+		if cg, ok := where[pid]; ok {
+			paths, err = r.listed(h, cg)
+		} else {
+			paths, err = r.paths(pid, keys)
+		}
 		if procfs.IsGone(err) {
 			continue // exited since the listing
 		}
@@ -173,11 +192,27 @@ func (r *reader) recorded(c *runcstate.Container, key string) (*cgroup.Hierarchy
 	return h, rel, ok
 }
 
-// appendProcs appends the pids in cgroup rel of h; a cgroup that is gone
-// or unreadable adds none (the process's own read says what is wrong).
-func (r *reader) appendProcs(pids []int, h *cgroup.Hierarchy, rel string) []int {
+// appendProcs appends the pids in cgroup rel of h, noting each in where
+// (when not nil); a cgroup that is gone or unreadable adds none (the
+// process's own read says what is wrong).
+func (r *reader) appendProcs(pids []int, h *cgroup.Hierarchy, rel string, where map[int]string) []int {
+	n := len(pids)
 	_, pids, _ = cgroup.ReadProcs(r.l.Path(h, rel), nil, pids)
+	if where != nil {
+		for _, pid := range pids[n:] {
+			where[pid] = rel
+		}
+	}
 	return pids
+}
+
+// listed is the v2 Path of a process cgroup.procs listed in cg.
+func (r *reader) listed(h *cgroup.Hierarchy, cg string) ([]Path, error) {
+	lvs, err := r.levelsOf(h, cg, "")
+	if err != nil {
+		return nil, err
+	}
+	return []Path{{Key: "", Cgroup: cg, Levels: lvs}}, nil
 }
 
 // paths reads pid's cgroup in each hierarchy of keys and the levels of
@@ -202,16 +237,33 @@ func (r *reader) paths(pid int, keys []string) ([]Path, error) {
 			return ps, fmt.Errorf("no mounted hierarchy for %q", key)
 		}
 		p := Path{Key: key, Cgroup: string(cg)}
-		for _, rel := range ancestry(p.Cgroup) {
-			lv, err := r.level(h, rel, key)
-			if err != nil {
-				return ps, err
-			}
-			p.Levels = append(p.Levels, lv)
+		lvs, err := r.levelsOf(h, p.Cgroup, key)
+		if err != nil {
+			return ps, err
 		}
+		p.Levels = lvs
 		ps = append(ps, p)
 	}
 	return ps, nil
+}
+
+// levelsOf is every level from the first below the root down to cg, in
+// the hierarchy of key; the slice is shared by the processes in cg.
+func (r *reader) levelsOf(h *cgroup.Hierarchy, cg, key string) ([]Level, error) {
+	k := [2]string{key, cg}
+	if lvs, ok := r.levels[k]; ok {
+		return lvs, nil
+	}
+	var lvs []Level
+	for _, rel := range ancestry(cg) {
+		lv, err := r.level(h, rel, key)
+		if err != nil {
+			return nil, err
+		}
+		lvs = append(lvs, lv)
+	}
+	r.levels[k] = lvs
+	return lvs, nil
 }
 
 // ancestry lists the cgroups from the first below the root down to cg:

@@ -159,3 +159,37 @@ func files(m map[string]string) string {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// A state file rewritten (runc update renames a new one into place) is
+// decoded again; an unchanged one comes from the cache.
+func TestReadSeesARewrittenState(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	h.Write("sys/fs/cgroup/cgroup.subtree_control", "memory pids\n")
+	c := fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/c1", Resources: map[string]any{"memory": 1 << 30}}
+	h.RunContainer(c, 100, 1, 500)
+	spec := Spec{Root: h.Root, RuntimeRoots: []string{"/run/runc"}}
+	wants := func() string {
+		t.Helper()
+		f, err := Read(spec)
+		if err != nil || len(f.Processes) != 1 {
+			t.Fatalf("read: %v, %+v", err, f)
+		}
+		var ws []string
+		for _, w := range f.Processes[0].Wants {
+			ws = append(ws, w.File+"="+w.Value)
+		}
+		return strings.Join(ws, ",")
+	}
+	if got := wants(); got != "memory.max=1073741824" {
+		t.Fatalf("first read: %s", got)
+	}
+	if got := wants(); got != "memory.max=1073741824" {
+		t.Fatalf("unchanged: %s", got)
+	}
+	c.Init, c.InitStart = 100, 500
+	c.Resources = map[string]any{"memory": 1 << 29, "pids_limit": 10}
+	h.State(c)
+	if got := wants(); got != "memory.max=536870912,pids.max=10" {
+		t.Fatalf("after the rewrite: %s", got)
+	}
+}

@@ -83,6 +83,9 @@ func (w *Watcher) guard(registry []validator.Check) []validator.Check {
 func (w *Watcher) guardedRead() (h *snapshot.Host, err error) {
 	err = w.running.once("read of the host", func() error {
 		h, err = w.read()
+		if err == nil && w.subtree != nil {
+			w.trackSubtrees(h) // inside: one read at a time tracks
+		}
 		return err
 	})
 	return h, err

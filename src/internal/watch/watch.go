@@ -1,6 +1,7 @@
 // Package watch is `cellguard watch`: a daemon that runs the validator's
 // checks (the same registry, the same shared scan, the same validator.Run)
-// whenever systemd may have moved processes, and on a period, and reports
+// whenever systemd may have moved processes or (on cgroup v2) anyone wrote
+// a cgroup.subtree_control above a container, and on a period, and reports
 // what changed: a log line when a finding appears and when it clears,
 // Prometheus metrics on /metrics and in a node_exporter textfile, and,
 // when asked, heals the escapes the checks confirmed (package heal) within
@@ -42,7 +43,7 @@ const (
 // settle and each systemd event kind.
 var Triggers = []string{TriggerStart, TriggerPeriod, TriggerReconnect, TriggerSettle,
 	string(systemd.JobFinished), string(systemd.UnitNew), string(systemd.CgroupChanged),
-	string(systemd.Reloaded), string(systemd.ManagerRestarted)}
+	string(systemd.Reloaded), string(systemd.ManagerRestarted), string(SubtreeChanged)}
 
 // Defaults.
 const (
@@ -162,6 +163,10 @@ type Watcher struct {
 	// running is the checks and the host read of earlier scans that
 	// outlived their deadline.
 	running inflight
+	// subtree watches the v2 cgroup.subtree_control files above the
+	// containers read last (nil: not watching).
+	subtree      *subtreeWatch
+	subtreeShown int // the count of watched files last logged
 }
 
 // New builds a watcher; Run starts it.
@@ -212,6 +217,7 @@ func (w *Watcher) Run(ctx context.Context) {
 	} else {
 		w.log.Info("no-systemd-events", lager.Data{"reason": "systemd is not init here: periodic scans only"})
 	}
+	w.watchSubtrees(ctx, events)
 	w.scan(ctx, TriggerStart, true)
 
 	period := time.NewTicker(w.cfg.Period)

@@ -1,0 +1,272 @@
+package qemu
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm"
+)
+
+// CELLGUARD_BEFORE_REV=e18d83e (the commit before watch ran
+// limits-intact on events and watched cgroup.subtree_control: its watch
+// names a lost limit on its period only) also runs that commit's watch a
+// few times, for comparison.
+
+// Guest paths of TestNobleWatchLimits.
+const (
+	watchLog = "/root/watch.log"
+	watchPID = "/root/watch.pid"
+)
+
+// stripTimeout is how long a strip may take to be named: generous, so
+// that a loaded host never flakes the test; the latencies are reported,
+// not asserted.
+const stripTimeout = 40 * time.Second
+
+// TestNobleWatchLimits is issue 37 item 6 on a real noble VM: `cellguard
+// watch` runs, containers with recorded limits sit at /system.slice/cx
+// and /garden/cy, and each repetition restores their limits, waits until
+// watch has cleared every limits-intact finding, then causes one strip:
+// `systemctl daemon-reload` (systemd writes `-cpuset -cpu -io` into
+// system.slice's subtree_control) or `echo -memory` into /garden's (no
+// systemd signal at all). Each strip must be named by a `finding` line of
+// limits-intact for that container; the time from the action to the line
+// is reported as p50/p95/max, never asserted (a loaded host must not
+// flake it). Then the watch before this change does a few of the same,
+// for comparison. CELLGUARD_WATCH_REPS sets the repetitions: make test runs
+// 3 (each strip named); the measurement takes 20.
+func TestNobleWatchLimits(t *testing.T) {
+	qemuvm.RequireImage(t)
+	reps := 3
+	if s := os.Getenv("CELLGUARD_WATCH_REPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("CELLGUARD_WATCH_REPS=%q", s)
+		}
+		reps = n
+	}
+	bin, before := buildCellguard(t), ""
+	if rev := beforeRev(); rev != "" {
+		before = buildCellguardAt(t, rev)
+	}
+	vm := qemuvm.Start(t, qemuvm.Options{})
+	t.Logf("boot: %s, %v; load average %s", vm.Accel, vm.BootTime.Round(time.Second), qemuvm.LoadAverage())
+	g := guest{t: t, vm: vm}
+	for src, dst := range map[string]string{bin: guestBin, before: guestBefore} {
+		if src == "" {
+			continue
+		}
+		if err := vm.CopyIn(t.Context(), src, dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.bundle()
+	g.run("cx", "/system.slice/cx")
+	g.run("cy", "/garden/cy")
+	g.state("cx", "cy")
+
+	type watchRun struct {
+		name, bin string
+		reps      int
+	}
+	runs := []watchRun{{"this tree", guestBin, reps}}
+	if before != "" {
+		runs = append(runs, watchRun{"before (" + beforeRev() + ")", guestBefore, 2})
+	}
+	for _, run := range runs {
+		w := g.startWatch(run.bin)
+		for _, s := range strips {
+			var lat, took []time.Duration
+			triggers := map[string]int{}
+			for i := range run.reps {
+				w.restore()
+				d, a, trig := w.strip(s)
+				lat, took = append(lat, d), append(took, a)
+				triggers[trig]++
+				if i == 0 {
+					g.state(s.container)
+				}
+			}
+			t.Logf("%s: %s: %d strips named, action to finding: %s; the action itself took %s; by trigger %v; event scans so far: cpu %s, duration %s",
+				run.name, s.name, len(lat), summary(lat), summary(took), triggers, summary(w.scanCPU), summary(w.scanTime))
+		}
+		w.stop()
+	}
+}
+
+// strip is one way to lose a container's limits on v2.
+type strip struct {
+	name, container string
+	// action causes it; restore undoes it and writes the recorded values
+	// back (what `runc update` would).
+	action, restore string
+}
+
+var strips = []strip{
+	{name: "daemon-reload, container at /system.slice/cx", container: "cx",
+		action: "systemctl daemon-reload",
+		restore: `cd /sys/fs/cgroup
+echo '+cpu +io' > cgroup.subtree_control
+echo '+cpu +io' > system.slice/cgroup.subtree_control
+echo 59 > system.slice/cx/cpu.weight
+echo '50000 100000' > system.slice/cx/cpu.max
+if [ -e system.slice/cx/io.bfq.weight ]; then echo 300 > system.slice/cx/io.bfq.weight; else echo 'default 2930' > system.slice/cx/io.weight; fi`},
+	{name: "-memory into /garden's subtree_control, container at /garden/cy", container: "cy",
+		action: "echo -memory > /sys/fs/cgroup/garden/cgroup.subtree_control",
+		restore: `cd /sys/fs/cgroup
+echo +memory > garden/cgroup.subtree_control
+echo 134217728 > garden/cy/memory.max
+echo 67108864 > garden/cy/memory.swap.max`},
+}
+
+// watcher is a `cellguard watch` running in the guest, and what its log
+// said so far.
+type watcher struct {
+	g     *guest
+	lines int               // log lines read
+	open  map[string]string // limits-intact findings open: subject+detail -> subject
+	// scanCPU and scanTime are the CPU and wall time of each event scan.
+	scanCPU, scanTime []time.Duration
+}
+
+func (g *guest) startWatch(bin string) *watcher {
+	g.t.Helper()
+	g.sh(fmt.Sprintf("rm -f %[2]s; nohup %[1]s watch --runtime-root /run/runc --period 20s --log-level debug >%[2]s 2>&1 </dev/null & echo $! >%[3]s", bin, watchLog, watchPID))
+	w := &watcher{g: g, open: map[string]string{}}
+	w.until(stripTimeout, "the first scan", func(l logLine) bool { return l.msg("scan") && l.Data["trigger"] == "start" })
+	return w
+}
+
+func (w *watcher) stop() {
+	w.g.t.Helper()
+	w.g.sh("kill $(cat " + watchPID + "); sleep 0.5; grep -c . " + watchLog + " || true")
+}
+
+// quiet is the pause between watch clearing the findings and the next
+// action: the restore's writes made event scans, whose CPU delays the next
+// event scan (watch's CPU budget: a tenth of a core); a strip on a cell
+// that was quiet before is what is measured.
+const quiet = 4 * time.Second
+
+// restore undoes every strip, waits until watch has no limits-intact
+// finding open, then for quiet.
+func (w *watcher) restore() {
+	w.g.t.Helper()
+	for _, s := range strips {
+		w.g.sh(s.restore)
+	}
+	w.until(stripTimeout, "every limits-intact finding cleared", func(logLine) bool { return len(w.open) == 0 })
+	time.Sleep(quiet)
+}
+
+// strip causes s and returns the time from the action's start to
+// watch's finding on s.container and how long the action took (a
+// daemon-reload strips during it), by the guest's clock, and the scan's
+// trigger.
+func (w *watcher) strip(s strip) (time.Duration, time.Duration, string) {
+	w.g.t.Helper()
+	out := strings.Fields(w.g.sh("date +%s.%N; " + s.action + "; date +%s.%N"))
+	if len(out) < 2 {
+		w.g.t.Fatalf("action %q printed %q", s.action, out)
+	}
+	t0, err0 := strconv.ParseFloat(out[0], 64)
+	t1, err1 := strconv.ParseFloat(out[len(out)-1], 64)
+	if err0 != nil || err1 != nil {
+		w.g.t.Fatalf("date: %q", out)
+	}
+	var hit logLine
+	w.until(stripTimeout, s.name+" named", func(l logLine) bool {
+		if l.msg("finding") && l.Data["check"] == "limits-intact" && l.Data["subject"] == s.container {
+			hit = l
+			return true
+		}
+		return false
+	})
+	return time.Duration((hit.at() - t0) * float64(time.Second)), time.Duration((t1 - t0) * float64(time.Second)), fmt.Sprint(hit.Data["trigger"])
+}
+
+// logLine is one lager line.
+type logLine struct {
+	Timestamp string         `json:"timestamp"`
+	Message   string         `json:"message"`
+	Data      map[string]any `json:"data"`
+}
+
+func (l logLine) msg(m string) bool { return strings.HasSuffix(l.Message, "."+m) }
+
+func (l logLine) at() float64 {
+	f, _ := strconv.ParseFloat(l.Timestamp, 64)
+	return f
+}
+
+// until reads watch's new log lines, keeping the open limits-intact
+// findings, until match says yes; it fails the test after timeout.
+func (w *watcher) until(timeout time.Duration, what string, match func(logLine) bool) {
+	w.g.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		out := w.g.sh(fmt.Sprintf("tail -n +%d %s", w.lines+1, watchLog))
+		lines := strings.SplitAfter(out, "\n")
+		for _, raw := range lines {
+			if !strings.HasSuffix(raw, "\n") {
+				break // a line still being written: read it again next time
+			}
+			w.lines++
+			var l logLine
+			if json.Unmarshal([]byte(raw), &l) != nil {
+				continue
+			}
+			w.note(l)
+			if match(l) {
+				return
+			}
+		}
+		if match(logLine{}) {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.g.t.Fatalf("watch: no %s within %v; open limits-intact findings %v; log:\n%s", what, timeout, w.open,
+				w.g.sh("tail -n 40 "+watchLog))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (w *watcher) note(l logLine) {
+	if l.msg("scan") && l.Data["trigger"] != "period" && l.Data["trigger"] != "start" {
+		cpu, _ := l.Data["cpu"].(float64)
+		d, _ := l.Data["duration"].(float64)
+		w.scanCPU = append(w.scanCPU, time.Duration(cpu*float64(time.Second)))
+		w.scanTime = append(w.scanTime, time.Duration(d*float64(time.Second)))
+	}
+	if l.Data["check"] != "limits-intact" {
+		return
+	}
+	k := fmt.Sprint(l.Data["subject"], "\x00", l.Data["detail"])
+	switch {
+	case l.msg("finding"):
+		w.open[k] = fmt.Sprint(l.Data["subject"])
+	case l.msg("finding-cleared"):
+		delete(w.open, k)
+	}
+}
+
+// summary is "p50 X, p95 Y, max Z" of ds (nearest rank).
+func summary(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := func(p float64) time.Duration {
+		i := int(p*float64(len(s))+0.999999) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	return fmt.Sprintf("p50 %v, p95 %v, max %v", rank(0.50).Round(time.Millisecond), rank(0.95).Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+}
