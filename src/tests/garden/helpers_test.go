@@ -59,17 +59,19 @@ func triggerNamed(t *testing.T, box *sdbox.Box, g *garden.Garden, cellguard stri
 	}
 }
 
+// gardenConfig is the config watch and validate read in Garden's boxes.
+// Garden's runc is the box's patched copy in garden.RuntimeDir, outside
+// PATH and BOSH's runc package: named as an operator would name it, so
+// cellguard knows the binary whose children are runc's own
+// (checks/runcvouch.go), not by what they call themselves.
+var gardenConfig = `{"validator":{"runtime_binaries":{"runc":"` + garden.RuntimeDir + `/bin/runc"}}}`
+
 // startWatch runs cellguard watch in box and returns once it follows
 // systemd: a trigger fired before that would go unseen until the next
 // period (a race seen once under load: no event, no finding within 10 s).
 func startWatch(t *testing.T, box *sdbox.Box, cellguard string, args ...string) *boxwatch.Watch {
 	t.Helper()
-	// Garden's runc is the box's patched copy in garden.RuntimeDir, outside
-	// PATH and BOSH's runc package: named as an operator would name it, so
-	// cellguard knows the binary whose children are runc's own
-	// (checks/runcvouch.go), not by what they call themselves.
-	config := `{"validator":{"runtime_binaries":{"runc":"` + garden.RuntimeDir + `/bin/runc"}}}`
-	w := boxwatch.StartWithConfig(t, box, cellguard, "/var/log/watch.log", config, args...)
+	w := boxwatch.StartWithConfig(t, box, cellguard, "/var/log/watch.log", gardenConfig, args...)
 	if _, ok := w.WaitLog("systemd-connected", nil, 30*time.Second); !ok {
 		t.Fatal("cellguard watch did not connect to systemd within 30 s")
 	}

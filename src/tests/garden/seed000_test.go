@@ -131,6 +131,11 @@ func escapesIn(t *testing.T, report string) []string {
 
 func validateDrain(t *testing.T, box *sdbox.Box, cellguard string) (int, string) {
 	t.Helper()
+	// The config watch reads; a test without watch has none yet, and a
+	// validate that could not load one would judge nothing.
+	if err := box.WriteFile(boxwatch.Config, []byte(gardenConfig), 0o644); err != nil {
+		t.Fatalf("write %s: %v", boxwatch.Config, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := box.Command(ctx, cellguard, "validate", "--phase", "drain", "--config", boxwatch.Config,
