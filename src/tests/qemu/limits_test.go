@@ -42,26 +42,14 @@ const (
 func TestNobleLimits(t *testing.T) {
 	qemuvm.RequireImage(t)
 	t0, load0 := time.Now(), qemuvm.LoadAverage()
-	bin, before := buildCellguard(t), ""
-	if rev := beforeRev(); rev != "" {
-		before = buildCellguardAt(t, rev)
-	}
-	vm := qemuvm.Start(t, qemuvm.Options{})
-	t.Logf("boot: %s, %v; load average %s at start, %s now", vm.Accel, vm.BootTime.Round(time.Second), load0, qemuvm.LoadAverage())
+	g, _ := bootWithCellguard(t)
+	vm := g.vm
+	t.Logf("load average %s at start", load0)
 	defer func() {
 		if rss, peak, err := vm.RSS(); err == nil {
 			t.Logf("qemu RSS at the end %d MiB, peak %d MiB; total %v; load average %s", rss>>20, peak>>20, time.Since(t0).Round(time.Second), qemuvm.LoadAverage())
 		}
 	}()
-	g := guest{t: t, vm: vm}
-	for src, dst := range map[string]string{bin: guestBin, before: guestBefore} {
-		if src == "" {
-			continue
-		}
-		if err := vm.CopyIn(t.Context(), src, dst, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	g.sh("systemd-analyze log-level debug") // the controller writes are logged at debug only
 	t.Logf("runc: %s", firstLine(g.sh("runc --version")))
 	g.bundle()
@@ -282,6 +270,25 @@ func (g *guest) validate(bin string) (report, qemuvm.Result) {
 		g.t.Fatalf("%s validate (exit %d): %v\n%s\n%s", bin, res.Exit, err, res.Stdout, res.Stderr)
 	}
 	return rep, res
+}
+
+// bootWithCellguard builds this tree's cellguard (and, with
+// CELLGUARD_BEFORE_REV, that commit's), boots a noble VM and copies them in
+// at guestBin (and guestBefore); before says whether the past one is there.
+func bootWithCellguard(t *testing.T) (g guest, before bool) {
+	t.Helper()
+	bins := map[string]string{buildCellguard(t): guestBin}
+	if rev := beforeRev(); rev != "" {
+		bins[buildCellguardAt(t, rev)] = guestBefore
+	}
+	vm := qemuvm.Start(t, qemuvm.Options{})
+	t.Logf("boot: %s, %v; load average %s", vm.Accel, vm.BootTime.Round(time.Second), qemuvm.LoadAverage())
+	for src, dst := range bins {
+		if err := vm.CopyIn(t.Context(), src, dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return guest{t: t, vm: vm}, len(bins) == 2
 }
 
 // buildCellguardAt builds cellguard as it was at commit rev, from git

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm"
 )
@@ -21,21 +20,7 @@ import (
 // init's pid; the cellguard before the check had nothing to say.
 func TestNobleTopology(t *testing.T) {
 	qemuvm.RequireImage(t)
-	bin, before := buildCellguard(t), ""
-	if rev := beforeRev(); rev != "" {
-		before = buildCellguardAt(t, rev)
-	}
-	vm := qemuvm.Start(t, qemuvm.Options{})
-	t.Logf("boot: %s, %v; load average %s", vm.Accel, vm.BootTime.Round(time.Second), qemuvm.LoadAverage())
-	g := guest{t: t, vm: vm}
-	for src, dst := range map[string]string{bin: guestBin, before: guestBefore} {
-		if src == "" {
-			continue
-		}
-		if err := vm.CopyIn(t.Context(), src, dst, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	g, before := bootWithCellguard(t)
 	g.bundle()
 	g.run("t1", "/garden/t1")
 	init := strings.TrimSpace(g.sh(`runc state t1 | sed -n 's/.*"pid": \([0-9]*\).*/\1/p'`))
@@ -46,7 +31,7 @@ func TestNobleTopology(t *testing.T) {
 	sc := "/sys/fs/cgroup/garden/t1/cgroup.subtree_control"
 	g.sh("echo +pids > " + sc)
 	t.Logf("+memory into %s with the init inside: %s", sc, g.sh("echo +memory > "+sc+" 2>&1 || true; cat "+sc))
-	if before != "" {
+	if before {
 		topologyProblems(&g, guestBefore, "after +pids")
 	}
 	got := topologyProblems(&g, guestBin, "after +pids")

@@ -51,21 +51,7 @@ func TestNobleWatchLimits(t *testing.T) {
 		}
 		reps = n
 	}
-	bin, before := buildCellguard(t), ""
-	if rev := beforeRev(); rev != "" {
-		before = buildCellguardAt(t, rev)
-	}
-	vm := qemuvm.Start(t, qemuvm.Options{})
-	t.Logf("boot: %s, %v; load average %s", vm.Accel, vm.BootTime.Round(time.Second), qemuvm.LoadAverage())
-	g := guest{t: t, vm: vm}
-	for src, dst := range map[string]string{bin: guestBin, before: guestBefore} {
-		if src == "" {
-			continue
-		}
-		if err := vm.CopyIn(t.Context(), src, dst, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	g, before := bootWithCellguard(t)
 	g.bundle()
 	g.run("cx", "/system.slice/cx")
 	g.run("cy", "/garden/cy")
@@ -76,7 +62,7 @@ func TestNobleWatchLimits(t *testing.T) {
 		reps      int
 	}
 	runs := []watchRun{{"this tree", guestBin, reps}}
-	if before != "" {
+	if before {
 		runs = append(runs, watchRun{"before (" + beforeRev() + ")", guestBefore, 2})
 	}
 	for _, run := range runs {
