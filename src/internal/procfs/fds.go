@@ -54,13 +54,10 @@ func (r *Reader) FDLinks(pid int, fn func(fd int, link []byte)) error {
 		if n <= 0 {
 			break
 		}
+		// A short read is not the end: getdents stops filling at a pending
+		// signal (Linux's filldir64), and Go preempts goroutines with
+		// SIGURG. Only a read of 0 ends the directory.
 		r.fds = appendDirentNums(r.fds, r.dents[:n], 0)
-		if n < len(r.dents)-direntMax {
-			// procfs (and tmpfs) fill the buffer until it is full or the
-			// directory ends: room for another entry means it ended, and
-			// the read that would return 0 is skipped.
-			break
-		}
 	}
 	slices.Sort(r.fds) // a fixture tree lists them in any order
 	for _, fd := range r.fds {
@@ -74,10 +71,6 @@ func (r *Reader) FDLinks(pid int, fn func(fd int, link []byte)) error {
 	}
 	return nil
 }
-
-// direntMax is the most one linux_dirent64 record takes: 19 bytes of header,
-// a name of up to 255 bytes and its NUL, padded to 8.
-const direntMax = 280
 
 // openDirAtZ opens the NUL-terminated relative path z as a directory.
 func openDirAtZ(dir int, z []byte) (int, error) {

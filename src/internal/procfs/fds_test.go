@@ -56,3 +56,54 @@ func TestFDLinksLive(t *testing.T) {
 		t.Fatalf("a pid that does not exist: %v, want ENOENT", err)
 	}
 }
+
+// A signal that arrives while getdents fills the buffer ends the fill early
+// (Linux's filldir64 stops at a pending signal once it has written an
+// entry), so a short read is not the end of the directory. Go's scheduler
+// sends itself SIGURG to preempt goroutines; here a goroutine sends it
+// without pause while the fds are listed again and again: every listing
+// must still see every fd.
+func TestFDLinksUnderSignals(t *testing.T) {
+	var opened []int
+	t.Cleanup(func() {
+		for _, fd := range opened {
+			unix.Close(fd)
+		}
+	})
+	for i := 0; i < 1500; i++ {
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Skipf("open fd %d: %v (RLIMIT_NOFILE?)", i, err)
+		}
+		opened = append(opened, fd)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				unix.Kill(os.Getpid(), unix.SIGURG)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	r := New("/").NewReader()
+	defer r.Close()
+	for round := 0; round < 300; round++ {
+		seen := 0
+		if err := r.FDLinks(os.Getpid(), func(fd int, l []byte) {
+			if fd >= opened[0] && fd <= opened[len(opened)-1] && string(l) == "/dev/null" {
+				seen++
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if seen < len(opened) {
+			t.Fatalf("round %d: %d of the %d fds opened on /dev/null listed", round, seen, len(opened))
+		}
+	}
+}
