@@ -64,6 +64,10 @@ func (Mover) Heal(v *snapshot.Host, escapes []evidence.Escape) []Outcome {
 // that exited: the escape's process is gone.
 var errOther = errors.New("not the process confirmed")
 
+// errUnconfirmed means the escape carries no identity to confirm its
+// process by: nothing is moved, and the escape is kept (a failure).
+var errUnconfirmed = errors.New("its identity could not be confirmed")
+
 // move moves e's process back, and only it (issue 38, hole 1). It holds
 // /proc/<pid> open (a pidfd: files read through it are that process's,
 // and fail once it is reaped, even if the pid names another process by
@@ -138,7 +142,9 @@ func gone(err error) (bool, error) {
 }
 
 // confirmed reads the pinned process and says whether it is still e's:
-// errOther when its identity differs or was not recorded, or it exited
+// errUnconfirmed when the scan recorded no identity to check (nothing is
+// moved, and the escape stays: the process may live), errOther when its
+// identity differs, or it exited
 // (a zombie's pid is not reused, but there is nothing left to move);
 // procfs.ErrGone once it was reaped.
 func confirmed(r *procfs.Reader, p *procfs.Pinned, e evidence.Escape) error {
@@ -149,14 +155,17 @@ func confirmed(r *procfs.Reader, p *procfs.Pinned, e evidence.Escape) error {
 	if st.State == 'Z' || st.State == 'X' || st.State == 'x' {
 		return fmt.Errorf("pid %d exited: %w", e.PID, errOther)
 	}
-	if e.StartTime == 0 || st.StartTime != e.StartTime {
+	if e.StartTime == 0 || e.PidNS == 0 {
+		return fmt.Errorf("pid %d: the scan recorded no start time or pid namespace to confirm it by: %w", e.PID, errUnconfirmed)
+	}
+	if st.StartTime != e.StartTime {
 		return fmt.Errorf("pid %d started at tick %d, the escape's at %d: %w", e.PID, st.StartTime, e.StartTime, errOther)
 	}
 	ns, err := r.PinnedPidNS(p)
 	if err != nil {
 		return err
 	}
-	if e.PidNS == 0 || ns != e.PidNS {
+	if ns != e.PidNS {
 		return fmt.Errorf("pid %d is in pid namespace %d, the escape's in %d: %w", e.PID, ns, e.PidNS, errOther)
 	}
 	return nil
