@@ -73,6 +73,13 @@ var BoshRuncPaths = []string{"/var/vcap/packages/runc/bin/runc"}
 // runs in containers.
 const bpmRuntimeRoot = "/var/vcap/sys/run/bpm-runc"
 
+// HealLedger is the host's record of heals, shared by watch and drain so
+// that heal_per_minute caps the host, not each process (heal.NewSharedBudget).
+// It lives in watch's run directory (root's, made by watch_ctl; without
+// it, drain has no watch healing beside it and keeps its own record), on
+// the agent's tmpfs, so a reboot empties it with CLOCK_BOOTTIME.
+const HealLedger = "/var/vcap/sys/run/cellguard/heal-ledger"
+
 // DefaultRuntimeRoots are scanned when neither the flags nor the config
 // name any: runc's and containerd's own, and bpm's (the job's spec lists
 // the same three as validator.runtime_roots' default).

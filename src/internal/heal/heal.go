@@ -235,7 +235,13 @@ func Heal(rep validator.Report, src *snapshot.Source, h Healer, b *Budget) []Out
 	var all []Outcome
 	admit := admission{left: -1, in: map[string]bool{}}
 	if b != nil {
-		admit.left = b.Left()
+		release, err := b.hold()
+		if err != nil {
+			admit.left = 0 // the record cannot be read: move nothing, defer all
+		} else {
+			defer release() //nolint:errcheck // a lost write undercounts at most this heal's moves
+			admit.left = b.Left()
+		}
 	}
 	for _, r := range rep.Results {
 		escapes := evidence.Escapes(r.Findings)
