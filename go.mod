@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	code.cloudfoundry.org/lager/v3 v3.74.0
+	code.cloudfoundry.org/tlsconfig v0.64.0
 	github.com/cilium/ebpf v0.22.0
 	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/coreos/go-systemd/v22 v22.7.0
