@@ -180,9 +180,9 @@ var configKey = map[string]string{
 var renderedElsewhere = map[string]string{
 	"cellguard.watch.enabled":             "monit",
 	"cellguard.watch.textfile_dir":        "watch.textfile (the directory plus cellguard_watch.prom) and pre-start's mkdir",
-	"cellguard.watch.metrics.cert":    "config/certs/metrics.crt, watch.tls",
-	"cellguard.watch.metrics.key":     "config/certs/metrics.key, watch.tls",
-	"cellguard.watch.metrics.ca_cert": "config/certs/metrics_ca.crt, watch.tls",
+	"cellguard.watch.metrics.cert":        "config/certs/metrics.crt, watch.tls",
+	"cellguard.watch.metrics.key":         "config/certs/metrics.key, watch.tls",
+	"cellguard.watch.metrics.ca_cert":     "config/certs/metrics_ca.crt, watch.tls",
 	"cellguard.watch.metrics.server_name": "config/prom_scraper_config.yml",
 	"cellguard.watch.metrics.source_id":   "config/prom_scraper_config.yml, config/metric_targets.yml",
 }

@@ -59,12 +59,15 @@ func TestRuntimeConfigAddons(t *testing.T) {
 	}
 }
 
+// hashOp is one op of an ops file whose value is a hash.
+type hashOp struct {
+	Type  string         `yaml:"type"`
+	Path  string         `yaml:"path"`
+	Value map[string]any `yaml:"value"`
+}
+
 func TestCFDeploymentOpsFile(t *testing.T) {
-	var ops []struct {
-		Type  string         `yaml:"type"`
-		Path  string         `yaml:"path"`
-		Value map[string]any `yaml:"value"`
-	}
+	var ops []hashOp
 	readManifest(t, "operations/add-cellguard-to-diego-cells.yml", &ops)
 	var job map[string]any
 	for _, op := range ops {
@@ -150,11 +153,7 @@ func TestPrometheusOpsFile(t *testing.T) {
 // metric_scraper_ca for server_auth, named as the server_name. Rendered,
 // they turn on mutual TLS and https in the prom scraper's config.
 func TestMetricsTLSOpsFile(t *testing.T) {
-	var ops []struct {
-		Type  string         `yaml:"type"`
-		Path  string         `yaml:"path"`
-		Value map[string]any `yaml:"value"`
-	}
+	var ops []hashOp
 	readManifest(t, "operations/cellguard-metrics-tls.yml", &ops)
 	var metrics, variable map[string]any
 	for _, op := range ops {
