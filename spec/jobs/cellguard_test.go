@@ -180,9 +180,9 @@ var configKey = map[string]string{
 var renderedElsewhere = map[string]string{
 	"cellguard.watch.enabled":             "monit",
 	"cellguard.watch.textfile_dir":        "watch.textfile (the directory plus cellguard_watch.prom) and pre-start's mkdir",
-	"cellguard.watch.metrics.tls.cert":    "config/certs/metrics.crt, watch.tls",
-	"cellguard.watch.metrics.tls.key":     "config/certs/metrics.key, watch.tls",
-	"cellguard.watch.metrics.tls.ca_cert": "config/certs/metrics_ca.crt, watch.tls",
+	"cellguard.watch.metrics.cert":        "config/certs/metrics.crt, watch.tls",
+	"cellguard.watch.metrics.key":         "config/certs/metrics.key, watch.tls",
+	"cellguard.watch.metrics.ca_cert":     "config/certs/metrics_ca.crt, watch.tls",
 	"cellguard.watch.metrics.server_name": "config/prom_scraper_config.yml",
 	"cellguard.watch.metrics.source_id":   "config/prom_scraper_config.yml, config/metric_targets.yml",
 }
@@ -476,7 +476,7 @@ func TestConfigCheckJudgesDurationsAndCheckIDs(t *testing.T) {
 		{"slice root relative", `{cellguard: {validator: {extra_cgroup_slices: [kubepods.slice]}}}`, `"kubepods.slice": want an absolute path ending in a slice`},
 		{"slice root system.slice", `{cellguard: {validator: {extra_cgroup_slices: [/system.slice]}}}`, `"/system.slice": holds every other service`},
 		{"slice root user.slice", `{cellguard: {validator: {extra_cgroup_slices: [/user.slice]}}}`, `"/user.slice": holds every other service`},
-		{"tls cert alone", `{cellguard: {watch: {metrics: {tls: {cert: C}}}}}`, "watch.tls: set cert, key and ca together (mutual TLS), or none (job property cellguard.watch.metrics.tls.cert, .key and .ca_cert)"},
+		{"tls cert alone", `{cellguard: {watch: {metrics: {cert: C}}}}`, "watch.tls: set cert, key and ca together (mutual TLS), or none (job property cellguard.watch.metrics.cert, .key and .ca_cert)"},
 		{"heal per minute zero", `{cellguard: {watch: {heal_per_minute: 0}}}`, "watch.heal_per_minute 0: must be a whole number above zero"},
 		{"listen without host", `{cellguard: {watch: {listen: "14875"}}}`, `watch.listen "14875": want host:port`},
 		{"listen port too big", `{cellguard: {watch: {listen: "127.0.0.1:99999"}}}`, `port "99999": want 0 to 65535`},

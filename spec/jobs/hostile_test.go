@@ -153,9 +153,9 @@ var cellguardSlots = []slot{
 	{prop: "cellguard.watch.period", set: at("cellguard.watch.period")},
 	{prop: "cellguard.watch.textfile_dir", set: at("cellguard.watch.textfile_dir"), goKey: "watch.textfile",
 		goValue: func(v string) string { return v + "/cellguard_watch.prom" }},
-	{prop: "cellguard.watch.metrics.tls.cert", set: at("cellguard.watch.metrics.tls.cert")},
-	{prop: "cellguard.watch.metrics.tls.key", set: at("cellguard.watch.metrics.tls.key")},
-	{prop: "cellguard.watch.metrics.tls.ca_cert", set: at("cellguard.watch.metrics.tls.ca_cert")},
+	{prop: "cellguard.watch.metrics.cert", set: at("cellguard.watch.metrics.cert")},
+	{prop: "cellguard.watch.metrics.key", set: at("cellguard.watch.metrics.key")},
+	{prop: "cellguard.watch.metrics.ca_cert", set: at("cellguard.watch.metrics.ca_cert")},
 	{prop: "cellguard.watch.metrics.server_name", set: at("cellguard.watch.metrics.server_name")},
 	{prop: "cellguard.watch.metrics.source_id", set: at("cellguard.watch.metrics.source_id")},
 }

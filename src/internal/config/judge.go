@@ -124,7 +124,7 @@ func (c *Config) judgeWatch(ps *problems) {
 		// whoever reaches the VM.
 		ps.add("watch.listen", quote(w.Listen), "serves /metrics beyond this VM without TLS: keep a loopback address such as "+
 			"127.0.0.1:14875 (the default; the prom scraper or node_exporter's textfile on the VM carries the metrics on), or set "+
-			"cellguard.watch.metrics.tls.cert, .key and .ca_cert for mutual TLS")
+			"cellguard.watch.metrics.cert, .key and .ca_cert for mutual TLS")
 	}
 }
 
