@@ -17,7 +17,7 @@ import (
 // The planner tests decide without root and without systemd: each case
 // is what systemd said, and the decision daemonctl takes. The same cases
 // on a real systemd are src/tests/integration's (TestPruneConverges,
-// TestSupervisorDropInDecision, TestKillModeFallback...).
+// TestSupervisorDropInDecision, TestInstallRefusalsOnRealSystemd...).
 
 func TestInitialKillMode(t *testing.T) {
 	loaded := func(km string) *systemd.Unit { return &systemd.Unit{LoadState: "loaded", KillMode: km} }
