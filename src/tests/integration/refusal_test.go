@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"code.cloudfoundry.org/lager/v3/lagertest"
-
-	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
-	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/internal/unitfile"
 )
 
@@ -26,14 +22,9 @@ import (
 // KillMode at all): daemonctl's TestInstallRefusalsNameTheFix.
 func TestInstallRefusalsOnRealSystemd(t *testing.T) {
 	box := bootBox(t, "refusal")
-	ctl, pidfile := installFakeGarden(t, box, "garden")
+	m, d := fakeGardenUnit(t, box, "garden")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("refusal"), Root: box.Root,
-		DBus: systemd.Options{Address: box.SystemBusAddress}}
-	t.Cleanup(m.Close)
-	d := daemonctl.Daemon{Name: "garden", Start: []string{ctl, "start"}, Stop: []string{ctl, "stop"}, PIDFile: pidfile,
-		StartTimeout: 20 * time.Second, StopTimeout: 20 * time.Second}
 	const dropIn = "/etc/systemd/system/cellguard-garden.service.d/90-operator.conf"
 	for _, tc := range []struct {
 		name, setting string
