@@ -151,6 +151,8 @@ func UnitFailure(err error) (hint string, badInput bool) {
 	switch {
 	case errors.Is(err, unitfile.ErrBadName), errors.Is(err, unitfile.ErrBadCommand), errors.Is(err, unitfile.ErrBadPath):
 		return "nothing was written; fix the input and run again", true
+	case errors.Is(err, daemonctl.ErrRefused):
+		return "the file stays as cellguard wrote it; do what the error says, then run cellguard again", false
 	case errors.Is(err, systemd.ErrNoSystemd):
 		return "systemd is not init on this system; start and stop fall back to running the commands directly", false
 	case strings.Contains(err.Error(), "connect to systemd"):

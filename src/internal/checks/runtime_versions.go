@@ -23,7 +23,9 @@ var _ judge = RuntimeVersions{}
 
 func (RuntimeVersions) Meta() validator.Meta {
 	return validator.Meta{
-		ID:       "runtime-versions",
+		ID: "runtime-versions",
+		// Every layout: binaries' versions (an advisory's own condition says where it applies).
+		Layouts:  everyLayout,
 		Measured: []string{"version_output"},
 		Title:    "runc, crun, containerd, its runc shim and dockerd are not affected by a known advisory",
 		Severity: map[validator.Phase]validator.Severity{
