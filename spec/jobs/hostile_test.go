@@ -116,7 +116,7 @@ func same(v string) string { return v }
 // cellguardSlots: every string the cellguard job takes. The rule-bearing
 // ones (goKey set), the names and paths that reach a shell, are judged by
 // the same rule in both places (unitfile's). The rest, cgroup roots and
-// slices, runtime roots and binaries and the advisories file included, are
+// slices, runtime roots and binaries included, are
 // passed through and judged by config.Load alone; here they still prove
 // that no value reaches a shell unquoted.
 var cellguardSlots = []slot{
@@ -148,7 +148,6 @@ var cellguardSlots = []slot{
 	{prop: "cellguard.validator.budget", set: at("cellguard.validator.budget")},
 	{prop: "cellguard.validator.extra_cgroup_roots", set: listAt("cellguard.validator.extra_cgroup_roots")},
 	{prop: "cellguard.validator.extra_cgroup_slices", set: listAt("cellguard.validator.extra_cgroup_slices")},
-	{prop: "cellguard.validator.advisories_file", set: at("cellguard.validator.advisories_file")},
 	{prop: "cellguard.watch.listen", set: at("cellguard.watch.listen")},
 	{prop: "cellguard.watch.period", set: at("cellguard.watch.period")},
 	{prop: "cellguard.watch.textfile_dir", set: at("cellguard.watch.textfile_dir"), goKey: "watch.textfile",

@@ -99,19 +99,23 @@ func NewPlan(cfg *config.Config, o Overrides) *Plan {
 	for _, d := range cfg.AuditedDaemons() {
 		daemons = append(daemons, facts.Daemon{Name: d.Name, PIDFile: d.PIDFile})
 	}
+	// Load judged the records; one refused here (a config built in code)
+	// makes runtime-versions an error, never a silent shipped-only run.
+	ops, opsErr := vc.OperatorAdvisories()
 	p := &Plan{
 		Spec: facts.Spec{
 			Root: o.Root, Daemons: daemons, DelegateUnits: cfg.DelegateUnits,
-			RuntimeBinaries: vc.RuntimeBinaries, AdvisoriesFile: vc.AdvisoriesFile,
+			RuntimeBinaries: vc.RuntimeBinaries, Advisories: ops, AdvisoriesErr: opsErr,
 			Sysctl:     sysctl.Settings{Profile: cfg.Sysctl.Profile, Set: cfg.Sysctl.Set, Remove: cfg.Sysctl.Remove, File: cfg.Sysctl.File},
 			NetnsProbe: vc.NetnsProbe, RuntimeRoots: roots, Namespaces: vc.Namespaces,
 		},
 		Snapshot: snapshot.Spec{Root: o.Root, RuntimeRoots: roots, Namespaces: vc.Namespaces},
 		Policy: checks.Policy{
-			RuncInitMaxAge:   vc.RuncInitMaxAge.Duration,
-			ExtraCgroupRoots: append(append([]string(nil), vc.ExtraCgroupRoots...), vc.ExtraCgroupSlices...),
-			RuntimeBinaries:  vc.RuntimeBinaries,
-			RuncPaths:        BoshRuncPaths,
+			RuncInitMaxAge:     vc.RuncInitMaxAge.Duration,
+			ExtraCgroupRoots:   append(append([]string(nil), vc.ExtraCgroupRoots...), vc.ExtraCgroupSlices...),
+			RuntimeBinaries:    vc.RuntimeBinaries,
+			RuncPaths:          BoshRuncPaths,
+			BlockingAdvisories: vc.BlockingAdvisories,
 		},
 		Ignore:   append(SplitList(vc.Ignore), SplitList(o.Ignore)...),
 		Blocking: vc.Blocking,

@@ -44,6 +44,7 @@ func (c *Config) problems(checkIDs []string) []Problem {
 	ps.judgeDuration("drain.budget", c.Drain.Budget, budgetRule)
 	c.judgeCheckIDs(&ps, checkIDs)
 	c.judgeSysctl(&ps)
+	c.judgeAdvisories(&ps)
 	return ps
 }
 
@@ -180,7 +181,6 @@ func (c *Config) judgePaths(ps *problems) {
 		{"supervisor.pidfile", c.Supervisor.PIDFile},
 		{"watch.textfile", c.Watch.Textfile},
 		{"validator.prometheus_textfile", c.Validator.PrometheusFile},
-		{"validator.advisories_file", c.Validator.AdvisoriesFile},
 	}
 	for i, r := range c.Validator.RuntimeRoots {
 		paths = append(paths, [2]string{fmt.Sprintf("validator.runtime_roots[%d]", i), r})
