@@ -10,6 +10,7 @@ require (
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
+	github.com/spf13/pflag v1.0.10
 	golang.org/x/net v0.60.0
 	golang.org/x/sys v0.48.0
 )
