@@ -13,6 +13,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
 	github.com/prometheus/procfs v0.22.0
+	github.com/spf13/pflag v1.0.10
 	golang.org/x/mod v0.37.0
 	golang.org/x/net v0.60.0
 	golang.org/x/sys v0.48.0
