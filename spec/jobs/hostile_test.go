@@ -111,6 +111,18 @@ func daemonAt(key string) func(map[string]any, string) {
 	}
 }
 
+// advisoryAt puts v in one field of an operator's OSV record that is
+// otherwise valid: the template passes records through, config judges them.
+func advisoryAt(field string) func(map[string]any, string) {
+	return func(props map[string]any, v string) {
+		rec := map[string]any{"id": "SITE-1", "modified": "2026-12-06T00:00:00Z", "summary": "site rule",
+			"affected": []any{map[string]any{"package": map[string]any{"ecosystem": "Go", "name": "github.com/opencontainers/runc"},
+				"ranges": []any{map[string]any{"type": "SEMVER", "events": []any{map[string]any{"introduced": "0"}, map[string]any{"fixed": "1.1.12"}}}}}}}
+		rec[field] = v
+		setPath(props, "cellguard.validator.advisories", []any{rec})
+	}
+}
+
 func same(v string) string { return v }
 
 // cellguardSlots: every string the cellguard job takes. The rule-bearing
@@ -141,6 +153,9 @@ var cellguardSlots = []slot{
 	{prop: "cellguard.validator.runtime_binaries.runc", set: hashAt("cellguard.validator.runtime_binaries", "runc")},
 	{prop: "cellguard.validator.runtime_binaries (a key)", set: hashKeyAt("cellguard.validator.runtime_binaries", "/usr/bin/runc")},
 	{prop: "cellguard.validator.ignore", set: listAt("cellguard.validator.ignore")},
+	{prop: "cellguard.validator.blocking_advisories", set: listAt("cellguard.validator.blocking_advisories")},
+	{prop: "cellguard.validator.advisories[0].summary", set: advisoryAt("summary")},
+	{prop: "cellguard.validator.advisories[0].id", set: advisoryAt("id")},
 	{prop: "cellguard.validator.blocking.pre_start", set: listAt("cellguard.validator.blocking.pre_start")},
 	{prop: "cellguard.validator.blocking.drain", set: listAt("cellguard.validator.blocking.drain")},
 	{prop: "cellguard.validator.prometheus_textfile", set: at("cellguard.validator.prometheus_textfile"), goKey: "validator.prometheus_textfile", goValue: same},
