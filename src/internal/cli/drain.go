@@ -77,8 +77,14 @@ func runDrain(ctx context.Context, env *Env, args []string) int {
 		BlockOnShutdown: f.blockOnShutdown || cfg != nil && cfg.Drain.BlockOnShutdown, LiftFile: f.liftFile,
 		Textfile: f.promFile, Prepare: func(ctx context.Context) (app.Runner, error) { return drainValidation(ctx, cfg, f) },
 		Show: func(rep app.Report) { app.ShowReport(logger, rep, f.format, env.Stderr, env.now()) }}
-	if d.Textfile == "" && cfg != nil {
-		d.Textfile = cfg.Validator.PrometheusFile
+	if cfg != nil {
+		if d.Textfile == "" {
+			d.Textfile = cfg.Validator.PrometheusFile
+		}
+		d.Heal = cfg.Drain.Heal
+		if n := cfg.Watch.HealPerMinute; n != nil {
+			d.HealPerMinute = *n
+		}
 	}
 	return drainVerdict(env, app.DrainVerdict(d.Run(ctx, err)))
 }
@@ -86,7 +92,11 @@ func runDrain(ctx context.Context, env *Env, args []string) int {
 // drainValidation is the validation a drain runs, from the one plan
 // builder, its facts read within ctx (the budget's).
 func drainValidation(ctx context.Context, cfg *config.Config, f *drainFlags) (app.Runner, error) {
-	v, cr := newPlan(cfg, app.Overrides{Root: f.root, RuntimeRoots: splitList(f.runtimeRoots)}).Ready(ctx, app.DrainPhase)
+	plan := newPlan(cfg, app.Overrides{Root: f.root, RuntimeRoots: splitList(f.runtimeRoots)})
+	if cfg != nil && cfg.Drain.Heal {
+		plan.Fix = false // drain heals itself, within the heal budget (app.Drain)
+	}
+	v, cr := plan.Ready(ctx, app.DrainPhase)
 	if cr != nil {
 		return nil, cr
 	}
