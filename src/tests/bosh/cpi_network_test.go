@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/interrupt"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
 
@@ -73,18 +74,19 @@ func run(t *testing.T, args ...string) string {
 // `director.sh down` when the test ends.
 type lab struct {
 	name, path, bridge, gateway string
+	state                       string // director.sh's state directory
 }
 
 func newLab(t *testing.T) lab {
 	t.Helper()
 	state := t.TempDir()
 	script := filepath.Join("..", "director", "director.sh")
-	l := lab{bridge: "cgbr0", gateway: "10.244.0.1"}
+	l := lab{bridge: "cgbr0", gateway: "10.244.0.1", state: state}
 	var stderr strings.Builder
 	cmd := exec.Command("bash", script, "lab", state)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	t.Cleanup(func() {
+	interrupt.Cleanup(t, "the lab "+state, func() {
 		if out, err := exec.Command("bash", script, "down", state).CombinedOutput(); err != nil {
 			t.Errorf("director.sh down (the lab %s): %v\n%s", l.name, err, out)
 		}
@@ -165,7 +167,7 @@ func (l lab) startNATS(t *testing.T, bin, logPath string, extra ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start nats-server in the lab: %v", err)
 	}
-	t.Cleanup(func() {
+	interrupt.Cleanup(t, fmt.Sprintf("nats-server (pid %d)", cmd.Process.Pid), func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		logf.Close()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/interrupt"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm"
 )
 
@@ -197,7 +198,7 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 		t.Fatalf("create_stemcell = %s, %+v", r.Result, r.Error)
 	}
 	t.Cleanup(func() { cpi(`{"method":"delete_stemcell","arguments":["` + stemcell + `"],"context":{}}`) })
-	t.Cleanup(func() { // also after a failure: no VM outlives the test
+	interrupt.Cleanup(t, "the QEMU CPI's VMs", func() { // also after a failure or a Ctrl-C: no VM outlives the test
 		vms, _ := filepath.Glob(filepath.Join(state, "vms", "vm-*"))
 		for _, vm := range vms {
 			if t.Failed() {

@@ -15,17 +15,15 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/interrupt"
 	"golang.org/x/sys/unix"
 )
 
@@ -128,19 +126,20 @@ func TestDirector(t *testing.T) {
 	}
 
 	var netnsIno uint64
-	t.Cleanup(func() {
+	// Also at SIGINT/SIGTERM, when t.Cleanup does not run.
+	interrupt.Cleanup(t, "the director lab "+l.state, func() {
 		out, _, err := l.script("down", l.state)
 		if err != nil {
 			t.Errorf("director.sh down: %v\n%s", err, out)
+			fmt.Fprintf(os.Stderr, "director test: down: %v; kept %s\n", err, base)
+			return
 		}
-		if !t.Failed() || interrupted.Load() {
+		if !t.Failed() || interrupt.Interrupted() {
 			os.RemoveAll(base)
 		} else {
 			t.Logf("kept %s for the logs (STATE/log)", base)
 		}
 	})
-
-	defer downOnSignal(l, base)()
 	out, cold, err := l.script("up", l.state, "--cpi", cpi)
 	must(t, "director.sh up", out, err)
 	t.Logf("director.sh up (first in this state dir): %.1fs", cold.Seconds())
@@ -204,40 +203,6 @@ func TestDirector(t *testing.T) {
 	out, _, err = l.script("down", l.state)
 	must(t, "director.sh down again", out, err)
 	checkNothingLeft(t, l, netnsIno)
-}
-
-// interrupted: the test binary got SIGINT or SIGTERM.
-var interrupted atomic.Bool
-
-// downOnSignal takes the lab down and removes base when the test binary
-// gets SIGINT or SIGTERM (t.Cleanup does not run then), and exits; the
-// returned func stops watching.
-func downOnSignal(l *lab, base string) func() {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case s := <-sigs:
-			// The signal may have reached the test's own commands too, so
-			// the test fails and its cleanup runs down at the same time.
-			interrupted.Store(true)
-			fmt.Fprintf(os.Stderr, "director test: %v: director.sh down %s\n", s, l.state)
-			cmd := exec.Command("bash", "src/tests/director/director.sh", "down", l.state)
-			cmd.Dir, cmd.Stdout, cmd.Stderr = l.repo, os.Stderr, os.Stderr
-			if err := cmd.Run(); err != nil {
-				fmt.Fprintf(os.Stderr, "director test: down: %v; kept %s\n", err, base)
-				os.Exit(2)
-			}
-			os.RemoveAll(base)
-			os.Exit(2)
-		case <-done:
-		}
-	}()
-	return func() {
-		signal.Stop(sigs)
-		close(done)
-	}
 }
 
 // writeCPI writes the director's CPI for this test: the nspawn CPI with a

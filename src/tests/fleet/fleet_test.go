@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/interrupt"
 )
 
 // fleet is what every scenario shares: the director, bosh-cli, the CPI's
@@ -71,58 +71,6 @@ type fleet struct {
 	cleanups  []func()
 	cleanOnce sync.Once
 	lanes     []string // the deployments lane made, for deleteLanes
-}
-
-// interrupts holds every fleet still running, so that one SIGINT or
-// SIGTERM ends them all: the shapes run in parallel, and the first cleanup
-// to finish must not exit the process under the others.
-var interrupts = &interruptSet{fleets: map[*fleet]bool{}}
-
-type interruptSet struct {
-	mu          sync.Mutex
-	fleets      map[*fleet]bool
-	interrupted bool
-	once        sync.Once
-}
-
-// add watches for the signals (once per process) and registers f; the
-// returned func forgets it once its own cleanup has run. After a signal it
-// registers nothing and says so (ok false).
-func (s *interruptSet) add(f *fleet) (forget func(), ok bool) {
-	s.once.Do(func() {
-		sigs := make(chan os.Signal, 1)
-		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-		go func() {
-			<-sigs
-			fmt.Fprintln(os.Stderr, "fleet: interrupted, cleaning up")
-			s.mu.Lock()
-			s.interrupted = true
-			var all []*fleet
-			for f := range s.fleets {
-				all = append(all, f)
-			}
-			s.mu.Unlock()
-			var wg sync.WaitGroup
-			for _, f := range all {
-				f.cancel()
-				wg.Add(1)
-				go func() { defer wg.Done(); f.cleanup() }()
-			}
-			wg.Wait()
-			os.Exit(130)
-		}()
-	})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.interrupted {
-		return nil, false
-	}
-	s.fleets[f] = true
-	return func() {
-		s.mu.Lock()
-		delete(s.fleets, f)
-		s.mu.Unlock()
-	}, true
 }
 
 func repoRoot() string {
@@ -221,11 +169,9 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	ctx := f.ctx
 	// Before anything is made: a shape whose turn comes after an interrupt
 	// (a paused parallel subtest is let go as the others end) makes nothing.
-	forget, ok := interrupts.add(f)
-	if !ok {
-		t.Fatal("interrupted before this shape started")
-	}
-	t.Cleanup(func() { f.cancel(); f.cleanup(); forget() })
+	// An interrupt cancels every shape's context first (parent derives from
+	// interrupt.Context), then takes each fleet down.
+	interrupt.Cleanup(t, "fleet "+sh0.name, func() { f.cancel(); f.cleanup() })
 	// Shapes run in parallel: every line says which one it is about.
 	f.story = func(s string) { t.Log(sh0.name + " | " + s) }
 	// Registered first, so it runs last: after every VM is gone.

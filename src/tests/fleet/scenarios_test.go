@@ -18,6 +18,7 @@ import (
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/interrupt"
 )
 
 const (
@@ -120,7 +121,7 @@ func runFleet(t *testing.T, sh shape, plan []plannedLane) string {
 	if d, ok := t.Deadline(); ok && d.Add(-5*time.Minute).Before(deadline) {
 		deadline = d.Add(-5 * time.Minute)
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithDeadline(interrupt.Context(), deadline)
 	defer cancel()
 	f := startFleet(t, ctx, sh, plan)
 	ctx = f.ctx

@@ -127,6 +127,7 @@ type VM struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	forget    func() // unregisters Close from the signal's teardown; under mu
 }
 
 // dirPrefix names each VM's directory in os.TempDir(); the pid lets a later
@@ -463,11 +464,14 @@ func (v *VM) Close() error {
 			v.conn.Close()
 			v.conn = nil
 		}
+		forget := v.forget
 		v.mu.Unlock()
 		if err := os.RemoveAll(v.dir); err != nil && v.closeErr == nil {
 			v.closeErr = fmt.Errorf("close VM: %w", err)
 		}
-		unregister(v)
+		if forget != nil {
+			forget()
+		}
 	})
 	return v.closeErr
 }

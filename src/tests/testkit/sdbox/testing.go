@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/interrupt"
 )
 
 // SkipEnv, when "1", makes Main boot nothing and Require skip: pure tests
@@ -122,21 +122,16 @@ func Main(m *testing.M, name string, box **Box, opts ...Option) int {
 	fmt.Fprintf(os.Stderr, "sdbox: box %s booted in %v (init pid %d)\n", b.Name, b.BootTime.Round(time.Millisecond), b.InitPID)
 	*box = b
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		s, ok := <-sigs
-		if !ok {
-			return
-		}
-		fmt.Fprintf(os.Stderr, "sdbox: %v: stopping box %s\n", s, b.Name)
+	forget, ok := interrupt.Add("box "+b.Name, func() {
 		b.Stop()
 		cleanupBuild()
-		os.Exit(2)
-	}()
+	})
+	if !ok { // interrupted while booting: the process is exiting
+		b.Stop()
+		return 2
+	}
 	defer func() {
-		signal.Stop(sigs)
-		close(sigs)
+		forget()
 		if err := b.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "sdbox: error: %v\n", err)
 		}
