@@ -165,12 +165,22 @@ func (f *fleet) drainLog(ctx context.Context, r *Record, name string) (string, e
 	return rows[0].Stdout, nil
 }
 
-// reasonOf is a decision's reason, "" without one.
-func reasonOf(d *drainEntry) string {
-	if d == nil {
-		return ""
+// escapeAt makes seed-000 escapes on the cell at position pos of the
+// director's update order (escape, expectation id) and returns the order
+// and that cell's VM.
+func (f *fleet) escapeAt(ctx context.Context, r *Record, pos int, id string) ([]string, VM, error) {
+	order, err := f.cellOrder(ctx)
+	if err != nil {
+		return nil, VM{}, err
 	}
-	return d.Data.Reason
+	if pos >= len(order) {
+		return nil, VM{}, fmt.Errorf("no cell at position %d of %v", pos, order)
+	}
+	if err := f.escape(ctx, r, order[pos], id); err != nil {
+		return nil, VM{}, err
+	}
+	vm, err := f.vm(order[pos])
+	return order, vm, err
 }
 
 // drainHealsScenario: escapes on the lane's second cell in the update order,
@@ -185,21 +195,12 @@ func (f *fleet) drainHealsScenario(ctx context.Context) Scenario {
 		f.laneDeployStep(ctx, "drain-heal-lane-deployed", addon{Level: "info"}),
 		{Name: "escapes on the second cell in the update order", Expects: []string{"heal-escapes-made", "heal-processes-out"},
 			Do: func(r *Record) error {
+				var vm VM
 				var err error
-				if order, err = f.cellOrder(ctx); err != nil {
+				if order, vm, err = f.escapeAt(ctx, r, 1, "heal-escapes-made"); err != nil {
 					return err
-				}
-				if len(order) < 2 {
-					return fmt.Errorf("want 2 cells, have %v", order)
 				}
 				cell = order[1]
-				if err := f.escape(ctx, r, cell, "heal-escapes-made"); err != nil {
-					return err
-				}
-				vm, err := f.vm(cell)
-				if err != nil {
-					return err
-				}
 				if before, err = containerProcs(ctx, vm); err != nil {
 					return err
 				}
@@ -287,18 +288,12 @@ func (f *fleet) drainUnhealableScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "an escape drain cannot heal blocks", Steps: []Step{
 		{Name: "escapes on the canary, their blkio cgroups gone", Expects: []string{"unhealable-escapes-made", "blkio-cgroups-removed"},
 			Do: func(r *Record) error {
+				var vm VM
 				var err error
-				if order, err = f.cellOrder(ctx); err != nil {
+				if order, vm, err = f.escapeAt(ctx, r, 0, "unhealable-escapes-made"); err != nil {
 					return err
 				}
 				canary = order[0]
-				if err := f.escape(ctx, r, canary, "unhealable-escapes-made"); err != nil {
-					return err
-				}
-				vm, err := f.vm(canary)
-				if err != nil {
-					return err
-				}
 				return f.unhealable(ctx, r, vm, canary, "blkio-cgroups-removed")
 			}},
 		{Name: "bosh deploy with the changed runtime config (log level info): the canary's drain blocks",
