@@ -157,7 +157,7 @@ func (f *fleet) drainLog(ctx context.Context, r *Record, name string) (string, e
 	r.Say("   bosh ssh %s -c 'sudo grep cellguard.drain. drain.log | tail' (exit %s), its last drain:", name, rows[0].ExitCode)
 	decided, heals := lastDrain(rows[0].Stdout)
 	for _, h := range heals {
-		r.Say("      heal pid %d in %s: %s %s", h.Data.PID, h.Data.Hierarchy, h.Data.Result, h.Data.Why)
+		r.Say("      heal pid %d in %s: %s: %s", h.Data.PID, h.Data.Hierarchy, h.Data.Result, h.Data.Why)
 	}
 	if decided != nil {
 		r.Say("      decided: %s: %s", decided.Data.Outcome, decided.Data.Reason)
