@@ -174,6 +174,7 @@ var configKey = map[string]string{
 	"cellguard.watch.period":                  "watch.period",
 	"cellguard.drain.budget":                  "drain.budget",
 	"cellguard.drain.block_on_shutdown":       "drain.block_on_shutdown",
+	"cellguard.drain.heal":                    "drain.heal",
 }
 
 // renderedElsewhere are the properties that do not land in the config key
@@ -301,6 +302,9 @@ var propertySets = []struct {
 				t.Errorf("cellguard drain timeout on the default config: %q, want 75 (60s and 15s)", got)
 			}
 			mustContain(t, string(r["bin/drain"]), "TEXTFILE=''")
+			// Drain heals by default: a blocked drain leaves an evacuated cell
+			// (docs/lifecycle.md, "Healing at drain").
+			wantJSON(t, cfg, "drain", `{"budget":"60s","block_on_shutdown":false,"heal":true}`)
 		}},
 	{name: "garden cell", props: readTestdata("garden-cell.yml"),
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
@@ -338,7 +342,7 @@ cellguard:
        affected: [{package: {ecosystem: Go, name: github.com/opencontainers/runc},
                    ranges: [{type: SEMVER, events: [{introduced: "0"}, {fixed: 1.1.12}]}]}]}
     blocking_advisories: [CVE-2024-21626]
-  drain: {budget: 2m30s, block_on_shutdown: true}
+  drain: {budget: 2m30s, block_on_shutdown: true, heal: false}
 `,
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
 			pre := string(r["bin/pre-start"])
@@ -359,7 +363,7 @@ cellguard:
 			// A floor reaches the config as written; cellguard parses ">=".
 			wantJSON(t, cfg, "sysctl.set", `{"kernel.keys.maxkeys":"20000","kernel.pid_max":">=4194304"}`)
 			wantJSON(t, cfg, "log", `{"file":"/var/vcap/sys/log/cellguard/cellguard.log","time_format":"unix-epoch","level":"debug"}`)
-			wantJSON(t, cfg, "drain", `{"budget":"2m30s","block_on_shutdown":true}`)
+			wantJSON(t, cfg, "drain", `{"budget":"2m30s","block_on_shutdown":true,"heal":false}`)
 			// bin/drain asks cellguard for its bound: the budget plus a quarter
 			// of it, at most 15s (Go's rule; no copy in the template).
 			mustContain(t, string(r["bin/drain"]), `LIMIT=$(timeout --foreground --kill-after=2 10 "${CELLGUARD}" drain timeout --config "${CONFIG}" 3>&-)`)
@@ -428,6 +432,7 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"monit pidfile runs a command", `{cellguard: {supervisor: {pidfile: "/var/vcap/monit/$(touch /x)"}}}`, "cellguard.supervisor.pidfile must be an absolute, clean path"},
 		{"delegate unit runs a command", `{cellguard: {delegate_units: ["$(touch /x).service"]}}`, "cellguard.delegate_units[0]: "},
 		{"block on shutdown as string", `{cellguard: {drain: {block_on_shutdown: "yes"}}}`, "cellguard.drain.block_on_shutdown must be true or false"},
+		{"drain heal as string", `{cellguard: {drain: {heal: "yes"}}}`, "cellguard.drain.heal must be true or false"},
 	}
 	j := loadJob(t)
 	for _, tc := range testCases {

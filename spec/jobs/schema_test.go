@@ -139,6 +139,7 @@ func TestSchemaRejectsWhatFailsToRender(t *testing.T) {
 		`{cellguard: {validator: {blocking: {pre_start: [all]}}}}`,
 		`{cellguard: {drain: {budget: 60}}}`,
 		`{cellguard: {drain: {block_on_shutdown: "yes"}}}`,
+		`{cellguard: {drain: {heal: "yes"}}}`,
 		`{cellguard: {watch: {heal_per_minute: 0}}}`,
 		`{cellguard: {watch: {listen: "14875"}}}`,
 	} {

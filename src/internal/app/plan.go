@@ -252,6 +252,13 @@ func (v *Validation) Run(ctx context.Context) validator.Report {
 	return rep
 }
 
+// Heal moves the escapes among rep's findings back, at most b.Left()
+// processes, and returns each one's outcome (heal.Heal): drain's heal
+// (cellguard.drain.heal), over the snapshot its checks judged.
+func (v *Validation) Heal(rep validator.Report, b *heal.Budget) []heal.Outcome {
+	return heal.Heal(rep, v.facts.Snapshot(), heal.Mover{}, b)
+}
+
 // WatchRegistry is the registry watch binds to each scan's snapshot, with
 // drain's phase (what the next drain would say) and watch's own confirm
 // schedule and probe cache: each scan reads the facts its checks need,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -54,14 +55,24 @@ func drainCommand() *Command {
 				Show: func(rep app.Report) { app.ShowReport(logger, rep, format, c.Stderr, c.now()) },
 				// The validation, from the one plan builder, its facts read within ctx (the budget's).
 				Prepare: func(ctx context.Context) (app.Runner, error) {
-					v, cr := newPlan(cfg, app.Overrides{Root: root, RuntimeRoots: app.SplitList(runtimeRoots)}).Ready(ctx, app.DrainPhase)
+					plan := newPlan(cfg, app.Overrides{Root: root, RuntimeRoots: app.SplitList(runtimeRoots)})
+					if cfg != nil && cfg.Drain.Heal {
+						plan.Fix = false // drain heals itself, within the host's heal budget (app.Drain)
+					}
+					v, cr := plan.Ready(ctx, app.DrainPhase)
 					if cr != nil {
 						return nil, cr
 					}
 					return v, nil
 				}}
-			if d.Textfile == "" && cfg != nil {
-				d.Textfile = cfg.Validator.PrometheusFile
+			if cfg != nil {
+				if d.Textfile == "" {
+					d.Textfile = cfg.Validator.PrometheusFile
+				}
+				d.Heal, d.HealLedger = cfg.Drain.Heal, filepath.Join(root, app.HealLedger)
+				if n := cfg.Watch.HealPerMinute; n != nil {
+					d.HealPerMinute = *n
+				}
 			}
 			return drainVerdict(c.Stdout, app.DrainVerdict(d.Run(ctx, err)))
 		},

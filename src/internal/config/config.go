@@ -133,6 +133,11 @@ type Drain struct {
 	// BlockOnShutdown makes a blocking finding block job_shutdown (stop,
 	// recreate, delete, scale-in) as well as an update.
 	BlockOnShutdown bool `json:"block_on_shutdown"`
+	// Heal moves the escapes drain confirmed back before it decides, at
+	// most Watch.HealPerMinute processes, and blocks only on those it
+	// could not move. The job's default is on; a config without the key
+	// (an older release's, or one written by hand) keeps it off.
+	Heal bool `json:"heal"`
 }
 
 // ErrUntrusted means the config file could be changed by someone other than

@@ -29,6 +29,7 @@ func TestParseRefusesEachKeyByName(t *testing.T) {
 		{"bool as string", `{"supervisor":{"protect":"yes"}}`, `supervisor.protect "yes": want true or false (job property cellguard.supervisor.protect)`},
 		{"list as string", `{"validator":{"runtime_roots":"/run/runc"}}`, `validator.runtime_roots "/run/runc": want a list of a string`},
 		{"heal per minute fraction", `{"watch":{"heal_per_minute":1.5}}`, `watch.heal_per_minute 1.5: want a whole number`},
+		{"drain heal as string", `{"drain":{"heal":"yes"}}`, `drain.heal "yes": want true or false (job property cellguard.drain.heal)`},
 		// Daemons: unitfile's rules, as unit install applies them.
 		{"daemon name runs a command", `{"daemons":[{"name":"garden$(echo INJECTED >&2)","start":"/bin/true"}]}`, "daemons[0].name: unit: invalid daemon or unit name"},
 		{"daemon name starts with -", `{"daemons":[{"name":"-g","start":"/bin/true"}]}`, "daemons[0].name: unit: invalid daemon or unit name"},
@@ -188,7 +189,7 @@ func TestParseAcceptsPlainNamesPathsAndValues(t *testing.T) {
 		               "runtime_binaries":{"runc":"/var/vcap/packages/runc/bin/runc"},"ignore":["all"],"blocking":{"drain":["cgroup-integrity"],"pre-start":[]},
 		               "budget":"1h","runc_init_max_age":"1m30s"},
 		  "watch":{"textfile":"/var/vcap/jobs/node_exporter/config/cellguard_watch.prom","period":"","heal_per_minute":null},
-		  "drain":{"budget":"1s"},
+		  "drain":{"budget":"1s","heal":true},
 		  "sysctl":{"profile":"container-host","set":{"kernel.pid_max":">=4194304"},"remove":["fs.pipe-user-pages-soft"]},
 		  "delegate_units":["concourse.service","getty@tty1.service","a\\x2db.service"]}`,
 		`{"log":{"time_format":"rfc3339","level":"debug"},"watch":{"listen":"127.0.0.1:14875","heal_per_minute":60}}`,
@@ -243,5 +244,26 @@ func TestValidateJudgesAConfigBuiltInCode(t *testing.T) {
 	c.Watch.Listen, c.Watch.Period.Duration = "127.0.0.1:9323", 0
 	if err := c.Validate(nil); err != nil {
 		t.Fatalf("Validate = %v", err)
+	}
+}
+
+// drain.heal reaches the config as written; left out (a config an older
+// release rendered, or one written by hand) it is off, today's drain.
+func TestDrainHealIsReadAsWritten(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want bool
+	}{
+		{`{"drain":{"heal":true}}`, true},
+		{`{"drain":{"heal":false}}`, false},
+		{`{"drain":{"budget":"60s"}}`, false},
+	} {
+		c, err := Parse([]byte(tc.json), "test.json", testIDs)
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", tc.json, err)
+		}
+		if c.Drain.Heal != tc.want {
+			t.Errorf("Parse(%s): drain.heal %v, want %v", tc.json, c.Drain.Heal, tc.want)
+		}
 	}
 }

@@ -36,6 +36,44 @@ type Outcome struct {
 // Failed says the heal was tried and the process is still outside.
 func (o Outcome) Failed() bool { return !o.Moved && !o.Gone && !o.Deferred }
 
+// Result names what the heal did, for a log line: moved, gone, deferred,
+// failed (the write failed) or still-outside (it did not hold).
+func (o Outcome) Result() string {
+	switch {
+	case o.Moved:
+		return "moved"
+	case o.Gone:
+		return "gone"
+	case o.Deferred:
+		return "deferred"
+	case !o.Written:
+		return "failed"
+	}
+	return "still-outside"
+}
+
+// Why says what became of the process, in the words its finding uses.
+func (o Outcome) Why() string {
+	switch o.Result() {
+	case "moved":
+		return "moved back to " + o.Escape.Want.Rel
+	case "gone":
+		return "gone: it exited, or its pid names another process now; nothing was moved"
+	case "deferred":
+		return "moving it back is deferred: the heal budget is spent"
+	case "failed":
+		return fmt.Sprintf("moving it back failed: %v", o.Err)
+	}
+	why := "moved it back but it is still in " + o.After
+	if o.After == "" {
+		why = "moved it back but could not read where it is"
+	}
+	if o.Err != nil {
+		why += fmt.Sprintf(": %v", o.Err)
+	}
+	return why
+}
+
 // Healer heals escapes; Mover is the real one.
 type Healer interface {
 	// Heal returns one Outcome per escape, in their order.

@@ -61,6 +61,9 @@ type fleet struct {
 	// seedJob: the cells run garden-seed instead of a job named garden, so
 	// the addon includes that (garden-seed-addon-ops.yml).
 	seedJob bool
+	// healOff: every runtime config of this lane sets cellguard.drain.heal
+	// false (laneSpec's healOff).
+	healOff bool
 
 	// ctx is the scenarios' context: an interrupt cancels it, so what runs
 	// stops before the cleanup starts.
@@ -440,9 +443,9 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	if a.Start {
 		daemons = gardenDaemon
 	}
-	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%s-%t-%t-%t-%t-%t-%s.yml", f.dep, a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, a.Start, f.gardenJob))
-	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ncellguard_daemons: %s\ngarden_release: %s\n",
-		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, daemons, f.gardenJob)
+	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%s-%t-%t-%t-%t-%t-%t-%s.yml", f.dep, a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, a.Start, f.healOff, f.gardenJob))
+	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ndrain_heal: %t\ncellguard_daemons: %s\ngarden_release: %s\n",
+		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, !f.healOff, daemons, f.gardenJob)
 	if err := os.WriteFile(vars, []byte(text), 0o600); err != nil {
 		return boshlab.Result{}, err
 	}
