@@ -182,14 +182,15 @@ func TestDrainHealsThenBlocksOnlyOnWhatItCouldNotHeal(t *testing.T) {
 			logs := d.Logger.(*lagertest.TestLogger)
 			d.Prepare = func(context.Context) (Runner, error) { return r, nil }
 			d.Heal, d.HealPerMinute = true, 3
+			d.HealLedger = filepath.Join(t.TempDir(), "heal-ledger")
 			var shown validator.Report
 			d.Show = func(rep validator.Report) { shown = rep }
 			dec := d.Run(context.Background(), nil)
 			if dec.Outcome != tc.outcome {
 				t.Fatalf("outcome %s, want %s: %s\n%s", dec.Outcome, tc.outcome, dec.Reason, stderr)
 			}
-			if r.budget == nil || r.budget.PerMinute() != 3 {
-				t.Fatalf("drain healed with budget %+v, want heal_per_minute's 3", r.budget)
+			if r.budget == nil || r.budget.PerMinute() != 3 || r.budget.Ledger() != d.HealLedger {
+				t.Fatalf("drain healed with budget %+v, want heal_per_minute's 3 on the host's record %s (shared with watch)", r.budget, d.HealLedger)
 			}
 			all := dec.Reason + "\n" + stderr.String() + "\n" + string(logs.Buffer().Contents())
 			for _, f := range shown.Results[0].Findings {

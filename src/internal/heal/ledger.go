@@ -30,6 +30,9 @@ func NewSharedBudget(perMinute int, path string, clock func() time.Time) *Budget
 	return b
 }
 
+// Ledger is the shared record's file, "" for a budget of its own.
+func (b *Budget) Ledger() string { return b.ledger }
+
 func bootClock() time.Time {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
