@@ -87,6 +87,9 @@ func layoutTruth(g *guest) {
 	var lines []string
 	for _, r := range rep.Results {
 		lines = append(lines, fmt.Sprintf("%s=%s layouts=%s", r.ID, r.Status, strings.Join(r.Layouts, ",")))
+		if r.Error != "" {
+			lines = append(lines, "    could not judge: "+r.Error)
+		}
 		if len(r.Layouts) == 0 {
 			g.t.Errorf("%s names no layouts", r.ID)
 		}
