@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -66,7 +67,7 @@ func (b *Budget) hold() (release func() error, err error) {
 		f.Close()
 		return nil, fmt.Errorf("lock heal ledger %s: %w", b.ledger, err)
 	}
-	data, err := readAll(f)
+	data, err := io.ReadAll(f) // just opened: at offset 0
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("read heal ledger %s: %w", b.ledger, err)
@@ -94,15 +95,6 @@ func lockWithin(f *os.File, d time.Duration) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func readAll(f *os.File) ([]byte, error) {
-	if _, err := f.Seek(0, 0); err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	_, err := buf.ReadFrom(f)
-	return buf.Bytes(), err
 }
 
 // parseLedger reads one heal per line, its time in nanoseconds; a line
