@@ -74,6 +74,14 @@ func parseContainerProcs(out string) []containerProc {
 	return procs
 }
 
+// standInDiagScript shows what the Garden stand-in and its containerd
+// logged and which tasks containerd knows, when a container's process is
+// gone after an update.
+const standInDiagScript = `tail -n 15 /var/vcap/sys/log/garden/garden.stdout.log /var/vcap/sys/log/garden/garden.stderr.log
+tail -n 25 /var/vcap/sys/log/garden/containerd.stderr.log
+ctr --address /var/vcap/sys/run/containerd/containerd.sock -n garden task ls 2>&1
+ps -eo pid,ppid,lstart,args | grep -E 'shim|busybox|containerd' | grep -v grep`
+
 // removeBlkioScript removes each container's blkio cgroup, the path its
 // runtime's state records ("id path" per one removed). rmdir takes only an
 // empty cgroup: the trigger moved the container's processes out of it.
@@ -261,6 +269,14 @@ func (f *fleet) drainHealsScenario(ctx context.Context) Scenario {
 						r.Say("      %s pid %s: still outside in %s", p.id, p.pid, strings.Join(a.out, " "))
 					default:
 						back++
+					}
+				}
+				if back < len(before) {
+					// Why a process went: the stand-in's and containerd's own words.
+					out, err := vm.Exec(ctx, "sh", "-c", standInDiagScript)
+					r.Say("      the stand-in's logs and containerd's tasks (err %v):", err)
+					for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+						r.Say("         %s", l)
 					}
 				}
 				r.Expect("processes-back", len(before) > 0 && back == len(before),

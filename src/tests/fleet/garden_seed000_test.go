@@ -203,6 +203,14 @@ systemctl show garden.service -p LoadState`)
 				escaped, eok := metric(ctx, g.vm, "cellguard_escaped_processes")
 				latency := at.Sub(fired)
 				r.Say("   cellguard watch's first finding naming Garden's containers: %s", line)
+				if at.IsZero() {
+					// No finding: what watch did say, and whether it runs.
+					out, _ := g.vm.Exec(ctx, "sh", "-c", "tail -n 30 "+watchLog+"; ps -eo pid,lstart,args | grep '[c]ellguard watch'")
+					r.Say("   watch's log tail and process:")
+					for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+						r.Say("      %s", l)
+					}
+				}
 				if active, err := activeSince(ctx, g.vm, "seed000-trigger.service"); err == nil && !at.IsZero() {
 					r.Say("   seed000-trigger.service became active at %s; watch's first finding %.2fs after that", active.UTC().Format(time.RFC3339Nano), at.Sub(active).Seconds())
 				} else if err != nil {
