@@ -64,6 +64,9 @@ type fleet struct {
 	// healOff: every runtime config of this lane sets cellguard.drain.heal
 	// false (laneSpec's healOff).
 	healOff bool
+	// runcs: fleet-runc's versions on the shape's director, shared by its
+	// lanes (runc_test.go).
+	runcs *runcUploads
 
 	// ctx is the scenarios' context: an interrupt cancels it, so what runs
 	// stops before the cleanup starts.
@@ -167,7 +170,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	}
 	// Only what the plan's lanes deploy is built and uploaded.
 	standIn, realGarden := uses(plan)
-	f := &fleet{t: t, repo: repoRoot(), shape: sh0, gardenJob: testReleaseName}
+	f := &fleet{t: t, repo: repoRoot(), shape: sh0, gardenJob: testReleaseName, runcs: &runcUploads{rel: map[string]*runcUpload{}}}
 	f.ctx, f.cancel = context.WithCancel(parent)
 	ctx := f.ctx
 	// Before anything is made: a shape whose turn comes after an interrupt
@@ -462,7 +465,12 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 // deploy runs bosh deploy of the lane's manifest, with the shape's ops
 // files and ops (paths relative to the repository).
 func (f *fleet) deploy(ctx context.Context, ops ...string) (boshlab.Result, error) {
-	args := append([]string{"-d", f.dep, "deploy", filepath.Join(f.repo, "src/tests/fleet/manifests/deployment.yml")}, f.vars...)
+	return f.deployVars(ctx, nil, ops...)
+}
+
+// deployVars is deploy with bosh-cli variables (-v, -l) of its own.
+func (f *fleet) deployVars(ctx context.Context, vars []string, ops ...string) (boshlab.Result, error) {
+	args := append(append([]string{"-d", f.dep, "deploy", filepath.Join(f.repo, "src/tests/fleet/manifests/deployment.yml")}, f.vars...), vars...)
 	for _, o := range append(f.shape.deployOps(), ops...) {
 		args = append(args, "-o", filepath.Join(f.repo, o))
 	}
