@@ -434,13 +434,12 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	// holding monit here (the escapes need that), and with it blocking every
 	// cell that holds containers stops at pre-start (run 3: the canary, "2
 	// containers below runit.service are exposed to systemd moving them out"), so no cell
-	// before an unsafe one could update. runtime-versions: the stemcells'
-	// Ubuntu runc and containerd have unfixed CVEs, which now only warn, but
-	// no fleet run has shown the check quiet there yet (defaults.yml); seed
-	// 001 blocks on it.
-	runc, ignore := f.shape.runc(), "[runtime-versions, delegation-audit]"
+	// before an unsafe one could update. runtime-versions is not ignored:
+	// the stemcells' runc and containerd have CVEs, which warn, and no
+	// hazard (defaults.yml); seed 001 blocks on rc93's.
+	runc, ignore := f.shape.runc(), "[delegation-audit]"
 	if a.Seed001 {
-		runc, ignore = "/var/vcap/packages/runc-rc93/bin/runc", "[delegation-audit]"
+		runc = "/var/vcap/packages/runc-rc93/bin/runc"
 	}
 	daemons := "[]"
 	if a.Start {
