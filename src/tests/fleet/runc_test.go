@@ -135,9 +135,17 @@ func (f *fleet) runcRelease(ctx context.Context, r *Record, version string) (rel
 		f.runcs.rel[version] = u
 	}
 	f.runcs.mu.Unlock()
-	u.once.Do(func() { u.rel, u.toStore, u.say, u.err = f.uploadRunc(ctx, version) })
-	if u.err == nil {
+	did := false
+	u.once.Do(func() {
+		u.rel, u.toStore, u.say, u.err = f.uploadRunc(ctx, version)
+		did = true
+	})
+	switch {
+	case u.err != nil:
+	case did:
 		r.Say("   fleet-runc/%s: %s", version, u.say)
+	default:
+		r.Say("   fleet-runc/%s: on the director", version)
 	}
 	return u.rel, u.err
 }

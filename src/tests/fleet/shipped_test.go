@@ -296,7 +296,11 @@ func (f *fleet) shippedScenario(ctx context.Context) Scenario {
 				r.Expect("shipped-errand-runs", res.ExitCode == 0 && strings.Contains(verdict, " ok ") && !rep.Blocked,
 					"the errand exited %d after %s; fleet-summary: %s", res.ExitCode, res.Took.Round(100*time.Millisecond), verdict)
 				status, blocking, problems := rep.runtimeVersions()
-				for _, p := range problems {
+				for i, p := range problems {
+					if i == 4 {
+						r.Say("      runtime-versions: ... and %d more", len(problems)-i)
+						break
+					}
 					r.Say("      runtime-versions: %s", p)
 				}
 				_, _, onShipped := rep.advisoryFindingAny(shippedRunc)
@@ -361,7 +365,8 @@ func (f *fleet) hazardScenario(ctx context.Context) Scenario {
 // cveScenario: runc 1.1.11 (CVE-2024-21626 and other security advisories,
 // no hazard): the deploy completes, pre-start's report and the errand warn;
 // promoted in cellguard.validator.blocking_advisories, the same runc
-// blocks the canary; runc 1.3.7 then deploys with the promotion kept.
+// blocks the canary; with runc 1.3.7 at the shipped path the promotion
+// still blocks, on the stemcell's own runc (PATH).
 func (f *fleet) cveScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "a CVE reports without blocking", Steps: []Step{
 		{Name: "bosh deploy with runc " + runcCVE + " (" + cveAdvisory + ")", Expects: []string{"cve-deploy-completes", "cve-pre-start-warns", "cve-errand-warns"},
@@ -418,13 +423,40 @@ func (f *fleet) cveScenario(ctx context.Context) Scenario {
 				f.preStartBlocked(ctx, r, "promoted", cveAdvisory, res, order[0], vm, from)
 				return nil
 			}},
-		{Name: "runc " + runcClean + " with " + cveAdvisory + " still promoted", Expects: []string{"promoted-remedy-completes"},
+		// Fleet run 1: this deploy was expected to complete and stopped at
+		// the canary's pre-start. runtime-versions judges every runc on the
+		// cell, PATH's too, and the fleet's stemcell has Ubuntu's
+		// (/usr/sbin/runc 1.1.0-0ubuntu1, which its containerd package
+		// brings; the stand-in runs it): a promoted CVE blocks on it.
+		{Name: "runc " + runcClean + " at the shipped path, " + cveAdvisory + " still promoted: the stemcell's runc on PATH blocks",
+			Expects: []string{"promoted-path-blocked", "promoted-path-report"},
 			Do: func(r *Record) error {
+				order, err := f.cellOrder(ctx)
+				if err != nil {
+					return err
+				}
+				vm, err := f.vm(order[0])
+				if err != nil {
+					return err
+				}
+				from := logSize(ctx, vm, preStartLog)
 				res, err := f.shippedRollOut(ctx, r, runcClean, []string{cveAdvisory})
 				if err != nil {
 					return err
 				}
-				r.Expect("promoted-remedy-completes", res.ExitCode == 0, "bosh deploy with runc %s exited %d after %s", runcClean, res.ExitCode, res.Took.Round(time.Second))
+				r.Expect("promoted-path-blocked", res.ExitCode != 0 && strings.Contains(strings.Join(taskLines(res.Output), "\n"), "pre-start"),
+					"bosh deploy with runc %s exited %d (pre-start)", runcClean, res.ExitCode)
+				report := logSince(ctx, vm, preStartLog, from)
+				named := linesWith(report, "cellguard validate --phase", cveAdvisory)
+				onPath, onShipped := false, false
+				for _, l := range named {
+					r.Say("      %s", l)
+					onPath = onPath || strings.HasPrefix(l, f.shape.runc()+": "+cveAdvisory+" (security, promoted to blocking)")
+					onShipped = onShipped || strings.HasPrefix(l, shippedRunc+": ")
+				}
+				got := runcVersionIn(ctx, vm, shippedRunc)
+				r.Expect("promoted-path-report", verdictLine(report) == "cellguard validate --phase pre-start: BLOCKED by runtime-versions" && onPath && !onShipped && got == "runc version "+runcClean,
+					"%q; %s names %s at %s: %t, at %s (%s): %t", verdictLine(report), cveAdvisory, "promoted", f.shape.runc(), onPath, shippedRunc, got, onShipped)
 				return nil
 			}},
 	}}
