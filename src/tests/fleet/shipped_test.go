@@ -211,24 +211,51 @@ func (f *fleet) shippedErrand(ctx context.Context, r *Record) (rep validateRepor
 	return rep, verdict, res, nil
 }
 
+// canaryRollOut is a shipped rollout on the lane's one cell (the canary)
+// and what that deploy appended to the cell's pre-start report (the agent
+// appends every run's output).
+type canaryRollOut struct {
+	res    boshlab.Result
+	canary string
+	vm     VM
+	report string
+}
+
+// onTheCanary is shippedRollOut on the lane's one cell, with its report.
+func (f *fleet) onTheCanary(ctx context.Context, r *Record, version string, promote []string) (canaryRollOut, error) {
+	order, err := f.cellOrder(ctx)
+	if err != nil {
+		return canaryRollOut{}, err
+	}
+	vm, err := f.vm(order[0])
+	if err != nil {
+		return canaryRollOut{}, err
+	}
+	from := logSize(ctx, vm, preStartLog)
+	res, err := f.shippedRollOut(ctx, r, version, promote)
+	if err != nil {
+		return canaryRollOut{}, err
+	}
+	return canaryRollOut{res: res, canary: order[0], vm: vm, report: logSince(ctx, vm, preStartLog, from)}, nil
+}
+
 // preStartBlocked reads a blocked deploy of the lane's one cell: the task
-// stopped at the canary's pre-start, and what that pre-start's report
-// (only what this deploy appended) says about advisory id at the shipped
-// runc. Records the three expectations prefix-blocked, prefix-at-canary
-// and prefix-report.
-func (f *fleet) preStartBlocked(ctx context.Context, r *Record, prefix, id string, res boshlab.Result, canary string, vm VM, from int) {
+// stopped at the canary's pre-start, and what that pre-start's report says
+// about advisory id at the shipped runc. Records the three expectations
+// prefix-blocked, prefix-at-canary and prefix-report.
+func (f *fleet) preStartBlocked(r *Record, prefix, id string, ro canaryRollOut) {
+	res, canary := ro.res, ro.canary
 	lines := strings.Join(taskLines(res.Output), "\n")
 	up := updated(res.Output)
 	r.Expect(prefix+"-blocked", res.ExitCode != 0, "bosh deploy exited %d", res.ExitCode)
 	r.Expect(prefix+"-at-canary", len(up) == 1 && up[0] == canary && strings.Contains(lines, "(canary)") && strings.Contains(lines, "pre-start"),
 		"the task updated %v (the canary %s) and failed in pre-start: %t", up, canary, strings.Contains(lines, "pre-start"))
-	report := logSince(ctx, vm, preStartLog, from)
 	r.Say("   %s: this deploy's pre-start report (%s), its verdict and the advisory's lines:", canary, preStartLog)
-	named := linesWith(report, "cellguard validate --phase", id)
+	named := linesWith(ro.report, "cellguard validate --phase", id)
 	for _, l := range named {
 		r.Say("      %s", l)
 	}
-	verdict := verdictLine(report)
+	verdict := verdictLine(ro.report)
 	cites := false
 	for _, l := range named {
 		cites = cites || strings.HasPrefix(l, shippedRunc+": "+id)
@@ -334,20 +361,11 @@ func (f *fleet) hazardScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "a hazard blocks the canary", Steps: []Step{
 		{Name: "bosh deploy with runc " + runcHazard + " (" + hazardAdvisory + ")", Expects: []string{"hazard-blocked", "hazard-at-canary", "hazard-report"},
 			Do: func(r *Record) error {
-				order, err := f.cellOrder(ctx)
+				ro, err := f.onTheCanary(ctx, r, runcHazard, nil)
 				if err != nil {
 					return err
 				}
-				vm, err := f.vm(order[0])
-				if err != nil {
-					return err
-				}
-				from := logSize(ctx, vm, preStartLog)
-				res, err := f.shippedRollOut(ctx, r, runcHazard, nil)
-				if err != nil {
-					return err
-				}
-				f.preStartBlocked(ctx, r, "hazard", hazardAdvisory, res, order[0], vm, from)
+				f.preStartBlocked(r, "hazard", hazardAdvisory, ro)
 				return nil
 			}},
 		{Name: "the remedy: runc " + runcClean, Expects: []string{"hazard-remedy-completes"},
@@ -371,22 +389,13 @@ func (f *fleet) cveScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "a CVE reports without blocking", Steps: []Step{
 		{Name: "bosh deploy with runc " + runcCVE + " (" + cveAdvisory + ")", Expects: []string{"cve-deploy-completes", "cve-pre-start-warns", "cve-errand-warns"},
 			Do: func(r *Record) error {
-				order, err := f.cellOrder(ctx)
+				ro, err := f.onTheCanary(ctx, r, runcCVE, nil)
 				if err != nil {
 					return err
 				}
-				vm, err := f.vm(order[0])
-				if err != nil {
-					return err
-				}
-				from := logSize(ctx, vm, preStartLog)
-				res, err := f.shippedRollOut(ctx, r, runcCVE, nil)
-				if err != nil {
-					return err
-				}
+				res, report := ro.res, ro.report
 				r.Expect("cve-deploy-completes", res.ExitCode == 0, "bosh deploy with runc %s exited %d after %s", runcCVE, res.ExitCode, res.Took.Round(time.Second))
-				report := logSince(ctx, vm, preStartLog, from)
-				r.Say("   %s: this deploy's pre-start report (%s), its verdict and %s's lines:", order[0], preStartLog, cveAdvisory)
+				r.Say("   %s: this deploy's pre-start report (%s), its verdict and %s's lines:", ro.canary, preStartLog, cveAdvisory)
 				named := linesWith(report, "cellguard validate --phase", cveAdvisory)
 				warned := false
 				for _, l := range named {
@@ -407,20 +416,11 @@ func (f *fleet) cveScenario(ctx context.Context) Scenario {
 			}},
 		{Name: "the operator promotes " + cveAdvisory + " (cellguard.validator.blocking_advisories); bosh deploy", Expects: []string{"promoted-blocked", "promoted-at-canary", "promoted-report"},
 			Do: func(r *Record) error {
-				order, err := f.cellOrder(ctx)
+				ro, err := f.onTheCanary(ctx, r, runcCVE, []string{cveAdvisory})
 				if err != nil {
 					return err
 				}
-				vm, err := f.vm(order[0])
-				if err != nil {
-					return err
-				}
-				from := logSize(ctx, vm, preStartLog)
-				res, err := f.shippedRollOut(ctx, r, runcCVE, []string{cveAdvisory})
-				if err != nil {
-					return err
-				}
-				f.preStartBlocked(ctx, r, "promoted", cveAdvisory, res, order[0], vm, from)
+				f.preStartBlocked(r, "promoted", cveAdvisory, ro)
 				return nil
 			}},
 		// Fleet run 1: this deploy was expected to complete and stopped at
@@ -431,22 +431,13 @@ func (f *fleet) cveScenario(ctx context.Context) Scenario {
 		{Name: "runc " + runcClean + " at the shipped path, " + cveAdvisory + " still promoted: the stemcell's runc on PATH blocks",
 			Expects: []string{"promoted-path-blocked", "promoted-path-report"},
 			Do: func(r *Record) error {
-				order, err := f.cellOrder(ctx)
+				ro, err := f.onTheCanary(ctx, r, runcClean, []string{cveAdvisory})
 				if err != nil {
 					return err
 				}
-				vm, err := f.vm(order[0])
-				if err != nil {
-					return err
-				}
-				from := logSize(ctx, vm, preStartLog)
-				res, err := f.shippedRollOut(ctx, r, runcClean, []string{cveAdvisory})
-				if err != nil {
-					return err
-				}
+				res, report, vm := ro.res, ro.report, ro.vm
 				r.Expect("promoted-path-blocked", res.ExitCode != 0 && strings.Contains(strings.Join(taskLines(res.Output), "\n"), "pre-start"),
 					"bosh deploy with runc %s exited %d (pre-start)", runcClean, res.ExitCode)
-				report := logSince(ctx, vm, preStartLog, from)
 				named := linesWith(report, "cellguard validate --phase", cveAdvisory)
 				onPath, onShipped := false, false
 				for _, l := range named {
