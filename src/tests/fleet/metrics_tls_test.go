@@ -157,7 +157,9 @@ func (f *fleet) metricsTLSScenario(ctx context.Context) Scenario {
 				}
 				cfg, _ := vm.Exec(ctx, "cat", "/var/vcap/jobs/cellguard/config/prom_scraper_config.yml")
 				r.Say("   %s: prom_scraper_config.yml: %s", vm.Name, strings.Join(strings.Fields(cfg), " "))
-				r.Expect("tls-scheme-https", strings.Contains(cfg, "scheme: https") && strings.Contains(cfg, "server_name: cellguard_metrics"),
+				// The template writes server_name as a JSON string (run 3
+				// read `server_name: "cellguard_metrics"`).
+				r.Expect("tls-scheme-https", strings.Contains(cfg, "scheme: https") && strings.Contains(cfg, `server_name: "cellguard_metrics"`),
 					"the job tells the prom scraper scheme https and server_name cellguard_metrics")
 				return nil
 			}},
