@@ -64,6 +64,9 @@ type fleet struct {
 	// healOff: every runtime config of this lane sets cellguard.drain.heal
 	// false (laneSpec's healOff).
 	healOff bool
+	// runcs: fleet-runc's versions on the shape's director, shared by its
+	// lanes (runc_test.go).
+	runcs *runcUploads
 
 	// ctx is the scenarios' context: an interrupt cancels it, so what runs
 	// stops before the cleanup starts.
@@ -167,7 +170,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	}
 	// Only what the plan's lanes deploy is built and uploaded.
 	standIn, realGarden := uses(plan)
-	f := &fleet{t: t, repo: repoRoot(), shape: sh0, gardenJob: testReleaseName}
+	f := &fleet{t: t, repo: repoRoot(), shape: sh0, gardenJob: testReleaseName, runcs: &runcUploads{rel: map[string]*runcUpload{}}}
 	f.ctx, f.cancel = context.WithCancel(parent)
 	ctx := f.ctx
 	// Before anything is made: a shape whose turn comes after an interrupt
@@ -431,13 +434,12 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	// holding monit here (the escapes need that), and with it blocking every
 	// cell that holds containers stops at pre-start (run 3: the canary, "2
 	// containers below runit.service are exposed to systemd moving them out"), so no cell
-	// before an unsafe one could update. runtime-versions: the stemcells'
-	// Ubuntu runc and containerd have unfixed CVEs, which now only warn, but
-	// no fleet run has shown the check quiet there yet (defaults.yml); seed
-	// 001 blocks on it.
-	runc, ignore := f.shape.runc(), "[runtime-versions, delegation-audit]"
+	// before an unsafe one could update. runtime-versions is not ignored:
+	// the stemcells' runc and containerd have CVEs, which warn, and no
+	// hazard (defaults.yml); seed 001 blocks on rc93's.
+	runc, ignore := f.shape.runc(), "[delegation-audit]"
 	if a.Seed001 {
-		runc, ignore = "/var/vcap/packages/runc-rc93/bin/runc", "[delegation-audit]"
+		runc = "/var/vcap/packages/runc-rc93/bin/runc"
 	}
 	daemons := "[]"
 	if a.Start {
@@ -462,7 +464,12 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 // deploy runs bosh deploy of the lane's manifest, with the shape's ops
 // files and ops (paths relative to the repository).
 func (f *fleet) deploy(ctx context.Context, ops ...string) (boshlab.Result, error) {
-	args := append([]string{"-d", f.dep, "deploy", filepath.Join(f.repo, "src/tests/fleet/manifests/deployment.yml")}, f.vars...)
+	return f.deployVars(ctx, nil, ops...)
+}
+
+// deployVars is deploy with bosh-cli variables (-v, -l) of its own.
+func (f *fleet) deployVars(ctx context.Context, vars []string, ops ...string) (boshlab.Result, error) {
+	args := append(append([]string{"-d", f.dep, "deploy", filepath.Join(f.repo, "src/tests/fleet/manifests/deployment.yml")}, f.vars...), vars...)
 	for _, o := range append(f.shape.deployOps(), ops...) {
 		args = append(args, "-o", filepath.Join(f.repo, o))
 	}

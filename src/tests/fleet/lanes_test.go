@@ -79,6 +79,16 @@ var fleetLanes = []laneSpec{
 	}},
 	{dep: "fleet-protect", cells: 1, scenarios: one("protect", (*fleet).protectScenario)},
 	{dep: "fleet-start", cells: 1, scenarios: one("start", (*fleet).startScenario)},
+	// The shipped runtime config (manifests/runtime-config.yml, nothing
+	// ignored) with real runc at the shipped path: deployed, a hazard at
+	// the canary and its remedy, a CVE that reports, then promoted.
+	{dep: "fleet-shipped", cells: 1, on: shippedOn, scenarios: []scenarioRow{
+		{"shipped", func(f *fleet, ctx context.Context, _ *rollout) Scenario { return f.shippedScenario(ctx) }},
+		{"hazard_canary", func(f *fleet, ctx context.Context, _ *rollout) Scenario { return f.hazardScenario(ctx) }},
+		{"cve_reports", func(f *fleet, ctx context.Context, _ *rollout) Scenario { return f.cveScenario(ctx) }},
+	}},
+	// The shipped cf-deployment ops files, metrics over mutual TLS.
+	{dep: "fleet-metrics-tls", cells: 1, on: shippedOn, scenarios: one("metrics_tls", (*fleet).metricsTLSScenario)},
 	// Today's Garden where the stemcell has a containerd; the seed's era
 	// (garden-seed) on systemd 229, where its destroy hangs.
 	{dep: "fleet-garden", cells: 3, others: 1, garden: true, realGarden: true, cellOnly: true,
@@ -240,7 +250,7 @@ func (f *fleet) laneRuns(ctx context.Context, plan []plannedLane) []laneRun {
 func (f *fleet) lane(dep string, cells, others int) *fleet {
 	l := &fleet{
 		t: f.t, repo: f.repo, work: f.work, cpiState: f.cpiState, env: f.env, bosh: f.bosh,
-		shape: f.shape, summary: f.summary, cache: f.cache, releases: f.releases,
+		shape: f.shape, summary: f.summary, cache: f.cache, releases: f.releases, runcs: f.runcs,
 		gardenRel: f.gardenRel, gardenJob: testReleaseName, ctx: f.ctx, cancel: f.cancel,
 		dep: dep, cells: cells, others: others,
 	}

@@ -21,6 +21,7 @@ func TestPick(t *testing.T) {
 		rollout   = "fleet: deploy blocked_later_cell blocked_canary way_out seed001_canary"
 		drainHeal = "fleet-drain-heal: drain_heals drain_unhealable"
 		defaults  = rollout + "; fleet-leaving: leaving; fleet-heal: watch_heals; " + drainHeal + "; fleet-protect: protect; fleet-start: start"
+		shipped   = "; fleet-shipped: shipped hazard_canary cve_reports; fleet-metrics-tls: metrics_tls"
 		garden    = "fleet-garden: garden"
 		seed      = "fleet-garden-seed: garden_seed000; fleet-garden-seed-protected: garden_seed000_protected"
 	)
@@ -29,16 +30,16 @@ func TestPick(t *testing.T) {
 		all             bool
 		want            map[string]string // shape: planSummary; absent, nothing runs there
 	}{
-		{name: "make test (go test ./...)", want: map[string]string{"jammy": defaults, "xenial": defaults}},
+		{name: "make test (go test ./...)", want: map[string]string{"jammy": defaults + shipped, "xenial": defaults}},
 		{name: "make cell", run: "^TestFleet$", all: true,
-			want: map[string]string{"jammy": defaults + "; " + garden, "noble": defaults + "; " + garden, "xenial": defaults + "; " + seed}},
-		{name: "the README's -run TestFleet", run: "TestFleet", want: map[string]string{"jammy": defaults, "xenial": defaults}},
+			want: map[string]string{"jammy": defaults + shipped + "; " + garden, "noble": defaults + shipped + "; " + garden, "xenial": defaults + "; " + seed}},
+		{name: "the README's -run TestFleet", run: "TestFleet", want: map[string]string{"jammy": defaults + shipped, "xenial": defaults}},
 		{name: "one scenario alone", run: "TestFleet/jammy/watch_heals", want: map[string]string{"jammy": "fleet-heal: watch_heals"}},
 		{name: "one scenario, anchored", run: "^TestFleet$/^jammy$/^watch_heals$", want: map[string]string{"jammy": "fleet-heal: watch_heals"}},
 		{name: "a later scenario of the rollout lane brings up what it starts from", run: "TestFleet/xenial/way_out",
 			want: map[string]string{"xenial": "fleet: (deploy) (blocked_later_cell) (blocked_canary) way_out"}},
 		{name: "the first scenario of the rollout lane alone", run: "TestFleet/jammy/deploy", want: map[string]string{"jammy": "fleet: deploy"}},
-		{name: "a make cell shape named runs make test's scenarios there", run: "TestFleet/noble", want: map[string]string{"noble": defaults}},
+		{name: "a make cell shape named runs make test's scenarios there", run: "TestFleet/noble", want: map[string]string{"noble": defaults + shipped}},
 		{name: "a make cell scenario named runs", run: "TestFleet/noble/^garden$", want: map[string]string{"noble": garden}},
 		{name: "garden on a shape without it runs nothing", run: "TestFleet/xenial/^garden$", want: map[string]string{}},
 		{name: "both seed lanes by an unanchored name", run: "TestFleet/xenial/garden", want: map[string]string{"xenial": seed}},
@@ -46,10 +47,10 @@ func TestPick(t *testing.T) {
 			want: map[string]string{"jammy": "fleet-heal: watch_heals", "noble": "fleet-heal: watch_heals", "xenial": "fleet-heal: watch_heals"}},
 		{name: "alternatives", run: "TestFleet/jammy/watch_heals|TestFleet/xenial/leaving",
 			want: map[string]string{"jammy": "fleet-heal: watch_heals", "xenial": "fleet-leaving: leaving"}},
-		{name: "a shape by -run and make cell's lanes by all", run: "TestFleet/jammy", all: true, want: map[string]string{"jammy": defaults + "; " + garden}},
-		{name: "-skip a shape", skip: "TestFleet/xenial", want: map[string]string{"jammy": defaults}},
+		{name: "a shape by -run and make cell's lanes by all", run: "TestFleet/jammy", all: true, want: map[string]string{"jammy": defaults + shipped + "; " + garden}},
+		{name: "-skip a shape", skip: "TestFleet/xenial", want: map[string]string{"jammy": defaults + shipped}},
 		{name: "-skip the rollout lane's last scenario", run: "TestFleet/jammy", skip: "TestFleet/jammy/seed001",
-			want: map[string]string{"jammy": "fleet: deploy blocked_later_cell blocked_canary way_out; fleet-leaving: leaving; fleet-heal: watch_heals; " + drainHeal + "; fleet-protect: protect; fleet-start: start"}},
+			want: map[string]string{"jammy": "fleet: deploy blocked_later_cell blocked_canary way_out; fleet-leaving: leaving; fleet-heal: watch_heals; " + drainHeal + "; fleet-protect: protect; fleet-start: start" + shipped}},
 		{name: "the drain-heal lane's second scenario starts from its first", run: "TestFleet/jammy/drain_unhealable",
 			want: map[string]string{"jammy": "fleet-drain-heal: (drain_heals) drain_unhealable"}},
 		{name: "drain's heal alone", run: "TestFleet/jammy/drain_heals", want: map[string]string{"jammy": "fleet-drain-heal: drain_heals"}},
@@ -58,6 +59,11 @@ func TestPick(t *testing.T) {
 			want: map[string]string{"jammy": "fleet: (deploy) blocked_later_cell blocked_canary way_out; fleet-leaving: leaving; " + drainHeal}},
 		{name: "-skip a prerequisite: the later one still starts from it", run: "TestFleet/jammy/(deploy|way_out)", skip: "TestFleet/jammy/deploy",
 			want: map[string]string{"jammy": "fleet: (deploy) (blocked_later_cell) (blocked_canary) way_out"}},
+		{name: "the shipped lane's last scenario starts from the two before it", run: "TestFleet/jammy/cve_reports",
+			want: map[string]string{"jammy": "fleet-shipped: (shipped) (hazard_canary) cve_reports"}},
+		{name: "the shipped scenarios and TLS metrics, by one -run (make cell CELL_RUN)", run: "TestFleet/jammy/(shipped|hazard_canary|cve_reports|metrics_tls)",
+			want: map[string]string{"jammy": "fleet-shipped: shipped hazard_canary cve_reports; fleet-metrics-tls: metrics_tls"}},
+		{name: "no shipped lane on xenial (the shipped addon includes jammy and noble stemcells)", run: "TestFleet/xenial/metrics_tls", want: map[string]string{}},
 		{name: "another test", run: "TestPick", want: map[string]string{}},
 	}
 	for _, tc := range testCases {
@@ -100,7 +106,8 @@ func TestPickLeftOut(t *testing.T) {
 // can name without quoting, and every lane has a deployment of its own
 // (two lanes of one name would deploy over each other); on every shape
 // make cell has exactly one gating lane, and make test six lanes (the
-// eleven scenarios); and no other test is named TestFleet<something>.
+// eleven scenarios) on xenial, eight (fifteen: the shipped manifests')
+// on jammy; and no other test is named TestFleet<something>.
 func TestLaneTable(t *testing.T) {
 	word := regexp.MustCompile(`^[a-z0-9_]+$`)
 	for _, name := range shapeOrder {
@@ -140,14 +147,14 @@ func TestLaneTable(t *testing.T) {
 			t.Errorf("%s: %s would run beside every -run TestFleet/...; name it otherwise", f, m[1])
 		}
 	}
-	for _, name := range []string{"jammy", "xenial"} {
+	for name, want := range map[string][2]int{"jammy": {8, 15}, "xenial": {6, 11}} {
 		plan, _ := pick{}.plan(shapes[name])
 		n := 0
 		for _, l := range plan {
 			n += len(l.run)
 		}
-		if len(plan) != 6 || n != 11 {
-			t.Errorf("make test on %s: %d lanes, %d scenarios; want 6 and 11", name, len(plan), n)
+		if len(plan) != want[0] || n != want[1] {
+			t.Errorf("make test on %s: %d lanes, %d scenarios; want %d and %d", name, len(plan), n, want[0], want[1])
 		}
 	}
 }
