@@ -266,6 +266,13 @@ func (v *Validation) Heal(rep validator.Report, b *heal.Budget) []heal.Outcome {
 	return heal.Heal(rep, v.facts.Snapshot(), heal.Mover{}, b)
 }
 
+// PredictHeal is Heal writing nothing (heal.Predictor), within a budget
+// of perMinute processes of its own: what the next drain's heal would do
+// with rep's escapes (validate --phase drain).
+func (v *Validation) PredictHeal(rep validator.Report, perMinute int) []heal.Outcome {
+	return heal.Heal(rep, v.facts.Snapshot(), heal.Predictor{}, heal.NewBudget(perMinute, nil))
+}
+
 // WatchRegistry is the registry watch binds to each scan's snapshot, with
 // drain's phase (what the next drain would say) and watch's own confirm
 // schedule and probe cache: each scan reads the facts its checks need,

@@ -65,6 +65,10 @@ func validateCommand() *Command {
 				return validateExit(c, p, u.CouldNotRun(&app.CouldNotRun{Err: fmt.Errorf("--format %q: want human or json", format)}))
 			}
 			u.Budget, u.Textfile = app.ValidateBudget(p, budget, cfg), promFile
+			u.Heal = cfg.Drain.Heal
+			if n := cfg.Watch.HealPerMinute; n != nil {
+				u.HealPerMinute = *n
+			}
 			if u.Textfile == "" {
 				u.Textfile = cfg.Validator.PrometheusFile
 			}
