@@ -86,6 +86,19 @@ type Validate struct {
 	Now func() time.Time
 }
 
+// Configure takes the job's settings a validation uses from cfg:
+// validator.prometheus_textfile unless a flag named a textfile, and, for
+// the drain phase's prediction, drain.heal with watch.heal_per_minute.
+func (u *Validate) Configure(cfg *config.Config) {
+	if cfg == nil {
+		return
+	}
+	if u.Textfile == "" {
+		u.Textfile = cfg.Validator.PrometheusFile
+	}
+	u.Heal, u.HealPerMinute = drainHeal(cfg)
+}
+
 // Run validates with plan. ctx's end is an interruption: could not run.
 func (u *Validate) Run(ctx context.Context, plan *Plan, root string) Verdict {
 	// Every phase runs within its budget, as drain does: what did not
