@@ -160,6 +160,7 @@ var configKey = map[string]string{
 	"cellguard.validator.blocking.drain":      "validator.blocking.drain",
 	"cellguard.validator.fix":                 "validator.fix",
 	"cellguard.validator.netns_probe":         "validator.netns_probe",
+	"cellguard.validator.bpf_stat_iterator":   "validator.bpf_stat_iterator",
 	"cellguard.validator.prometheus_textfile": "validator.prometheus_textfile",
 	"cellguard.validator.runc_init_max_age":   "validator.runc_init_max_age",
 	"cellguard.validator.budget":              "validator.budget",

@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -17,7 +18,8 @@ func TestRuntimeConfigAddons(t *testing.T) {
 		Addons   []struct {
 			Name    string `yaml:"name"`
 			Include struct {
-				Jobs []struct{ Name, Release string } `yaml:"jobs"`
+				Jobs     []struct{ Name, Release string } `yaml:"jobs"`
+				Stemcell []struct{ OS string }            `yaml:"stemcell"`
 			} `yaml:"include"`
 			Jobs []struct {
 				Name       string         `yaml:"name"`
@@ -31,13 +33,22 @@ func TestRuntimeConfigAddons(t *testing.T) {
 		t.Errorf("releases %+v: want cellguard at an exact version (runtime configs refuse latest)", rc.Releases)
 	}
 	included := map[string]bool{}
+	var garden map[string]any
+	var stemcells []struct{ OS string }
 	for _, a := range rc.Addons {
 		for _, inc := range a.Include.Jobs {
 			included[inc.Release+"/"+inc.Name] = true
 		}
-		if len(a.Jobs) != 1 || a.Jobs[0].Name != "cellguard" || a.Jobs[0].Release != "cellguard" {
-			t.Errorf("addon %s: jobs %+v, want the cellguard job", a.Name, a.Jobs)
+		// The README tells operators to run the errand: it is beside the
+		// job wherever the job goes.
+		if len(a.Jobs) != 2 || a.Jobs[0].Name != "cellguard" || a.Jobs[0].Release != "cellguard" ||
+			a.Jobs[1].Name != "cellguard-validate" || a.Jobs[1].Release != "cellguard" {
+			t.Errorf("addon %s: jobs %+v, want the cellguard job and its errand cellguard-validate", a.Name, a.Jobs)
 			continue
+		}
+		if a.Name == "cellguard-garden" {
+			garden = a.Jobs[0].Properties
+			stemcells = a.Include.Stemcell
 		}
 		t.Run(a.Name, func(t *testing.T) {
 			props, err := yaml.Marshal(a.Jobs[0].Properties)
@@ -57,6 +68,30 @@ func TestRuntimeConfigAddons(t *testing.T) {
 			t.Errorf("runtime config covers no %s", want)
 		}
 	}
+	if len(stemcells) != 2 || stemcells[0].OS != "ubuntu-jammy" || stemcells[1].OS != "ubuntu-noble" {
+		t.Errorf("cellguard-garden's stemcells %+v: want ubuntu-jammy and ubuntu-noble", stemcells)
+	}
+	todaysGarden(t, "runtime-config.yml's cellguard-garden", garden)
+}
+
+// todaysGarden fails unless a Diego cell's cellguard properties fit the
+// Garden cf-deployment runs on jammy and noble: garden_ctl's garden.service
+// (garden-runc-release v1.18.0 on), delegated with cellguard's list
+// (noble's systemd 255 moves v1 blkio of a plain Delegate=yes unit:
+// docs/garden.md), and runtime-ghosts' roots where that Garden puts its
+// containers: below garden.service in v1 memory, /garden on cgroup v2
+// (guardian's getCgroupRootPath), never below monit's unit, where only a
+// Garden before v1.18.0 put them.
+func todaysGarden(t *testing.T, where string, props map[string]any) {
+	t.Helper()
+	cg, _ := props["cellguard"].(map[string]any)
+	if !sameList(cg["delegate_units"], "garden.service") {
+		t.Errorf("%s: delegate_units %v, want [garden.service]", where, cg["delegate_units"])
+	}
+	v, _ := cg["validator"].(map[string]any)
+	if !sameList(v["extra_cgroup_roots"], "/system.slice/garden.service/garden", "/garden") {
+		t.Errorf("%s: extra_cgroup_roots %v, want today's Garden's: /system.slice/garden.service/garden (v1 memory), /garden (v2)", where, v["extra_cgroup_roots"])
+	}
 }
 
 // hashOp is one op of an ops file whose value is a hash.
@@ -69,17 +104,40 @@ type hashOp struct {
 func TestCFDeploymentOpsFile(t *testing.T) {
 	var ops []hashOp
 	readManifest(t, "operations/add-cellguard-to-diego-cells.yml", &ops)
-	var job map[string]any
+	var job, errand map[string]any
 	for _, op := range ops {
 		if op.Type != "replace" {
 			t.Errorf("op %s: type %q", op.Path, op.Type)
 		}
-		if op.Path == "/instance_groups/name=diego-cell/jobs/name=cellguard?" {
+		switch op.Path {
+		case "/instance_groups/name=diego-cell/jobs/name=cellguard?":
 			job = op.Value
+		case "/instance_groups/name=diego-cell/jobs/name=cellguard-validate?":
+			errand = op.Value
 		}
 	}
 	if job == nil {
 		t.Fatal("no op adds the cellguard job to diego-cell")
+	}
+	if errand == nil || errand["name"] != "cellguard-validate" || errand["release"] != "cellguard" {
+		t.Errorf("errand %v: want an op adding cellguard-validate (release cellguard) to diego-cell", errand)
+	}
+	todaysGarden(t, "add-cellguard-to-diego-cells.yml", job["properties"].(map[string]any))
+	// The ops file and the runtime config's Garden addon say the same.
+	var rc struct {
+		Addons []struct {
+			Name string
+			Jobs []struct {
+				Name       string
+				Properties map[string]any
+			}
+		}
+	}
+	readManifest(t, "runtime-config.yml", &rc)
+	for _, a := range rc.Addons {
+		if a.Name == "cellguard-garden" && len(a.Jobs) > 0 && !reflect.DeepEqual(a.Jobs[0].Properties, job["properties"]) {
+			t.Errorf("diego-cell's cellguard properties differ from runtime-config.yml's cellguard-garden:\n ops file: %v\n addon:    %v", job["properties"], a.Jobs[0].Properties)
+		}
 	}
 	props, err := yaml.Marshal(job["properties"])
 	if err != nil {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 
+	"github.com/cloudfoundry/cellguard/src/internal/config"
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
 	"github.com/cloudfoundry/cellguard/src/internal/heal"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
@@ -116,6 +118,42 @@ func (d *Drain) Run(ctx context.Context, cantRun error) drain.Decision {
 	}
 	d.Show(rep)
 	return d.finish(&rep, healed, nil)
+}
+
+// Configure takes the job's drain settings from cfg, as the job renders
+// them: drain.heal with watch.heal_per_minute, the host's heal record
+// under root (HealLedger, shared with watch), validator.prometheus_textfile
+// unless a flag named a textfile, drain.block_on_shutdown besides the
+// flag's. A nil cfg (it could not be read: the drain decides could not
+// run) changes nothing.
+func (d *Drain) Configure(cfg *config.Config, root string) {
+	if cfg == nil {
+		return
+	}
+	if d.Textfile == "" {
+		d.Textfile = cfg.Validator.PrometheusFile
+	}
+	d.BlockOnShutdown = d.BlockOnShutdown || cfg.Drain.BlockOnShutdown
+	d.Heal, d.HealPerMinute = drainHeal(cfg)
+	d.HealLedger = filepath.Join(root, HealLedger)
+}
+
+// DrainPlan is p as this drain runs it: with drain.heal on, the run does
+// not heal (validator.fix); drain heals after judging, within the host's
+// heal budget.
+func (d *Drain) DrainPlan(p *Plan) *Plan {
+	if d.Heal {
+		p.Fix = false
+	}
+	return p
+}
+
+// drainHeal is cfg's drain.heal and watch.heal_per_minute (0: the default).
+func drainHeal(cfg *config.Config) (on bool, perMinute int) {
+	if n := cfg.Watch.HealPerMinute; n != nil {
+		perMinute = *n
+	}
+	return cfg.Drain.Heal, perMinute
 }
 
 func (d *Drain) budget() time.Duration {

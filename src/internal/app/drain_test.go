@@ -226,3 +226,30 @@ func TestDrainHealOffIsTodaysDrain(t *testing.T) {
 		t.Fatalf("outcome %s (%s), want pass\n%s", dec.Outcome, dec.Reason, stderr)
 	}
 }
+
+// The job's drain settings are the use case's to read: drain.heal with
+// watch.heal_per_minute, the host's heal record under the root, the
+// textfile unless a flag named one, block_on_shutdown from either; a drain
+// with heal on judges without validator.fix (it heals itself, within the
+// host's budget). No config (it could not be read) changes nothing.
+func TestDrainConfigure(t *testing.T) {
+	cfg := parse(t, `{"drain":{"heal":true,"block_on_shutdown":true},"watch":{"heal_per_minute":7},"validator":{"fix":true,"prometheus_textfile":"/v/c.prom"}}`)
+	d := &Drain{}
+	d.Configure(cfg, "/fixture")
+	if !d.Heal || d.HealPerMinute != 7 || d.HealLedger != "/fixture"+HealLedger || d.Textfile != "/v/c.prom" || !d.BlockOnShutdown {
+		t.Errorf("configured: heal %v per minute %d ledger %q textfile %q block_on_shutdown %v", d.Heal, d.HealPerMinute, d.HealLedger, d.Textfile, d.BlockOnShutdown)
+	}
+	if p := NewPlan(cfg, Overrides{Root: "/fixture"}); !p.Fix || d.DrainPlan(p).Fix {
+		t.Errorf("validator.fix with drain.heal: the plan's fix %v, drain's %v; want drain to heal itself", p.Fix, d.DrainPlan(NewPlan(cfg, Overrides{})).Fix)
+	}
+	d = &Drain{Textfile: "/flag.prom"}
+	d.Configure(parse(t, `{"validator":{"fix":true,"prometheus_textfile":"/v/c.prom"}}`), "/")
+	if d.Heal || d.HealPerMinute != 0 || d.Textfile != "/flag.prom" || d.BlockOnShutdown || !d.DrainPlan(NewPlan(parse(t, `{"validator":{"fix":true}}`), Overrides{})).Fix {
+		t.Errorf("heal off: %+v", d)
+	}
+	d = &Drain{}
+	d.Configure(nil, "/")
+	if d.Heal || d.HealLedger != "" || d.Textfile != "" {
+		t.Errorf("no config: %+v", d)
+	}
+}

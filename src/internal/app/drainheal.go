@@ -18,10 +18,7 @@ import (
 // still fail) with what it did, for the decision. A run with nothing
 // escaped comes back as it was, with no heal.
 func (d *Drain) heal(v Runner, rep validator.Report) (validator.Report, *drain.Heal) {
-	perMinute := d.HealPerMinute
-	if perMinute <= 0 {
-		perMinute = heal.DefaultPerMinute
-	}
+	perMinute := healPerMinute(d.HealPerMinute)
 	outs := v.Heal(rep, heal.NewSharedBudget(perMinute, d.HealLedger, nil))
 	if len(outs) == 0 {
 		return rep, nil
@@ -32,6 +29,35 @@ func (d *Drain) heal(v Runner, rep validator.Report) (validator.Report, *drain.H
 			"expected": e.Want.Rel, "actual": e.Actual, "result": o.Result(), "why": o.Why()})
 	}
 	return heal.Compose(rep, outs), summarize(outs, perMinute)
+}
+
+// predictHeal is drain's heal as validate --phase drain predicts it
+// (heal.Predictor: nothing moved), judged as drain judges its heal, so
+// that the two decide alike: a process whose recorded cgroup is there
+// would be moved, one whose cgroup is gone or whose identity is unknown
+// would block, naming why.
+func (u *Validate) predictHeal(v *Validation, rep validator.Report) (validator.Report, *drain.Heal) {
+	perMinute := healPerMinute(u.HealPerMinute)
+	outs := v.PredictHeal(rep, perMinute)
+	if len(outs) == 0 {
+		return rep, nil
+	}
+	for _, o := range outs {
+		e := o.Escape
+		u.Logger.Info("heal-predicted", lager.Data{"container": e.Container, "pid": e.PID, "comm": e.Comm, "hierarchy": e.Want.Hierarchy.Name,
+			"expected": e.Want.Rel, "actual": e.Actual, "why": o.Why()})
+	}
+	h := summarize(outs, perMinute)
+	h.Predicted = true
+	return heal.Compose(rep, outs), h
+}
+
+// healPerMinute is the heal budget's cap: n, else heal.DefaultPerMinute.
+func healPerMinute(n int) int {
+	if n <= 0 {
+		return heal.DefaultPerMinute
+	}
+	return n
 }
 
 // summarize counts the processes moved and gone and names each escape

@@ -51,6 +51,9 @@ type Plan struct {
 	Blocking map[string][]string
 	// Fix moves escapes back after judging (--fix, validator.fix).
 	Fix bool
+	// StatIterator reads every process's stat on the live root from one
+	// BPF task iterator (validator.bpf_stat_iterator); off, from /proc.
+	StatIterator bool
 	// Extra are checks run besides the registry's (tests: one that
 	// never returns).
 	Extra []validator.Check
@@ -117,9 +120,10 @@ func NewPlan(cfg *config.Config, o Overrides) *Plan {
 			RuncPaths:          BoshRuncPaths,
 			BlockingAdvisories: vc.BlockingAdvisories,
 		},
-		Ignore:   append(SplitList(vc.Ignore), SplitList(o.Ignore)...),
-		Blocking: vc.Blocking,
-		Fix:      o.Fix || vc.Fix,
+		Ignore:       append(SplitList(vc.Ignore), SplitList(o.Ignore)...),
+		Blocking:     vc.Blocking,
+		Fix:          o.Fix || vc.Fix,
+		StatIterator: vc.BPFStatIterator,
 	}
 	if hostroot.IsLive(o.Root) {
 		// The host's manager, over D-Bus; a fixture root has none.
@@ -207,7 +211,8 @@ type Validation struct {
 }
 
 // Prepare builds the run of phase: its snapshot (with one read of the
-// kernel's BTF on the live host, for the run's BPF iterators), its facts
+// kernel's BTF on the live host, for the run's BPF iterators: the stat
+// iterator when the plan allows it, leaked-netns's with its probe), its facts
 // (read now, each kind in its own goroutine, only the kinds its checks
 // need) and its checks bound to them. ctx bounds the reads: the run's
 // budget.
@@ -223,8 +228,10 @@ func (p *Plan) Prepare(ctx context.Context, phase validator.Phase) (*Validation,
 	spec := p.Spec
 	snap := p.Snapshot
 	if hostroot.IsLive(spec.Root) {
-		spec.Kernel = &bpfiter.Kernel{}
-		snap.Procs = bpfProcs(spec.Kernel)
+		spec.Kernel = &bpfiter.Kernel{} // read on first use only
+		if p.StatIterator {
+			snap.Procs = bpfProcs(spec.Kernel)
+		}
 	}
 	spec.Snapshot = snapshot.Lazy(snap)
 	pol := p.Policy
@@ -257,6 +264,13 @@ func (v *Validation) Run(ctx context.Context) validator.Report {
 // (cellguard.drain.heal), over the snapshot its checks judged.
 func (v *Validation) Heal(rep validator.Report, b *heal.Budget) []heal.Outcome {
 	return heal.Heal(rep, v.facts.Snapshot(), heal.Mover{}, b)
+}
+
+// PredictHeal is Heal writing nothing (heal.Predictor), within a budget
+// of perMinute processes of its own: what the next drain's heal would do
+// with rep's escapes (validate --phase drain).
+func (v *Validation) PredictHeal(rep validator.Report, perMinute int) []heal.Outcome {
+	return heal.Heal(rep, v.facts.Snapshot(), heal.Predictor{}, heal.NewBudget(perMinute, nil))
 }
 
 // WatchRegistry is the registry watch binds to each scan's snapshot, with

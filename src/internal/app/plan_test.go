@@ -28,9 +28,10 @@ func parse(t *testing.T, js string) *config.Config {
 
 // The plan carries the config's and the flags' say: roots replaced,
 // ignore lists added, fix from either, the probe only when the job allows
-// it, D-Bus only on the live root.
+// it, the stat iterator only when the job allows it, D-Bus only on the
+// live root.
 func TestNewPlan(t *testing.T) {
-	cfg := parse(t, `{"validator":{"ignore":["leaked-netns"],"runtime_roots":["/run/a"],"netns_probe":true,"runc_init_max_age":"7m"}}`)
+	cfg := parse(t, `{"validator":{"ignore":["leaked-netns"],"runtime_roots":["/run/a"],"netns_probe":true,"bpf_stat_iterator":true,"runc_init_max_age":"7m"}}`)
 	p := NewPlan(cfg, Overrides{Root: "/fixture", RuntimeRoots: []string{"/run/b,/run/c"}, Ignore: []string{"devices-cgroup"}})
 	if got := p.RuntimeRoots(); !slices.Equal(got, []string{"/run/b", "/run/c"}) {
 		t.Errorf("roots %v: the flags replace the config's", got)
@@ -38,10 +39,10 @@ func TestNewPlan(t *testing.T) {
 	if !slices.Equal(p.Ignore, []string{"leaked-netns", "devices-cgroup"}) || p.Fix {
 		t.Errorf("ignore %v fix %v", p.Ignore, p.Fix)
 	}
-	if !p.Spec.NetnsProbe || p.Policy.RuncInitMaxAge.Minutes() != 7 || p.Spec.Units != nil || p.Spec.Running != nil {
+	if !p.Spec.NetnsProbe || !p.StatIterator || p.Policy.RuncInitMaxAge.Minutes() != 7 || p.Spec.Units != nil || p.Spec.Running != nil {
 		t.Errorf("spec %+v policy %+v", p.Spec, p.Policy)
 	}
-	if live := NewPlan(parse(t, `{}`), Overrides{Root: "/"}); live.Spec.Units == nil || live.Spec.Running == nil || live.Spec.NetnsProbe ||
+	if live := NewPlan(parse(t, `{}`), Overrides{Root: "/"}); live.Spec.Units == nil || live.Spec.Running == nil || live.Spec.NetnsProbe || live.StatIterator ||
 		!slices.Equal(live.RuntimeRoots(), DefaultRuntimeRoots()) {
 		t.Errorf("live plan: %+v", live.Spec)
 	}

@@ -74,11 +74,29 @@ type Validate struct {
 	Textfile string
 	Budget   time.Duration
 	// LiftFile is the lift the drain phase honours.
-	LiftFile       string
+	LiftFile string
+	// Heal: the drain phase predicts drain's heal (cellguard.drain.heal)
+	// of at most HealPerMinute processes (0: heal.DefaultPerMinute) and
+	// decides on what it would leave; nothing is moved.
+	Heal           bool
+	HealPerMinute  int
 	Logger         lager.Logger
 	Stdout, Stderr io.Writer
 	// Now is the clock a lift is judged by.
 	Now func() time.Time
+}
+
+// Configure takes the job's settings a validation uses from cfg:
+// validator.prometheus_textfile unless a flag named a textfile, and, for
+// the drain phase's prediction, drain.heal with watch.heal_per_minute.
+func (u *Validate) Configure(cfg *config.Config) {
+	if cfg == nil {
+		return
+	}
+	if u.Textfile == "" {
+		u.Textfile = cfg.Validator.PrometheusFile
+	}
+	u.Heal, u.HealPerMinute = drainHeal(cfg)
 }
 
 // Run validates with plan. ctx's end is an interruption: could not run.
@@ -114,7 +132,11 @@ func (u *Validate) Run(ctx context.Context, plan *Plan, root string) Verdict {
 	}
 	u.Logger.Info("finished", lager.Data{"phase": u.Phase, "blocked": rep.Blocked})
 	if u.Phase == validator.Drain {
-		return u.decideDrain(&rep, nil)
+		judged, healed := rep, (*drain.Heal)(nil)
+		if u.Heal {
+			judged, healed = u.predictHeal(v, rep)
+		}
+		return u.decideDrain(&judged, healed, nil)
 	}
 	if rep.Blocked {
 		return Blocked
@@ -190,14 +212,14 @@ func (u *Validate) CouldNotRun(cr *CouldNotRun) Verdict {
 	if u.Phase != validator.Drain {
 		return NotRun
 	}
-	return u.decideDrain(nil, cr)
+	return u.decideDrain(nil, nil, cr)
 }
 
 // decideDrain judges a drain-phase run with DecideDrain, as the next
-// update's drain would (its lift included), and says so on stderr and in
-// the log.
-func (u *Validate) decideDrain(rep *validator.Report, cr *CouldNotRun) Verdict {
-	in := drain.Input{Call: nextUpdate, Report: rep}
+// update's drain would (its lift and its heal, predicted, included), and
+// says so on stderr and in the log.
+func (u *Validate) decideDrain(rep *validator.Report, healed *drain.Heal, cr *CouldNotRun) Verdict {
+	in := drain.Input{Call: nextUpdate, Report: rep, Heal: healed}
 	if cr != nil {
 		in.CouldNotRun = cr.Err
 	}

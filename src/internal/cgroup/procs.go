@@ -172,12 +172,10 @@ func (l *Layout) Move(h *Hierarchy, rel string, pid int) error {
 // is and nothing is written. A check that the pid still names a given
 // process then leaves the least time for it to name another.
 func (l *Layout) MoveChecked(h *Hierarchy, rel string, pid int, check func() error) error {
-	// Same rule as containerd's cgroup2.VerifyGroupPath, without pulling
-	// its eBPF dependencies into the binary.
-	if !strings.HasPrefix(rel, "/") || filepath.Clean(rel) != rel {
-		return fmt.Errorf("move pid %d to %s:%s: %w", pid, h.Name, rel, ErrInvalidPath)
+	path, err := l.procsPath(h, rel, pid)
+	if err != nil {
+		return err
 	}
-	path := filepath.Join(l.Path(h, rel), "cgroup.procs")
 	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if err == unix.ENOENT {
@@ -199,4 +197,31 @@ func (l *Layout) MoveChecked(h *Hierarchy, rel string, pid int, check func() err
 		return fmt.Errorf("move pid %d to %s: %w", pid, path, err)
 	}
 	return nil
+}
+
+// CanMove says, writing nothing, whether Move of pid to rel would find its
+// cgroup: rel a clean absolute path whose cgroup.procs exists. A nil error
+// is no promise: the write itself may still be refused.
+func (l *Layout) CanMove(h *Hierarchy, rel string, pid int) error {
+	path, err := l.procsPath(h, rel, pid)
+	if err != nil {
+		return err
+	}
+	if err := unix.Access(path, unix.F_OK); err != nil {
+		if err == unix.ENOENT {
+			return fmt.Errorf("move pid %d: %s: %w", pid, path, ErrNoCgroup)
+		}
+		return fmt.Errorf("move pid %d: %s: %w", pid, path, err)
+	}
+	return nil
+}
+
+// procsPath is the cgroup.procs file of rel in h, for a move of pid.
+func (l *Layout) procsPath(h *Hierarchy, rel string, pid int) (string, error) {
+	// Same rule as containerd's cgroup2.VerifyGroupPath, without pulling
+	// its eBPF dependencies into the binary.
+	if !strings.HasPrefix(rel, "/") || filepath.Clean(rel) != rel {
+		return "", fmt.Errorf("move pid %d to %s:%s: %w", pid, h.Name, rel, ErrInvalidPath)
+	}
+	return filepath.Join(l.Path(h, rel), "cgroup.procs"), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -51,28 +50,17 @@ func drainCommand() *Command {
 			defer closer()
 			d := &app.Drain{Call: app.ParseCall(c.args), JobState: c.Getenv("BOSH_JOB_STATE"), NextJobState: c.Getenv("BOSH_JOB_NEXT_STATE"),
 				Logger: logger, Stderr: c.Stderr, Now: c.now, Budget: app.DrainBudget(budget, cfg),
-				BlockOnShutdown: blockOnShutdown || cfg != nil && cfg.Drain.BlockOnShutdown, LiftFile: liftFile, Textfile: promFile,
-				Show: func(rep app.Report) { app.ShowReport(logger, rep, format, c.Stderr, c.now()) },
-				// The validation, from the one plan builder, its facts read within ctx (the budget's).
-				Prepare: func(ctx context.Context) (app.Runner, error) {
-					plan := newPlan(cfg, app.Overrides{Root: root, RuntimeRoots: app.SplitList(runtimeRoots)})
-					if cfg != nil && cfg.Drain.Heal {
-						plan.Fix = false // drain heals itself, within the host's heal budget (app.Drain)
-					}
-					v, cr := plan.Ready(ctx, app.DrainPhase)
-					if cr != nil {
-						return nil, cr
-					}
-					return v, nil
-				}}
-			if cfg != nil {
-				if d.Textfile == "" {
-					d.Textfile = cfg.Validator.PrometheusFile
+				BlockOnShutdown: blockOnShutdown, LiftFile: liftFile, Textfile: promFile,
+				Show: func(rep app.Report) { app.ShowReport(logger, rep, format, c.Stderr, c.now()) }}
+			d.Configure(cfg, root)
+			// The validation, from the one plan builder, its facts read within ctx (the budget's).
+			d.Prepare = func(ctx context.Context) (app.Runner, error) {
+				plan := d.DrainPlan(newPlan(cfg, app.Overrides{Root: root, RuntimeRoots: app.SplitList(runtimeRoots)}))
+				v, cr := plan.Ready(ctx, app.DrainPhase)
+				if cr != nil {
+					return nil, cr
 				}
-				d.Heal, d.HealLedger = cfg.Drain.Heal, filepath.Join(root, app.HealLedger)
-				if n := cfg.Watch.HealPerMinute; n != nil {
-					d.HealPerMinute = *n
-				}
+				return v, nil
 			}
 			return drainVerdict(c.Stdout, app.DrainVerdict(d.Run(ctx, err)))
 		},

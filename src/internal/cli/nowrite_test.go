@@ -49,10 +49,15 @@ func cellguardCommand(t *testing.T, file string, args ...string) *exec.Cmd {
 // hostTouches are the traced calls that change the host or reach into
 // another process: a file opened for writing (cgroup.procs, tasks, a
 // sysctl), made, removed or renamed; a socket duplicated from another
-// process; a namespace entered; a BPF program that reads every task's open
-// files (leaked-netns's iterators, cg_task_file and cg_task).
-var hostTouches = regexp.MustCompile(`pidfd_getfd\(|setns\(|unshare\(|prog_name="cg_task|` +
+// process; a namespace entered; any bpf call (a BPF program, map or BTF
+// object put in the kernel: the stat iterator cg_procs, leaked-netns's
+// cg_task_file and cg_task, and cilium/ebpf's feature probes).
+var hostTouches = regexp.MustCompile(`pidfd_getfd\(|setns\(|unshare\(|bpf\(|` +
 	`open(at2?)?\(.*O_(WRONLY|RDWR|CREAT|TRUNC)|creat\(|truncate\(|mkdir(at)?\(|unlink(at)?\(|rename(at2?)?\(`)
+
+// bpfCall is a traced bpf call (successful or not: a program the verifier
+// refused was still handed to the kernel).
+var bpfCall = regexp.MustCompile(`^\d+ +bpf\(`)
 
 // touches returns the traced calls in file that touch the host.
 func touches(t *testing.T, file string) (bad []string, calls int) {
@@ -73,13 +78,14 @@ func touches(t *testing.T, file string) (bad []string, calls int) {
 	return bad, calls
 }
 
-// A validation with leaked-netns's probe off (validator.netns_probe, the
-// default) writes nothing to the host and reaches into no other process,
-// on the live root with a namespace held only by a socket, which the probe
-// would ask: no file opened for writing (no cgroup.procs, tasks or
-// sysctl), no pidfd_getfd, no setns, no BPF iterator over other processes'
-// files. leaked-netns says what it did not judge. With the probe on, the
-// same run does load that iterator: the trace sees what it looks for.
+// A validation with leaked-netns's probe (validator.netns_probe) and the
+// stat iterator (validator.bpf_stat_iterator) off, as a config without
+// either key has them, writes nothing to the host and reaches into no
+// other process, on the live root with a namespace held only by a socket,
+// which the probe would ask: no file opened for writing (no cgroup.procs,
+// tasks or sysctl), no pidfd_getfd, no setns, no bpf call at all.
+// leaked-netns says what it did not judge. With either switch on, the same
+// run does load its BPF program: the trace sees what it looks for.
 func TestValidateWritesNothingWithProbeOff(t *testing.T) {
 	testkit.RequireRoot(t, "strace of validate on the live root")
 	testkit.RequireFile(t, "/usr/bin/strace", "apt-get install strace (ci/scripts/install-deps.sh)")
@@ -87,12 +93,18 @@ func TestValidateWritesNothingWithProbeOff(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name, cfg string
-		probe     bool
+		// prog is the BPF program the run must load; "" means none may.
+		prog string
 	}{
-		{"probe off", `{}`, false},
-		{"probe on", `{"validator":{"netns_probe":true}}`, true},
+		{"defaults", `{}`, ""},
+		{"switches off", `{"validator":{"netns_probe":false,"bpf_stat_iterator":false}}`, ""},
+		{"stat iterator on", `{"validator":{"bpf_stat_iterator":true}}`, "cg_procs"},
+		{"probe on", `{"validator":{"netns_probe":true}}`, "cg_task_file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.prog != "" {
+				testkit.RequireFile(t, "/sys/kernel/btf/vmlinux", "a kernel built with BTF (CONFIG_DEBUG_INFO_BTF), for the BPF iterators")
+			}
 			cfg := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
 			if err := os.WriteFile(cfg, []byte(tc.cfg), 0o644); err != nil {
 				t.Fatal(err)
@@ -105,15 +117,24 @@ func TestValidateWritesNothingWithProbeOff(t *testing.T) {
 			}
 			bad, calls := touches(t, trace)
 			t.Logf("%d traced calls, %d touching the host", calls, len(bad))
-			if !tc.probe {
+			if tc.prog == "" {
 				for _, l := range bad {
-					t.Errorf("probe off, yet: %s", l)
+					t.Errorf("switches off, yet: %s", l)
 				}
 				notJudged(t, out)
 				return
 			}
-			if !containsLine(bad, `prog_name="cg_task_file"`) {
-				t.Errorf("probe on: no task_file iterator loaded; the trace misses what the probe does (%d calls)", calls)
+			if !containsLine(bad, `prog_name="`+tc.prog+`"`) {
+				t.Errorf("%s: no %s loaded; the trace misses what the switch does (%d calls)", tc.name, tc.prog, calls)
+			}
+			if tc.prog == "cg_procs" {
+				// The stat iterator reads; it writes no file and enters
+				// no other process.
+				for _, l := range bad {
+					if !bpfCall.MatchString(l) {
+						t.Errorf("stat iterator on: %s", l)
+					}
+				}
 			}
 		})
 	}

@@ -65,9 +65,7 @@ func validateCommand() *Command {
 				return validateExit(c, p, u.CouldNotRun(&app.CouldNotRun{Err: fmt.Errorf("--format %q: want human or json", format)}))
 			}
 			u.Budget, u.Textfile = app.ValidateBudget(p, budget, cfg), promFile
-			if u.Textfile == "" {
-				u.Textfile = cfg.Validator.PrometheusFile
-			}
+			u.Configure(cfg)
 			plan := newPlan(cfg, app.Overrides{Root: root, RuntimeRoots: app.SplitList(runtimeRoots), Ignore: app.SplitList(ignore), Fix: fix})
 			return validateExit(c, p, u.Run(ctx, plan, root))
 		},

@@ -380,3 +380,72 @@ func TestValidateRuntimeRootFlag(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }
+
+// With cellguard.drain.heal, validate --phase drain predicts drain's heal
+// without moving anything: an escape whose recorded cgroup is there is one
+// drain would move back (healed, exit 0, the integer), one whose cgroup is
+// gone one it could not (blocked, naming why, as drain's reason does); the
+// fixture's cgroup.procs files are left as they were. Heal off, any escape
+// blocks, as drain does.
+func TestValidateDrainPredictsDrainsHeal(t *testing.T) {
+	const healOn = `{"drain":{"heal":true}}`
+	procs := func(h *fakehost.Host) string {
+		b, err := os.ReadFile(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1/cgroup.procs"))
+		if err != nil {
+			return err.Error()
+		}
+		return string(b)
+	}
+	validate := func(d *drainHost) (int, string, string) {
+		return d.run(t, "validate", "--phase", "drain", "--config", d.cfg, "--root", d.root, "--log-file", d.log, "--lift-file", d.lift)
+	}
+
+	h := cell(t)
+	escape(h)
+	before := procs(h)
+	d := newDrainHost(t, h.Root, healOn)
+	code, out, errOut := validate(d)
+	if code != ExitOK || out != "0\n" {
+		t.Errorf("healable: exit %d stdout %q, want 0 and \"0\" (drain would heal)\n%s", code, out, errOut)
+	}
+	t.Logf("healable: %s", decisionLine(errOut))
+	mustContainAll(t, "healable: stderr", errOut, "cellguard validate --phase drain: healed: ",
+		"drain would move 1 escaped process back into the cgroups their runtime recorded")
+	if after := procs(h); after != before {
+		t.Errorf("the prediction wrote cgroup.procs: %q, was %q", after, before)
+	}
+
+	d = newDrainHost(t, h.Root, `{}`)
+	if code, out, errOut := validate(d); code != ExitFailed || out != "" || !strings.Contains(errOut, ": blocked: ") {
+		t.Errorf("heal off: exit %d stdout %q, want 1 and nothing, blocked\n%s", code, out, errOut)
+	}
+
+	// The recorded blkio cgroup is gone (the fleet's drain_unhealable):
+	// drain blocks, naming it, and the prediction says the same.
+	h = cell(t)
+	escape(h)
+	if err := os.RemoveAll(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1")); err != nil {
+		t.Fatal(err)
+	}
+	d = newDrainHost(t, h.Root, healOn)
+	vc, vout, verr := validate(d)
+	dc, dout, derr := d.drain(t, jobChanged...)
+	// (Drain also names c1's cpu move, which a fixture cannot verify: it
+	// is no kernel, and /proc/101/cgroup does not change.)
+	if dc != ExitFailed || dout != "" || !strings.Contains(derr, "pid 101 (app) of c1 in blkio: moving it back failed") {
+		t.Fatalf("unhealable: drain exit %d stdout %q, want blocked naming pid 101 in blkio\n%s", dc, dout, derr)
+	}
+	if vc != dc || vout != dout {
+		t.Errorf("unhealable: validate exit %d stdout %q; drain exit %d stdout %q\n%s", vc, vout, dc, dout, verr)
+	}
+	t.Logf("unhealable: %s", decisionLine(verr))
+	mustContainAll(t, "unhealable: validate's stderr", verr, "cellguard validate --phase drain: blocked: ",
+		"drain would not heal 1 (cellguard.drain.heal): pid 101 (app) of c1 in blkio: moving it back would fail")
+}
+
+// decisionLine is validate --phase drain's decision, its last line on
+// stderr (the report's heading starts alike).
+func decisionLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	return lines[len(lines)-1]
+}

@@ -106,6 +106,11 @@ type Validator struct {
 	// sockets' namespaces (BPF task_file iterator, pidfd_getfd from their
 	// cgroups); off, it judges what /proc shows (docs/validator.md).
 	NetnsProbe bool `json:"netns_probe"`
+	// BPFStatIterator reads every process's stat from one BPF task
+	// iterator (a read-only program, loaded for the scan) instead of each
+	// /proc/PID/stat. The job's default is on; a config without the key
+	// reads /proc.
+	BPFStatIterator bool `json:"bpf_stat_iterator"`
 }
 
 // Watch configures `cellguard watch`; the checks read Validator's settings.

@@ -58,6 +58,9 @@ type Heal struct {
 	Moved, Gone int
 	// Unhealed says, per process still outside, which and why.
 	Unhealed []string
+	// Predicted: nothing was moved; what a drain would do now
+	// (validate --phase drain).
+	Predicted bool
 }
 
 // maxUnhealedNamed bounds the processes a reason names; drain.log has
@@ -70,16 +73,20 @@ func (h *Heal) what() string {
 		return ""
 	}
 	var parts []string
+	moved, could := "drain moved", "drain could not heal"
+	if h.Predicted {
+		moved, could = "drain would move", "drain would not heal"
+	}
 	if h.Moved > 0 {
-		parts = append(parts, fmt.Sprintf("drain moved %s back into the cgroups their runtime recorded",
-			plural(h.Moved, "escaped process", "escaped processes")))
+		parts = append(parts, fmt.Sprintf("%s %s back into the cgroups their runtime recorded",
+			moved, plural(h.Moved, "escaped process", "escaped processes")))
 	}
 	if h.Gone > 0 {
 		parts = append(parts, fmt.Sprintf("%s gone before drain could move it", plural(h.Gone, "escaped process was", "escaped processes were")))
 	}
 	if len(h.Unhealed) > 0 {
 		named := h.Unhealed[:min(len(h.Unhealed), maxUnhealedNamed)]
-		s := fmt.Sprintf("drain could not heal %d (cellguard.drain.heal): %s", len(h.Unhealed), strings.Join(named, "; "))
+		s := fmt.Sprintf("%s %d (cellguard.drain.heal): %s", could, len(h.Unhealed), strings.Join(named, "; "))
 		if more := len(h.Unhealed) - len(named); more > 0 {
 			s += fmt.Sprintf("; and %d more (drain.log)", more)
 		}
@@ -122,6 +129,9 @@ func Decide(in Input) Decision {
 		return Decision{Outcome: CouldNotRun, Reason: "cellguard could not validate (" + why + "); a broken guard does not hold the VM, so drain lets it go"}
 	case !in.Report.Blocked && in.Report.Incomplete:
 		return Decision{Outcome: BudgetExpired, Reason: "the checks did not all finish within the drain's time budget and none that finished blocks; what finished is reported, and drain lets the VM go" + in.Heal.what()}
+	case !in.Report.Blocked && in.Heal != nil && in.Heal.Moved > 0 && in.Heal.Predicted:
+		return Decision{Outcome: Healed, Reason: "no blocking finding would be left" + in.Heal.what() +
+			" (predicted: nothing was moved; the drain verifies each move from /proc)"}
 	case !in.Report.Blocked && in.Heal != nil && in.Heal.Moved > 0:
 		return Decision{Outcome: Healed, Reason: "no blocking finding left" + in.Heal.what() +
 			", verified from /proc (reported as warnings: what moved them can do so again)"}

@@ -31,6 +31,9 @@ type Outcome struct {
 	// After is where the process still is after a write that did not
 	// hold; "" when it could not be read.
 	After string
+	// Predicted: nothing was written (Predictor); Moved means a move
+	// would find the process's recorded cgroup, Err why it would not.
+	Predicted bool
 }
 
 // Failed says the heal was tried and the process is still outside.
@@ -54,6 +57,12 @@ func (o Outcome) Result() string {
 
 // Why says what became of the process, in the words its finding uses.
 func (o Outcome) Why() string {
+	if o.Predicted {
+		if o.Moved {
+			return "would be moved back to " + o.Escape.Want.Rel
+		}
+		return fmt.Sprintf("moving it back would fail: %v", o.Err)
+	}
 	switch o.Result() {
 	case "moved":
 		return "moved back to " + o.Escape.Want.Rel
@@ -94,6 +103,31 @@ func (Mover) Heal(v *snapshot.Host, escapes []evidence.Escape) []Outcome {
 	out := make([]Outcome, len(escapes))
 	for i, e := range escapes {
 		out[i] = move(v.Layout(), v.ProcFS(), r, &m, e)
+	}
+	return out
+}
+
+// Predictor is the Healer that writes nothing: what validate --phase drain
+// says drain's heal would do. An escape whose recorded cgroup is there,
+// whose identity the scan recorded, is one Mover would move (Moved); one
+// without either, one it would not (Err, as Mover's). What a write alone
+// tells (the kernel refusing it, the process gone by then) it cannot.
+type Predictor struct{}
+
+var _ Healer = Predictor{}
+
+func (Predictor) Heal(v *snapshot.Host, escapes []evidence.Escape) []Outcome {
+	out := make([]Outcome, len(escapes))
+	for i, e := range escapes {
+		o := Outcome{Escape: e, Predicted: true}
+		switch {
+		case e.StartTime == 0 || e.PidNS == 0:
+			o.Err = fmt.Errorf("pid %d: the scan recorded no start time or pid namespace to confirm it by: %w", e.PID, errUnconfirmed)
+		default:
+			o.Err = v.Layout().CanMove(e.Want.Hierarchy, e.Want.Rel, e.PID)
+			o.Moved = o.Err == nil
+		}
+		out[i] = o
 	}
 	return out
 }
