@@ -216,7 +216,7 @@ func TestMetricsTLSOpsFile(t *testing.T) {
 	var metrics, variable map[string]any
 	for _, op := range ops {
 		switch op.Path {
-		case "/instance_groups/name=diego-cell/jobs/name=cellguard/properties/cellguard/watch/metrics?":
+		case "/instance_groups/name=diego-cell/jobs/name=cellguard/properties/cellguard/watch?/metrics":
 			metrics = op.Value
 		case "/variables/name=cellguard_metrics_tls?":
 			variable = op.Value

@@ -20,9 +20,7 @@ import (
 // /metrics over mutual TLS on a cell, with the shipped cf-deployment ops
 // files as an operator uses them (add-cellguard-to-diego-cells.yml, then
 // cellguard-metrics-tls.yml) on the fleet's cell group named diego-cell
-// (diego-cell-ops.yml), and the fleet's settings in shipped-colocated-ops.yml;
-// between the two shipped files, metrics-tls-watch-ops.yml works around the
-// second's path (it says why).
+// (diego-cell-ops.yml), and the fleet's settings in shipped-colocated-ops.yml.
 
 // metricsPort is cellguard.watch.listen's default port (127.0.0.1:14875).
 const metricsPort = "14875"
@@ -134,9 +132,6 @@ func (f *fleet) metricsTLSScenario(ctx context.Context) Scenario {
 				vars := append([]string{"-v", "runc_version=" + runcClean, "-l", certs.Vars}, urlVars...)
 				res, err := f.deployVars(ctx, vars, fleetRuncOps, "src/tests/fleet/manifests/diego-cell-ops.yml",
 					"manifests/operations/add-cellguard-to-diego-cells.yml",
-					// The shipped TLS ops file's path needs a cellguard.watch
-					// the other sets none of: metrics-tls-watch-ops.yml says.
-					"src/tests/fleet/manifests/metrics-tls-watch-ops.yml",
 					"manifests/operations/cellguard-metrics-tls.yml",
 					"src/tests/fleet/manifests/shipped-colocated-ops.yml")
 				if err != nil {
