@@ -41,7 +41,7 @@ if [ -z "$seccomp" ] || [ ! -e /usr/lib/x86_64-linux-gnu/libseccomp.a ]; then
 fi
 key=$( {
 	echo "$pin"
-	sha256sum "${BASH_SOURCE[0]}" | cut -d' ' -f1
+	grep -v '^#' "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1 # comments build nothing
 	go version
 	gcc --version | head -1
 	echo "libseccomp-dev $seccomp"
