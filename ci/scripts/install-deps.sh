@@ -56,9 +56,10 @@ apt_install_no_start() {
 #    qemu-system-x86 for the noble VM (src/tests/qemu: Ubuntu's kernel on cgroup v2); for the
 #    QEMU CPI (src/tests/bosh/cpi/qemu-cpi): qemu-utils (qemu-img, each VM's overlay disk),
 #    genisoimage (its config drive), openssh-client (its test enters the VM as bosh ssh does);
-#    strace to prove validate writes nothing to the host (src/internal/cli/nowrite_test.go).
+#    strace to prove validate writes nothing to the host (src/internal/cli/nowrite_test.go);
+#    libseccomp-dev (libseccomp.a) for seed 001's real runc rc93 and rc94 (src/tests/qemu/runc.sh).
 pkgs=(systemd-container debootstrap curl gpg patchelf monit runc containerd ruby busybox-static jq iproute2 util-linux time
-  gcc make patch flex bison zlib1g-dev iptables qemu-system-x86 qemu-utils genisoimage openssh-client strace)
+  gcc make patch flex bison zlib1g-dev iptables qemu-system-x86 qemu-utils genisoimage openssh-client strace libseccomp-dev)
 missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
@@ -158,7 +159,7 @@ fi
 #    the first integration test does not spend its timeout on it.
 #    xenial's too (systemd 229, the one where the seed-000 symptom shows: the integration
 #    test TestSeed000SymptomXenial boots it): about five and a half minutes, once.
-# needed_by TEST WHAT CMD...: run CMD, a cached build from Ubuntu's archive. Ubuntu's
+# needed_by TEST WHAT CMD...: run CMD, a cached build from Ubuntu's archive (or the Go module proxy). Ubuntu's
 # archive is not a registry every machine of this kind reaches; without the build TEST
 # cannot run: in CI that is a failure, here and now, saying why; on a developer's
 # machine a loud warning (the test then skips loudly).
@@ -167,7 +168,7 @@ needed_by() {
   shift 2
   out=$(mktemp)
   if ! "$@" >/dev/null 2>"${out}"; then
-    local why="${what} could not be built (archive.ubuntu.com?): $(tail -n 2 "${out}")"
+    local why="${what} could not be built (archive.ubuntu.com, proxy.golang.org?): $(tail -n 2 "${out}")"
     rm -f "${out}"
     if [ "${CI:-}" = true ]; then
       echo "install-deps: FAILED: ${why}; CI=true: ${test} must run" >&2
@@ -186,4 +187,8 @@ if [ "$(id -u)" = 0 ]; then
   # ext4), a few minutes once, 0.04 s when cached: TestNobleVM boots it and must not build
   # it in its timeout (qemuvm.RequireImage).
   needed_by TestNobleVM "the noble VM image" src/tests/qemu/image.sh
+  # Seed 001's runc builds (module proxy, cgo, libseccomp): 2.5-8 minutes each once,
+  # instant when cached; TestNobleSeed001 would otherwise build them in its timeout.
+  needed_by TestNobleSeed001 "runc 1.0.0-rc93" src/tests/qemu/runc.sh rc93
+  needed_by TestNobleSeed001 "runc 1.0.0-rc94" src/tests/qemu/runc.sh rc94
 fi

@@ -60,20 +60,28 @@ func (*StuckRuncInit) Meta() validator.Meta {
 		Measured: []string{"age_seconds", "capacity_bytes", "pipes", "probed", "small_pipes"},
 		Title:    "no runc init is stuck and runc's pipes have their full capacity",
 		Severity: map[validator.Phase]validator.Severity{
-			validator.PreStart: validator.Warning,
+			// Only a runc init stuck on shrunken pipes fails (the rc93 hang
+			// itself); every other finding warns. At drain the VM is being
+			// updated, which is what replaces the runc.
+			validator.PreStart: validator.Blocking,
 			validator.Drain:    validator.Warning,
 		},
-		Story: "With fs.pipe-user-pages-soft exhausted, new pipes got a single page; runc " +
-			"1.0.0-rc93 wrote the seccomp filter into such a pipe before reading it and `runc init` blocked forever, so " +
-			"container creation hung and Garden piled up runc init processes.",
+		Story: "With fs.pipe-user-pages-soft exhausted, the kernel gives an unprivileged process's new pipes " +
+			"two pages (one before Linux 5.14); runc 1.0.0-rc93's `runc init`, its capabilities dropped, wrote " +
+			"the whole seccomp filter into such a pipe before reading it (runc PR #2871) and slept in pipe_write " +
+			"forever, so container creation hung and Garden piled up runc init processes. A runc init that " +
+			"holds such a pipe for longer than a create takes is that hang and blocks pre-start; a runc init " +
+			"older than the age limit, small pipes of other runc processes and processes that only call " +
+			"themselves runc init are warnings.",
 		References: []string{
 			"https://github.com/opencontainers/runc/pull/2871",
 			"https://github.com/cloudfoundry/garden-runc-release/issues/121",
 			"https://man7.org/linux/man-pages/man7/pipe.7.html",
 		},
-		Fix: "Upgrade runc past 1.0.0-rc93; raise fs.pipe-user-pages-soft (or set it to 0) with " +
+		Fix: "Upgrade runc past 1.0.0-rc93; set fs.pipe-user-pages-soft to 0 (or raise it) with " +
 			"`cellguard sysctl apply`; then stop the stuck `runc init` processes by destroying their " +
-			"containers through Garden/containerd.",
+			"containers through Garden/containerd (rc93's parent ignores SIGTERM: SIGKILL it, then the " +
+			"init, which no signal but SIGKILL wakes from pipe_write).",
 	}
 }
 
@@ -122,13 +130,21 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 			continue
 		}
 		runcs++
-		if isRuncInit(p.Stat.Comm, args) {
-			inits++
-			if f, ok := stuckInit(p, byInit[p.PID], vouch, maxAge); ok {
-				fs = append(fs, f)
-			}
+		pipes := s.smallPipes(v, r, p, capOf, minCap)
+		if !isRuncInit(p.Stat.Comm, args) {
+			fs = append(fs, pipes...)
+			continue
 		}
-		fs = append(fs, s.smallPipes(v, r, p, capOf, minCap)...)
+		inits++
+		c, vouched := vouchInit(p, byInit[p.PID], vouch)
+		if hazard, ok := stuckOnPipes(p, vouched, vouch, pipes); ok {
+			fs = append(fs, hazard)
+			continue
+		}
+		if f, ok := stuckInit(p, c, vouched, vouch, maxAge); ok {
+			fs = append(fs, f)
+		}
+		fs = append(fs, pipes...)
 	}
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
@@ -137,17 +153,52 @@ func (s *StuckRuncInit) Run(ctx context.Context) ([]validator.Finding, error) {
 	return fs, nil
 }
 
-// stuckInit judges a process that looks like runc init (its comm or argv
-// say so, which it chooses). Only what it cannot forge earns it maxAge:
+// vouchInit says whether a process that looks like runc init (its comm or
+// argv say so, which it chooses) is vouched for by what it cannot forge:
 // being c's init by pid and start time (a created container waiting for
 // `runc start`), or a child of the host's runc (a create or exec under
-// way). Anything else gets runcGrace, then is a finding: a name is no
-// alibi (issue 38, hole 2).
-func stuckInit(p *snapshot.Proc, c *runcstate.Container, vouch *voucher, maxAge time.Duration) (validator.Finding, bool) {
+// way). c is nil unless it is c's init.
+func vouchInit(p *snapshot.Proc, c *runcstate.Container, vouch *voucher) (*runcstate.Container, bool) {
 	if c != nil && uint64(c.State.InitProcessStart) != p.Stat.StartTime {
 		c = nil // the pid, not the process, the state recorded
 	}
-	vouched := c != nil || vouch.isRunc(p.Stat.PPID)
+	return c, c != nil || vouch.isRunc(p.Stat.PPID)
+}
+
+// stuckOnPipes turns a vouched runc init's small-pipe finding into the
+// hazard once the init has outlived runcGrace: rc93's init holds the pipe
+// it exports the seccomp filter into only while it exports, which takes
+// milliseconds unless the pipe is too small for the filter and nobody
+// reads it. An unvouched one stays a warning: a tenant can name itself
+// runc init and exhaust its own uid's pipes, and must not stop a rollout.
+func stuckOnPipes(p *snapshot.Proc, vouched bool, vouch *voucher, pipes []validator.Finding) (validator.Finding, bool) {
+	age := vouch.age(p.Stat.StartTime)
+	if !vouched || age <= runcGrace {
+		return validator.Finding{}, false
+	}
+	for _, f := range pipes {
+		if f.Data["kind"] != "small-pipe" {
+			continue
+		}
+		d := cloneData(f.Data)
+		d["kind"], d["ppid"], d["age_seconds"] = "stuck-on-pipes", strconv.Itoa(p.Stat.PPID), strconv.Itoa(int(age.Seconds()))
+		d["started_at"] = procfs.StartedAt(vouch.boot, p.Stat.StartTime).UTC().Format(time.RFC3339)
+		return validator.Finding{
+			Subject: f.Subject, Status: validator.Fail, Data: d,
+			Detail: fmt.Sprintf("runc init pid %d (%s), %s old, holds %s pipes of %s bytes or less: "+
+				"fs.pipe-user-pages-soft is exhausted for its user, so the pipe it exports the seccomp filter into is "+
+				"smaller than the filter; runc 1.0.0-rc93 sleeps in pipe_write there forever (runc PR #2871)",
+				p.PID, p.Stat.Comm, age.Round(time.Second), d["small_pipes"], d["capacity_bytes"]),
+		}, true
+	}
+	return validator.Finding{}, false
+}
+
+// stuckInit judges a runc init's age. Only a vouched one (vouchInit) earns
+// maxAge; anything else gets runcGrace, then is a finding: a name is no
+// alibi (issue 38, hole 2). Either warns: an old init alone is not the
+// rc93 hang (stuckOnPipes).
+func stuckInit(p *snapshot.Proc, c *runcstate.Container, vouched bool, vouch *voucher, maxAge time.Duration) (validator.Finding, bool) {
 	limit := maxAge
 	if !vouched {
 		limit = runcGrace
@@ -162,7 +213,7 @@ func stuckInit(p *snapshot.Proc, c *runcstate.Container, vouch *voucher, maxAge 
 		subject, name = c.Name(), c.Name()
 	}
 	f := validator.Finding{
-		Subject: subject, Status: validator.Fail,
+		Subject: subject, Status: validator.Warn,
 		Detail: fmt.Sprintf("runc init pid %d (%s) has run for %s (limit %s)", p.PID, p.Stat.Comm, age.Round(time.Second), maxAge),
 		Data: map[string]string{
 			"kind": "stuck-init", "pid": strconv.Itoa(p.PID), "comm": p.Stat.Comm, "ppid": strconv.Itoa(p.Stat.PPID),
@@ -204,7 +255,7 @@ type pipeCount struct {
 	firstErr                                       error // of the failed probes
 }
 
-// smallPipes reports p's pipes below the default capacity as one finding
+// smallPipes reports p's pipes below the default capacity as one warning
 // (and its unreadable pipes as one skip), however many it holds: one
 // finding per holder, its descriptors walked and probed up to the bounds.
 func (s *StuckRuncInit) smallPipes(v *snapshot.Host, r *procfs.Reader, p *snapshot.Proc, capOf func(procfs.FS, int, int) (int, error), minCap int) []validator.Finding {
@@ -229,7 +280,7 @@ func (s *StuckRuncInit) smallPipes(v *snapshot.Host, r *procfs.Reader, p *snapsh
 	}
 	page := syscall.Getpagesize()
 	return append(out, validator.Finding{
-		Subject: subject, Status: validator.Fail,
+		Subject: subject, Status: validator.Warn,
 		Detail: fmt.Sprintf("pid %d (%s) holds %s; %d of the %d probed have less than the default capacity (smallest %d bytes, %d pages; default %d pages): fs.pipe-user-pages-soft is exhausted for its user",
 			p.PID, p.Stat.Comm, held, c.small, c.probed, c.smallest, c.smallest/page, minPipePages),
 		Data: map[string]string{

@@ -249,11 +249,13 @@ func (g *guest) expect(step string, want []string) {
 
 // report is what the tests read of validate's JSON report.
 type report struct {
+	Blocked bool
 	Results []struct {
-		ID, Status string
-		Error      string
-		Layouts    []string
-		Findings   []struct {
+		ID, Status, Severity string
+		Blocking             bool
+		Error                string
+		Layouts              []string
+		Findings             []struct {
 			Subject, Status, Detail string
 			Data                    map[string]string
 		}
