@@ -82,6 +82,52 @@ tail -n 25 /var/vcap/sys/log/garden/containerd.stderr.log
 ctr --address /var/vcap/sys/run/containerd/containerd.sock -n garden task ls 2>&1
 ps -eo pid,ppid,lstart,args | grep -E 'shim|busybox|containerd' | grep -v grep`
 
+// shimWatchScript is one snapshot of the containerd-mode container's
+// life on a cell: the time, each runc shim (pid, its cgroups), containerd,
+// and the container processes (busybox), so a poll during an update
+// shows when the shim and its processes go and what else went with them.
+const shimWatchScript = `echo "at $(date -u +%H:%M:%S.%N | cut -c1-12)"
+for p in $(pgrep -f containerd-shim-runc-v2); do
+  echo "  shim $p ppid $(awk '/^PPid/{print $2}' /proc/$p/status) $(grep -E ':(name=systemd|pids|memory|blkio|cpu,cpuacct|freezer):' /proc/$p/cgroup | tr '\n' ' ')"
+done
+echo "  containerd $(pgrep -x containerd | tr '\n' ' ') busybox $(pgrep -x busybox | tr '\n' ' ') monit $(pgrep -x monit | tr '\n' ' ') standin $(pgrep -f garden-standin | tr '\n' ' ')"`
+
+// boxJournalScript is the box's journal and containerd's own words about
+// shims since SINCE (the first argument).
+const boxJournalScript = `journalctl -o short-precise --no-pager --since "$1" 2>&1 | grep -viE 'sshd|pam_unix|sudo' | tail -n 120
+echo "== containerd.stderr.log (shim, task, dead, cleanup, warn, error):"
+grep -nE 'shim|task|dead|clean|level=warn|level=error' /var/vcap/sys/log/garden/containerd.stderr.log | grep -v 'loading plugin' | tail -n 60
+echo "== monit.log:"; tail -n 40 /var/vcap/monit/monit.log 2>&1
+echo "== systemctl status monit:"; systemctl status --no-pager monit.service 2>&1 | head -n 30`
+
+// watchShim polls shimWatchScript on vm every second until stop is
+// closed, and returns each snapshot that differs from the one before.
+func watchShim(ctx context.Context, vm VM, stop <-chan struct{}) <-chan []string {
+	done := make(chan []string, 1)
+	go func() {
+		var seen []string
+		last := ""
+		for {
+			out, err := vm.Exec(ctx, "sh", "-c", shimWatchScript)
+			body := out
+			if i := strings.Index(out, "\n"); i >= 0 {
+				body = out[i+1:]
+			}
+			if err != nil || body != last {
+				seen = append(seen, fmt.Sprintf("%s(err %v)", out, err))
+				last = body
+			}
+			select {
+			case <-stop:
+				done <- seen
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return done
+}
+
 // removeBlkioScript removes each container's blkio cgroup, the path its
 // runtime's state records ("id path" per one removed). rmdir takes only an
 // empty cgroup: the trigger moved the container's processes out of it.
@@ -219,13 +265,37 @@ func (f *fleet) drainHealsScenario(ctx context.Context) Scenario {
 						out++
 					}
 				}
+				snap, err := vm.Exec(ctx, "sh", "-c", shimWatchScript+"\n"+standInDiagScript)
+				r.Say("      after the escapes (err %v):", err)
+				for _, l := range strings.Split(strings.TrimSpace(snap), "\n") {
+					r.Say("         %s", l)
+				}
 				r.Expect("heal-processes-out", out > 0, "%d of %d container processes on %s are outside their container in some hierarchy", out, len(before), cell)
 				return nil
 			}},
 		{Name: "bosh deploy with the changed runtime config (log level debug): drain heals",
 			Expects: []string{"heal-deploy-completes", "heal-every-cell-updated", "drain-log-healed", "processes-back"},
 			Do: func(r *Record) error {
+				vm, err := f.vm(cell)
+				if err != nil {
+					return err
+				}
+				since, _ := vm.Exec(ctx, "date", "+%Y-%m-%d %H:%M:%S")
+				stop := make(chan struct{})
+				watched := watchShim(ctx, vm, stop)
 				res, err := f.rollOut(ctx, r, addon{Level: "debug"})
+				close(stop)
+				r.Say("      the shim watch during the deploy (each change):")
+				for _, s := range <-watched {
+					for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+						r.Say("         %s", l)
+					}
+				}
+				jout, jerr := vm.Exec(ctx, "bash", "-c", boxJournalScript, "journal", strings.TrimSpace(since))
+				r.Say("      the box's journal since %s (err %v):", strings.TrimSpace(since), jerr)
+				for _, l := range strings.Split(strings.TrimSpace(jout), "\n") {
+					r.Say("         %s", l)
+				}
 				if err != nil {
 					return err
 				}
@@ -247,10 +317,6 @@ func (f *fleet) drainHealsScenario(ctx context.Context) Scenario {
 				}
 				r.Expect("drain-log-healed", decided != nil && decided.Data.Outcome == "healed" && moved > 0 && other == 0,
 					"%s's last drain decided %v; %d heal lines moved, %d not", cell, outcomeOf(decided), moved, other)
-				vm, err := f.vm(cell)
-				if err != nil {
-					return err
-				}
 				after, err := containerProcs(ctx, vm)
 				if err != nil {
 					return err
