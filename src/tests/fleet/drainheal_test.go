@@ -87,9 +87,10 @@ ps -eo pid,ppid,lstart,args | grep -E 'shim|busybox|containerd' | grep -v grep`
 // and the container processes (busybox), so a poll during an update
 // shows when the shim and its processes go and what else went with them.
 const shimWatchScript = `echo "at $(date -u +%H:%M:%S.%N | cut -c1-12)"
-for p in $(pgrep -f containerd-shim-runc-v2); do
+for p in $(pgrep -x containerd-shim); do
   echo "  shim $p ppid $(awk '/^PPid/{print $2}' /proc/$p/status) $(grep -E ':(name=systemd|pids|memory|blkio|cpu,cpuacct|freezer):' /proc/$p/cgroup | tr '\n' ' ')"
 done
+ps -eo pid,ppid,args | grep -E 'systemctl|monit |/sv |sv (up|down|stop|start)|kill' | grep -vE 'grep|shim-runc' | sed 's/^/  cmd /'
 echo "  containerd $(pgrep -x containerd | tr '\n' ' ') busybox $(pgrep -x busybox | tr '\n' ' ') monit $(pgrep -x monit | tr '\n' ' ') standin $(pgrep -f garden-standin | tr '\n' ' ')"`
 
 // boxJournalScript is the box's journal and containerd's own words about
@@ -97,6 +98,7 @@ echo "  containerd $(pgrep -x containerd | tr '\n' ' ') busybox $(pgrep -x busyb
 const boxJournalScript = `journalctl -o short-precise --no-pager --since "$1" 2>&1 | grep -viE 'sshd|pam_unix|sudo' | tail -n 120
 echo "== containerd.stderr.log (shim, task, dead, cleanup, warn, error):"
 grep -nE 'shim|task|dead|clean|level=warn|level=error' /var/vcap/sys/log/garden/containerd.stderr.log | grep -v 'loading plugin' | tail -n 60
+echo "== the agent's log (monit, systemctl):"; grep -ihE 'monit|systemctl|runner' /var/vcap/bosh/log/current 2>&1 | tail -n 40
 echo "== monit.log:"; tail -n 40 /var/vcap/monit/monit.log 2>&1
 echo "== systemctl status monit:"; systemctl status --no-pager monit.service 2>&1 | head -n 30`
 
