@@ -88,9 +88,11 @@ ps -eo pid,ppid,lstart,args | grep -E 'shim|busybox|containerd' | grep -v grep`
 // shows when the shim and its processes go and what else went with them.
 const shimWatchScript = `echo "at $(date -u +%H:%M:%S.%N | cut -c1-12)"
 for p in $(pgrep -x containerd-shim); do
-  echo "  shim $p ppid $(awk '/^PPid/{print $2}' /proc/$p/status) $(grep -E ':(name=systemd|pids|memory|blkio|cpu,cpuacct|freezer):' /proc/$p/cgroup | tr '\n' ' ')"
+  echo "  shim $p ppid $(awk '/^PPid/{print $2}' /proc/$p/status) $(grep -E ':(name=systemd|pids|blkio|cpu,cpuacct|):' /proc/$p/cgroup | tr '\n' ' ')"
 done
 ps -eo pid,ppid,args | grep -E 'systemctl|monit |/sv |sv (up|down|stop|start)|kill' | grep -vE 'grep|shim-runc' | sed 's/^/  cmd /'
+for p in $(pgrep -x busybox); do echo "  busybox $p $(grep -E ':(name=systemd|blkio|):' /proc/$p/cgroup | tr '\n' ' ')"; done
+echo "  monit.service: $(systemctl show monit.service -p MainPID -p KillMode -p NRestarts -p ActiveState | tr '\n' ' ')"
 echo "  containerd $(pgrep -x containerd | tr '\n' ' ') busybox $(pgrep -x busybox | tr '\n' ' ') monit $(pgrep -x monit | tr '\n' ' ') standin $(pgrep -f garden-standin | tr '\n' ' ')"`
 
 // boxJournalScript is the box's journal and containerd's own words about
