@@ -82,30 +82,28 @@ tail -n 25 /var/vcap/sys/log/garden/containerd.stderr.log
 ctr --address /var/vcap/sys/run/containerd/containerd.sock -n garden task ls 2>&1
 ps -eo pid,ppid,lstart,args | grep -E 'shim|busybox|containerd' | grep -v grep`
 
-// shimWatchScript is one snapshot of the containerd-mode container's
-// life on a cell: the time, each runc shim (pid, its cgroups), containerd,
-// and the container processes (busybox), so a poll during an update
-// shows when the shim and its processes go and what else went with them.
+// shimWatchScript is one snapshot of the containerd-mode container's life
+// on a cell: the time, each runc shim with its cgroups, the container
+// processes (busybox) with theirs, and containerd's, monit's and the
+// stand-in's pids. Polled through an update, it shows when a shim or a
+// container process goes and what went with it: on noble that was the
+// agent's monit reload (README.md, "Drain's heal on noble").
 const shimWatchScript = `echo "at $(date -u +%H:%M:%S.%N | cut -c1-12)"
 for p in $(pgrep -x containerd-shim); do
-  echo "  shim $p ppid $(awk '/^PPid/{print $2}' /proc/$p/status) $(grep -E ':(name=systemd|pids|blkio|cpu,cpuacct|):' /proc/$p/cgroup | tr '\n' ' ')"
+  echo "  shim $p ppid $(awk '/^PPid/{print $2}' /proc/$p/status) $(grep -E ':(name=systemd|blkio|):' /proc/$p/cgroup | tr '\n' ' ')"
 done
-ps -eo pid,ppid,args | grep -E 'systemctl|monit |/sv |sv (up|down|stop|start)|kill' | grep -vE 'grep|shim-runc' | sed 's/^/  cmd /'
 for p in $(pgrep -x busybox); do echo "  busybox $p $(grep -E ':(name=systemd|blkio|):' /proc/$p/cgroup | tr '\n' ' ')"; done
-echo "  monit.service: $(systemctl show monit.service -p MainPID -p KillMode -p NRestarts -p ActiveState | tr '\n' ' ')"
-echo "  containerd $(pgrep -x containerd | tr '\n' ' ') busybox $(pgrep -x busybox | tr '\n' ' ') monit $(pgrep -x monit | tr '\n' ' ') standin $(pgrep -f garden-standin | tr '\n' ' ')"`
+echo "  containerd $(pgrep -x containerd | tr '\n' ' ') monit $(pgrep -x monit | tr '\n' ' ') stand-in $(pgrep -xf '/bin/bash /var/vcap/packages/garden-standin/bin/garden-standin' | tr '\n' ' ')"`
 
-// boxJournalScript is the box's journal and containerd's own words about
-// shims since SINCE (the first argument).
-const boxJournalScript = `journalctl -o short-precise --no-pager --since "$1" 2>&1 | grep -viE 'sshd|pam_unix|sudo' | tail -n 120
-echo "== containerd.stderr.log (shim, task, dead, cleanup, warn, error):"
-grep -nE 'shim|task|dead|clean|level=warn|level=error' /var/vcap/sys/log/garden/containerd.stderr.log | grep -v 'loading plugin' | tail -n 60
-echo "== the agent's log (monit, systemctl):"; grep -ihE 'monit|systemctl|runner' /var/vcap/bosh/log/current 2>&1 | tail -n 40
-echo "== monit.log:"; tail -n 40 /var/vcap/monit/monit.log 2>&1
-echo "== systemctl status monit:"; systemctl status --no-pager monit.service 2>&1 | head -n 30`
+// updateDiagScript is what containerd and monit said about the update:
+// containerd's lines on shims and tasks (its "cleaning up dead shim"),
+// monit's log (its restarts by the agent).
+const updateDiagScript = `echo "containerd.stderr.log (shim, task, dead, cleanup, warn, error):"
+grep -nE 'shim|task|dead|clean|level=warn|level=error' /var/vcap/sys/log/garden/containerd.stderr.log | grep -v 'loading plugin' | tail -n 40
+echo "monit.log:"; tail -n 40 /var/vcap/monit/monit.log 2>&1`
 
-// watchShim polls shimWatchScript on vm every second until stop is
-// closed, and returns each snapshot that differs from the one before.
+// watchShim polls shimWatchScript on vm about every second until stop is
+// closed, and returns the snapshots that differ from the one before.
 func watchShim(ctx context.Context, vm VM, stop <-chan struct{}) <-chan []string {
 	done := make(chan []string, 1)
 	go func() {
@@ -113,10 +111,7 @@ func watchShim(ctx context.Context, vm VM, stop <-chan struct{}) <-chan []string
 		last := ""
 		for {
 			out, err := vm.Exec(ctx, "sh", "-c", shimWatchScript)
-			body := out
-			if i := strings.Index(out, "\n"); i >= 0 {
-				body = out[i+1:]
-			}
+			_, body, _ := strings.Cut(out, "\n")
 			if err != nil || body != last {
 				seen = append(seen, fmt.Sprintf("%s(err %v)", out, err))
 				last = body
@@ -269,11 +264,6 @@ func (f *fleet) drainHealsScenario(ctx context.Context) Scenario {
 						out++
 					}
 				}
-				snap, err := vm.Exec(ctx, "sh", "-c", shimWatchScript+"\n"+standInDiagScript)
-				r.Say("      after the escapes (err %v):", err)
-				for _, l := range strings.Split(strings.TrimSpace(snap), "\n") {
-					r.Say("         %s", l)
-				}
 				r.Expect("heal-processes-out", out > 0, "%d of %d container processes on %s are outside their container in some hierarchy", out, len(before), cell)
 				return nil
 			}},
@@ -284,22 +274,12 @@ func (f *fleet) drainHealsScenario(ctx context.Context) Scenario {
 				if err != nil {
 					return err
 				}
-				since, _ := vm.Exec(ctx, "date", "+%Y-%m-%d %H:%M:%S")
+				// Watched through the update, shown if a process is gone.
 				stop := make(chan struct{})
 				watched := watchShim(ctx, vm, stop)
 				res, err := f.rollOut(ctx, r, addon{Level: "debug"})
 				close(stop)
-				r.Say("      the shim watch during the deploy (each change):")
-				for _, s := range <-watched {
-					for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-						r.Say("         %s", l)
-					}
-				}
-				jout, jerr := vm.Exec(ctx, "bash", "-c", boxJournalScript, "journal", strings.TrimSpace(since))
-				r.Say("      the box's journal since %s (err %v):", strings.TrimSpace(since), jerr)
-				for _, l := range strings.Split(strings.TrimSpace(jout), "\n") {
-					r.Say("         %s", l)
-				}
+				snapshots := <-watched
 				if err != nil {
 					return err
 				}
@@ -342,11 +322,18 @@ func (f *fleet) drainHealsScenario(ctx context.Context) Scenario {
 					}
 				}
 				if back < len(before) {
-					// Why a process went: the stand-in's and containerd's own words.
-					out, err := vm.Exec(ctx, "sh", "-c", standInDiagScript)
-					r.Say("      the stand-in's logs and containerd's tasks (err %v):", err)
+					// Why a process went: the stand-in's and containerd's own
+					// words, monit's restarts, and when the shim went.
+					out, err := vm.Exec(ctx, "sh", "-c", standInDiagScript+"\n"+updateDiagScript)
+					r.Say("      the stand-in's logs and containerd's tasks, monit's log (err %v):", err)
 					for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 						r.Say("         %s", l)
+					}
+					r.Say("      the shim and container processes through the update (each change):")
+					for _, s := range snapshots {
+						for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+							r.Say("         %s", l)
+						}
 					}
 				}
 				r.Expect("processes-back", len(before) > 0 && back == len(before),
