@@ -82,6 +82,51 @@ tail -n 25 /var/vcap/sys/log/garden/containerd.stderr.log
 ctr --address /var/vcap/sys/run/containerd/containerd.sock -n garden task ls 2>&1
 ps -eo pid,ppid,lstart,args | grep -E 'shim|busybox|containerd' | grep -v grep`
 
+// shimWatchScript is one snapshot of the containerd-mode container's life
+// on a cell: the time, each runc shim with its cgroups, the container
+// processes (busybox) with theirs, and containerd's, monit's and the
+// stand-in's pids. Polled through an update, it shows when a shim or a
+// container process goes and what went with it: on noble that was the
+// agent's monit reload (README.md, "Drain's heal on noble").
+const shimWatchScript = `echo "at $(date -u +%H:%M:%S.%N | cut -c1-12)"
+for p in $(pgrep -x containerd-shim); do
+  echo "  shim $p ppid $(awk '/^PPid/{print $2}' /proc/$p/status) $(grep -E ':(name=systemd|blkio|):' /proc/$p/cgroup | tr '\n' ' ')"
+done
+for p in $(pgrep -x busybox); do echo "  busybox $p $(grep -E ':(name=systemd|blkio|):' /proc/$p/cgroup | tr '\n' ' ')"; done
+echo "  containerd $(pgrep -x containerd | tr '\n' ' ') monit $(pgrep -x monit | tr '\n' ' ') stand-in $(pgrep -xf '/bin/bash /var/vcap/packages/garden-standin/bin/garden-standin' | tr '\n' ' ')"`
+
+// updateDiagScript is what containerd and monit said about the update:
+// containerd's lines on shims and tasks (its "cleaning up dead shim"),
+// monit's log (its restarts by the agent).
+const updateDiagScript = `echo "containerd.stderr.log (shim, task, dead, cleanup, warn, error):"
+grep -nE 'shim|task|dead|clean|level=warn|level=error' /var/vcap/sys/log/garden/containerd.stderr.log | grep -v 'loading plugin' | tail -n 40
+echo "monit.log:"; tail -n 40 /var/vcap/monit/monit.log 2>&1`
+
+// watchShim polls shimWatchScript on vm about every second until stop is
+// closed, and returns the snapshots that differ from the one before.
+func watchShim(ctx context.Context, vm VM, stop <-chan struct{}) <-chan []string {
+	done := make(chan []string, 1)
+	go func() {
+		var seen []string
+		last := ""
+		for {
+			out, err := vm.Exec(ctx, "sh", "-c", shimWatchScript)
+			_, body, _ := strings.Cut(out, "\n")
+			if err != nil || body != last {
+				seen = append(seen, fmt.Sprintf("%s(err %v)", out, err))
+				last = body
+			}
+			select {
+			case <-stop:
+				done <- seen
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return done
+}
+
 // removeBlkioScript removes each container's blkio cgroup, the path its
 // runtime's state records ("id path" per one removed). rmdir takes only an
 // empty cgroup: the trigger moved the container's processes out of it.
@@ -225,7 +270,16 @@ func (f *fleet) drainHealsScenario(ctx context.Context) Scenario {
 		{Name: "bosh deploy with the changed runtime config (log level debug): drain heals",
 			Expects: []string{"heal-deploy-completes", "heal-every-cell-updated", "drain-log-healed", "processes-back"},
 			Do: func(r *Record) error {
+				vm, err := f.vm(cell)
+				if err != nil {
+					return err
+				}
+				// Watched through the update, shown if a process is gone.
+				stop := make(chan struct{})
+				watched := watchShim(ctx, vm, stop)
 				res, err := f.rollOut(ctx, r, addon{Level: "debug"})
+				close(stop)
+				snapshots := <-watched
 				if err != nil {
 					return err
 				}
@@ -247,10 +301,6 @@ func (f *fleet) drainHealsScenario(ctx context.Context) Scenario {
 				}
 				r.Expect("drain-log-healed", decided != nil && decided.Data.Outcome == "healed" && moved > 0 && other == 0,
 					"%s's last drain decided %v; %d heal lines moved, %d not", cell, outcomeOf(decided), moved, other)
-				vm, err := f.vm(cell)
-				if err != nil {
-					return err
-				}
 				after, err := containerProcs(ctx, vm)
 				if err != nil {
 					return err
@@ -272,11 +322,18 @@ func (f *fleet) drainHealsScenario(ctx context.Context) Scenario {
 					}
 				}
 				if back < len(before) {
-					// Why a process went: the stand-in's and containerd's own words.
-					out, err := vm.Exec(ctx, "sh", "-c", standInDiagScript)
-					r.Say("      the stand-in's logs and containerd's tasks (err %v):", err)
+					// Why a process went: the stand-in's and containerd's own
+					// words, monit's restarts, and when the shim went.
+					out, err := vm.Exec(ctx, "sh", "-c", standInDiagScript+"\n"+updateDiagScript)
+					r.Say("      the stand-in's logs and containerd's tasks, monit's log (err %v):", err)
 					for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 						r.Say("         %s", l)
+					}
+					r.Say("      the shim and container processes through the update (each change):")
+					for _, s := range snapshots {
+						for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+							r.Say("         %s", l)
+						}
 					}
 				}
 				r.Expect("processes-back", len(before) > 0 && back == len(before),
