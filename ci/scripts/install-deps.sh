@@ -56,9 +56,10 @@ apt_install_no_start() {
 #    qemu-system-x86 for the noble VM (src/tests/qemu: Ubuntu's kernel on cgroup v2); for the
 #    QEMU CPI (src/tests/bosh/cpi/qemu-cpi): qemu-utils (qemu-img, each VM's overlay disk),
 #    genisoimage (its config drive), openssh-client (its test enters the VM as bosh ssh does);
-#    strace to prove validate writes nothing to the host (src/internal/cli/nowrite_test.go).
+#    strace to prove validate writes nothing to the host (src/internal/cli/nowrite_test.go);
+#    libseccomp-dev (its static libseccomp.a) for runc at guardian c2d9348's pin (src/tests/garden/build.sh 2026-08).
 pkgs=(systemd-container debootstrap curl gpg patchelf monit runc containerd ruby busybox-static jq iproute2 util-linux time
-  gcc make patch flex bison zlib1g-dev iptables qemu-system-x86 qemu-utils genisoimage openssh-client strace)
+  gcc make patch flex bison zlib1g-dev libseccomp-dev iptables qemu-system-x86 qemu-utils genisoimage openssh-client strace)
 missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
