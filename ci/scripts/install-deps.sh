@@ -57,9 +57,10 @@ apt_install_no_start() {
 #    QEMU CPI (src/tests/bosh/cpi/qemu-cpi): qemu-utils (qemu-img, each VM's overlay disk),
 #    genisoimage (its config drive), openssh-client (its test enters the VM as bosh ssh does);
 #    strace to prove validate writes nothing to the host (src/internal/cli/nowrite_test.go);
-#    libseccomp-dev (libseccomp.a) for seed 001's real runc rc93 and rc94 (src/tests/qemu/runc.sh).
+#    libseccomp-dev (libseccomp.a) for static runc with seccomp: seed 001's real rc93 and rc94
+#    (src/tests/qemu/runc.sh) and runc at guardian c2d9348's pin (src/tests/garden/build.sh 2026-08).
 pkgs=(systemd-container debootstrap curl gpg patchelf monit runc containerd ruby busybox-static jq iproute2 util-linux time
-  gcc make patch flex bison zlib1g-dev iptables qemu-system-x86 qemu-utils genisoimage openssh-client strace libseccomp-dev)
+  gcc make patch flex bison zlib1g-dev libseccomp-dev iptables qemu-system-x86 qemu-utils genisoimage openssh-client strace)
 missing=()
 for p in "${pkgs[@]}"; do installed "${p}" || missing+=("${p}"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"

@@ -113,6 +113,17 @@ type guest struct {
 	t    *testing.T
 	vm   *qemuvm.VM
 	spec map[string]any
+	// root is the runtime root validate and watch read: runc's
+	// /run/runc unless set (Garden's is containerd's shim root).
+	root string
+}
+
+// runtimeRoot is g.root, or runc's default.
+func (g *guest) runtimeRoot() string {
+	if g.root != "" {
+		return g.root
+	}
+	return "/run/runc"
 }
 
 func (g *guest) sh(script string) string {
@@ -262,10 +273,10 @@ type report struct {
 	}
 }
 
-// validate runs bin's validate at pre-start against runc's root.
+// validate runs bin's validate at pre-start against the runtime root.
 func (g *guest) validate(bin string) (report, qemuvm.Result) {
 	g.t.Helper()
-	res, err := g.vm.Output(2*time.Minute, bin, "validate", "--phase", "pre-start", "--format", "json", "--runtime-root", "/run/runc")
+	res, err := g.vm.Output(2*time.Minute, bin, "validate", "--phase", "pre-start", "--format", "json", "--runtime-root", g.runtimeRoot())
 	if err != nil {
 		g.t.Fatal(err)
 	}

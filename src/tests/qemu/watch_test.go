@@ -123,7 +123,7 @@ type watcher struct {
 
 func (g *guest) startWatch(bin string) *watcher {
 	g.t.Helper()
-	g.sh(fmt.Sprintf("rm -f %[2]s; nohup %[1]s watch --runtime-root /run/runc --period 20s --log-level debug >%[2]s 2>&1 </dev/null & echo $! >%[3]s", bin, watchLog, watchPID))
+	g.sh(fmt.Sprintf("rm -f %[2]s; nohup %[1]s watch --runtime-root %[4]s --period 20s --log-level debug >%[2]s 2>&1 </dev/null & echo $! >%[3]s", bin, watchLog, watchPID, g.runtimeRoot()))
 	w := &watcher{g: g, open: map[string]string{}}
 	w.until(stripTimeout, "the first scan", func(l logLine) bool { return l.msg("scan") && l.Data["trigger"] == "start" })
 	return w

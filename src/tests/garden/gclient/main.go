@@ -2,7 +2,8 @@
 
 // Command gclient is cellguard's own Garden client for the real-Garden
 // integration tests: create (raw rootfs), run, list, info and destroy through
-// the garden Go client, one JSON object per call on stdout.
+// the garden Go client, one JSON object per call on stdout. create can ask
+// for a privileged container and for limits; run with -image makes a pea.
 //
 // It is compiled only inside an unpacked guardian tree against that tree's
 // vendored garden client (src/tests/garden/build.sh copies it to
@@ -56,6 +57,11 @@ func run(args []string) int {
 	rootfs := fs.String("rootfs", "", "create: directory of a raw rootfs (raw:///DIR)")
 	wait := fs.Bool("wait", false, "run: wait for the process and report its exit code and output")
 	user := fs.String("user", "root", "run: user inside the container")
+	privileged := fs.Bool("privileged", false, "create: a privileged container (no user namespace)")
+	memoryMB := fs.Uint64("memory-mb", 0, "create: memory limit in MiB (0: none)")
+	cpuWeight := fs.Uint64("cpu-weight", 0, "create: CPU weight, Garden's shares (0: none)")
+	pidsMax := fs.Uint64("pids", 0, "create: pids limit (0: none)")
+	image := fs.String("image", "", "run: directory of a raw rootfs for the process, which makes it a pea (raw:///DIR)")
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "usage: gclient ping|create|run|list|info|destroy [flags] [-- path args...]")
 		return 2
@@ -72,9 +78,13 @@ func run(args []string) int {
 	case "ping":
 		err = c.Ping()
 	case "create":
-		err = create(c, *handle, *rootfs)
+		err = create(c, *handle, *rootfs, *privileged, garden.Limits{
+			Memory: garden.MemoryLimits{LimitInBytes: *memoryMB << 20},
+			CPU:    garden.CPULimits{Weight: *cpuWeight},
+			Pid:    garden.PidLimits{Max: *pidsMax},
+		})
 	case "run":
-		err = runProcess(c, *handle, *user, fs.Args(), *wait, &res)
+		err = runProcess(c, *handle, *user, *image, fs.Args(), *wait, &res)
 	case "list":
 		err = list(c, &res)
 	case "info":
@@ -101,15 +111,18 @@ func run(args []string) int {
 	return 0
 }
 
-func create(c garden.Client, handle, rootfs string) error {
+func create(c garden.Client, handle, rootfs string, privileged bool, limits garden.Limits) error {
 	if handle == "" || rootfs == "" {
 		return errors.New("create needs -handle and -rootfs")
 	}
-	// unprivileged, as CF apps are: this machine's bounding set lacks
-	// CAP_SYS_RESOURCE, which a privileged container's init needs
+	// unprivileged by default, as CF apps are: the boxes' bounding set
+	// lacks CAP_SYS_RESOURCE, which a privileged container's init needs (a
+	// VM has it)
 	_, err := c.Create(garden.ContainerSpec{
-		Handle: handle,
-		Image:  garden.ImageRef{URI: "raw://" + rootfs},
+		Handle:     handle,
+		Image:      garden.ImageRef{URI: "raw://" + rootfs},
+		Privileged: privileged,
+		Limits:     limits,
 	})
 	if err != nil {
 		return fmt.Errorf("create container %s: %w", handle, err)
@@ -117,7 +130,7 @@ func create(c garden.Client, handle, rootfs string) error {
 	return nil
 }
 
-func runProcess(c garden.Client, handle, user string, argv []string, wait bool, res *result) error {
+func runProcess(c garden.Client, handle, user, image string, argv []string, wait bool, res *result) error {
 	if handle == "" || len(argv) == 0 {
 		return errors.New("run needs -handle and -- path args...")
 	}
@@ -130,7 +143,13 @@ func runProcess(c garden.Client, handle, user string, argv []string, wait bool, 
 	if wait {
 		pio.Stdout, pio.Stderr = &stdout, &stderr
 	}
-	p, err := ctr.Run(garden.ProcessSpec{Path: argv[0], Args: argv[1:], User: user}, pio)
+	spec := garden.ProcessSpec{Path: argv[0], Args: argv[1:], User: user}
+	if image != "" {
+		// a process with its own image is a pea: Garden runs it as a
+		// container of its own beside the sandbox (guardian rundmc/peas)
+		spec.Image = garden.ImageRef{URI: "raw://" + image}
+	}
+	p, err := ctr.Run(spec, pio)
 	if err != nil {
 		return fmt.Errorf("run %s in container %s: %w", argv[0], handle, err)
 	}

@@ -58,6 +58,10 @@ const (
 	// removed WithKillAll: destroy is containerd's kill --all, which is
 	// what hung in seed 000.
 	SeedEra Variant = "2020-01"
+	// OnV2 is guardian c2d9348 (2026-08-20), Garden as noble cells run it:
+	// cgroup v2 support (eed4f73bf). Its build also holds the runc and
+	// containerd its go.mod pins, in runtime/ (RuntimeBinaries).
+	OnV2 Variant = "2026-08"
 )
 
 // Shape is the systemd unit Garden (containerd and gdn) runs in.
@@ -133,6 +137,12 @@ func Build(t testing.TB, v Variant) string {
 	return dir
 }
 
+// RuntimeBinaries are what Build of OnV2 puts in its runtime/ directory.
+var RuntimeBinaries = []string{"runc", "containerd", "containerd-shim-runc-v2", "ctr"}
+
+// Binaries are what Build puts in its directory for every variant.
+var Binaries = []string{"gdn", "dadoo", "init", "nstar", "gclient"}
+
 // Garden is a running gdn (and its containerd) in a box.
 type Garden struct {
 	Box     *sdbox.Box
@@ -151,7 +161,7 @@ func Start(t testing.TB, box *sdbox.Box, v Variant, shape Shape) *Garden {
 		requireV1Mounted(t, box)
 	}
 	g := &Garden{Box: box, Variant: v, Shape: shape}
-	for _, b := range []string{"gdn", "dadoo", "init", "nstar", "gclient"} {
+	for _, b := range Binaries {
 		if err := box.CopyIn(filepath.Join(dir, b), BinDir+"/"+b, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -223,48 +233,78 @@ func (g *Garden) prepareBox(t testing.TB) {
 
 func (g *Garden) writeJob(t testing.TB) {
 	t.Helper()
-	box := g.Box
-	write := func(p, s string, mode os.FileMode) {
-		if err := box.WriteFile(p, []byte(s), mode); err != nil {
+	files := JobFiles(Job{
+		RuntimeBin:      RuntimeDir + "/bin",
+		IPTables:        RuntimeDir + "/bin/iptables",
+		IPTablesRestore: RuntimeDir + "/bin/iptables-restore",
+		Path:            sdbox.ExecPath,
+	}, g.Shape)
+	for _, f := range files {
+		if err := g.Box.WriteFile(f.Path, []byte(f.Data), f.Mode); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(JobDir+"/config/containerd.toml", `version = 2
-root = "/var/vcap/data/containerd"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-[grpc]
-  address = "`+Socket+`"
-`, 0o644)
+}
+
+// Job is where a machine keeps what Garden's job runs, and how gdn is
+// asked to run beyond the flags every test gives it.
+type Job struct {
+	RuntimeBin                string   // containerd, ctr, its shims and runc
+	IPTables, IPTablesRestore string   // gdn's --iptables-bin and --iptables-restore-bin
+	Path                      string   // PATH after RuntimeBin
+	SetupArgs, ServerArgs     []string // more flags of gdn setup and gdn server
+}
+
+// File is one file of Garden's job.
+type File struct {
+	Path, Data string
+	Mode       os.FileMode
+}
+
+// JobFiles are the files of Garden's job as j lays it out: containerd's
+// config, garden_start (containerd, gdn setup, gdn server, in the unit that
+// runs it) and shape's unit, which runs garden_start.
+func JobFiles(j Job, shape Shape) []File {
 	server := []string{BinDir + "/gdn", "server",
 		"--bind-ip", "127.0.0.1", "--bind-port", "7777", "--skip-setup", "--log-level", "debug",
 		"--depot", Depot, "--properties-path", "/var/vcap/data/garden/props.json",
 		"--port-pool-properties-path", "/var/vcap/data/garden/port-pool-props.json",
-		"--runtime-plugin", RuntimeDir + "/bin/runc", "--containerd-socket", Socket,
+		"--runtime-plugin", j.RuntimeBin + "/runc", "--containerd-socket", Socket,
 		"--init-bin", BinDir + "/init", "--dadoo-bin", BinDir + "/dadoo", "--nstar-bin", BinDir + "/nstar",
-		"--tar-bin", "/bin/tar", "--iptables-bin", RuntimeDir + "/bin/iptables", "--iptables-restore-bin", RuntimeDir + "/bin/iptables-restore",
+		"--tar-bin", "/bin/tar", "--iptables-bin", j.IPTables, "--iptables-restore-bin", j.IPTablesRestore,
 		"--no-image-plugin", "--default-rootfs", Rootfs, "--network-pool", networkPool, "--external-ip", externalIP,
 		"--uid-map-start", "1", "--uid-map-length", "4294967293", "--gid-map-start", "1", "--gid-map-length", "4294967293"}
-	write(JobDir+"/bin/garden_start", `#!/bin/sh
+	server = append(server, j.ServerArgs...)
+	setup := strings.Join(append([]string{BinDir + "/gdn", "setup"}, j.SetupArgs...), " ")
+	return []File{
+		{JobDir + "/config/containerd.toml", `version = 2
+root = "/var/vcap/data/containerd"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "` + Socket + `"
+`, 0o644},
+		{JobDir + "/bin/garden_start", `#!/bin/sh
 # Garden's start: containerd in the background unless one already answers
 # (gdn killed and started again: its containerd and tasks live on, as on a
 # cell, whose garden_start keeps a running containerd), then gdn setup and
 # gdn server, all in the unit that runs this script.
 set -e
-export PATH=`+RuntimeDir+`/bin:`+sdbox.ExecPath+`
-mkdir -p `+LogDir+` `+Depot+` $(dirname `+Socket+`)
-up() { ctr --address `+Socket+` --connect-timeout 1s version >/dev/null 2>&1; }
+export PATH=` + j.RuntimeBin + `:` + j.Path + `
+mkdir -p ` + LogDir + ` ` + Depot + ` $(dirname ` + Socket + `)
+up() { ctr --address ` + Socket + ` --connect-timeout 1s version >/dev/null 2>&1; }
 if ! up; then
-  containerd --config `+JobDir+`/config/containerd.toml >>`+LogDir+`/containerd.log 2>&1 &
+  containerd --config ` + JobDir + `/config/containerd.toml >>` + LogDir + `/containerd.log 2>&1 &
   i=0
   until up; do
     i=$((i+1)); [ $i -le 300 ] || { echo "containerd did not answer on its socket" >&2; exit 1; }
     sleep 0.1
   done
 fi
-`+BinDir+`/gdn setup >>`+LogDir+`/gdn-setup.log 2>&1
-exec `+strings.Join(server, " ")+` >>`+LogDir+`/garden.stdout.log 2>>`+LogDir+`/garden.stderr.log
-`, 0o755)
-	write("/etc/systemd/system/"+g.Shape.Unit, "[Service]\nExecStart="+JobDir+"/bin/garden_start\n"+g.Shape.Service, 0o644)
+` + setup + ` >>` + LogDir + `/gdn-setup.log 2>&1
+exec ` + strings.Join(server, " ") + ` >>` + LogDir + `/garden.stdout.log 2>>` + LogDir + `/garden.stderr.log
+`, 0o755},
+		{"/etc/systemd/system/" + shape.Unit, "[Service]\nExecStart=" + JobDir + "/bin/garden_start\n" + shape.Service, 0o644},
+	}
 }
 
 // runtimeLibs are the host libraries runc and containerd load: the loader,
