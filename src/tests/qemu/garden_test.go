@@ -3,6 +3,7 @@ package qemu
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -277,7 +278,15 @@ func (gv *gardenVM) findings(step string) []string {
 // and then CPU throttling on. The log holds where each lands (its `0::`
 // line, state.json's cgroup_paths, cgroup.type, controllers, limit files)
 // and what validate says at each step.
+//
+// Opt-in (CELLGUARD_QEMU_GARDEN=1), not in make test: under TCG it took
+// 37 minutes at load 15-60 and its later phases have not yet run to the end
+// (src/tests/qemu/README.md). It fails when a container lands elsewhere
+// than measured.
 func TestNobleGardenToday(t *testing.T) {
+	if os.Getenv("CELLGUARD_QEMU_GARDEN") != "1" {
+		t.Skip("today's Garden in a noble VM is opt-in (CELLGUARD_QEMU_GARDEN=1): 37 minutes under TCG")
+	}
 	qemuvm.RequireImage(t)
 	dir := garden.Build(t, garden.OnV2)
 	t0, load0 := time.Now(), qemuvm.LoadAverage()
@@ -299,7 +308,12 @@ func TestNobleGardenToday(t *testing.T) {
 	gv.run("u1", "", "/bin/sleep", "100001")
 	gv.run("p1", "", "/bin/sleep", "100002")
 	gv.run("u1", garden.Rootfs, "/bin/sleep", "100003") // a pea
-	gv.measure("phase 1: u1 unprivileged, p1 privileged, a process in each, a pea in u1")
+	where := gv.measure("phase 1: u1 unprivileged, p1 privileged, a process in each, a pea in u1")
+	// As measured in runs 2 and 3, and as guardian c2d9348 lays them out
+	// (cgroup_manager_linux.go; bundlerules/cgroup_path.go gives a
+	// privileged container no cgroupsPath, so runc puts it beside its own).
+	wantAt(t, where, "u1", "/garden/u1/init")
+	wantAt(t, where, "p1", "/system.slice/p1")
 	gv.findings("phase 1")
 
 	t.Log("phase 2: Garden with CPU throttling (gdn setup and server --enable-cpu-throttling)")
@@ -308,7 +322,8 @@ func TestNobleGardenToday(t *testing.T) {
 	gv.create("p2", true)
 	gv.run("u2", "", "/bin/sleep", "100004")
 	gv.run("u2", garden.Rootfs, "/bin/sleep", "100005") // a pea
-	gv.measure("phase 2: throttling on, u2 unprivileged, p2 privileged, a process and a pea in u2")
+	where = gv.measure("phase 2: throttling on, u2 unprivileged, p2 privileged, a process and a pea in u2")
+	wantAt(t, where, "u2", "/garden/good/u2/init")
 	gv.findings("phase 2")
 
 	t.Log("churn: cellguard watch runs while unprivileged and privileged containers and peas come and go")
@@ -387,5 +402,14 @@ func (gv *gardenVM) waitLog(d time.Duration, subs ...string) string {
 			gv.g.t.Fatalf("no line with %q in gdn's log within %v", subs, d)
 		}
 		time.Sleep(2 * time.Second)
+	}
+}
+
+// wantAt fails the test when container id's init is not at the measured
+// cgroup (its `0::` line).
+func wantAt(t *testing.T, where map[string]string, id, want string) {
+	t.Helper()
+	if got := where[id]; got != want {
+		t.Errorf("%s's init is at %q, measured before at %q", id, got, want)
 	}
 }
