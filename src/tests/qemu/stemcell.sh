@@ -25,7 +25,7 @@
 #     local blobstore) mounted at the paths the config drive names, before the agent.
 #
 # The stemcell tarball holds stemcell.MF (format cellguard-qemu-raw, operating system
-# ubuntu-noble) and image, a tar of disk.img (raw ext4, sparse), vmlinuz, cmdline and
+# ubuntu-noble, the nspawn noble stemcell's version) and image, a tar of disk.img (raw ext4, sparse), vmlinuz, cmdline and
 # image.env. Cached by content key (build.sh's stemcell, this script, assets, vmdisk.bash,
 # SHA256SUMS) in $CELLGUARD_QEMU_CACHE/stemcells (default /var/tmp/cellguard-qemu);
 # other keys go once unused for a day.
@@ -161,10 +161,16 @@ begin "pack stemcell.MF + image" "${log}"
 tar -C "${work}" -S -cf "${work}/image" disk.img vmlinuz cmdline image.env
 sha1=$(sha1sum "${work}/image" | cut -d' ' -f1)
 agent_version=$(tar -xzOf "${nspawn}" stemcell.MF | sed -n 's/^  bosh_agent: "\(.*\)"$/\1/p')
+# The nspawn stemcell's version, as an IaaS's stemcells of one release share theirs: the
+# director finds a compiled package by os and exact version (bosh v283.0.0
+# CompiledPackageFinder#find_exact_match), so packages compiled on an nspawn noble VM
+# (the fleet's compilation AZ) or exported from one serve these VMs; no Go under TCG.
+nspawn_version=$(tar -xzOf "${nspawn}" stemcell.MF | sed -n 's/^version: "\(.*\)"$/\1/p')
+[ -n "${nspawn_version}" ] || fail "no version in ${nspawn}'s stemcell.MF"
 cat >"${work}/stemcell.MF" <<EOF
 ---
 name: ${name}
-version: "${key}"
+version: "${nspawn_version}"
 api_version: 3
 operating_system: ubuntu-noble
 stemcell_formats:

@@ -1,0 +1,171 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
+)
+
+// realKernelSteps are the deploy scenario's steps on a qemu shape, whose
+// VMs boot the stemcell's own kernel: what each VM runs on, and the sysctl
+// profile pre-start applied, both read over bosh ssh as an operator would.
+func (f *fleet) realKernelSteps(ctx context.Context) []Step {
+	return []Step{
+		{Name: "each VM's kernel, command line, cgroup hierarchy and systemd (bosh ssh)", Expects: []string{"own-kernel", "cgroup-v2"},
+			Do: func(r *Record) error { return f.kernelFacts(ctx, r) }},
+		{Name: "the whole sysctl profile, read back on each cell (bosh ssh)", Expects: []string{"sysctls-in-force", "sysctl-check-in-force"},
+			Do: func(r *Record) error { return f.sysctlsReadBack(ctx, r) }},
+	}
+}
+
+// kernelScript prints, one per line: uname -r, /proc/cmdline, the type of
+// /sys/fs/cgroup and systemd's version line.
+const kernelScript = `uname -r; cat /proc/cmdline; stat -fc %T /sys/fs/cgroup; systemctl --version | head -n 1`
+
+// kernelFacts is one VM's answer to kernelScript.
+type kernelFacts struct{ release, cmdline, cgroupFS, systemd string }
+
+func parseKernelFacts(stdout string) (kernelFacts, error) {
+	l := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+	if len(l) != 4 {
+		return kernelFacts{}, fmt.Errorf("want 4 lines (uname -r, /proc/cmdline, stat -fc %%T, systemctl --version), got %d: %q", len(l), stdout)
+	}
+	return kernelFacts{strings.TrimSpace(l[0]), strings.TrimSpace(l[1]), strings.TrimSpace(l[2]), strings.TrimSpace(l[3])}, nil
+}
+
+// ownKernel judges one VM's facts: Ubuntu's 6.8 kernel (linux-generic, as
+// the noble stemcell installs it), on the unified hierarchy, with the
+// shape's systemd.
+func (s shape) ownKernel(k kernelFacts) (kernel, v2 bool) {
+	return strings.HasPrefix(k.release, "6.8.0-") && strings.HasPrefix(k.systemd, fmt.Sprintf("systemd %d ", s.systemd)),
+		k.cgroupFS == "cgroup2fs"
+}
+
+func (f *fleet) kernelFacts(ctx context.Context, r *Record) error {
+	rows, res, err := f.ssh(ctx, "", kernelScript)
+	if err != nil {
+		return err
+	}
+	kernels, v2s := 0, 0
+	for _, row := range rows {
+		k, err := parseKernelFacts(row.Stdout)
+		if err != nil {
+			r.Say("      %s: %v", row.Instance, err)
+			continue
+		}
+		kernel, v2 := f.shape.ownKernel(k)
+		if kernel {
+			kernels++
+		}
+		if v2 {
+			v2s++
+		}
+		r.Say("      %s: uname -r %s | %s | /sys/fs/cgroup %s", row.Instance, k.release, k.systemd, k.cgroupFS)
+		r.Say("      %s: /proc/cmdline %s", row.Instance, k.cmdline)
+	}
+	n := f.cells + f.others
+	r.Expect("own-kernel", res.ExitCode == 0 && len(rows) == n && kernels == n,
+		"%d of %d VMs run Ubuntu's 6.8.0 kernel and systemd %d (bosh ssh exit %d, log %s)", kernels, n, f.shape.systemd, res.ExitCode, res.Log)
+	r.Expect("cgroup-v2", len(rows) == n && v2s == n, "%d of %d VMs mount cgroup2fs at /sys/fs/cgroup", v2s, n)
+	return nil
+}
+
+// sysctlScript reads every key of p from /proc/sys ("key value" lines),
+// then runs the cell's own `cellguard sysctl check` on the job's config and
+// prints its exit status last.
+func sysctlScript(p sysctl.Profile) (string, error) {
+	var b strings.Builder
+	b.WriteString("for kp in")
+	for _, e := range p.Entries {
+		k, err := sysctl.ParseKey(e.Key)
+		if err != nil {
+			return "", fmt.Errorf("profile key %s: %w", e.Key, err)
+		}
+		fmt.Fprintf(&b, " %s:%s", e.Key, k.Path())
+	}
+	b.WriteString(`; do printf '%s %s\n' "${kp%%:*}" "$(tr '\t' ' ' </proc/sys/${kp#*:})"; done; `)
+	b.WriteString(`sudo /var/vcap/packages/cellguard/bin/cellguard sysctl check --config ` + cellguardConfig + ` >/dev/null 2>&1; echo "check-exit $?"`)
+	return b.String(), nil
+}
+
+// parseSysctlRead is one cell's answer to sysctlScript: each key's value
+// and cellguard sysctl check's exit status ("" when it did not print one).
+func parseSysctlRead(stdout string) (map[string]string, string) {
+	values, check := map[string]string{}, ""
+	for _, line := range strings.Split(stdout, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		switch {
+		case !ok:
+		case k == "check-exit":
+			check = v
+		default:
+			values[k] = v
+		}
+	}
+	return values, check
+}
+
+// sysctlsReadBack reads the profile the addon asks for (container-host,
+// nothing removed: real-kernel-addon-ops.yml) back on every cell, and
+// prints the table key | profile | value read.
+func (f *fleet) sysctlsReadBack(ctx context.Context, r *Record) error {
+	p, err := sysctl.Resolve(sysctl.Settings{})
+	if err != nil {
+		return fmt.Errorf("the container-host profile: %w", err)
+	}
+	script, err := sysctlScript(p)
+	if err != nil {
+		return err
+	}
+	rows, res, err := f.ssh(ctx, "cell", script)
+	if err != nil {
+		return err
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Instance < rows[j].Instance })
+	read := make([]map[string]string, len(rows))
+	checks := 0
+	for i, row := range rows {
+		var check string
+		read[i], check = parseSysctlRead(row.Stdout)
+		if check == "0" {
+			checks++
+		}
+		r.Say("      %s: cellguard sysctl check exit %q", row.Instance, check)
+	}
+	r.Say("   | key | profile | read on %d cells (bosh ssh) |", len(rows))
+	r.Say("   | --- | --- | --- |")
+	held := 0
+	for _, e := range p.Entries {
+		ok, vals := len(rows) > 0, map[string]bool{}
+		var seen []string
+		for _, m := range read {
+			v, there := m[e.Key]
+			if !there || !e.SatisfiedBy(v) {
+				ok = false
+			}
+			if !there {
+				v = "(not read)"
+			}
+			if !vals[v] {
+				vals[v] = true
+				seen = append(seen, v)
+			}
+		}
+		if ok {
+			held++
+		}
+		mark := ""
+		if !ok {
+			mark = " NOT IN FORCE"
+		}
+		r.Say("   | %s | %s | %s%s |", e.Key, e.Wanted(), strings.Join(seen, " / "), mark)
+	}
+	r.Expect("sysctls-in-force", res.ExitCode == 0 && len(rows) == f.cells && held == len(p.Entries),
+		"%d of %d profile keys in force on all %d cells (bosh ssh exit %d, log %s)", held, len(p.Entries), len(rows), res.ExitCode, res.Log)
+	r.Expect("sysctl-check-in-force", len(rows) == f.cells && checks == f.cells,
+		"cellguard sysctl check exited 0 (every key in force, live and at boot) on %d of %d cells", checks, len(rows))
+	return nil
+}
