@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/sysctl"
 )
@@ -17,8 +18,64 @@ func (f *fleet) realKernelSteps(ctx context.Context) []Step {
 		{Name: "each VM's kernel, command line, cgroup hierarchy and systemd (bosh ssh)", Expects: []string{"own-kernel", "cgroup-v2"},
 			Do: func(r *Record) error { return f.kernelFacts(ctx, r) }},
 		{Name: "the whole sysctl profile, read back on each cell (bosh ssh)", Expects: []string{"sysctls-in-force", "sysctl-check-in-force"},
-			Do: func(r *Record) error { return f.sysctlsReadBack(ctx, r) }},
+			Do: func(r *Record) error { return f.sysctlsReadBack(ctx, r, "cell") }},
+		{Name: "drift by hand on the first cell, reported; then the VM rebooted from inside (bosh ssh: sudo systemctl reboot) and the profile read back",
+			Expects: []string{"drift-reported", "rebooted", "sysctls-in-force-after-reboot", "sysctl-check-in-force-after-reboot"},
+			Do:      func(r *Record) error { return f.driftAndReboot(ctx, r) }},
 	}
+}
+
+// drifted is the value the drift step writes by hand: the kernel's default
+// soft pipe budget, under which seed 001's runc init hung.
+const drifted = "fs.pipe-user-pages-soft=16384"
+
+// driftAndReboot sets one key off the profile by hand on the first cell,
+// and expects cellguard sysctl check to name it; then reboots that VM from
+// inside (its qemu resets and boots the same disk) and expects the profile
+// in force again: systemd-sysctl applies the file pre-start persisted, and
+// no pre-start runs on a reboot.
+func (f *fleet) driftAndReboot(ctx context.Context, r *Record) error {
+	rows, _, err := f.ssh(ctx, "cell", "cat /proc/sys/kernel/random/boot_id")
+	if err != nil || len(rows) == 0 {
+		return fmt.Errorf("the cells' boot ids: %v (%d rows)", err, len(rows))
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Instance < rows[j].Instance })
+	cell, boot := rows[0].Instance, strings.TrimSpace(rows[0].Stdout)
+	out, res, err := f.ssh(ctx, cell, "sudo sysctl -q -w "+drifted+"; sudo /var/vcap/packages/cellguard/bin/cellguard sysctl check --config "+cellguardConfig+" 2>&1; echo \"check-exit $?\"")
+	if err != nil {
+		return err
+	}
+	report := ""
+	if len(out) == 1 {
+		report = out[0].Stdout
+	}
+	for _, l := range strings.Split(strings.TrimRight(report, "\n"), "\n") {
+		r.Say("      %s: %s", cell, l)
+	}
+	_, check := parseSysctlRead(report)
+	key, _, _ := strings.Cut(drifted, "=")
+	r.Expect("drift-reported", res.ExitCode == 0 && check != "" && check != "0" && strings.Contains(report, key),
+		"after sysctl -w %s by hand, cellguard sysctl check exited %q naming %s: %t", drifted, check, key, strings.Contains(report, key))
+	// The ssh session ends with the VM: its exit status says nothing.
+	t0 := time.Now()
+	if _, _, err := f.ssh(ctx, cell, "sudo systemctl reboot"); err != nil {
+		r.Say("      bosh ssh %s -c 'sudo systemctl reboot': %v", cell, err)
+	}
+	newBoot := ""
+	for time.Since(t0) < 10*time.Minute && ctx.Err() == nil {
+		time.Sleep(15 * time.Second)
+		if rows, res, err := f.ssh(ctx, cell, "cat /proc/sys/kernel/random/boot_id"); err == nil && res.ExitCode == 0 && len(rows) == 1 {
+			if b := strings.TrimSpace(rows[0].Stdout); b != "" && b != boot {
+				newBoot = b
+				break
+			}
+		}
+	}
+	r.Expect("rebooted", newBoot != "", "%s: boot id %s, after the reboot %q (bosh ssh answered %s after it was asked)", cell, boot, newBoot, time.Since(t0).Round(time.Second))
+	if newBoot == "" {
+		return fmt.Errorf("%s did not come back from its reboot within 10 minutes", cell)
+	}
+	return f.sysctlsReadBack(ctx, &suffixed{r, "-after-reboot"}, cell)
 }
 
 // kernelScript prints, one per line: uname -r, /proc/cmdline, the type of
@@ -108,10 +165,26 @@ func parseSysctlRead(stdout string) (map[string]string, string) {
 	return values, check
 }
 
+// expecter is a Record, or one whose expectation ids carry a suffix (the
+// same read-back after a reboot).
+type expecter interface {
+	Expect(id string, ok bool, format string, args ...any) bool
+	Say(format string, args ...any)
+}
+
+type suffixed struct {
+	*Record
+	suffix string
+}
+
+func (s *suffixed) Expect(id string, ok bool, format string, args ...any) bool {
+	return s.Record.Expect(id+s.suffix, ok, format, args...)
+}
+
 // sysctlsReadBack reads the profile the addon asks for (container-host,
 // nothing removed: real-kernel-addon-ops.yml) back on every cell, and
 // prints the table key | profile | value read.
-func (f *fleet) sysctlsReadBack(ctx context.Context, r *Record) error {
+func (f *fleet) sysctlsReadBack(ctx context.Context, r expecter, target string) error {
 	p, err := sysctl.Resolve(sysctl.Settings{})
 	if err != nil {
 		return fmt.Errorf("the container-host profile: %w", err)
@@ -120,7 +193,7 @@ func (f *fleet) sysctlsReadBack(ctx context.Context, r *Record) error {
 	if err != nil {
 		return err
 	}
-	rows, res, err := f.ssh(ctx, "cell", script)
+	rows, res, err := f.ssh(ctx, target, script)
 	if err != nil {
 		return err
 	}
@@ -163,9 +236,13 @@ func (f *fleet) sysctlsReadBack(ctx context.Context, r *Record) error {
 		}
 		r.Say("   | %s | %s | %s%s |", e.Key, e.Wanted(), strings.Join(seen, " / "), mark)
 	}
-	r.Expect("sysctls-in-force", res.ExitCode == 0 && len(rows) == f.cells && held == len(p.Entries),
-		"%d of %d profile keys in force on all %d cells (bosh ssh exit %d, log %s)", held, len(p.Entries), len(rows), res.ExitCode, res.Log)
-	r.Expect("sysctl-check-in-force", len(rows) == f.cells && checks == f.cells,
-		"cellguard sysctl check exited 0 (every key in force, live and at boot) on %d of %d cells", checks, len(rows))
+	want := f.cells
+	if target != "cell" {
+		want = 1
+	}
+	r.Expect("sysctls-in-force", res.ExitCode == 0 && len(rows) == want && held == len(p.Entries),
+		"%d of %d profile keys in force on all %d of %s (bosh ssh exit %d, log %s)", held, len(p.Entries), len(rows), target, res.ExitCode, res.Log)
+	r.Expect("sysctl-check-in-force", len(rows) == want && checks == want,
+		"cellguard sysctl check exited 0 (every key in force, live and at boot) on %d of %d VMs of %s", checks, len(rows), target)
 	return nil
 }
