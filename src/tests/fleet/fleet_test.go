@@ -376,7 +376,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 		nspawnArgs = f.shape.nspawnArgs(stage)
 		f.story(fmt.Sprintf("   the host's runc and containerd for the stand-in, bound into every VM at %s", runtimeDir))
 	}
-	cfg, err := cpiConfigFor(f.env, sdboxCopy, f.cpiState, "fleet", nspawnArgs)
+	cfg, err := cpiConfigFor(f.env, sdboxCopy, filepath.Join(work, "cpi-state"), "fleet", nspawnArgs)
 	if err != nil {
 		t.Fatal(err)
 	}
