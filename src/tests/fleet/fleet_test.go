@@ -360,8 +360,15 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	// A worker per lane, and one for what they ask meanwhile (bosh ssh,
 	// run-errand and instances --details are tasks too).
 	workers := len(plan) + 1
-	step(fmt.Sprintf("director.sh up (the director with %d workers, PostgreSQL, NATS, the lab network)", workers),
-		"env", fmt.Sprintf("CELLGUARD_DIRECTOR_WORKERS=%d", workers), "bash", director, "up", dstate, "--cpi", wrapper)
+	// QEMU VMs under TCG: run 1 of noble's booted 4 at once, at load 20,
+	// in more than the director's default 10 minutes.
+	agentWait := 600
+	if f.shape.qemu {
+		agentWait = 1800
+	}
+	step(fmt.Sprintf("director.sh up (the director with %d workers, agents awaited %d s, PostgreSQL, NATS, the lab network)", workers, agentWait),
+		"env", fmt.Sprintf("CELLGUARD_DIRECTOR_WORKERS=%d", workers), fmt.Sprintf("CELLGUARD_DIRECTOR_AGENT_WAIT=%d", agentWait),
+		"bash", director, "up", dstate, "--cpi", wrapper)
 	f.env, err = boshlab.ReadEnv(filepath.Join(dstate, "env.json"))
 	if err != nil {
 		t.Fatal(err)
