@@ -215,7 +215,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	}
 	// Private copies of the harness and the CPI: bash reads a script as it
 	// runs, so an edit to the checkout during a run must not change this run.
-	// Each CPI sources common.bash from beside itself.
+	// The QEMU CPI sources common.bash from beside itself.
 	sdboxCopy, cpiCopy, qemuCopy := filepath.Join(work, "sdbox.sh"), filepath.Join(work, "nspawn-cpi"), filepath.Join(work, "qemu-cpi")
 	copies := map[string]string{
 		"src/tests/harness/sdbox.sh":     sdboxCopy,
