@@ -215,15 +215,15 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	}
 	// Private copies of the harness and the CPI: bash reads a script as it
 	// runs, so an edit to the checkout during a run must not change this run.
-	// The QEMU CPI sources common.bash from beside itself.
 	sdboxCopy, cpiCopy, qemuCopy := filepath.Join(work, "sdbox.sh"), filepath.Join(work, "nspawn-cpi"), filepath.Join(work, "qemu-cpi")
 	copies := map[string]string{
-		"src/tests/harness/sdbox.sh":     sdboxCopy,
-		"src/tests/bosh/cpi/nspawn-cpi":  cpiCopy,
-		"src/tests/bosh/cpi/common.bash": filepath.Join(work, "common.bash"),
+		"src/tests/harness/sdbox.sh":    sdboxCopy,
+		"src/tests/bosh/cpi/nspawn-cpi": cpiCopy,
 	}
 	if f.shape.qemu {
+		// The QEMU CPI sources common.bash from beside itself.
 		copies["src/tests/bosh/cpi/qemu-cpi"] = qemuCopy
+		copies["src/tests/bosh/cpi/common.bash"] = filepath.Join(work, "common.bash")
 	}
 	for src, dst := range copies {
 		b, err := os.ReadFile(filepath.Join(f.repo, src))
