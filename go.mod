@@ -4,18 +4,22 @@ go 1.26.8
 
 require (
 	code.cloudfoundry.org/lager/v3 v3.74.0
+	code.cloudfoundry.org/tlsconfig v0.64.0
+	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/cilium/ebpf v0.22.0
 	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
+	github.com/prometheus/procfs v0.22.0
+	github.com/spf13/pflag v1.0.10
+	golang.org/x/mod v0.37.0
 	golang.org/x/net v0.60.0
 	golang.org/x/sys v0.48.0
 )
 
 require (
-	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
@@ -28,8 +32,6 @@ require (
 	github.com/onsi/gomega v1.42.0 // indirect
 	github.com/openzipkin/zipkin-go v0.4.3 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/procfs v0.22.0 // indirect
-	golang.org/x/mod v0.37.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/tools v0.46.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

@@ -166,13 +166,15 @@ var configKey = map[string]string{
 	"cellguard.validator.extra_cgroup_roots":  "validator.extra_cgroup_roots",
 	"cellguard.validator.extra_cgroup_slices": "validator.extra_cgroup_slices",
 	"cellguard.delegate_units":                "delegate_units",
-	"cellguard.validator.advisories_file":     "validator.advisories_file",
+	"cellguard.validator.advisories":          "validator.advisories",
+	"cellguard.validator.blocking_advisories": "validator.blocking_advisories",
 	"cellguard.watch.listen":                  "watch.listen",
 	"cellguard.watch.heal":                    "watch.heal",
 	"cellguard.watch.heal_per_minute":         "watch.heal_per_minute",
 	"cellguard.watch.period":                  "watch.period",
 	"cellguard.drain.budget":                  "drain.budget",
 	"cellguard.drain.block_on_shutdown":       "drain.block_on_shutdown",
+	"cellguard.drain.heal":                    "drain.heal",
 }
 
 // renderedElsewhere are the properties that do not land in the config key
@@ -180,9 +182,9 @@ var configKey = map[string]string{
 var renderedElsewhere = map[string]string{
 	"cellguard.watch.enabled":             "monit",
 	"cellguard.watch.textfile_dir":        "watch.textfile (the directory plus cellguard_watch.prom) and pre-start's mkdir",
-	"cellguard.watch.metrics.tls.cert":    "config/certs/metrics.crt, watch.tls",
-	"cellguard.watch.metrics.tls.key":     "config/certs/metrics.key, watch.tls",
-	"cellguard.watch.metrics.tls.ca_cert": "config/certs/metrics_ca.crt, watch.tls",
+	"cellguard.watch.metrics.cert":        "config/certs/metrics.crt, watch.tls",
+	"cellguard.watch.metrics.key":         "config/certs/metrics.key, watch.tls",
+	"cellguard.watch.metrics.ca_cert":     "config/certs/metrics_ca.crt, watch.tls",
 	"cellguard.watch.metrics.server_name": "config/prom_scraper_config.yml",
 	"cellguard.watch.metrics.source_id":   "config/prom_scraper_config.yml, config/metric_targets.yml",
 }
@@ -300,6 +302,9 @@ var propertySets = []struct {
 				t.Errorf("cellguard drain timeout on the default config: %q, want 75 (60s and 15s)", got)
 			}
 			mustContain(t, string(r["bin/drain"]), "TEXTFILE=''")
+			// Drain heals by default: a blocked drain leaves an evacuated cell
+			// (docs/lifecycle.md, "Healing at drain").
+			wantJSON(t, cfg, "drain", `{"budget":"60s","block_on_shutdown":false,"heal":true}`)
 		}},
 	{name: "garden cell", props: readTestdata("garden-cell.yml"),
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
@@ -332,8 +337,12 @@ cellguard:
     runc_init_max_age: 1m30s
     extra_cgroup_roots: [/system.slice/runit.service/garden, /concourse]
     extra_cgroup_slices: [/kubepods.slice]
-    advisories_file: /var/vcap/jobs/worker/config/advisories.json
-  drain: {budget: 2m30s, block_on_shutdown: true}
+    advisories:
+    - {id: SITE-1, modified: "2026-12-06T00:00:00Z", summary: site rule,
+       affected: [{package: {ecosystem: Go, name: github.com/opencontainers/runc},
+                   ranges: [{type: SEMVER, events: [{introduced: "0"}, {fixed: 1.1.12}]}]}]}
+    blocking_advisories: [CVE-2024-21626]
+  drain: {budget: 2m30s, block_on_shutdown: true, heal: false}
 `,
 		check: func(t *testing.T, cfg map[string]any, r render.Rendered) {
 			pre := string(r["bin/pre-start"])
@@ -349,11 +358,12 @@ cellguard:
 			wantJSON(t, cfg, "delegate_units", `["concourse.service","other\\x2dd.service"]`)
 			mustContain(t, pre, `unit delegate concourse.service --config "${CONFIG}"`)
 			mustContain(t, pre, `unit delegate other\\x2dd.service --config "${CONFIG}"`)
-			wantJSON(t, cfg, "validator.advisories_file", `"/var/vcap/jobs/worker/config/advisories.json"`)
+			wantJSON(t, cfg, "validator.advisories", `[{"affected":[{"package":{"ecosystem":"Go","name":"github.com/opencontainers/runc"},"ranges":[{"events":[{"introduced":"0"},{"fixed":"1.1.12"}],"type":"SEMVER"}]}],"id":"SITE-1","modified":"2026-12-06T00:00:00Z","summary":"site rule"}]`)
+			wantJSON(t, cfg, "validator.blocking_advisories", `["CVE-2024-21626"]`)
 			// A floor reaches the config as written; cellguard parses ">=".
 			wantJSON(t, cfg, "sysctl.set", `{"kernel.keys.maxkeys":"20000","kernel.pid_max":">=4194304"}`)
 			wantJSON(t, cfg, "log", `{"file":"/var/vcap/sys/log/cellguard/cellguard.log","time_format":"unix-epoch","level":"debug"}`)
-			wantJSON(t, cfg, "drain", `{"budget":"2m30s","block_on_shutdown":true}`)
+			wantJSON(t, cfg, "drain", `{"budget":"2m30s","block_on_shutdown":true,"heal":false}`)
 			// bin/drain asks cellguard for its bound: the budget plus a quarter
 			// of it, at most 15s (Go's rule; no copy in the template).
 			mustContain(t, string(r["bin/drain"]), `LIMIT=$(timeout --foreground --kill-after=2 10 "${CELLGUARD}" drain timeout --config "${CONFIG}" 3>&-)`)
@@ -406,7 +416,8 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"delegate units as string", `{cellguard: {delegate_units: concourse.service}}`, "cellguard.delegate_units must be a list of strings"},
 		{"delegate unit not a service", `{cellguard: {delegate_units: [concourse.scope]}}`, `cellguard.delegate_units[0]: "concourse.scope" must be a service unit name`},
 		{"delegate unit a path", `{cellguard: {delegate_units: [/lib/systemd/system/concourse.service]}}`, `must be a service unit name`},
-		{"advisories file a list", `{cellguard: {validator: {advisories_file: [/a]}}}`, "cellguard.validator.advisories_file must be a string"},
+		{"advisories a record, not a list", `{cellguard: {validator: {advisories: {id: X}}}}`, "cellguard.validator.advisories must be a list of OSV records"},
+		{"blocking advisories a string", `{cellguard: {validator: {blocking_advisories: CVE-2024-21626}}}`, "cellguard.validator.blocking_advisories must be a list of strings"},
 		// What would reach a root shell script: refused here with the
 		// property's name, by the rules config.Load applies.
 		{"daemon name runs a command", `{cellguard: {daemons: [{name: "garden$(echo INJECTED >&2)", start: /bin/true}]}}`, "cellguard.daemons[0].name must be 1 to 64 letters"},
@@ -421,6 +432,7 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 		{"monit pidfile runs a command", `{cellguard: {supervisor: {pidfile: "/var/vcap/monit/$(touch /x)"}}}`, "cellguard.supervisor.pidfile must be an absolute, clean path"},
 		{"delegate unit runs a command", `{cellguard: {delegate_units: ["$(touch /x).service"]}}`, "cellguard.delegate_units[0]: "},
 		{"block on shutdown as string", `{cellguard: {drain: {block_on_shutdown: "yes"}}}`, "cellguard.drain.block_on_shutdown must be true or false"},
+		{"drain heal as string", `{cellguard: {drain: {heal: "yes"}}}`, "cellguard.drain.heal must be true or false"},
 	}
 	j := loadJob(t)
 	for _, tc := range testCases {
@@ -476,13 +488,15 @@ func TestConfigCheckJudgesDurationsAndCheckIDs(t *testing.T) {
 		{"slice root relative", `{cellguard: {validator: {extra_cgroup_slices: [kubepods.slice]}}}`, `"kubepods.slice": want an absolute path ending in a slice`},
 		{"slice root system.slice", `{cellguard: {validator: {extra_cgroup_slices: [/system.slice]}}}`, `"/system.slice": holds every other service`},
 		{"slice root user.slice", `{cellguard: {validator: {extra_cgroup_slices: [/user.slice]}}}`, `"/user.slice": holds every other service`},
-		{"tls cert alone", `{cellguard: {watch: {metrics: {tls: {cert: C}}}}}`, "watch.tls: set cert, key and ca together (mutual TLS), or none (job property cellguard.watch.metrics.tls.cert, .key and .ca_cert)"},
+		{"tls cert alone", `{cellguard: {watch: {metrics: {cert: C}}}}`, "watch.tls: set cert, key and ca together (mutual TLS), or none (job property cellguard.watch.metrics.cert, .key and .ca_cert)"},
 		{"heal per minute zero", `{cellguard: {watch: {heal_per_minute: 0}}}`, "watch.heal_per_minute 0: must be a whole number above zero"},
 		{"listen without host", `{cellguard: {watch: {listen: "14875"}}}`, `watch.listen "14875": want host:port`},
 		{"listen port too big", `{cellguard: {watch: {listen: "127.0.0.1:99999"}}}`, `port "99999": want 0 to 65535`},
 		{"listen on the VM without TLS", `{cellguard: {watch: {listen: "10.0.16.5:14875"}}}`, `watch.listen "10.0.16.5:14875": serves /metrics beyond this VM without TLS: keep a loopback address`},
 		// Paths that reach no script (the template passed them through).
-		{"advisories file relative", `{cellguard: {validator: {advisories_file: advisories.json}}}`, `validator.advisories_file: unit: invalid path: "advisories.json" is not absolute`},
+		// OSV records: the template passes them through, config judges them.
+		{"advisory without modified", `{cellguard: {validator: {advisories: [{id: SITE-1, summary: s}]}}}`, `validator.advisories[0]: advisory SITE-1: modified "": want an RFC 3339 time`},
+		{"promoting an unknown id", `{cellguard: {validator: {blocking_advisories: [CVE-2024-2162]}}}`, `validator.blocking_advisories[0] "CVE-2024-2162": want the id of a shipped advisory`},
 		{"runtime root with a space", `{cellguard: {validator: {runtime_roots: ["/run/runc /etc"]}}}`, `validator.runtime_roots[0]: unit: invalid path`},
 		{"runtime binary runs a command", "{cellguard: {validator: {runtime_binaries: {runc: \"/usr/bin/`touch /x`\"}}}}", `validator.runtime_binaries.runc: unit: invalid path`},
 	}
@@ -658,47 +672,72 @@ func TestRuncInitMaxAgeForms(t *testing.T) {
 	}
 }
 
-// The rendered advisories_file reaches the real validator's runtime-versions
-// check: under a --root (where the ownership rule does not apply) an
-// unparsable file there is named in the check's error, and without the
-// property the same root gives no such error.
-func TestAdvisoriesFileReachesTheValidator(t *testing.T) {
+// The rendered advisories reach the real validator's runtime-versions
+// check: with a fake runc 1.1.11 in a --root, the shipped CVE-2024-21626
+// (a security advisory) reports without blocking; promoted through
+// blocking_advisories it blocks; an operator's OSV record from the property
+// is matched, and as a hazard blocks.
+func TestAdvisoriesPropertyReachesTheValidator(t *testing.T) {
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
-	for _, d := range []string{"proc", "etc/cellguard"} {
+	for _, d := range []string{"proc/sys/fs", "usr/sbin"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(root, "etc/cellguard/advisories.json"), []byte("{not json"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "proc/sys/fs/pipe-user-pages-soft"), []byte("0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runtimeVersionsError := func(props string) string {
+	writeExec(t, filepath.Join(root, "usr/sbin/runc"),
+		"#!/bin/sh\n[ \"$1\" = --version ] || exit 3\nprintf 'runc version 1.1.11\\ncommit: v1.1.11-0-g4bccb38c\\nspec: 1.0.2-dev\\n'\n")
+	type finding struct {
+		Status string
+		Data   map[string]string
+	}
+	validate := func(props string) (blocked bool, byID map[string]finding) {
 		p := filepath.Join(t.TempDir(), "cellguard.json")
-		if err := os.WriteFile(p, mustRender(t, props)["config/cellguard.json"], 0o644); err != nil {
+		if err := os.WriteFile(p, mustRender(t, "{cellguard: {validator: {runtime_binaries: {runc: /usr/sbin/runc}"+props+"}}}")["config/cellguard.json"], 0o644); err != nil {
 			t.Fatal(err)
 		}
 		out, _ := exec.Command(cellguardBin, "validate", "--phase", "pre-start", "--config", p, "--root", root,
 			"--format", "json", "--log-file", filepath.Join(dir, "log")).Output()
 		var report struct {
-			Results []struct{ ID, Error string }
+			Results []struct {
+				ID       string
+				Blocking bool
+				Findings []finding
+			}
 		}
 		if err := json.Unmarshal(out, &report); err != nil {
 			t.Fatalf("validate printed no JSON report: %v\n%s", err, out)
 		}
+		byID = map[string]finding{}
 		for _, r := range report.Results {
-			if r.ID == "runtime-versions" {
-				return r.Error
+			if r.ID != "runtime-versions" {
+				continue
 			}
+			for _, f := range r.Findings {
+				if id := f.Data["advisory"]; id != "" {
+					byID[id] = f
+				}
+			}
+			return r.Blocking, byID
 		}
 		t.Fatalf("no runtime-versions result in:\n%s", out)
-		return ""
+		return false, nil
 	}
-	want := "parse advisories " + filepath.Join(root, "etc/cellguard/advisories.json")
-	if got := runtimeVersionsError(`{cellguard: {validator: {advisories_file: /etc/cellguard/advisories.json}}}`); !strings.Contains(got, want) {
-		t.Errorf("runtime-versions error %q, want it to contain %q", got, want)
+	blocked, by := validate("")
+	if f := by["CVE-2024-21626"]; blocked || f.Status != "warn" || f.Data["class"] != "security" {
+		t.Errorf("shipped CVE alone: blocking %v, finding %+v; want a warning that does not block", blocked, f)
 	}
-	if got := runtimeVersionsError(``); strings.Contains(got, "advisories") {
-		t.Errorf("without advisories_file, runtime-versions still reads one: %q", got)
+	blocked, by = validate(", blocking_advisories: [CVE-2024-21626]")
+	if f := by["CVE-2024-21626"]; !blocked || f.Status != "fail" || f.Data["promoted"] != "true" {
+		t.Errorf("promoted: blocking %v, finding %+v; want it to block", blocked, f)
+	}
+	blocked, by = validate(`, advisories: [{id: SITE-1, modified: "2026-12-06T00:00:00Z", summary: "site: runc before 1.1.12 hangs our health checks",
+	    affected: [{package: {ecosystem: Go, name: github.com/opencontainers/runc}, ranges: [{type: SEMVER, events: [{introduced: "0"}, {fixed: 1.1.12}]}]}],
+	    database_specific: {cellguard: {class: hazard, impact: hang}}}]`)
+	if f := by["SITE-1"]; !blocked || f.Status != "fail" || f.Data["class"] != "hazard" {
+		t.Errorf("operator's hazard: blocking %v, finding %+v; want it to block", blocked, f)
 	}
 }

@@ -111,12 +111,24 @@ func daemonAt(key string) func(map[string]any, string) {
 	}
 }
 
+// advisoryAt puts v in one field of an operator's OSV record that is
+// otherwise valid: the template passes records through, config judges them.
+func advisoryAt(field string) func(map[string]any, string) {
+	return func(props map[string]any, v string) {
+		rec := map[string]any{"id": "SITE-1", "modified": "2026-12-06T00:00:00Z", "summary": "site rule",
+			"affected": []any{map[string]any{"package": map[string]any{"ecosystem": "Go", "name": "github.com/opencontainers/runc"},
+				"ranges": []any{map[string]any{"type": "SEMVER", "events": []any{map[string]any{"introduced": "0"}, map[string]any{"fixed": "1.1.12"}}}}}}}
+		rec[field] = v
+		setPath(props, "cellguard.validator.advisories", []any{rec})
+	}
+}
+
 func same(v string) string { return v }
 
 // cellguardSlots: every string the cellguard job takes. The rule-bearing
 // ones (goKey set), the names and paths that reach a shell, are judged by
 // the same rule in both places (unitfile's). The rest, cgroup roots and
-// slices, runtime roots and binaries and the advisories file included, are
+// slices, runtime roots and binaries included, are
 // passed through and judged by config.Load alone; here they still prove
 // that no value reaches a shell unquoted.
 var cellguardSlots = []slot{
@@ -141,6 +153,9 @@ var cellguardSlots = []slot{
 	{prop: "cellguard.validator.runtime_binaries.runc", set: hashAt("cellguard.validator.runtime_binaries", "runc")},
 	{prop: "cellguard.validator.runtime_binaries (a key)", set: hashKeyAt("cellguard.validator.runtime_binaries", "/usr/bin/runc")},
 	{prop: "cellguard.validator.ignore", set: listAt("cellguard.validator.ignore")},
+	{prop: "cellguard.validator.blocking_advisories", set: listAt("cellguard.validator.blocking_advisories")},
+	{prop: "cellguard.validator.advisories[0].summary", set: advisoryAt("summary")},
+	{prop: "cellguard.validator.advisories[0].id", set: advisoryAt("id")},
 	{prop: "cellguard.validator.blocking.pre_start", set: listAt("cellguard.validator.blocking.pre_start")},
 	{prop: "cellguard.validator.blocking.drain", set: listAt("cellguard.validator.blocking.drain")},
 	{prop: "cellguard.validator.prometheus_textfile", set: at("cellguard.validator.prometheus_textfile"), goKey: "validator.prometheus_textfile", goValue: same},
@@ -148,14 +163,13 @@ var cellguardSlots = []slot{
 	{prop: "cellguard.validator.budget", set: at("cellguard.validator.budget")},
 	{prop: "cellguard.validator.extra_cgroup_roots", set: listAt("cellguard.validator.extra_cgroup_roots")},
 	{prop: "cellguard.validator.extra_cgroup_slices", set: listAt("cellguard.validator.extra_cgroup_slices")},
-	{prop: "cellguard.validator.advisories_file", set: at("cellguard.validator.advisories_file")},
 	{prop: "cellguard.watch.listen", set: at("cellguard.watch.listen")},
 	{prop: "cellguard.watch.period", set: at("cellguard.watch.period")},
 	{prop: "cellguard.watch.textfile_dir", set: at("cellguard.watch.textfile_dir"), goKey: "watch.textfile",
 		goValue: func(v string) string { return v + "/cellguard_watch.prom" }},
-	{prop: "cellguard.watch.metrics.tls.cert", set: at("cellguard.watch.metrics.tls.cert")},
-	{prop: "cellguard.watch.metrics.tls.key", set: at("cellguard.watch.metrics.tls.key")},
-	{prop: "cellguard.watch.metrics.tls.ca_cert", set: at("cellguard.watch.metrics.tls.ca_cert")},
+	{prop: "cellguard.watch.metrics.cert", set: at("cellguard.watch.metrics.cert")},
+	{prop: "cellguard.watch.metrics.key", set: at("cellguard.watch.metrics.key")},
+	{prop: "cellguard.watch.metrics.ca_cert", set: at("cellguard.watch.metrics.ca_cert")},
 	{prop: "cellguard.watch.metrics.server_name", set: at("cellguard.watch.metrics.server_name")},
 	{prop: "cellguard.watch.metrics.source_id", set: at("cellguard.watch.metrics.source_id")},
 }

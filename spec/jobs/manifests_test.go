@@ -59,12 +59,15 @@ func TestRuntimeConfigAddons(t *testing.T) {
 	}
 }
 
+// hashOp is one op of an ops file whose value is a hash.
+type hashOp struct {
+	Type  string         `yaml:"type"`
+	Path  string         `yaml:"path"`
+	Value map[string]any `yaml:"value"`
+}
+
 func TestCFDeploymentOpsFile(t *testing.T) {
-	var ops []struct {
-		Type  string         `yaml:"type"`
-		Path  string         `yaml:"path"`
-		Value map[string]any `yaml:"value"`
-	}
+	var ops []hashOp
 	readManifest(t, "operations/add-cellguard-to-diego-cells.yml", &ops)
 	var job map[string]any
 	for _, op := range ops {
@@ -140,4 +143,66 @@ func TestPrometheusOpsFile(t *testing.T) {
 			t.Errorf("rule_files %q does not find the job's cellguard.alerts.yml (%v %v)", glob, m, err)
 		}
 	}
+}
+
+// The metrics TLS ops file gives cellguard what cf-deployment gives every
+// job whose metrics the prom scraper reads (cf-deployment v58.0.0,
+// cf-deployment.yml: loggregator_agent's metrics block and its
+// loggregator_agent_metrics_tls variable): properties metrics.ca_cert,
+// cert, key and server_name from a certificate variable signed by
+// metric_scraper_ca for server_auth, named as the server_name. Rendered,
+// they turn on mutual TLS and https in the prom scraper's config.
+func TestMetricsTLSOpsFile(t *testing.T) {
+	var ops []hashOp
+	readManifest(t, "operations/cellguard-metrics-tls.yml", &ops)
+	var metrics, variable map[string]any
+	for _, op := range ops {
+		switch op.Path {
+		case "/instance_groups/name=diego-cell/jobs/name=cellguard/properties/cellguard/watch/metrics?":
+			metrics = op.Value
+		case "/variables/name=cellguard_metrics_tls?":
+			variable = op.Value
+		}
+	}
+	if metrics == nil || variable == nil {
+		t.Fatalf("want an op setting diego-cell's cellguard.watch.metrics and one adding cellguard_metrics_tls: %+v", ops)
+	}
+	wantMetrics := map[string]any{"ca_cert": "((cellguard_metrics_tls.ca))", "cert": "((cellguard_metrics_tls.certificate))",
+		"key": "((cellguard_metrics_tls.private_key))", "server_name": "cellguard_metrics"}
+	for k, v := range wantMetrics {
+		if metrics[k] != v {
+			t.Errorf("metrics.%s = %v, want %v", k, metrics[k], v)
+		}
+	}
+	opts, _ := variable["options"].(map[string]any)
+	if variable["type"] != "certificate" || opts["ca"] != "metric_scraper_ca" || opts["common_name"] != "cellguard_metrics" ||
+		!sameList(opts["alternative_names"], "cellguard_metrics") || !sameList(opts["extended_key_usage"], "server_auth") {
+		t.Errorf("variable %+v: want a certificate from metric_scraper_ca for server_auth named cellguard_metrics", variable)
+	}
+	// The director interpolates the variable; the job sees PEM strings.
+	props := `{cellguard: {watch: {listen: "127.0.0.1:14875", metrics: {ca_cert: CA, cert: CERT, key: KEY, server_name: cellguard_metrics}}}}`
+	r := mustRender(t, props)
+	configCheck(t, r["config/cellguard.json"])
+	if err := compileSchema(t).Validate(resolve(t, props)); err != nil {
+		t.Errorf("properties_schema.json rejects cf-deployment's metrics block: %v", err)
+	}
+	for f, want := range map[string]string{"config/certs/metrics.crt": "CERT", "config/certs/metrics.key": "KEY", "config/certs/metrics_ca.crt": "CA"} {
+		if strings.TrimSpace(string(r[f])) != want {
+			t.Errorf("%s = %q, want %q", f, r[f], want)
+		}
+	}
+	mustContain(t, string(r["config/prom_scraper_config.yml"]), "scheme: https")
+}
+
+func sameList(v any, want ...string) bool {
+	l, _ := v.([]any)
+	if len(l) != len(want) {
+		return false
+	}
+	for i := range l {
+		if l[i] != want[i] {
+			return false
+		}
+	}
+	return true
 }

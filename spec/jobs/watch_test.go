@@ -48,7 +48,7 @@ func TestPromScraperConfig(t *testing.T) {
 	}{
 		{"defaults: plain http on localhost", ``,
 			promScraperConfig{Port: "14875", SourceID: "cellguard", InstanceID: "id", Scheme: "http", Path: "/metrics", Origin: "cellguard"}},
-		{"mutual TLS", `{cellguard: {watch: {listen: "127.0.0.1:9999", metrics: {tls: {cert: C, key: K, ca_cert: A}, server_name: cg, source_id: cellguard-cell}}}}`,
+		{"mutual TLS", `{cellguard: {watch: {listen: "127.0.0.1:9999", metrics: {cert: C, key: K, ca_cert: A, server_name: cg, source_id: cellguard-cell}}}}`,
 			promScraperConfig{Port: "9999", SourceID: "cellguard-cell", InstanceID: "id", Scheme: "https", ServerName: "cg", Path: "/metrics", Origin: "cellguard"}},
 		{"watch off", `{cellguard: {watch: {enabled: false}}}`, promScraperConfig{}},
 		{"no listener", `{cellguard: {watch: {listen: ""}}}`, promScraperConfig{}},
@@ -118,7 +118,7 @@ func TestMetricTargets(t *testing.T) {
 // files where the job renders them.
 func TestWatchConfig(t *testing.T) {
 	r := mustRender(t, `{cellguard: {watch: {heal: true, heal_per_minute: 10, period: 30s, textfile_dir: /var/vcap/jobs/node_exporter/config,
-  metrics: {tls: {cert: CERT, key: KEY, ca_cert: CA}}}}}`)
+  metrics: {cert: CERT, key: KEY, ca_cert: CA}}}}`)
 	cfg := r["config/cellguard.json"]
 	configCheck(t, cfg)
 	m := decode(t, cfg)

@@ -18,39 +18,55 @@ var Components = runtimever.Components
 func KnownComponent(name string) bool { return runtimever.KnownComponent(name) }
 
 // Advisories are the advisories runtime-versions matches: the shipped list
-// merged with the operator's file.
+// merged with the operator's records, one row per component each names.
 type Advisories struct {
-	// File is the operator's file read ("" for none).
-	File     string
-	Disabled []string
-	Entries  []runtimever.Listed
+	// Operator is how many records the operator's config holds.
+	Operator  int
+	Withdrawn []string
+	Entries   []AdvisoryRow
+	// Promoted are the ids validator.blocking_advisories makes blocking.
+	Promoted []string
 }
 
-// ListAdvisories merges the shipped advisories with the operator's file
-// at path under root ("" reads none) and keeps component's ("" keeps
-// all), in Components' order, then by id.
-func ListAdvisories(root, path, component string) (Advisories, error) {
-	set, err := runtimever.Effective(root, path)
+// AdvisoryRow is one advisory as it applies to one component.
+type AdvisoryRow struct {
+	runtimever.Listed
+	Component string
+}
+
+// ListAdvisories merges the shipped advisories with the operator's records
+// and keeps component's ("" keeps all), in Components' order, then by id;
+// promoted are the ids the operator made blocking.
+func ListAdvisories(operator []runtimever.Advisory, promoted []string, component string) (Advisories, error) {
+	set, err := runtimever.Effective(operator)
 	if err != nil {
 		return Advisories{}, err
 	}
-	entries := set.Entries
-	if component != "" {
-		entries = slices.DeleteFunc(slices.Clone(entries), func(e runtimever.Listed) bool { return e.Component != component })
+	var rows []AdvisoryRow
+	for _, e := range set.Entries {
+		for _, c := range e.Components() {
+			if component == "" || c == component {
+				rows = append(rows, AdvisoryRow{Listed: e, Component: c})
+			}
+		}
 	}
-	slices.SortStableFunc(entries, func(a, b runtimever.Listed) int {
+	slices.SortStableFunc(rows, func(a, b AdvisoryRow) int {
 		if c := slices.Index(runtimever.Components, a.Component) - slices.Index(runtimever.Components, b.Component); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return Advisories{File: path, Disabled: set.Disabled, Entries: entries}, nil
+	return Advisories{Operator: len(operator), Withdrawn: set.Withdrawn, Entries: rows, Promoted: promoted}, nil
 }
 
 // rangeText renders one affected range for a table: "<1.3.9",
-// "1.4.0-alpha..<1.4.3", ">=1.2.0, no fix".
+// "1.4.0-alpha..<1.4.3", ">=1.2.0, no fix", "1.2.0..=1.2.3".
 func rangeText(r runtimever.Range) string {
 	switch {
+	case r.LastAffected != "" && r.Introduced == "0":
+		return "<=" + r.LastAffected
+	case r.LastAffected != "":
+		return r.Introduced + "..=" + r.LastAffected
 	case r.Introduced == "0" && r.Fixed == "":
 		return "every version, no fix"
 	case r.Introduced == "0":
@@ -61,86 +77,104 @@ func rangeText(r runtimever.Range) string {
 	return r.Introduced + "..<" + r.Fixed
 }
 
+// severities are a row's severities at pre-start and drain, the
+// pre-start one marked "*" when conditions decide it.
+func (a Advisories) severities(e AdvisoryRow) (pre, drain string) {
+	promoted := slices.Contains(a.Promoted, e.ID)
+	pre = string(e.SeverityIn(runtimever.PreStart, promoted))
+	if len(e.Conditions) > 0 && pre == string(runtimever.SeverityBlocking) {
+		pre += "*"
+	}
+	return pre, string(e.SeverityIn(runtimever.Drain, promoted))
+}
+
 // WriteTable writes the advisories as a table under a line of counts.
 func (a Advisories) WriteTable(w io.Writer) {
-	path, disabled, entries := a.File, a.Disabled, a.Entries
 	origins := map[string]int{}
-	for _, e := range entries {
-		origins[e.Origin]++
-	}
-	fmt.Fprintf(w, "%d advisories: %d shipped", len(entries), origins[runtimever.OriginShipped])
-	if path != "" {
-		fmt.Fprintf(w, "; operator file %s: %d replacing shipped, %d added, %d disabled", path,
-			origins[runtimever.OriginReplaced], origins[runtimever.OriginAdded], len(disabled))
-		if len(disabled) > 0 {
-			fmt.Fprintf(w, " (%s)", strings.Join(disabled, ", "))
+	ids := map[string]bool{}
+	for _, e := range a.Entries {
+		if !ids[e.ID] {
+			origins[e.Origin]++
 		}
+		ids[e.ID] = true
+	}
+	fmt.Fprintf(w, "%d advisories: %d shipped", len(ids), origins[runtimever.OriginShipped])
+	if a.Operator > 0 {
+		fmt.Fprintf(w, "; operator's validator.advisories: %d replacing shipped, %d added, %d withdrawn",
+			origins[runtimever.OriginReplaced], origins[runtimever.OriginAdded], len(a.Withdrawn))
+		if len(a.Withdrawn) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(a.Withdrawn, ", "))
+		}
+	}
+	if len(a.Promoted) > 0 {
+		fmt.Fprintf(w, "; promoted to blocking: %s", strings.Join(a.Promoted, ", "))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tID\tCLASS\tPRE-START\tDRAIN\tAFFECTED (upper bound = fixed in)\tORIGIN")
 	conditional := false
-	for _, e := range entries {
+	for _, e := range a.Entries {
 		var ranges []string
-		for _, r := range e.Affected {
+		for _, r := range e.Ranges(e.Component) {
 			ranges = append(ranges, rangeText(r))
 		}
-		pre := string(e.SeverityIn(runtimever.PreStart))
-		if e.Condition != "" {
-			pre += "*"
-			conditional = true
-		}
-		class := e.Class
-		if class == "" {
-			class = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Component, e.ID, class, pre, e.SeverityIn(runtimever.Drain),
+		pre, drain := a.severities(e)
+		conditional = conditional || strings.HasSuffix(pre, "*")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Component, e.ID, e.Class, pre, drain,
 			strings.Join(ranges, ", "), e.Origin)
 	}
 	_ = tw.Flush()
 	if conditional {
-		fmt.Fprintln(w, "\n* blocking only while its condition holds on the host or binary (see --json); a warning otherwise")
+		fmt.Fprintln(w, "\n* blocking only while its conditions hold on the host or binary (see --json); a warning otherwise")
 	}
 }
 
 type advisoryJSON struct {
-	ID         string              `json:"id"`
-	Component  string              `json:"component"`
-	Class      string              `json:"class,omitempty"`
-	Summary    string              `json:"summary"`
-	Affected   []runtimever.Range  `json:"affected"`
-	FixedIn    []string            `json:"fixed_in"`
-	Backports  []string            `json:"backports,omitempty"`
-	PreStart   runtimever.Severity `json:"pre_start"`
-	Drain      runtimever.Severity `json:"drain"`
-	Condition  string              `json:"condition,omitempty"`
-	References []string            `json:"references"`
-	Note       string              `json:"note,omitempty"`
-	Origin     string              `json:"origin"`
+	ID         string             `json:"id"`
+	Aliases    []string           `json:"aliases,omitempty"`
+	Component  string             `json:"component"`
+	Class      string             `json:"class"`
+	Impact     string             `json:"impact,omitempty"`
+	Summary    string             `json:"summary"`
+	Affected   []runtimever.Range `json:"affected"`
+	FixedIn    []string           `json:"fixed_in"`
+	Backports  []string           `json:"backports,omitempty"`
+	PreStart   string             `json:"pre_start"`
+	Drain      string             `json:"drain"`
+	Promoted   bool               `json:"promoted,omitempty"`
+	Conditions []string           `json:"conditions,omitempty"`
+	References []string           `json:"references"`
+	Details    string             `json:"details,omitempty"`
+	Origin     string             `json:"origin"`
 }
 
 // WriteJSON writes the advisories as one JSON document, with summaries,
-// backports, references and notes.
+// backports, references and details.
 func (a Advisories) WriteJSON(w io.Writer) error {
-	path, disabled, entries := a.File, a.Disabled, a.Entries
 	out := struct {
-		AdvisoriesFile string         `json:"advisories_file"`
-		Disabled       []string       `json:"disabled"`
-		Advisories     []advisoryJSON `json:"advisories"`
-	}{AdvisoriesFile: path, Disabled: disabled, Advisories: []advisoryJSON{}}
-	if out.Disabled == nil {
-		out.Disabled = []string{}
+		Operator   int            `json:"operator_records"`
+		Withdrawn  []string       `json:"withdrawn"`
+		Promoted   []string       `json:"blocking_advisories"`
+		Advisories []advisoryJSON `json:"advisories"`
+	}{Operator: a.Operator, Withdrawn: a.Withdrawn, Promoted: a.Promoted, Advisories: []advisoryJSON{}}
+	if out.Withdrawn == nil {
+		out.Withdrawn = []string{}
 	}
-	for _, e := range entries {
+	if out.Promoted == nil {
+		out.Promoted = []string{}
+	}
+	for _, e := range a.Entries {
 		fixed := e.FixedIn()
 		if fixed == nil {
 			fixed = []string{}
 		}
+		pre, drain := a.severities(e)
 		out.Advisories = append(out.Advisories, advisoryJSON{
-			ID: e.ID, Component: e.Component, Class: e.Class, Summary: e.Summary, Affected: e.Affected,
-			FixedIn: fixed, Backports: e.Backports, PreStart: e.SeverityIn(runtimever.PreStart), Drain: e.SeverityIn(runtimever.Drain),
-			Condition: e.Condition, References: e.References, Note: e.Note, Origin: e.Origin,
+			ID: e.ID, Aliases: e.Aliases, Component: e.Component, Class: e.Class, Impact: e.Impact, Summary: e.Summary,
+			Affected: e.Ranges(e.Component), FixedIn: fixed, Backports: e.Backports,
+			PreStart: strings.TrimSuffix(pre, "*"), Drain: drain, Promoted: slices.Contains(a.Promoted, e.ID),
+			Conditions: e.Conditions, References: e.References, Details: e.Details, Origin: e.Origin,
 		})
 	}
 	enc := json.NewEncoder(w)

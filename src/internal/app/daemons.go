@@ -106,6 +106,9 @@ func (u *Units) HasSystemd() bool { return u.m.HasSystemd() }
 
 // Install writes d's unit and reloads systemd when it changed.
 func (u *Units) Install(ctx context.Context, d Daemon) (daemonctl.InstallResult, error) {
+	if len(d.Start) == 0 {
+		return daemonctl.InstallResult{}, &CouldNotRun{Err: fmt.Errorf("no start command for %q: pass --start or add it to the config's daemons", d.Name)}
+	}
 	return u.m.Install(ctx, d)
 }
 
@@ -134,23 +137,59 @@ func (u *Units) Prune(ctx context.Context, cfg *config.Config, now time.Time) (d
 	return u.m.Prune(ctx, daemonctl.PruneOptions{Keep: keep, KeepSupervisor: cfg.Supervisor.Protect, KeepDelegated: cfg.DelegateUnits, Now: now})
 }
 
-// Start installs d's unit from the same description, starts it and waits
+// Start installs d's unit from the same description (so a start after a
+// reboot or a config change runs what monit means), starts it and waits
 // for its process.
 func (u *Units) Start(ctx context.Context, d Daemon) (daemonctl.StartResult, error) {
+	if err := u.canRun(d); err != nil {
+		return daemonctl.StartResult{}, err
+	}
 	return u.m.InstallAndStart(ctx, d)
 }
 
 // Stop stops d's unit and waits for its process to go.
 func (u *Units) Stop(ctx context.Context, d Daemon) (daemonctl.StopResult, error) {
+	if err := u.canRun(d); err != nil {
+		return daemonctl.StopResult{}, err
+	}
 	return u.m.Stop(ctx, d)
 }
 
+// canRun refuses a start or stop without systemd of a daemon whose
+// commands nobody gave.
+func (u *Units) canRun(d Daemon) error {
+	if u.HasSystemd() || len(d.Start) > 0 {
+		return nil
+	}
+	return &CouldNotRun{Err: fmt.Errorf("systemd is not init here and no start command is known for %q", d.Name),
+		Hint: fmt.Sprintf("pass --config with a daemons entry for %q, or --start/--stop", d.Name)}
+}
+
+// Wait is how long a start (or stop) of d waits for its process: its
+// start_timeout (stop_timeout), else 30s.
+func Wait(d Daemon, start bool) time.Duration {
+	wait := d.StopTimeout
+	if start {
+		wait = d.StartTimeout
+	}
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	return wait
+}
+
 // UnitFailure says what to do about a unit use case's err: bad input
-// (nothing was written), or a hint about systemd ("" for none).
+// (nothing was written; a *CouldNotRun's own hint), or a hint about
+// systemd ("" for none).
 func UnitFailure(err error) (hint string, badInput bool) {
+	var cr *CouldNotRun
 	switch {
+	case errors.As(err, &cr):
+		return cr.Hint, true
 	case errors.Is(err, unitfile.ErrBadName), errors.Is(err, unitfile.ErrBadCommand), errors.Is(err, unitfile.ErrBadPath):
 		return "nothing was written; fix the input and run again", true
+	case errors.Is(err, daemonctl.ErrRefused):
+		return "the file stays as cellguard wrote it; do what the error says, then run cellguard again", false
 	case errors.Is(err, systemd.ErrNoSystemd):
 		return "systemd is not init on this system; start and stop fall back to running the commands directly", false
 	case strings.Contains(err.Error(), "connect to systemd"):

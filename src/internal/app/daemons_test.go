@@ -24,3 +24,30 @@ func TestUnitDeadline(t *testing.T) {
 		})
 	}
 }
+
+func TestWait(t *testing.T) {
+	d := Daemon{StartTimeout: 2 * time.Minute}
+	for _, tc := range []struct {
+		d     Daemon
+		start bool
+		want  time.Duration
+	}{
+		{d, true, 2 * time.Minute},
+		{d, false, 30 * time.Second},
+		{Daemon{StopTimeout: time.Minute}, false, time.Minute},
+		{Daemon{StartTimeout: -time.Second}, true, 30 * time.Second},
+	} {
+		if got := Wait(tc.d, tc.start); got != tc.want {
+			t.Errorf("Wait(%+v, start=%t) = %v, want %v", tc.d, tc.start, got, tc.want)
+		}
+	}
+}
+
+func TestParsePhase(t *testing.T) {
+	for in, want := range map[string]Phase{"pre-start": PreStart, "drain": DrainPhase, "": "", "Drain": ""} {
+		got, err := ParsePhase(in)
+		if got != want || (err != nil) != (want == "") {
+			t.Errorf("ParsePhase(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

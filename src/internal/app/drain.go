@@ -12,6 +12,7 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/cloudfoundry/cellguard/src/internal/drain"
+	"github.com/cloudfoundry/cellguard/src/internal/heal"
 	"github.com/cloudfoundry/cellguard/src/internal/metrics"
 	"github.com/cloudfoundry/cellguard/src/internal/report"
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
@@ -36,6 +37,9 @@ type Runner interface {
 	// LogData says what the run is (checks, ignore list, fix), for the
 	// drain's "starting" line.
 	LogData() lager.Data
+	// Heal moves the escapes among rep's findings back, at most b.Left()
+	// processes, and returns one outcome per escape, in rep's order.
+	Heal(rep validator.Report, b *heal.Budget) []heal.Outcome
 }
 
 // Drain is one run of the job's drain as bosh-agent called it: validate
@@ -56,6 +60,14 @@ type Drain struct {
 	// Budget bounds the validation; 0 means DefaultDrainBudget.
 	Budget          time.Duration
 	BlockOnShutdown bool
+	// Heal moves escaped processes back before deciding
+	// (cellguard.drain.heal), at most HealPerMinute of them (0:
+	// heal.DefaultPerMinute).
+	Heal          bool
+	HealPerMinute int
+	// HealLedger is the host's heal record, shared with watch (app.HealLedger
+	// under the root); "" keeps the record in this run.
+	HealLedger string
 	// LiftFile is where `cellguard drain lift` records a lift.
 	LiftFile string
 	// Textfile receives the drain's gauges; "" writes none.
@@ -74,16 +86,16 @@ type Drain struct {
 func (d *Drain) Run(ctx context.Context, cantRun error) drain.Decision {
 	d.logCall()
 	if cantRun != nil {
-		return d.finish(nil, cantRun)
+		return d.finish(nil, nil, cantRun)
 	}
 	budget := d.budget()
 	bctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	v, err := d.Prepare(bctx)
 	if err != nil {
-		return d.finish(nil, err)
+		return d.finish(nil, nil, err)
 	}
-	data := lager.Data{"budget": budget.String(), "block_on_shutdown": d.BlockOnShutdown}
+	data := lager.Data{"budget": budget.String(), "block_on_shutdown": d.BlockOnShutdown, "heal": d.Heal}
 	for k, val := range v.LogData() {
 		data[k] = val
 	}
@@ -98,8 +110,12 @@ func (d *Drain) Run(ctx context.Context, cantRun error) drain.Decision {
 			d.Logger.Error("budget-expired", bctx.Err(), data)
 		}
 	}
+	var healed *drain.Heal
+	if d.Heal {
+		rep, healed = d.heal(v, rep)
+	}
 	d.Show(rep)
-	return d.finish(&rep, nil)
+	return d.finish(&rep, healed, nil)
 }
 
 func (d *Drain) budget() time.Duration {
@@ -121,10 +137,10 @@ func (d *Drain) logCall() {
 
 // finish decides and reports the decision everywhere it is read: the log,
 // Stderr and the textfile. rep is nil when nothing was validated; cantRun
-// says why.
-func (d *Drain) finish(rep *validator.Report, cantRun error) drain.Decision {
+// says why. healed is what drain's heal did before rep was judged again.
+func (d *Drain) finish(rep *validator.Report, healed *drain.Heal, cantRun error) drain.Decision {
 	logger, now := d.Logger, d.Now()
-	in := drain.Input{Call: d.Call, Report: rep, BlockOnShutdown: d.BlockOnShutdown}
+	in := drain.Input{Call: d.Call, Report: rep, BlockOnShutdown: d.BlockOnShutdown, Heal: healed}
 	if rep == nil && cantRun == nil {
 		cantRun = errors.New("no validator report")
 	}

@@ -73,6 +73,13 @@ var BoshRuncPaths = []string{"/var/vcap/packages/runc/bin/runc"}
 // runs in containers.
 const bpmRuntimeRoot = "/var/vcap/sys/run/bpm-runc"
 
+// HealLedger is the host's record of heals, shared by watch and drain so
+// that heal_per_minute caps the host, not each process (heal.NewSharedBudget).
+// It lives in watch's run directory (root's, made by watch_ctl; without
+// it, drain has no watch healing beside it and keeps its own record), on
+// the agent's tmpfs, so a reboot empties it with CLOCK_BOOTTIME.
+const HealLedger = "/var/vcap/sys/run/cellguard/heal-ledger"
+
 // DefaultRuntimeRoots are scanned when neither the flags nor the config
 // name any: runc's and containerd's own, and bpm's (the job's spec lists
 // the same three as validator.runtime_roots' default).
@@ -92,19 +99,23 @@ func NewPlan(cfg *config.Config, o Overrides) *Plan {
 	for _, d := range cfg.AuditedDaemons() {
 		daemons = append(daemons, facts.Daemon{Name: d.Name, PIDFile: d.PIDFile})
 	}
+	// Load judged the records; one refused here (a config built in code)
+	// makes runtime-versions an error, never a silent shipped-only run.
+	ops, opsErr := vc.OperatorAdvisories()
 	p := &Plan{
 		Spec: facts.Spec{
 			Root: o.Root, Daemons: daemons, DelegateUnits: cfg.DelegateUnits,
-			RuntimeBinaries: vc.RuntimeBinaries, AdvisoriesFile: vc.AdvisoriesFile,
+			RuntimeBinaries: vc.RuntimeBinaries, Advisories: ops, AdvisoriesErr: opsErr,
 			Sysctl:     sysctl.Settings{Profile: cfg.Sysctl.Profile, Set: cfg.Sysctl.Set, Remove: cfg.Sysctl.Remove, File: cfg.Sysctl.File},
 			NetnsProbe: vc.NetnsProbe, RuntimeRoots: roots, Namespaces: vc.Namespaces,
 		},
 		Snapshot: snapshot.Spec{Root: o.Root, RuntimeRoots: roots, Namespaces: vc.Namespaces},
 		Policy: checks.Policy{
-			RuncInitMaxAge:   vc.RuncInitMaxAge.Duration,
-			ExtraCgroupRoots: append(append([]string(nil), vc.ExtraCgroupRoots...), vc.ExtraCgroupSlices...),
-			RuntimeBinaries:  vc.RuntimeBinaries,
-			RuncPaths:        BoshRuncPaths,
+			RuncInitMaxAge:     vc.RuncInitMaxAge.Duration,
+			ExtraCgroupRoots:   append(append([]string(nil), vc.ExtraCgroupRoots...), vc.ExtraCgroupSlices...),
+			RuntimeBinaries:    vc.RuntimeBinaries,
+			RuncPaths:          BoshRuncPaths,
+			BlockingAdvisories: vc.BlockingAdvisories,
 		},
 		Ignore:   append(SplitList(vc.Ignore), SplitList(o.Ignore)...),
 		Blocking: vc.Blocking,
@@ -239,6 +250,13 @@ func (v *Validation) Run(ctx context.Context) validator.Report {
 		heal.Report(&rep, v.facts.Snapshot(), heal.Mover{})
 	}
 	return rep
+}
+
+// Heal moves the escapes among rep's findings back, at most b.Left()
+// processes, and returns each one's outcome (heal.Heal): drain's heal
+// (cellguard.drain.heal), over the snapshot its checks judged.
+func (v *Validation) Heal(rep validator.Report, b *heal.Budget) []heal.Outcome {
+	return heal.Heal(rep, v.facts.Snapshot(), heal.Mover{}, b)
 }
 
 // WatchRegistry is the registry watch binds to each scan's snapshot, with

@@ -67,3 +67,22 @@ func FlagLogger(f LogFlags, stderr io.Writer, source string) (logger lager.Logge
 	}
 	return l.Session(source), func() { _ = c() }, f.File == "" || err != nil
 }
+
+// CheckConfig is `config check`: the config at path (DefaultConfigPath
+// when empty) judged by the one judge every command runs (config.Load),
+// then the runtime binaries it names under root. It returns what the
+// config holds, in a line for people.
+func CheckConfig(path, root string) (string, error) {
+	if path == "" {
+		path = DefaultConfigPath
+	}
+	cfg, err := config.Load(path, CheckIDs())
+	if err == nil {
+		err = cfg.CheckHost(path, root)
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s: ok: %d daemons, supervisor protect=%t, sysctl profile %q, %d validator runtime roots",
+		path, len(cfg.Daemons), cfg.Supervisor.Protect, cfg.Sysctl.Profile, len(cfg.Validator.RuntimeRoots)), nil
+}

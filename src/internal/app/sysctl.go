@@ -61,7 +61,7 @@ func ResolveSysctl(cfg *config.Config, f SysctlFlags) (SysctlProfile, error) {
 }
 
 // SysctlApply validates p, writes it live under root, reads it back and
-// persists it, logging each key.
+// persists it, logging each key and, when all took, the summary.
 func SysctlApply(logger lager.Logger, root string, p sysctl.Profile) (sysctl.ApplyReport, error) {
 	logger.Info("starting", lager.Data{"profile": p.Name, "file": p.File, "root": root, "keys": len(p.Entries)})
 	rep, err := sysctl.Host{Root: root}.Apply(p)
@@ -84,6 +84,9 @@ func SysctlApply(logger lager.Logger, root string, p sysctl.Profile) (sysctl.App
 			logger.Info("key-overridden-at-boot", lager.Data{"key": k.Key, "note": k.BootNote})
 		}
 	}
+	if err == nil {
+		logger.Info("finished", lager.Data{"changed": rep.Changed, "file_changed": rep.FileChanged, "summary": rep.Summary()})
+	}
 	return rep, err
 }
 
@@ -98,6 +101,7 @@ func SysctlCheck(logger lager.Logger, root string, p sysctl.Profile) (sysctl.Che
 		logger.Info("key-not-in-force", lager.Data{"key": k.Key, "status": k.Status, "wanted": k.Wanted, "mode": k.Mode,
 			"live": k.Live, "boot": k.Boot, "boot_from": k.BootFrom, "explanation": k.Explanation, "error": k.Error})
 	}
+	logger.Info("finished", lager.Data{"in_force": rep.InForce, "drifted": len(rep.Drifted()), "keys": len(rep.Keys)})
 	return rep, nil
 }
 

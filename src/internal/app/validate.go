@@ -137,6 +137,20 @@ func ValidateBudget(phase Phase, flag time.Duration, cfg *config.Config) time.Du
 	return DefaultDrainBudget
 }
 
+// ParsePhase is the phase a --phase flag names: pre-start or drain.
+func ParsePhase(s string) (Phase, error) {
+	if p := Phase(s); p == PreStart || p == DrainPhase {
+		return p, nil
+	}
+	return "", fmt.Errorf("--phase %q: want pre-start or drain", s)
+}
+
+// TimeLimit is how long the job's scripts let a validation of phase run
+// under cfg, in whole seconds: its budget and drain's grace.
+func TimeLimit(phase Phase, cfg *config.Config) int {
+	return DrainTimeLimit(ValidateBudget(phase, 0, cfg))
+}
+
 // DrainBudget is the time a drain's validation may take: the flag, else
 // the config's drain.budget, else DefaultDrainBudget.
 func DrainBudget(flag time.Duration, cfg *config.Config) time.Duration {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -60,6 +61,7 @@ func NewWatch(plan *Plan, wc config.Watch, s WatchSettings) (*Watch, error) {
 		Period:        wc.Period.Duration,
 		Heal:          wc.Heal,
 		HealPerMinute: *wc.HealPerMinute,
+		HealLedger:    filepath.Join(s.Root, HealLedger),
 		Listen:        wc.Listen,
 		Textfile:      wc.Textfile,
 		Root:          s.Root,

@@ -48,8 +48,10 @@ func (*CgroupIntegrity) Needs() []facts.Kind { return []facts.Kind{facts.Snapsho
 
 func (*CgroupIntegrity) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "cgroup-integrity",
-		Title: "container processes are in the cgroups their runtime recorded",
+		ID: "cgroup-integrity",
+		// Every layout: the one hierarchy on v2, each controller's (and name=systemd) on v1.
+		Layouts: everyLayout,
+		Title:   "container processes are in the cgroups their runtime recorded",
 		Severity: map[validator.Phase]validator.Severity{
 			validator.PreStart: validator.Blocking,
 			validator.Drain:    validator.Blocking,

@@ -58,6 +58,7 @@ func (CgroupTopology) Meta() validator.Meta {
 			"outside its unit: restart it through monit so it starts in its cellguard-<name>.service. For the agent: restart " +
 			"bosh-agent.service (`systemctl restart bosh-agent`).",
 		Measured: []string{"pids"},
+		Layouts:  v2Layouts,
 	}
 }
 
@@ -93,9 +94,8 @@ func unitCgroups(uf facts.UnitFacts) map[string]string {
 // JudgeTopology is the check's judgement of facts: units maps daemon names
 // to their units' cgroups.
 func JudgeTopology(f *topology.Facts, units map[string]string) []validator.Finding {
-	if f.Mode != cgroup.Unified {
-		return []validator.Finding{{Status: validator.Pass,
-			Detail: fmt.Sprintf("not applicable on v1/hybrid: the host's cgroup mode is %s", f.Mode)}}
+	if fs, na := notApplicable(CgroupTopology{}.Meta(), f.Mode, "v1 hierarchies have no cgroup.type, and a v1 cgroup may hold processes beside its children"); na {
+		return fs
 	}
 	var fs []validator.Finding
 	for _, p := range f.Problems {

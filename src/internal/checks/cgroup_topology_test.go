@@ -21,9 +21,9 @@ func TestJudgeTopology(t *testing.T) {
 		want []string // status subject: detail (prefix)
 	}{
 		{"v1 host", topology.Facts{Mode: cgroup.Legacy},
-			[]string{"pass : not applicable on v1/hybrid: the host's cgroup mode is legacy"}},
+			[]string{"skip : not applicable on cgroup v1 (legacy): cgroup-topology judges unified hosts only"}},
 		{"hybrid host", topology.Facts{Mode: cgroup.Hybrid},
-			[]string{"pass : not applicable on v1/hybrid: the host's cgroup mode is hybrid"}},
+			[]string{"skip : not applicable on cgroup v1 (hybrid): cgroup-topology judges unified hosts only"}},
 		{"healthy", topology.Facts{Mode: cgroup.Unified, Containers: []topology.Container{healthy}, Trees: []string{"/garden"},
 			Daemons: []topology.Daemon{{Name: "garden", PID: 50, Cgroup: "/system.slice/cellguard-garden.service/x"}},
 			Agent:   &topology.Agent{Processes: []topology.AgentProcess{ap(60, "/system.slice/bosh-agent.service")}}},

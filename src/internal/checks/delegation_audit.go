@@ -21,7 +21,10 @@ var _ judge = DelegationAudit{}
 
 func (DelegationAudit) Meta() validator.Meta {
 	return validator.Meta{
-		ID:       "delegation-audit",
+		ID: "delegation-audit",
+		// Every layout, each by what its systemd does without delegation:
+		// moves processes on v1 and hybrid, disables controllers on v2.
+		Layouts:  everyLayout,
 		Measured: []string{"active_state"},
 		Title:    "container cgroups and runtime daemons sit in delegated systemd units",
 		Severity: map[validator.Phase]validator.Severity{
@@ -42,7 +45,9 @@ func (DelegationAudit) Meta() validator.Meta {
 			"cgroups for another unit it moved the daemon's container processes from garden/<id> back " +
 			"into the unit's cgroup, runc's state.json kept the old paths and `runc kill --all` killed " +
 			"nothing. On cgroup v1 even Delegate=yes leaves blkio to systemd (systemd 252 moved it when " +
-			"a unit with IOWeight= started in the same slice).",
+			"a unit with IOWeight= started in the same slice). On cgroup v2 systemd 255 leaves processes where they " +
+			"are, but on every daemon-reload it disables the cpu, cpuset and io controllers no loaded unit needs in the " +
+			"cgroups it manages, and the limits of containers below them vanish (issue 37, measured on noble).",
 		References: []string{
 			"https://systemd.io/CGROUP_DELEGATION/",
 			"https://github.com/cloudfoundry/garden-runc-release/issues/81",
@@ -122,8 +127,12 @@ func (au audit) protects(u *facts.Unit) (bool, string) {
 		return false, fmt.Sprintf("%s is not loaded (LoadState=%s): systemd has no delegation for it", u.Name, u.LoadState)
 	case strings.HasSuffix(u.Name, ".slice"):
 		return false, fmt.Sprintf("%s is a slice, and slices cannot delegate", u.Name)
-	case !u.Delegate:
+	case !u.Delegate && au.v1:
 		return false, fmt.Sprintf("%s does not delegate (Delegate=no): systemd moves processes in its subtree back into its cgroup when it realizes controllers", u.Name)
+	case !u.Delegate:
+		return false, fmt.Sprintf("%s does not delegate (Delegate=no): on cgroup v2 systemd leaves processes where they are, "+
+			"but when it realizes cgroups it disables the controllers no loaded unit needs in the cgroups it manages "+
+			"(cpu, cpuset and io on every daemon-reload), and the limits below go with them", u.Name)
 	}
 	ok, missing := u.Delegates(au.wanted())
 	if !ok {
@@ -256,7 +265,11 @@ func (au audit) judgeGroup(g facts.ContainerGroup) validator.Finding {
 		if len(g.Containers) == 1 {
 			verb = "is"
 		}
-		detail = fmt.Sprintf("%s below %s %s exposed to systemd moving them out: %s", count, g.Unit, verb, why)
+		risk := "moving them out" // seed 000
+		if !au.v1 {
+			risk = "disabling their controllers" // issue 37 item 1
+		}
+		detail = fmt.Sprintf("%s below %s %s exposed to systemd %s: %s", count, g.Unit, verb, risk, why)
 	}
 	return validator.Finding{Subject: g.Unit, Status: st, Detail: detail, Data: d}
 }

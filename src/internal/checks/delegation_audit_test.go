@@ -130,11 +130,19 @@ func TestDelegationAuditContainers(t *testing.T) {
 	}{
 		{
 			name:    "plain unit: seed-000",
-			modes:   allModes,
+			modes:   []cgroup.Mode{cgroup.Legacy, cgroup.Hybrid},
 			cgroup:  runit,
 			units:   []*systemd.Unit{sliceUnit("system.slice"), plainUnit("runit.service")},
 			subject: "runit.service", status: validator.Fail,
 			detail: []string{"2 containers below runit.service are exposed to systemd moving them out", "Delegate=no"},
+		},
+		{
+			name:    "plain unit on v2: controllers, not processes",
+			modes:   []cgroup.Mode{cgroup.Unified},
+			cgroup:  runit,
+			units:   []*systemd.Unit{sliceUnit("system.slice"), plainUnit("runit.service")},
+			subject: "runit.service", status: validator.Fail,
+			detail: []string{"2 containers below runit.service are exposed to systemd disabling their controllers", "Delegate=no"},
 		},
 		{
 			name:    "Delegate=yes on v1 leaves blkio",

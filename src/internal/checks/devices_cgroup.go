@@ -46,6 +46,9 @@ func (*DevicesCgroup) Meta() validator.Meta {
 		},
 		Fix: "Re-apply the container's rules: `runc update <id>` with runc >= 1.0.0-rc91 (which writes only the " +
 			"difference), or recreate the container; upgrade runc where it is older.",
+		// v2 has no devices controller to list: runc attaches an eBPF
+		// program to the container's cgroup, replaced whole on update.
+		Layouts: v1Layouts,
 	}
 }
 
@@ -54,10 +57,13 @@ func (d *DevicesCgroup) Run(ctx context.Context) ([]validator.Finding, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fs, na := notApplicable(d.Meta(), v.Layout().Mode, "v2 filters devices with an eBPF program, which has no list to read"); na {
+		return fs, nil
+	}
 	h := v.Layout().ForKey("devices")
-	if h == nil || v.Layout().Mode == cgroup.Unified {
+	if h == nil {
 		return []validator.Finding{{Subject: "devices", Status: validator.Skip,
-			Detail: fmt.Sprintf("no v1 devices hierarchy on this %s host (v2 filters devices with eBPF, which has no list to read)", v.Layout().Mode)}}, nil
+			Detail: fmt.Sprintf("no v1 devices hierarchy is mounted on this %s host: no list to read", v.Layout().Mode)}}, nil
 	}
 	var fs []validator.Finding
 	decoded := map[string][]runcstate.DeviceRule{} // a cell's containers share their rules

@@ -23,8 +23,12 @@ const NetnsProbeProperty = "cellguard.validator.netns_probe"
 
 func (LeakedNetns) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "leaked-netns",
-		Title: "no network namespace is kept alive only by an open file",
+		ID: "leaked-netns",
+		// Every layout. Receiving a socket re-tags it only where the v1
+		// net_cls and net_prio hierarchies are mounted (none on a pure v2
+		// host), and only there does the probe join its holder's cgroups.
+		Layouts: everyLayout,
+		Title:   "no network namespace is kept alive only by an open file",
 		Severity: map[validator.Phase]validator.Severity{
 			// A leak keeps its addresses: a new container given one of them
 			// gets traffic meant for the old one. It is the holder's bug,

@@ -16,8 +16,10 @@ type LimitsIntact struct{}
 
 func (LimitsIntact) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "limits-intact",
-		Title: "every container process runs under the limits its runtime recorded",
+		ID: "limits-intact",
+		// Every layout: each controller's hierarchy on v1, cgroup.subtree_control along the path on v2.
+		Layouts: everyLayout,
+		Title:   "every container process runs under the limits its runtime recorded",
 		Severity: map[validator.Phase]validator.Severity{
 			// The tenant loses isolation, the VM keeps working: report,
 			// do not hold a rollout; operators may make it blocking.

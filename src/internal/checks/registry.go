@@ -16,6 +16,9 @@ type Policy struct {
 	// Phase is the run's phase; runtime-versions picks each advisory's
 	// severity by it. "" means pre-start.
 	Phase validator.Phase
+	// BlockingAdvisories are security advisories' ids the operator
+	// promoted to blocking (runtime-versions).
+	BlockingAdvisories []string
 	// RuncInitMaxAge is how old a `runc init` may get; 0 means the default.
 	RuncInitMaxAge time.Duration
 	// ExtraCgroupRoots are cgroup paths (e.g. "/garden") searched for
@@ -74,7 +77,7 @@ func All(h *facts.Host, p Policy) []validator.Check {
 		&CgroupIntegrity{host: snap, recheck: recheck, Confirm: p.Confirm, Runc: runc, Now: p.Now},
 		&RuntimeGhosts{host: snap, recheck: recheck, ExtraRoots: p.ExtraCgroupRoots, Confirm: p.Confirm, Runc: runc, Now: p.Now},
 		&StuckRuncInit{host: snap, MaxAge: p.RuncInitMaxAge, Now: p.Now, Runc: runc, Recheck: recheck},
-		bound{RuntimeVersions{Phase: p.Phase}, h},
+		bound{RuntimeVersions{Phase: p.Phase, Promoted: p.BlockingAdvisories}, h},
 		bound{SystemdCgroupMode{}, h},
 		bound{DelegationAudit{}, h},
 		bound{SysctlProfile{}, h},

@@ -48,8 +48,10 @@ func (*RuntimeGhosts) Needs() []facts.Kind { return []facts.Kind{facts.Snapshot}
 
 func (*RuntimeGhosts) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "runtime-ghosts",
-		Title: "runtime state and container processes agree",
+		ID: "runtime-ghosts",
+		// Every layout: orphans are searched in v2's hierarchy, else v1's memory, pids or name=systemd.
+		Layouts: everyLayout,
+		Title:   "runtime state and container processes agree",
 		Severity: map[validator.Phase]validator.Severity{
 			validator.PreStart: validator.Warning,
 			validator.Drain:    validator.Warning,

@@ -2,10 +2,12 @@ package checks
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
@@ -13,17 +15,24 @@ import (
 
 // RuntimeVersions judges every runtime binary probed (runc, crun,
 // containerd, containerd-shim-runc-v2, dockerd; configured paths and PATH)
-// and reports each advisory of advisories.json that matches its version.
+// and reports each advisory (shipped or the operator's, OSV records) that
+// matches its version. A hazard blocks pre-start while its conditions hold
+// on the host; a security advisory warns unless its id is promoted.
 type RuntimeVersions struct {
 	// Phase picks each advisory's severity; "" means pre-start.
 	Phase validator.Phase
+	// Promoted are the security advisories' ids the operator made
+	// blocking (validator.blocking_advisories).
+	Promoted []string
 }
 
 var _ judge = RuntimeVersions{}
 
 func (RuntimeVersions) Meta() validator.Meta {
 	return validator.Meta{
-		ID:       "runtime-versions",
+		ID: "runtime-versions",
+		// Every layout: binaries' versions (an advisory's own condition says where it applies).
+		Layouts:  everyLayout,
 		Measured: []string{"version_output"},
 		Title:    "runc, crun, containerd, its runc shim and dockerd are not affected by a known advisory",
 		Severity: map[validator.Phase]validator.Severity{
@@ -33,10 +42,13 @@ func (RuntimeVersions) Meta() validator.Meta {
 			validator.Drain:    validator.Warning,
 		},
 		Story: "runc 1.0.0-rc93 hung in `runc init` on cells whose pipe soft limit was " +
-			"exhausted; container breakouts (CVE-2019-5736, CVE-2024-21626, the November 2025 runc " +
-			"CVEs) are fixed only by the runtime version. Each finding names an advisory of the " +
-			"release's advisories.json, its class, fixed versions and references; the class decides " +
-			"the severity (docs/validator.md, Severity rule). `cellguard advisories` lists the set.",
+			"exhausted, runc before 1.0.0-rc91 briefly denied every device on cgroup v1, runc 1.4.0's " +
+			"exec fails on cgroup v2 when a container's cgroup is gone: hazards, which block pre-start " +
+			"where their condition holds. Container breakouts (CVE-2019-5736, CVE-2024-21626, the " +
+			"November 2025 runc CVEs) are security advisories: reported, and blocking only for ids the " +
+			"operator promotes, so a runtime that lags the list does not stop every rollout. Each " +
+			"finding names the advisory (an OSV record), its class, fixed versions and references; " +
+			"`cellguard advisories` lists the set.",
 		References: []string{
 			"https://github.com/opencontainers/runc/pull/2871",
 			"https://github.com/opencontainers/runc/security/advisories",
@@ -45,9 +57,10 @@ func (RuntimeVersions) Meta() validator.Meta {
 			"https://github.com/moby/moby/security/advisories",
 		},
 		Fix: "Upgrade the runtime (the garden-runc or containerd release, or the OS package) to a " +
-			"version the finding names as fixed. A distribution build that carries the fix is " +
-			"declared in validator.advisories_file under the advisory's backports; a hang that " +
-			"depends on a condition (fs.pipe-user-pages-soft) can also be defused by changing it.",
+			"version the finding names as fixed. A hazard's condition can also be defused " +
+			"(fs.pipe-user-pages-soft = 0 for the rc93 hang). A distribution build that carries the fix " +
+			"is declared in an OSV record of validator.advisories (database_specific.cellguard.backports); " +
+			"validator.blocking_advisories promotes security advisories to blocking.",
 	}
 }
 
@@ -67,7 +80,7 @@ func (c RuntimeVersions) Judge(h *facts.Host) ([]validator.Finding, error) {
 	if phase == "" {
 		phase = validator.PreStart
 	}
-	conds := advisoryConditions{pipeSoftLimit: rt.PipeSoftLimit, pipeSoftLimitErr: rt.PipeSoftLimitErr}
+	conds := advisoryConditions{pipeSoftLimit: rt.PipeSoftLimit, pipeSoftLimitErr: rt.PipeSoftLimitErr, mode: rt.Mode, modeErr: rt.ModeErr}
 	var fs []validator.Finding
 	for _, comp := range unknownRuntimeBinaries(rt.Configured) {
 		fs = append(fs, validator.Finding{
@@ -107,7 +120,7 @@ func (c RuntimeVersions) Judge(h *facts.Host) ([]validator.Finding, error) {
 				})
 				continue
 			}
-			fs = append(fs, judgeRuntime(p.Info, rt.Advisories, phase, conds)...)
+			fs = append(fs, judgeRuntime(p.Info, rt.Advisories, c.Promoted, phase, conds)...)
 		}
 	}
 	return fs, nil
@@ -115,7 +128,7 @@ func (c RuntimeVersions) Judge(h *facts.Host) ([]validator.Finding, error) {
 
 // judgeRuntime turns one probed binary into findings: one summary, one per
 // matching advisory.
-func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase validator.Phase, conds advisoryConditions) []validator.Finding {
+func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, promoted []string, phase validator.Phase, conds advisoryConditions) []validator.Finding {
 	base := probeData(info)
 	if info.VersionErr != nil {
 		d := cloneData(base)
@@ -133,21 +146,12 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase valida
 	var out []validator.Finding
 	matched := 0
 	for _, a := range advs {
-		if a.Component != info.Component {
+		verdict, backport := a.Match(info.Component, info.Version, info.Distro, info.Commit)
+		if verdict == runtimever.NotAffected {
 			continue
 		}
-		verdict, backport := a.Match(info.Version, info.Distro, info.Commit)
-		d := cloneData(base)
-		d["advisory"] = a.ID
-		if a.Class != "" {
-			d["class"] = a.Class
-		}
-		d["fixed_in"] = strings.Join(a.FixedIn(), ",")
-		d["references"] = strings.Join(a.References, " ")
-		switch verdict {
-		case runtimever.NotAffected:
-			continue
-		case runtimever.Backported:
+		d := advisoryData(base, a)
+		if verdict == runtimever.Backported {
 			d["backport"] = backport
 			out = append(out, validator.Finding{
 				Subject: info.Path, Status: validator.Pass, Data: d,
@@ -156,20 +160,7 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase valida
 			continue
 		}
 		matched++
-		sev := validator.Severity(a.SeverityIn(runtimever.Phase(phase)))
-		detail := fmt.Sprintf("%s: %s at %s is affected; fixed in %s. %s", a.ID, name, info.Path, advisoryFixedText(a), a.Summary)
-		if a.Condition != "" {
-			holds, evidence := conds.eval(a.Condition, info)
-			d["condition"] = a.Condition
-			d["condition_holds"] = strconv.FormatBool(holds)
-			d["condition_evidence"] = evidence
-			if !holds && sev == validator.Blocking {
-				sev = validator.Warning
-			}
-			detail += fmt.Sprintf(" Condition %s: %s.", a.Condition, evidence)
-		}
-		d["severity"] = string(sev)
-		out = append(out, validator.Finding{Subject: info.Path, Status: advisoryStatus(sev), Detail: detail, Data: d})
+		out = append(out, judgeAdvisory(a, info, name, d, slices.Contains(promoted, a.ID), phase, conds))
 	}
 	summary := fmt.Sprintf("%s at %s (%s, version from %s)", name, info.Path, info.Source, info.VersionSource)
 	if matched == 0 {
@@ -181,6 +172,57 @@ func judgeRuntime(info runtimever.Info, advs []runtimever.Advisory, phase valida
 		summary += "; " + strings.Join(info.Notes, "; ")
 	}
 	return append([]validator.Finding{{Subject: info.Path, Status: validator.Pass, Detail: summary, Data: base}}, out...)
+}
+
+// advisoryData is what a finding says about advisory a, over base.
+func advisoryData(base map[string]string, a runtimever.Advisory) map[string]string {
+	d := cloneData(base)
+	d["advisory"] = a.ID
+	d["class"] = a.Class
+	if a.Impact != "" {
+		d["impact"] = a.Impact
+	}
+	if len(a.Aliases) > 0 {
+		d["aliases"] = strings.Join(a.Aliases, ",")
+	}
+	d["fixed_in"] = strings.Join(a.FixedIn(), ",")
+	d["references"] = strings.Join(a.References, " ")
+	return d
+}
+
+// judgeAdvisory is one matching advisory's finding: its class (and the
+// operator's promotion) give its severity in phase, which a blocking one
+// keeps only while every condition it names holds on this host.
+func judgeAdvisory(a runtimever.Advisory, info runtimever.Info, name string, d map[string]string, promoted bool, phase validator.Phase, conds advisoryConditions) validator.Finding {
+	sev := validator.Severity(a.SeverityIn(runtimever.Phase(phase), promoted))
+	text := a.Summary
+	if text == "" {
+		text = firstLineOf(a.Details)
+	}
+	kind := a.Class
+	if promoted {
+		kind += ", promoted to blocking"
+		d["promoted"] = "true"
+	}
+	detail := fmt.Sprintf("%s (%s): %s at %s is affected; fixed in %s. %s", a.ID, kind, name, info.Path, advisoryFixedText(a), text)
+	if len(a.Conditions) > 0 {
+		all := true
+		var evidence []string
+		for _, c := range a.Conditions {
+			holds, ev := conds.eval(c, info)
+			all = all && holds
+			evidence = append(evidence, c+": "+ev)
+		}
+		d["condition"] = strings.Join(a.Conditions, ",")
+		d["condition_holds"] = strconv.FormatBool(all)
+		d["condition_evidence"] = strings.Join(evidence, "; ")
+		if !all && sev == validator.Blocking {
+			sev = validator.Warning
+		}
+		detail += fmt.Sprintf(" Condition %s.", strings.Join(evidence, "; "))
+	}
+	d["severity"] = string(sev)
+	return validator.Finding{Subject: info.Path, Status: advisoryStatus(sev), Detail: detail, Data: d}
 }
 
 // probeData is what every finding of a probed binary says about it.
@@ -229,6 +271,8 @@ func advisoryFixedText(a runtimever.Advisory) string {
 type advisoryConditions struct {
 	pipeSoftLimit    int64
 	pipeSoftLimitErr error
+	mode             cgroup.Mode
+	modeErr          error
 }
 
 func (c advisoryConditions) eval(name string, info runtimever.Info) (bool, string) {
@@ -245,6 +289,15 @@ func (c advisoryConditions) eval(name string, info runtimever.Info) (bool, strin
 			return true, fmt.Sprintf("assumed active: %v", c.pipeSoftLimitErr)
 		}
 		return c.pipeSoftLimit != 0, fmt.Sprintf("fs.pipe-user-pages-soft = %d", c.pipeSoftLimit)
+	case runtimever.ConditionCgroupV1Devices, runtimever.ConditionCgroupV2:
+		if c.modeErr != nil {
+			return true, fmt.Sprintf("assumed to hold: %v", c.modeErr)
+		}
+		v1 := c.mode == cgroup.Legacy || c.mode == cgroup.Hybrid
+		if name == runtimever.ConditionCgroupV2 {
+			return c.mode == cgroup.Unified, "cgroup layout " + c.mode.String()
+		}
+		return v1, "cgroup layout " + c.mode.String()
 	}
 	return true, "unknown condition, assumed to hold"
 }

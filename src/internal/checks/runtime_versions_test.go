@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit"
@@ -54,10 +55,10 @@ func TestRuntimeVersionsMeta(t *testing.T) {
 	}
 }
 
-// TestRuntimeVersionsRC93Hang: the rc93 hang blocks pre-start only while
-// the pipe soft limit is active; otherwise, and at drain, it warns.
+// TestRuntimeVersionsRC93Hang: the rc93 hang is a hazard; it blocks
+// pre-start only while the pipe soft limit is active; otherwise, and at
+// drain, it warns.
 func TestRuntimeVersionsRC93Hang(t *testing.T) {
-	rc93 := "runc version 1.0.0-rc93\ncommit: 12644e614e25b05da6fd08a38ffa0cfe1903fdec\nspec: 1.0.2-dev"
 	testCases := []struct {
 		name, pipeSoft string
 		phase          validator.Phase
@@ -72,7 +73,7 @@ func TestRuntimeVersionsRC93Hang(t *testing.T) {
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			rvFake(t, root, "/var/vcap/packages/runc/bin/runc", rc93)
+			rvFake(t, root, "/var/vcap/packages/runc/bin/runc", rc93Version)
 			if tc.pipeSoft != "" {
 				rvSysctl(t, root, tc.pipeSoft)
 			}
@@ -87,10 +88,10 @@ func TestRuntimeVersionsRC93Hang(t *testing.T) {
 				t.Fatalf("want one runc-rc93-init-hang finding, got %+v", fs)
 			}
 			f := hang[0]
-			if f.Status != tc.want || f.Data["condition_holds"] != tc.holds {
-				t.Errorf("status %s (condition holds %s), want %s (%s): %s", f.Status, f.Data["condition_holds"], tc.want, tc.holds, f.Detail)
+			if f.Status != tc.want || f.Data["condition_holds"] != tc.holds || f.Data["class"] != "hazard" {
+				t.Errorf("status %s (condition holds %s, class %s), want %s (%s, hazard): %s", f.Status, f.Data["condition_holds"], f.Data["class"], tc.want, tc.holds, f.Detail)
 			}
-			for _, s := range []string{"runc-rc93-init-hang", "1.0.0-rc93", "1.0.0-rc94", "/var/vcap/packages/runc/bin/runc"} {
+			for _, s := range []string{"runc-rc93-init-hang", "1.0.0-rc93", "1.0.0-rc94", "/var/vcap/packages/runc/bin/runc", "hazard"} {
 				if !strings.Contains(f.Detail, s) {
 					t.Errorf("detail lacks %q: %s", s, f.Detail)
 				}
@@ -103,6 +104,126 @@ func TestRuntimeVersionsRC93Hang(t *testing.T) {
 				t.Errorf("no Skip for the absent containerd: %+v", sk)
 			}
 		})
+	}
+}
+
+const rc93Version = "runc version 1.0.0-rc93\ncommit: 12644e614e25b05da6fd08a38ffa0cfe1903fdec\nspec: 1.0.2-dev"
+
+// TestRuntimeVersionsClasses: hazards block pre-start where their
+// conditions hold on this host (a sysctl, the cgroup layout); security
+// advisories warn unless the operator promotes their id; the run blocks
+// exactly when a finding does.
+func TestRuntimeVersionsClasses(t *testing.T) {
+	const rc90 = "runc version 1.0.0-rc90\ncommit: 2b18fe1d885ee5083ef9f0838fee39b62d653e30\nspec: 1.0.2-dev"
+	const v140 = "runc version 1.4.0\ncommit: v1.4.0-0-g8bd78a99\nspec: 1.3.0\ngo: go1.24.11\nlibseccomp: 2.5.6"
+	testCases := []struct {
+		name, version, pipeSoft string
+		mode                    cgroup.Mode
+		phase                   validator.Phase
+		promoted                []string
+		want                    map[string]validator.Status // advisory -> status; every other match must warn
+		blocked                 bool
+	}{
+		{"rc93 with the pipe limit lowered blocks", rc93Version, "1024", cgroup.Hybrid, validator.PreStart, nil,
+			map[string]validator.Status{"runc-rc93-init-hang": validator.Fail, "CVE-2024-21626": validator.Warn}, true},
+		{"rc93 with the profile's pipe limit (0) does not", rc93Version, "0", cgroup.Hybrid, validator.PreStart, nil,
+			map[string]validator.Status{"runc-rc93-init-hang": validator.Warn, "CVE-2021-30465": validator.Warn}, false},
+		{"a promoted CVE blocks", rc93Version, "0", cgroup.Hybrid, validator.PreStart, []string{"CVE-2024-21626"},
+			map[string]validator.Status{"runc-rc93-init-hang": validator.Warn, "CVE-2024-21626": validator.Fail}, true},
+		{"a promoted CVE warns at drain", rc93Version, "0", cgroup.Hybrid, validator.Drain, []string{"CVE-2024-21626"},
+			map[string]validator.Status{"CVE-2024-21626": validator.Warn, "runc-rc93-init-hang": validator.Warn, "CVE-2021-30465": validator.Pass}, false},
+		{"rc90's devices deny-all on cgroup v1 blocks", rc90, "0", cgroup.Legacy, validator.PreStart, nil,
+			map[string]validator.Status{"runc-devices-update-deny-all": validator.Fail}, true},
+		{"rc90's devices deny-all on cgroup v2 does not", rc90, "0", cgroup.Unified, validator.PreStart, nil,
+			map[string]validator.Status{"runc-devices-update-deny-all": validator.Warn}, false},
+		{"1.4.0's exec on cgroup v2 blocks", v140, "0", cgroup.Unified, validator.PreStart, nil,
+			map[string]validator.Status{"runc-exec-cgroup-fallback": validator.Fail, "CVE-2026-41579": validator.Warn}, true},
+		{"1.4.0's exec on a hybrid host does not", v140, "0", cgroup.Hybrid, validator.PreStart, nil,
+			map[string]validator.Status{"runc-exec-cgroup-fallback": validator.Warn}, false},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			rvFake(t, root, "/var/vcap/packages/runc/bin/runc", tc.version)
+			rvSysctl(t, root, tc.pipeSoft)
+			c := &runtimeCase{Root: root, Phase: tc.phase, Path: []string{}, Promoted: tc.promoted, Mode: tc.mode,
+				Binaries: map[string]string{"runc": "/var/vcap/packages/runc/bin/runc"}}
+			fs, err := c.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id, f := range rvByAdvisory(fs) {
+				if id == "" {
+					continue
+				}
+				want, ok := tc.want[id]
+				if !ok {
+					want = validator.Warn
+					if tc.phase == validator.Drain {
+						want = validator.Pass // info
+					}
+				}
+				if f[0].Status != want {
+					t.Errorf("%s (%s): %s, want %s: %s", id, f[0].Data["class"], f[0].Status, want, f[0].Detail)
+				}
+				delete(tc.want, id)
+			}
+			if len(tc.want) != 0 {
+				t.Errorf("not reported: %v\n%s", tc.want, rvDescribe(fs))
+			}
+			rep := validator.Run(context.Background(), []validator.Check{c}, validator.Options{Phase: tc.phase})
+			if rep.Blocked != tc.blocked {
+				t.Errorf("blocked = %v, want %v", rep.Blocked, tc.blocked)
+			}
+		})
+	}
+}
+
+// TestRuntimeVersionsOperatorRecords: an operator's OSV record replaces a
+// shipped one of its id (here making a CVE a hazard), and one of its own
+// is matched like the shipped ones.
+func TestRuntimeVersionsOperatorRecords(t *testing.T) {
+	root := t.TempDir()
+	rvFake(t, root, "/usr/bin/containerd", "containerd github.com/containerd/containerd v1.4.2 b321d358e6eef9c82fa3f3bb8826dca3724c58c6")
+	var op []runtimever.Advisory
+	for _, doc := range []string{
+		`{"id":"CVE-2020-15257","modified":"2026-12-06T00:00:00Z","summary":"the site treats it as a hazard",
+		  "affected":[{"package":{"ecosystem":"Go","name":"github.com/containerd/containerd"},
+		    "ranges":[{"type":"SEMVER","events":[{"introduced":"0"},{"fixed":"1.3.9"},{"introduced":"1.4.0-alpha"},{"fixed":"1.4.3"}]}]}],
+		  "references":[{"type":"ADVISORY","url":"https://github.com/containerd/containerd/security/advisories/GHSA-36xw-fx78-c5r4"}],
+		  "database_specific":{"cellguard":{"class":"hazard","impact":"escape"}}}`,
+		`{"id":"SITE-2026-1","modified":"2026-12-06T00:00:00Z","summary":"site: containerd 1.4 leaks shims on our cells",
+		  "affected":[{"package":{"ecosystem":"Go","name":"github.com/containerd/containerd"},
+		    "ranges":[{"type":"ECOSYSTEM","events":[{"introduced":"1.4.0"},{"last_affected":"1.4.13"}]}]}]}`,
+	} {
+		a, err := runtimever.ParseRecord([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		op = append(op, a)
+	}
+	for _, tc := range []struct {
+		name string
+		op   []runtimever.Advisory
+		want map[string]validator.Status
+	}{
+		{"shipped alone", nil, map[string]validator.Status{"CVE-2020-15257": validator.Warn}},
+		{"with the operator's records", op, map[string]validator.Status{"CVE-2020-15257": validator.Fail, "SITE-2026-1": validator.Warn}},
+	} {
+		c := &runtimeCase{Root: root, Path: []string{"/usr/bin"}, Advisories: tc.op}
+		fs, err := c.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := rvByAdvisory(fs)
+		for id, want := range tc.want {
+			if f := by[id]; len(f) != 1 || f[0].Status != want {
+				t.Errorf("%s: %s findings %+v, want one %s", tc.name, id, f, want)
+			}
+		}
+		if f := by["SITE-2026-1"]; tc.op != nil && (len(f) != 1 || !strings.Contains(f[0].Detail, "leaks shims")) {
+			t.Errorf("%s: operator's record not matched: %+v", tc.name, f)
+		}
 	}
 }
 
@@ -149,33 +270,6 @@ func TestRuntimeVersionsBinariesMissingOrBroken(t *testing.T) {
 	}
 }
 
-func TestRuntimeVersionsOperatorFile(t *testing.T) {
-	root := t.TempDir()
-	rvFake(t, root, "/usr/bin/containerd", "containerd github.com/containerd/containerd v1.4.2 b321d358e6eef9c82fa3f3bb8826dca3724c58c6")
-	// shipped: class escape, so blocking at pre-start; the site says warning
-	doc := `{"schema":1,"advisories":[{"id":"CVE-2020-15257","component":"containerd","summary":"site says warning",
-	  "references":["https://github.com/containerd/containerd/security/advisories/GHSA-36xw-fx78-c5r4"],
-	  "affected":[{"introduced":"0","fixed":"1.3.9"},{"introduced":"1.4.0-alpha","fixed":"1.4.3"}],
-	  "severity":{"pre-start":"warning"}}]}`
-	if err := os.WriteFile(filepath.Join(root, "advisories.json"), []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		file string
-		want validator.Status
-	}{{"", validator.Fail}, {"/advisories.json", validator.Warn}} {
-		c := &runtimeCase{Root: root, Path: []string{"/usr/bin"}, AdvisoriesFile: tc.file}
-		fs, err := c.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := rvByAdvisory(fs)["CVE-2020-15257"]
-		if len(f) != 1 || f[0].Status != tc.want {
-			t.Errorf("file %q: CVE-2020-15257 findings %+v, want one %s", tc.file, f, tc.want)
-		}
-	}
-}
-
 // TestRuntimeVersionsRealDebianHost runs the check on this host's real
 // runc, containerd and runc shim, whatever their versions, and judges the
 // findings against the advisory table: each binary is probed again on its
@@ -185,7 +279,8 @@ func TestRuntimeVersionsOperatorFile(t *testing.T) {
 // Debian bookworm builds whose changelogs were read, the verdicts are also
 // pinned by id: the backports (runc CVE-2024-21626; containerd
 // CVE-2024-25621, -40635, CVE-2025-64329) are recognised, November 2025's
-// runc CVEs and containerd's CVE-2026-53488 block pre-start.
+// runc CVEs and containerd's CVE-2026-53488 warn (security advisories:
+// pre-start is not blocked by them) and block once promoted.
 func TestRuntimeVersionsRealDebianHost(t *testing.T) {
 	for _, p := range []string{"/usr/sbin/runc", "/usr/bin/containerd"} {
 		testkit.RequireFile(t, p, "apt-get install runc containerd")
@@ -210,15 +305,12 @@ func TestRuntimeVersionsRealDebianHost(t *testing.T) {
 				t.Fatalf("probe %s: %v %v", b.HostPath, err, info.VersionErr)
 			}
 			for _, a := range advs {
-				if a.Component != comp {
-					continue
-				}
-				switch v, _ := a.Match(info.Version, info.Distro, info.Commit); v {
+				switch v, _ := a.Match(comp, info.Version, info.Distro, info.Commit); v {
 				case runtimever.Backported:
 					want[a.ID] = validator.Pass
 				case runtimever.Affected:
-					sev := validator.Severity(a.SeverityIn(runtimever.PreStart))
-					if a.Condition != "" {
+					sev := validator.Severity(a.SeverityIn(runtimever.PreStart, false))
+					if len(a.Conditions) > 0 {
 						want[a.ID] = "" // the condition decides; checked by TestRuntimeVersionsRC93Hang
 						continue
 					}
@@ -265,11 +357,16 @@ func TestRuntimeVersionsRealDebianHost(t *testing.T) {
 		t.Logf("no pinned verdicts for runc %q / containerd %q: judged by the table alone", runcOut, ctdOut)
 		return
 	}
-	pinned := "CVE-2024-21626=pass CVE-2024-25621=pass CVE-2024-40635=pass CVE-2024-45310=warn CVE-2025-31133=fail CVE-2025-52565=fail " +
-		"CVE-2025-52881=fail CVE-2025-64329=pass CVE-2026-41579=warn CVE-2026-46680=warn CVE-2026-47262=warn CVE-2026-53488=fail " +
+	pinned := "CVE-2024-21626=pass CVE-2024-25621=pass CVE-2024-40635=pass CVE-2024-45310=warn CVE-2025-31133=warn CVE-2025-52565=warn " +
+		"CVE-2025-52881=warn CVE-2025-64329=pass CVE-2026-41579=warn CVE-2026-46680=warn CVE-2026-47262=warn CVE-2026-53488=warn " +
 		"GHSA-7ww5-4wqc-m92c=warn runc-systemd-unit-exists=warn"
 	if got := strings.Join(ids, " "); got != pinned {
 		t.Errorf("advisories:\n got %s\nwant %s", got, pinned)
+	}
+	// promoted, a security advisory blocks pre-start on the same binaries
+	c.Promoted, c.Phase = []string{"CVE-2025-31133"}, validator.PreStart
+	if rep := validator.Run(context.Background(), []validator.Check{c}, validator.Options{Phase: validator.PreStart}); !rep.Blocked {
+		t.Error("CVE-2025-31133 promoted: pre-start not blocked")
 	}
 	if b := by["CVE-2024-21626"][0].Data["backport"]; b != ">=1.1.5+ds1-1+deb12u1" {
 		t.Errorf("CVE-2024-21626 backport evidence %q", b)
@@ -318,16 +415,16 @@ func TestRuntimeVersionsOtherComponents(t *testing.T) {
 	}
 	by := rvByAdvisory(fs)
 	for id, want := range map[string]validator.Status{
-		"CVE-2020-15257@containerd-shim-runc-v2": validator.Fail,
+		"CVE-2020-15257@containerd-shim-runc-v2": validator.Warn,
 		"dockerd-v3-file-capabilities":           validator.Warn,
-		"CVE-2021-41091":                         validator.Fail,
+		"CVE-2021-41091":                         validator.Warn,
 	} {
 		if f := by[id]; len(f) != 1 || f[0].Status != want {
 			t.Errorf("%s: %+v, want one %s", id, f, want)
 		}
 	}
-	if f := by["dockerd-v3-file-capabilities"]; len(f) == 1 && f[0].Data["class"] != "malfunction" {
-		t.Errorf("class = %q, want malfunction", f[0].Data["class"])
+	if f := by["dockerd-v3-file-capabilities"]; len(f) == 1 && (f[0].Data["class"] != "security" || f[0].Data["impact"] != "malfunction") {
+		t.Errorf("class, impact = %q, %q; want security, malfunction", f[0].Data["class"], f[0].Data["impact"])
 	}
 	var absent, unknown []string
 	for _, f := range by[""] {
@@ -348,8 +445,8 @@ func TestRuntimeVersionsOtherComponents(t *testing.T) {
 }
 
 // TestRuntimeVersionsCrunLibkrun: CVE-2025-24965 is in crun's krun
-// handler; it blocks only a crun built with libkrun (+LIBKRUN in its
-// --version), and is otherwise a warning.
+// handler; promoted, it blocks only a crun built with libkrun (+LIBKRUN in
+// its --version), and is otherwise a warning.
 func TestRuntimeVersionsCrunLibkrun(t *testing.T) {
 	for _, tc := range []struct {
 		features string
@@ -361,7 +458,7 @@ func TestRuntimeVersionsCrunLibkrun(t *testing.T) {
 	} {
 		root := t.TempDir()
 		rvFake(t, root, "/usr/bin/crun", "crun version 1.19.1\ncommit: 3e32a70c93f5aa5fea69b50256cca7fd4aa23c80\nrundir: /run/crun\nspec: 1.0.0\n"+tc.features)
-		c := &runtimeCase{Root: root, Path: []string{"/usr/bin"}}
+		c := &runtimeCase{Root: root, Path: []string{"/usr/bin"}, Promoted: []string{"CVE-2025-24965"}}
 		fs, err := c.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)

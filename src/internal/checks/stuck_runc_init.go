@@ -54,7 +54,9 @@ func (*StuckRuncInit) Needs() []facts.Kind { return []facts.Kind{facts.Snapshot}
 
 func (*StuckRuncInit) Meta() validator.Meta {
 	return validator.Meta{
-		ID:       "stuck-runc-init",
+		ID: "stuck-runc-init",
+		// Every layout: runc init's age and its pipes are no cgroup's.
+		Layouts:  everyLayout,
 		Measured: []string{"age_seconds", "capacity_bytes", "pipes", "probed", "small_pipes"},
 		Title:    "no runc init is stuck and runc's pipes have their full capacity",
 		Severity: map[validator.Phase]validator.Severity{

@@ -18,7 +18,9 @@ var _ judge = SysctlProfile{}
 
 func (SysctlProfile) Meta() validator.Meta {
 	return validator.Meta{
-		ID:       "sysctl-profile",
+		ID: "sysctl-profile",
+		// Every layout: kernel parameters are no cgroup's.
+		Layouts:  everyLayout,
 		Measured: []string{"live"},
 		Title:    "the container-host sysctl profile is in force, live and at boot",
 		Severity: map[validator.Phase]validator.Severity{

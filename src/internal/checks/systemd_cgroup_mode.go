@@ -31,8 +31,10 @@ var _ judge = SystemdCgroupMode{}
 
 func (SystemdCgroupMode) Meta() validator.Meta {
 	return validator.Meta{
-		ID:    "systemd-cgroup-mode",
-		Title: "systemd supports the host's cgroup mode",
+		ID: "systemd-cgroup-mode",
+		// Every layout: v1 and hybrid for whether systemd boots there, every one for KillMode=none.
+		Layouts: everyLayout,
+		Title:   "systemd supports the host's cgroup mode",
 		Severity: map[validator.Phase]validator.Severity{
 			validator.PreStart: validator.Blocking,
 			validator.Drain:    validator.Warning,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/netns"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
@@ -28,7 +29,7 @@ type testDeps struct {
 	Phase            validator.Phase
 	RuntimeBinaries  map[string]string
 	RuncPaths        []string
-	AdvisoriesFile   string
+	Advisories       []runtimever.Advisory
 	ProbeCache       *runtimever.ProbeCache
 	Systemd          facts.SystemdVersioner
 	SystemdUnits     facts.SystemdDialer
@@ -46,7 +47,7 @@ func all(d testDeps) []validator.Check {
 	}
 	h := facts.New(facts.Spec{Root: d.Root, Snapshot: snap, Running: d.Systemd, Units: d.SystemdUnits,
 		Daemons: d.Daemons, DelegateUnits: d.DelegateUnits, RuntimeBinaries: d.RuntimeBinaries,
-		AdvisoriesFile: d.AdvisoriesFile, Prober: runtimever.Prober{Cache: d.ProbeCache},
+		Advisories: d.Advisories, Prober: runtimever.Prober{Cache: d.ProbeCache},
 		Sysctl: d.Sysctl, NetNS: d.NetNS, Sleep: d.Sleep, Recheck: recheckOf(d)})
 	return All(h, Policy{Phase: d.Phase, RuncInitMaxAge: d.RuncInitMaxAge, ExtraCgroupRoots: d.ExtraCgroupRoots,
 		RuntimeBinaries: d.RuntimeBinaries, RuncPaths: d.RuncPaths, Confirm: d.Confirm, Now: d.Now})
@@ -66,18 +67,25 @@ func (c *systemdCase) Run(ctx context.Context) ([]validator.Finding, error) {
 
 // runtimeCase is runtime-versions over a fixture root.
 type runtimeCase struct {
-	Root           string
-	Binaries       map[string]string
-	AdvisoriesFile string
-	Phase          validator.Phase
-	Path           []string
-	Prober         runtimever.Prober
+	Root       string
+	Binaries   map[string]string
+	Advisories []runtimever.Advisory
+	Promoted   []string
+	Phase      validator.Phase
+	Path       []string
+	Prober     runtimever.Prober
+	// Mode is the fixture's cgroup layout; 0 (unavailable) detects it
+	// from the root.
+	Mode cgroup.Mode
 }
 
 func (c *runtimeCase) Run(ctx context.Context) ([]validator.Finding, error) {
-	h := facts.New(facts.Spec{Root: c.Root, RuntimeBinaries: c.Binaries, AdvisoriesFile: c.AdvisoriesFile,
-		RuntimePath: c.Path, Prober: c.Prober})
-	return bound{RuntimeVersions{Phase: c.Phase}, h}.Run(ctx)
+	spec := facts.Spec{Root: c.Root, RuntimeBinaries: c.Binaries, Advisories: c.Advisories,
+		RuntimePath: c.Path, Prober: c.Prober}
+	if c.Mode != cgroup.Unavailable {
+		spec.Mode = func(string) (cgroup.Mode, error) { return c.Mode, nil }
+	}
+	return bound{RuntimeVersions{Phase: c.Phase, Promoted: c.Promoted}, facts.New(spec)}.Run(ctx)
 }
 
 // netnsCase is leaked-netns on a root with its file source given.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,23 +10,21 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 )
 
-// advisoriesFixture is a root with an operator file that replaces one
-// shipped entry, adds one and disables one, and a config naming it.
-func advisoriesFixture(t *testing.T) (root, cfgPath string) {
+// advisoriesFixture is a config whose validator.advisories (OSV records)
+// replace one shipped record, add one and withdraw one, and which promotes
+// a shipped security advisory.
+func advisoriesFixture(t *testing.T) (cfgPath string) {
 	t.Helper()
-	root = t.TempDir()
-	doc := `{"schema":1,"advisories":[
-	  {"id":"CVE-2020-15257","disabled":true},
-	  {"id":"CVE-2024-21626","component":"runc","class":"escape","summary":"site: our runc build carries the fix",
-	   "references":["https://github.com/opencontainers/runc/security/advisories/GHSA-xr7r-f8xq-vfvv"],
-	   "affected":[{"series":"1.1","introduced":"1.0.0-rc93","fixed":"1.1.12"}],"backports":["1.1.10-site3"],
-	   "severity":{"pre-start":"blocking","drain":"warning"}},
-	  {"id":"SITE-DOCKERD-1","component":"dockerd","summary":"site rule","references":["https://example.org/1"],
-	   "affected":[{"introduced":"0","fixed":"29.0.0"}]}]}`
-	writeFile(t, filepath.Join(root, "var/vcap/jobs/cellguard/config/advisories.json"), doc)
 	cfgPath = filepath.Join(t.TempDir(), "cellguard.json")
-	writeFile(t, cfgPath, `{"validator":{"advisories_file":"/var/vcap/jobs/cellguard/config/advisories.json"}}`)
-	return root, cfgPath
+	writeFile(t, cfgPath, `{"validator":{"blocking_advisories":["CVE-2024-45310"],"advisories":[
+	  {"id":"CVE-2020-15257","modified":"2026-12-06T00:00:00Z","withdrawn":"2026-12-06T00:00:00Z"},
+	  {"id":"CVE-2024-21626","modified":"2026-12-06T00:00:00Z","summary":"site: our runc build carries the fix",
+	   "references":[{"type":"ADVISORY","url":"https://github.com/opencontainers/runc/security/advisories/GHSA-xr7r-f8xq-vfvv"}],
+	   "affected":[{"package":{"ecosystem":"Go","name":"github.com/opencontainers/runc"},"ranges":[{"type":"SEMVER","events":[{"introduced":"1.0.0-rc93"},{"fixed":"1.1.12"}]}]}],
+	   "database_specific":{"cellguard":{"impact":"escape","backports":["1.1.10-site3"]}}},
+	  {"id":"SITE-DOCKERD-1","modified":"2026-12-06T00:00:00Z","summary":"site rule","references":[{"type":"WEB","url":"https://example.org/1"}],
+	   "affected":[{"package":{"ecosystem":"Go","name":"github.com/moby/moby"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"},{"fixed":"29.0.0"}]}]}]}]}}`)
+	return cfgPath
 }
 
 func TestAdvisoriesShipped(t *testing.T) {
@@ -58,7 +55,7 @@ func TestAdvisoriesShipped(t *testing.T) {
 	for _, want := range []string{
 		"COMPONENT", "AFFECTED (upper bound = fixed in)",
 		"runc-rc93-init-hang", "blocking*", // conditional entries are marked
-		"* blocking only while its condition holds",
+		"* blocking only while its conditions hold",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
@@ -67,7 +64,7 @@ func TestAdvisoriesShipped(t *testing.T) {
 	// one row, read column by column
 	for _, l := range lines {
 		if f := strings.Fields(l); len(f) >= 7 && f[1] == "CVE-2024-45310" {
-			if got := strings.Join(f, " "); got != "runc CVE-2024-45310 limited-host-write warning info <1.1.14, 1.2.0-rc.1..<1.2.0-rc.3 shipped" {
+			if got := strings.Join(f, " "); got != "runc CVE-2024-45310 security warning info <1.1.14, 1.2.0-rc.1..<1.2.0-rc.3 shipped" {
 				t.Errorf("row %q", got)
 			}
 		}
@@ -87,14 +84,14 @@ func TestAdvisoriesShipped(t *testing.T) {
 	}
 }
 
-func TestAdvisoriesOperatorFile(t *testing.T) {
-	root, cfg := advisoriesFixture(t)
-	code, out, errs := runCLI(t, "advisories", "--config", cfg, "--root", root)
+func TestAdvisoriesOperatorRecords(t *testing.T) {
+	cfg := advisoriesFixture(t)
+	code, out, errs := runCLI(t, "advisories", "--config", cfg)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{
-		"operator file /var/vcap/jobs/cellguard/config/advisories.json: 1 replacing shipped, 1 added, 1 disabled (CVE-2020-15257)",
+		"operator's validator.advisories: 1 replacing shipped, 1 added, 1 withdrawn (CVE-2020-15257); promoted to blocking: CVE-2024-45310",
 		"operator, replaces shipped",
 		"SITE-DOCKERD-1",
 	} {
@@ -105,75 +102,74 @@ func TestAdvisoriesOperatorFile(t *testing.T) {
 	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
 		if len(f) >= 2 && f[1] == "CVE-2020-15257" {
-			t.Errorf("disabled entry listed: %q", l)
+			t.Errorf("withdrawn entry listed: %q", l)
 		}
 		if len(f) >= 2 && f[1] == "SITE-DOCKERD-1" && !strings.HasSuffix(l, " operator") {
 			t.Errorf("added entry's origin: %q", l)
 		}
+		if len(f) >= 5 && f[1] == "CVE-2024-45310" && (f[3] != "blocking" || f[4] != "warning") {
+			t.Errorf("promoted entry's severities: %q", l)
+		}
 	}
 
-	// --shipped-only ignores the config's file
-	_, out, _ = runCLI(t, "advisories", "--config", cfg, "--root", root, "--shipped-only")
-	if strings.Contains(out, "SITE-DOCKERD-1") || !strings.Contains(out, "CVE-2020-15257") {
-		t.Errorf("--shipped-only still merged the operator file:\n%s", out)
+	// --shipped-only ignores the config's records and promotions
+	_, out, _ = runCLI(t, "advisories", "--config", cfg, "--shipped-only")
+	if strings.Contains(out, "SITE-DOCKERD-1") || !strings.Contains(out, "CVE-2020-15257") || strings.Contains(out, "promoted") {
+		t.Errorf("--shipped-only still merged the operator's records:\n%s", out)
 	}
 }
 
 func TestAdvisoriesJSON(t *testing.T) {
-	root, cfg := advisoriesFixture(t)
-	code, out, errs := runCLI(t, "advisories", "--config", cfg, "--root", root, "--json", "--component", "runc")
+	cfg := advisoriesFixture(t)
+	code, out, errs := runCLI(t, "advisories", "--config", cfg, "--json", "--component", "runc")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	var doc struct {
-		AdvisoriesFile string   `json:"advisories_file"`
-		Disabled       []string `json:"disabled"`
-		Advisories     []struct {
+		Operator   int      `json:"operator_records"`
+		Withdrawn  []string `json:"withdrawn"`
+		Advisories []struct {
 			ID, Component, Class, Origin string
 			PreStart                     string   `json:"pre_start"`
 			Drain                        string   `json:"drain"`
 			FixedIn                      []string `json:"fixed_in"`
 			Backports                    []string `json:"backports"`
 			References                   []string `json:"references"`
-			Condition                    string   `json:"condition"`
+			Conditions                   []string `json:"conditions"`
 		} `json:"advisories"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if doc.AdvisoriesFile != "/var/vcap/jobs/cellguard/config/advisories.json" || len(doc.Disabled) != 1 || doc.Disabled[0] != "CVE-2020-15257" {
-		t.Errorf("file %q, disabled %v", doc.AdvisoriesFile, doc.Disabled)
+	if doc.Operator != 3 || len(doc.Withdrawn) != 1 || doc.Withdrawn[0] != "CVE-2020-15257" {
+		t.Errorf("operator records %d, withdrawn %v", doc.Operator, doc.Withdrawn)
 	}
 	byID := map[string]int{}
 	for i, a := range doc.Advisories {
 		if a.Component != "runc" {
 			t.Errorf("--component runc listed %s (%s)", a.ID, a.Component)
 		}
-		if len(a.References) == 0 {
-			t.Errorf("%s: no references", a.ID)
-		}
 		byID[a.ID] = i
 	}
 	a := doc.Advisories[byID["CVE-2024-21626"]]
-	if a.Origin != runtimever.OriginReplaced || strings.Join(a.Backports, ",") != "1.1.10-site3" || strings.Join(a.FixedIn, ",") != "1.1.12" {
+	if a.Origin != runtimever.OriginReplaced || strings.Join(a.Backports, ",") != "1.1.10-site3" || strings.Join(a.FixedIn, ",") != "1.1.12" || a.Class != "security" {
 		t.Errorf("replaced entry: %+v", a)
 	}
 	hang := doc.Advisories[byID["runc-rc93-init-hang"]]
-	if hang.Class != "hang" || hang.PreStart != "blocking" || hang.Drain != "warning" || hang.Condition != runtimever.ConditionPipeSoftLimit {
+	if hang.Class != "hazard" || hang.PreStart != "blocking" || hang.Drain != "warning" || strings.Join(hang.Conditions, ",") != runtimever.ConditionPipeSoftLimit {
 		t.Errorf("rc93 hang: %+v", hang)
 	}
 }
 
 func TestAdvisoriesCannotRun(t *testing.T) {
-	root, cfg := advisoriesFixture(t)
+	cfg := advisoriesFixture(t)
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"unknown component", []string{"--component", "kubelet"}, "want one of runc, crun, containerd"},
-		{"missing file", []string{"--root", root, "--advisories-file", "/nope.json"}, "read advisories"},
-		{"both sources", []string{"--advisories-file", "/a.json", "--shipped-only"}, "exclude each other"},
+		{"the old file flag", []string{"--advisories-file", "/a.json"}, "advisories-file"},
 		{"arguments", []string{"runc"}, "unexpected arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,16 +179,12 @@ func TestAdvisoriesCannotRun(t *testing.T) {
 			}
 		})
 	}
-	// on a real root, a world-writable file could silence a blocking
-	// check: refused as validate refuses it
-	bad := filepath.Join(t.TempDir(), "advisories.json")
-	writeFile(t, bad, `{"schema":1,"advisories":[]}`)
-	if err := os.Chmod(bad, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	code, _, errs := runCLI(t, "advisories", "--config", cfg, "--root", "/", "--advisories-file", bad)
-	if code != ExitCantRun || !strings.Contains(errs, "world-writable") || !strings.Contains(errs, "cellguard: hint:") {
-		t.Errorf("world-writable file: exit %d, stderr %q", code, errs)
+	// a malformed record: the config refuses it, naming its key
+	bad := filepath.Join(t.TempDir(), "cellguard.json")
+	writeFile(t, bad, `{"validator":{"advisories":[{"id":"SITE-1","summary":"no modified"}]}}`)
+	code, _, errs := runCLI(t, "advisories", "--config", bad)
+	if code != ExitCantRun || !strings.Contains(errs, "validator.advisories[0]") || !strings.Contains(errs, "modified") {
+		t.Errorf("malformed record: exit %d, stderr %q", code, errs)
 	}
 }
 

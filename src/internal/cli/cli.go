@@ -1,7 +1,7 @@
 // Package cli holds cellguard's subcommands: flags -> a use case in
 // package app -> output and exit code. It imports only app, config and
-// cmdflag; each subcommand is one file here, one line in Commands and,
-// for its --help prose, one file in help/.
+// logging (and pflag for the flags); each subcommand is one file here, one
+// line in Commands and, for its --help prose, one file in help/.
 //
 // Output rules: results a caller may parse (tables, --json, drain's integer)
 // go to Stdout; logs (lager JSON) go to Stderr or --log-file, never to Stdout.
@@ -11,7 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,15 +19,12 @@ import (
 	"strings"
 	"time"
 
-	"code.cloudfoundry.org/lager/v3"
+	"github.com/spf13/pflag"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
-	"github.com/cloudfoundry/cellguard/src/internal/cmdflag"
 	"github.com/cloudfoundry/cellguard/src/internal/config"
+	"github.com/cloudfoundry/cellguard/src/internal/logging"
 )
-
-// defaultConfigPath is where the BOSH job renders the config.
-const defaultConfigPath = app.DefaultConfigPath
 
 // Exit codes, documented in README.md ("Exit codes").
 const (
@@ -54,22 +51,44 @@ func (e *Env) now() time.Time {
 	return time.Now()
 }
 
-// Command is one subcommand (or a group of them, via Sub).
+// DefaultEnv is the process environment.
+func DefaultEnv() *Env {
+	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+}
+
+// The positionals a command takes (Command.Args).
+const (
+	anyArgs = iota // Run judges them
+	noArgs
+	oneName // exactly one daemon NAME
+)
+
+// Command is one subcommand, a group of them (Sub without Run), or both
+// (drain, and drain lift ...).
 type Command struct {
 	Name    string
 	Summary string
-	// Run parses args (without the command name) and returns an exit code.
-	Run func(ctx context.Context, env *Env, args []string) int
-	// Sub, when set, makes this a group: "cellguard unit install ...".
-	Sub []*Command
+	// Usage follows "usage: cellguard " in --help, before the flags;
+	// Help follows them ({checks} and {on-event} filled in).
+	Usage, Help string
+	Args        int
+	// Interspersed lets flags follow positionals ("cellguard start garden --json").
+	Interspersed bool
+	// Flags registers the command's own flags; every command has the common ones.
+	Flags func(fs *pflag.FlagSet)
+	// Run does the command once its flags are read and returns the exit code.
+	Run func(ctx context.Context, c *call) int
+	// BadFlag, when set, runs after a flag error is printed (drain's integer).
+	BadFlag func(c *call, args []string)
+	Sub     []*Command
 }
 
 // Commands is the one list of cellguard's subcommands.
 func Commands() []*Command {
 	return []*Command{
 		unitCommand(),
-		startCommand(),
-		stopCommand(),
+		startStopCommand("start", "start a daemon's delegated unit and wait for its process (monit's start program)"),
+		startStopCommand("stop", "stop a daemon's delegated unit and wait for its process to go (monit's stop program)"),
 		sysctlCommand(),
 		validateCommand(),
 		watchCommand(),
@@ -105,14 +124,23 @@ func dispatch(ctx context.Context, env *Env, prog string, cmds []*Command, args 
 		if c.Name != args[0] {
 			continue
 		}
-		if c.Sub != nil {
+		if c.Run == nil || len(args) > 1 && c.sub(args[1]) {
 			return dispatch(ctx, env, prog+" "+c.Name, c.Sub, args[1:])
 		}
-		return c.Run(ctx, env, args[1:])
+		return c.run(ctx, env, strings.TrimPrefix(prog+" "+c.Name, "cellguard "), args[1:])
 	}
 	fmt.Fprintf(env.Stderr, "cellguard: error: unknown command %q\n", strings.TrimSpace(strings.TrimPrefix(prog+" "+args[0], "cellguard ")))
 	fmt.Fprintf(env.Stderr, "cellguard: hint: run '%s --help' for the commands\n", prog)
 	return ExitCantRun
+}
+
+func (c *Command) sub(name string) bool {
+	for _, s := range c.Sub {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer, prog string, cmds []*Command) {
@@ -126,84 +154,76 @@ func usage(w io.Writer, prog string, cmds []*Command) {
 		"Exit codes: 0 ok, 1 failed (or a blocking check failed), 2 bad usage or could not run.\n", prog)
 }
 
-// common holds the flags every subcommand takes.
-type common struct {
-	logFile    string
-	timeFormat string
-	logLevel   string
-	configPath string
+// call is one run of a command: its environment, its common flags and
+// its positionals.
+type call struct {
+	*Env
+	name string // "unit install"
+	fs   *pflag.FlagSet
+	args []string
+
+	logFile, timeFormat, logLevel, configPath string
 	// logsOnStderr: no log file, so the log shares stderr with the
 	// "cellguard: error:" lines (set by setup and flagLogger).
 	logsOnStderr bool
 }
 
-// newFlagSet returns a flag set for "cellguard <name>" with the common flags
-// registered. Asked-for help goes to stdout; the flag package's own error
-// line goes to stderr, and parse adds one hint instead of the whole list.
-func newFlagSet(env *Env, name, synopsis string, c *common) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.StringVar(&c.logFile, "log-file", "", "append logs to this file instead of stderr")
-	fs.StringVar(&c.timeFormat, "log-time-format", "unix-epoch", "log timestamps: unix-epoch or rfc3339 (as Garden's --time-format)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, error or fatal")
-	fs.StringVar(&c.configPath, "config", "", "cellguard config file (JSON rendered by the BOSH job); default "+defaultConfigPath+" when it exists")
+// run reads the flags and positionals of c and runs it. A bad flag is one
+// error line and one hint, never the whole flag list; asked-for help goes
+// to stdout.
+func (c *Command) run(ctx context.Context, env *Env, name string, args []string) int {
+	r := &call{Env: env, name: name, fs: pflag.NewFlagSet(name, pflag.ContinueOnError)}
+	fs := r.fs
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(c.Interspersed)
+	fs.StringVar(&r.logFile, "log-file", "", "append logs to this file instead of stderr")
+	fs.StringVar(&r.timeFormat, "log-time-format", "unix-epoch", "log timestamps: unix-epoch or rfc3339 (as Garden's --time-format)")
+	fs.StringVar(&r.logLevel, "log-level", "info", "debug, info, error or fatal")
+	fs.StringVar(&r.configPath, "config", "", "cellguard config file (JSON rendered by the BOSH job); default "+app.DefaultConfigPath+" when it exists")
+	if c.Flags != nil {
+		c.Flags(fs)
+	}
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stdout, "usage: cellguard %s\n\nflags:\n", synopsis)
-		cmdflag.PrintFlags(env.Stdout, fs)
+		fmt.Fprintf(env.Stdout, "usage: cellguard %s\n\nflags:\n%s", c.Usage, fs.FlagUsages())
+		fmt.Fprint(env.Stdout, expand(c.Help))
 	}
-	return fs
+	switch err := fs.Parse(args); {
+	case errors.Is(err, pflag.ErrHelp):
+		return ExitOK
+	case err != nil:
+		r.errorf("%s: %v", name, err)
+		r.hintf("run 'cellguard %s --help' for its flags", name)
+		if c.BadFlag != nil {
+			c.BadFlag(r, args)
+		}
+		return ExitCantRun
+	}
+	r.args = fs.Args()
+	switch {
+	case c.Args == noArgs && len(r.args) > 0:
+		r.errorf("unexpected arguments: %s", strings.Join(r.args, " "))
+		return ExitCantRun
+	case c.Args == oneName && len(r.args) != 1:
+		r.errorf("want exactly one daemon NAME, got %d arguments", len(r.args))
+		r.hintf("run 'cellguard %s --help' for its usage", name)
+		return ExitCantRun
+	}
+	return c.Run(ctx, r)
 }
 
-// withHelp appends help to the flag set's usage (--help).
-func withHelp(env *Env, fs *flag.FlagSet, help string) {
-	base := fs.Usage
-	fs.Usage = func() {
-		base()
-		fmt.Fprint(env.Stdout, help)
-	}
-}
-
-// parseNoArgs is parse for a command that takes flags only.
-func parseNoArgs(env *Env, fs *flag.FlagSet, args []string) (bool, int) {
-	if ok, code := parse(fs, args); !ok {
-		return false, code
-	}
-	if fs.NArg() != 0 {
-		errorf(env, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
-		return false, ExitCantRun
-	}
-	return true, ExitOK
-}
-
-// parse parses args; it returns ok=false and the exit code to use when the
-// command should stop (bad flags, or --help).
-func parse(fs *flag.FlagSet, args []string) (bool, int) {
-	return outcome(cmdflag.Parse("cellguard", fs, args))
-}
-
-// parseInterspersed lets flags follow the NAME ("cellguard start garden --json").
-func parseInterspersed(fs *flag.FlagSet, args []string) (bool, int) {
-	return outcome(cmdflag.ParseInterspersed("cellguard", fs, args))
-}
-
-func outcome(o cmdflag.Outcome) (bool, int) {
-	switch o {
-	case cmdflag.Help:
-		return false, ExitOK
-	case cmdflag.Bad:
-		return false, ExitCantRun
-	}
-	return true, ExitOK
+// expand fills the help texts' placeholders, read only when help is asked for.
+func expand(help string) string {
+	return strings.NewReplacer("{checks}", strings.Join(app.CheckIDs(), ", "), "{on-event}", strings.Join(app.OnEvent, ", ")).Replace(help)
 }
 
 // setup loads the config and builds the lager logger for a command. The
 // config is optional unless --config names a file.
-func (c *common) setup(env *Env, source string) (lager.Logger, *config.Config, func(), error) {
-	cfg, err := loadConfig(c.configPath)
+func (c *call) setup(source string) (logging.Logger, *config.Config, func(), error) {
+	cfg, err := app.LoadConfig(c.configPath)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	logger, closer, onStderr, err := app.Logger(c.logFlags(), cfg, env.Stderr, source)
+	logger, closer, onStderr, err := app.Logger(c.logFlags(), cfg, c.Stderr, source)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -213,67 +233,47 @@ func (c *common) setup(env *Env, source string) (lager.Logger, *config.Config, f
 
 // flagLogger is app.FlagLogger: the logger of a command whose config could
 // not be read.
-func (c *common) flagLogger(env *Env, source string) (lager.Logger, func()) {
-	logger, closer, onStderr := app.FlagLogger(c.logFlags(), env.Stderr, source)
+func (c *call) flagLogger(source string) (logging.Logger, func()) {
+	logger, closer, onStderr := app.FlagLogger(c.logFlags(), c.Stderr, source)
 	c.logsOnStderr = onStderr
 	return logger, closer
 }
 
-func (c *common) logFlags() app.LogFlags {
+func (c *call) logFlags() app.LogFlags {
 	return app.LogFlags{File: c.logFile, TimeFormat: c.timeFormat, Level: c.logLevel}
 }
 
-// errorf prints "cellguard: error: ..." to stderr, for humans; the same fact
-// should also be logged by the caller when the log is a file (failed). A
-// config's *config.Error is every problem of the file: a line each.
-func errorf(env *Env, format string, args ...any) {
-	if err, ok := singleError(format, args); ok {
-		app.PrintErr(env.Stderr, err)
-		return
-	}
-	app.Errorf(env.Stderr, format, args...)
-}
+// fail prints err for people: a config's *config.Error a line per problem,
+// anything else one "cellguard: error:" line.
+func (c *call) fail(err error) { app.PrintErr(c.Stderr, err) }
 
-// singleError is the error errorf(env, "%v", err) prints.
-func singleError(format string, args []any) (error, bool) {
-	if format != "%v" || len(args) != 1 {
-		return nil, false
-	}
-	err, ok := args[0].(error)
-	return err, ok
-}
+// errorf prints "cellguard: error: ..." to stderr, for humans; the same fact
+// should also be logged by the caller when the log is a file (failed).
+func (c *call) errorf(format string, args ...any) { app.Errorf(c.Stderr, format, args...) }
+
+// hintf prints "cellguard: hint: ..." after an error.
+func (c *call) hintf(format string, args ...any) { app.Hintf(c.Stderr, format, args...) }
 
 // failed reports err once wherever it is read: the "cellguard: error:"
 // line on stderr, and the log when the log is a file. A log on stderr
 // would print it a second time beside the line.
-func (c *common) failed(env *Env, logger lager.Logger, action string, err error) {
+func (c *call) failed(logger logging.Logger, action string, err error) {
 	if !c.logsOnStderr {
 		logger.Error(action, err)
 	}
-	errorf(env, "%v", err)
+	c.fail(err)
 }
 
-// hintf prints "cellguard: hint: ..." after an error.
-func hintf(env *Env, format string, args ...any) { app.Hintf(env.Stderr, format, args...) }
-
-// printJSON writes v to stdout as one indented JSON document (--json).
-func printJSON(env *Env, v any) {
+// show writes v as one indented JSON document (--json), else for people.
+func (c *call) show(asJSON bool, v any, human func(w io.Writer)) {
+	if !asJSON {
+		human(c.Stdout)
+		return
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	if enc.Encode(v) == nil {
-		_, _ = env.Stdout.Write(app.EscapeJSON(b.Bytes())) // names a tenant chose reach a terminal
+		_, _ = c.Stdout.Write(app.EscapeJSON(b.Bytes())) // names a tenant chose reach a terminal
 	}
 }
-
-// stringList is a repeatable string flag.
-type stringList = cmdflag.List
-
-// DefaultEnv is the process environment.
-func DefaultEnv() *Env {
-	return &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
-}
-
-// loadConfig is app.LoadConfig: path, else the job's config when it
-// exists, else an empty one.
-func loadConfig(path string) (*config.Config, error) { return app.LoadConfig(path) }

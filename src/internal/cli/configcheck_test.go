@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
 func TestConfigCheck(t *testing.T) {
@@ -130,8 +132,8 @@ func TestDrainTimeout(t *testing.T) {
 		time.Second: 3, 1500 * time.Millisecond: 4, 8 * time.Second: 10, 60 * time.Second: 75,
 		150 * time.Second: 165, time.Hour: 3615,
 	} {
-		if got := drainTimeLimit(budget); got != want {
-			t.Errorf("drainTimeLimit(%v) = %d, want %d", budget, got, want)
+		if got := app.DrainTimeLimit(budget); got != want {
+			t.Errorf("app.DrainTimeLimit(%v) = %d, want %d", budget, got, want)
 		}
 	}
 	for content, want := range map[string]string{`{}`: "75\n", `{"drain":{"budget":"2m30s"}}`: "165\n", `{"drain":{"budget":"1s"}}`: "3\n"} {

@@ -136,6 +136,17 @@ func TestDrainUpdateWithEscapesBlocks(t *testing.T) {
 	if code, out, errOut := d.drain(t, jobChanged...); code != ExitFailed || out != "" || !strings.Contains(errOut, "moved it back but it is still outside") {
 		t.Fatalf("unverified fix: exit %d stdout %q\n%s", code, out, errOut)
 	}
+	// cellguard.drain.heal likewise, and it says per process why (a host
+	// of its own: the fix above wrote the pid into the fixture's
+	// cgroup.procs).
+	h = cell(t)
+	escape(h)
+	d = newDrainHost(t, h.Root, `{"drain":{"heal":true}}`)
+	if code, out, errOut := d.drain(t, jobChanged...); code != ExitFailed || out != "" ||
+		!strings.Contains(errOut, "could not heal 2 (cellguard.drain.heal): pid 101 (") || !strings.Contains(errOut, "moved it back but it is still in /") {
+		t.Fatalf("unverified heal: exit %d stdout %q\n%s", code, out, errOut)
+	}
+	mustContainAll(t, "log", d.read(t, d.log), `"message":"cellguard.drain.heal"`, `"result":"still-outside"`)
 	// The operator's blocking list decides: [] blocks nothing.
 	d = newDrainHost(t, h.Root, `{"validator":{"blocking":{"drain":[]}}}`)
 	if code, out, _ := d.drain(t, jobChanged...); code != ExitOK || out != "0\n" {

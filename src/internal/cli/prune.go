@@ -3,41 +3,34 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
 )
 
-var unitPruneHelp = helpText("unit-prune")
-
-func runUnitPrune(ctx context.Context, env *Env, args []string) int {
-	var c common
-	var f daemonFlags
-	fs := newFlagSet(env, "unit prune", "unit prune [--json]", &c)
-	f.registerConn(fs)
-	withHelp(env, fs, unitPruneHelp)
-	if ok, code := parseNoArgs(env, fs, args); !ok {
-		return code
-	}
-	m, cfg, ctx, done, err := f.session(ctx, &c, env, "unit-prune")
-	if err != nil {
-		errorf(env, "%v", err)
-		return ExitCantRun
-	}
-	defer done()
-	res, err := m.Prune(ctx, cfg, env.now())
-	if f.jsonOut {
-		printJSON(env, res)
-	} else {
-		app.WriteItems(env.Stdout, res.Items)
-		if len(res.Items) == 0 {
-			fmt.Fprintln(env.Stdout, "nothing to remove: the unit directories hold what the config asks for")
-		}
-	}
-	for _, it := range res.Kept() {
-		fmt.Fprintf(env.Stderr, "cellguard: warning: kept %s: %s\n", it.Path, it.Why)
-	}
-	if err != nil {
-		return failure(env, err)
-	}
-	return ExitOK
+func unitPruneCommand() *Command {
+	var f unitFlags
+	return &Command{Name: "prune", Summary: "remove units and drop-ins the config no longer asks for, when nothing uses them",
+		Usage: "unit prune [--json]", Help: helpText("unit-prune"), Args: noArgs, Flags: f.register,
+		Run: func(ctx context.Context, c *call) int {
+			m, cfg, ctx, done := f.session(ctx, c, "unit-prune", "")
+			if m == nil {
+				return ExitCantRun
+			}
+			defer done()
+			res, err := m.Prune(ctx, cfg, c.now())
+			c.show(f.asJSON, res, func(w io.Writer) {
+				app.WriteItems(w, res.Items)
+				if len(res.Items) == 0 {
+					fmt.Fprintln(w, "nothing to remove: the unit directories hold what the config asks for")
+				}
+			})
+			for _, it := range res.Kept() {
+				fmt.Fprintf(c.Stderr, "cellguard: warning: kept %s: %s\n", it.Path, it.Why)
+			}
+			if err != nil {
+				return c.unitFailure(err)
+			}
+			return ExitOK
+		}}
 }

@@ -3,144 +3,89 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
-	"strings"
+	"io"
 
-	"code.cloudfoundry.org/lager/v3"
+	"github.com/spf13/pflag"
 
 	"github.com/cloudfoundry/cellguard/src/internal/app"
+	"github.com/cloudfoundry/cellguard/src/internal/logging"
 )
 
 func sysctlCommand() *Command {
 	return &Command{Name: "sysctl", Summary: "apply and check container-host sysctls", Sub: []*Command{
-		{Name: "apply", Summary: "persist the profile to sysctl.d, write it live, read it back", Run: runSysctlApply},
-		{Name: "check", Summary: "report keys not in force and which sysctl.d file wins at boot (no writes)", Run: runSysctlCheck},
-		{Name: "profile", Summary: "print the resolved profile: key, value, why, source", Run: runSysctlProfile},
+		sysctlSubcommand("apply", "persist the profile to sysctl.d, write it live, read it back", helpText("sysctl-apply"), runSysctlApply),
+		sysctlSubcommand("check", "report keys not in force and which sysctl.d file wins at boot (no writes)", helpText("sysctl-check"), runSysctlCheck),
+		sysctlSubcommand("profile", "print the resolved profile: key, value, why, source", "\nExit codes: 0 printed, 2 bad flags, config or profile.\n",
+			func(c *call, f *sysctlFlags, _ logging.Logger, p app.SysctlProfile) int {
+				c.show(f.asJSON, p, func(w io.Writer) { app.WriteSysctlProfile(w, p) })
+				return ExitOK
+			}),
 	}}
 }
 
-var sysctlProfileHelp = helpText("sysctl-profile")
-
-var sysctlApplyHelp = sysctlProfileHelp + helpText("sysctl-apply")
-
-var sysctlCheckHelp = sysctlProfileHelp + helpText("sysctl-check")
-
 // sysctlFlags are the flags apply, check and profile share.
 type sysctlFlags struct {
-	common
 	root, profile, file string
-	set, remove         stringList
-	jsonOut             bool
+	set, remove         []string
+	asJSON              bool
 }
 
-func newSysctlFlags(env *Env, name, help string) (*flag.FlagSet, *sysctlFlags) {
+// sysctlSubcommand is one of apply, check and profile: their flags, the
+// config and the profile resolved from both, then run.
+func sysctlSubcommand(name, summary, help string, run func(c *call, f *sysctlFlags, logger logging.Logger, p app.SysctlProfile) int) *Command {
 	f := &sysctlFlags{}
-	fs := newFlagSet(env, "sysctl "+name, "sysctl "+name+" [flags]", &f.common)
-	fs.StringVar(&f.root, "root", "/", "root prefix for /proc/sys and the sysctl.d trees (tests: a fixture tree)")
-	fs.StringVar(&f.profile, "profile", "", "built-in profile: container-host (default) or none")
-	fs.Var(&f.set, "set", "KEY=VALUE (exact) or 'KEY>=N' (a floor) to add or override (repeatable)")
-	fs.Var(&f.remove, "remove", "KEY to drop from the profile (repeatable)")
-	fs.StringVar(&f.file, "file", "", "persisted file, in a sysctl.d directory (default "+app.DefaultSysctlFile+")")
-	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON on stdout")
-	base := fs.Usage
-	fs.Usage = func() {
-		base()
-		fmt.Fprint(env.Stdout, help)
-	}
-	return fs, f
+	return &Command{Name: name, Summary: summary, Usage: "sysctl " + name + " [flags]", Help: helpText("sysctl-profile") + help, Args: noArgs,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&f.root, "root", "/", "root prefix for /proc/sys and the sysctl.d trees (tests: a fixture tree)")
+			fs.StringVar(&f.profile, "profile", "", "built-in profile: container-host (default) or none")
+			fs.StringArrayVar(&f.set, "set", nil, "`KEY=VALUE` (exact) or 'KEY>=N' (a floor) to add or override (repeatable)")
+			fs.StringArrayVar(&f.remove, "remove", nil, "`KEY` to drop from the profile (repeatable)")
+			fs.StringVar(&f.file, "file", "", "persisted file, in a sysctl.d directory (default "+app.DefaultSysctlFile+")")
+			fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON on stdout")
+		},
+		Run: func(_ context.Context, c *call) int {
+			logger, cfg, closer, err := c.setup("sysctl-" + name)
+			if err != nil {
+				c.fail(err)
+				return ExitCantRun
+			}
+			defer closer()
+			p, err := app.ResolveSysctl(cfg, app.SysctlFlags{Profile: f.profile, File: f.file, Set: f.set, Remove: f.remove})
+			if err != nil {
+				c.failed(logger, "resolve-profile", err)
+				c.hintf("fix the cellguard job's sysctl properties or the --set/--remove/--file flags; nothing was written")
+				return ExitCantRun
+			}
+			return run(c, f, logger, p)
+		}}
 }
 
-// start parses flags, sets up logging and resolves the profile. ok=false
-// means stop with code.
-func (f *sysctlFlags) start(env *Env, fs *flag.FlagSet, args []string, source string) (lager.Logger, app.SysctlProfile, func(), bool, int) {
-	if ok, code := parse(fs, args); !ok {
-		return nil, app.SysctlProfile{}, nil, false, code
-	}
-	if fs.NArg() > 0 {
-		errorf(env, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
-		return nil, app.SysctlProfile{}, nil, false, ExitCantRun
-	}
-	logger, cfg, closer, err := f.setup(env, source)
-	if err != nil {
-		errorf(env, "%v", err)
-		return nil, app.SysctlProfile{}, nil, false, ExitCantRun
-	}
-	p, err := app.ResolveSysctl(cfg, app.SysctlFlags{Profile: f.profile, File: f.file, Set: f.set, Remove: f.remove})
-	if err != nil {
-		f.failed(env, logger, "resolve-profile", err)
-		hintf(env, "fix the cellguard job's sysctl properties or the --set/--remove/--file flags; nothing was written")
-		closer()
-		return nil, app.SysctlProfile{}, nil, false, ExitCantRun
-	}
-	return logger, p, closer, true, ExitOK
-}
-
-func runSysctlApply(_ context.Context, env *Env, args []string) int {
-	fs, f := newSysctlFlags(env, "apply", sysctlApplyHelp)
-	logger, p, closer, ok, code := f.start(env, fs, args, "sysctl-apply")
-	if !ok {
-		return code
-	}
-	defer closer()
+func runSysctlApply(c *call, f *sysctlFlags, logger logging.Logger, p app.SysctlProfile) int {
 	rep, err := app.SysctlApply(logger, f.root, p)
-	if f.jsonOut {
-		printJSON(env, rep)
-	} else {
-		app.WriteSysctlApply(env.Stdout, rep)
-	}
-
+	c.show(f.asJSON, rep, func(w io.Writer) { app.WriteSysctlApply(w, rep) })
 	switch {
 	case err == nil:
-		logger.Info("finished", lager.Data{"changed": rep.Changed, "file_changed": rep.FileChanged, "summary": rep.Summary()})
 		return ExitOK
 	case errors.Is(err, app.ErrSysctlInvalid):
-		f.failed(env, logger, "invalid-input", err)
-		hintf(env, "nothing was persisted and live changes were rolled back; fix the values and run again")
+		c.failed(logger, "invalid-input", err)
+		c.hintf("nothing was persisted and live changes were rolled back; fix the values and run again")
 		return ExitCantRun
 	default:
-		f.failed(env, logger, "not-applied", err)
-		hintf(env, "the values are valid; see the table for the keys the kernel did not take")
+		c.failed(logger, "not-applied", err)
+		c.hintf("the values are valid; see the table for the keys the kernel did not take")
 		return ExitFailed
 	}
 }
 
-func runSysctlCheck(_ context.Context, env *Env, args []string) int {
-	fs, f := newSysctlFlags(env, "check", sysctlCheckHelp)
-	logger, p, closer, ok, code := f.start(env, fs, args, "sysctl-check")
-	if !ok {
-		return code
-	}
-	defer closer()
-
+func runSysctlCheck(c *call, f *sysctlFlags, logger logging.Logger, p app.SysctlProfile) int {
 	rep, err := app.SysctlCheck(logger, f.root, p)
 	if err != nil {
-		f.failed(env, logger, "check", err)
+		c.failed(logger, "check", err)
 		return ExitCantRun
 	}
-	if f.jsonOut {
-		printJSON(env, rep)
-	} else {
-		app.WriteSysctlCheck(env.Stdout, rep)
-	}
-	logger.Info("finished", lager.Data{"in_force": rep.InForce, "drifted": len(rep.Drifted()), "keys": len(rep.Keys)})
+	c.show(f.asJSON, rep, func(w io.Writer) { app.WriteSysctlCheck(w, rep) })
 	if !rep.InForce {
 		return ExitFailed
 	}
-	return ExitOK
-}
-
-func runSysctlProfile(_ context.Context, env *Env, args []string) int {
-	fs, f := newSysctlFlags(env, "profile", sysctlProfileHelp+"\nExit codes: 0 printed, 2 bad flags, config or profile.\n")
-	_, p, closer, ok, code := f.start(env, fs, args, "sysctl-profile")
-	if !ok {
-		return code
-	}
-	defer closer()
-	if f.jsonOut {
-		printJSON(env, p)
-		return ExitOK
-	}
-	app.WriteSysctlProfile(env.Stdout, p)
 	return ExitOK
 }

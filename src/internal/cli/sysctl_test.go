@@ -139,7 +139,7 @@ func TestSysctlExitCodes(t *testing.T) {
 		{"apply unknown profile", []string{"apply", "--profile", "gpu"}, ExitCantRun, "unknown sysctl profile"},
 		{"apply file outside sysctl.d", []string{"apply", "--file", "/tmp/x.conf"}, ExitCantRun, "not in a directory systemd-sysctl reads"},
 		{"apply stray argument", []string{"apply", "now"}, ExitCantRun, "unexpected arguments"},
-		{"check bad flag", []string{"check", "--no-such-flag"}, ExitCantRun, "flag provided but not defined"},
+		{"check bad flag", []string{"check", "--no-such-flag"}, ExitCantRun, "unknown flag: --no-such-flag"},
 		{"check remove unknown", []string{"check", "--remove", "kernel.panic"}, ExitCantRun, "not in profile"},
 		{"check missing key", []string{"check", "--profile", "none", "--set", "kernel.no_such=1"}, ExitFailed, ""},
 	}

@@ -75,3 +75,27 @@ func TestHelpOnEverySubcommand(t *testing.T) {
 		t.Errorf("unknown command: exit %d", code)
 	}
 }
+
+// A daemon nobody gave a start command is bad usage, said once, before
+// anything is written: unit install always, start and stop where systemd
+// is not init (a root without /run/systemd/system).
+func TestNoStartCommandIsBadUsage(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct {
+		args       []string
+		want, hint string
+	}{
+		{[]string{"unit", "install", "garden", "--root", root}, `no start command for "garden"`, ""},
+		{[]string{"start", "garden", "--root", root}, `systemd is not init here and no start command is known for "garden"`, `pass --config with a daemons entry for "garden"`},
+		{[]string{"stop", "garden", "--root", root}, `systemd is not init here and no start command is known for "garden"`, `pass --config with a daemons entry for "garden"`},
+	} {
+		code, out, errs := runCLI(t, tc.args...)
+		lines := strings.Split(strings.TrimSpace(errs), "\n")
+		if code != ExitCantRun || out != "" || !strings.HasPrefix(lines[0], "cellguard: error: "+tc.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s", tc.args, code, out, errs)
+		}
+		if hint := tc.hint != ""; hint != (len(lines) == 2) || hint && !strings.HasPrefix(lines[1], "cellguard: hint: "+tc.hint) {
+			t.Errorf("%q: want hint %q, stderr:\n%s", tc.args, tc.hint, errs)
+		}
+	}
+}

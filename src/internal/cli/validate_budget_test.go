@@ -17,7 +17,7 @@ import (
 type neverReturns struct{ severity validator.Severity }
 
 func (c neverReturns) Meta() validator.Meta {
-	return validator.Meta{ID: "never-returns", Title: "never returns", Story: "a check stuck on the host", Fix: "none",
+	return validator.Meta{ID: "never-returns", Title: "never returns", Story: "a check stuck on the host", Fix: "none", Layouts: []string{"unified"},
 		Severity: map[validator.Phase]validator.Severity{validator.PreStart: c.severity, validator.Drain: c.severity}}
 }
 

@@ -157,7 +157,8 @@ func TestValidateDrainBadFlagKeepsTheContract(t *testing.T) {
 	}{
 		{[]string{"--phase", "drain", "--no-such-flag"}, ExitCantRun, "0\n"},
 		{[]string{"--no-such-flag", "--phase=drain"}, ExitCantRun, "0\n"},
-		{[]string{"-phase", "drain", "--budget", "soon"}, ExitCantRun, "0\n"},
+		{[]string{"--phase", "drain", "--budget", "soon"}, ExitCantRun, "0\n"},
+		{[]string{"--budget", "soon", "--phase", "drain"}, ExitCantRun, "0\n"},
 		{[]string{"--phase", "pre-start", "--no-such-flag"}, ExitCantRun, ""},
 		{[]string{"--no-such-flag"}, ExitCantRun, ""},
 		// Help is asked for by a person, never by the agent: it goes to stdout.

@@ -9,17 +9,9 @@ import (
 var Version = "dev"
 
 func versionCommand() *Command {
-	return &Command{
-		Name:    "version",
-		Summary: "print cellguard's version",
-		Run: func(_ context.Context, env *Env, args []string) int {
-			var c common
-			fs := newFlagSet(env, "version", "version", &c)
-			if ok, code := parse(fs, args); !ok {
-				return code
-			}
-			fmt.Fprintln(env.Stdout, Version)
+	return &Command{Name: "version", Summary: "print cellguard's version", Usage: "version",
+		Run: func(_ context.Context, c *call) int {
+			fmt.Fprintln(c.Stdout, Version)
 			return ExitOK
-		},
-	}
+		}}
 }

@@ -78,13 +78,20 @@ type Validator struct {
 	Ignore          []string          `json:"ignore"`
 	// Blocking lists, per phase ("pre-start", "drain"), the check ids whose
 	// failures block; an absent phase means each check's default severity.
-	Blocking         map[string][]string `json:"blocking"`
-	Fix              bool                `json:"fix"`
-	PrometheusFile   string              `json:"prometheus_textfile"`
-	RuncInitMaxAge   Duration            `json:"runc_init_max_age"`
-	Daemons          []string            `json:"daemons"` // daemon names whose units are audited
-	AdvisoriesFile   string              `json:"advisories_file"`
-	ExtraCgroupRoots []string            `json:"extra_cgroup_roots"`
+	Blocking       map[string][]string `json:"blocking"`
+	Fix            bool                `json:"fix"`
+	PrometheusFile string              `json:"prometheus_textfile"`
+	RuncInitMaxAge Duration            `json:"runc_init_max_age"`
+	Daemons        []string            `json:"daemons"` // daemon names whose units are audited
+	// Advisories are the operator's advisories, OSV records as the
+	// shipped ones (runtimever): added, or replacing a shipped record of
+	// the same id ("withdrawn" set removes it). Load parses them
+	// (OperatorAdvisories).
+	Advisories []OSVRecord `json:"advisories"`
+	// BlockingAdvisories are advisory ids whose match blocks pre-start
+	// like a hazard's (security advisories only report by default).
+	BlockingAdvisories []string `json:"blocking_advisories"`
+	ExtraCgroupRoots   []string `json:"extra_cgroup_roots"`
 	// ExtraCgroupSlices are systemd slices that hold only containers
 	// (kubelet's /kubepods.slice with the systemd cgroup driver), searched
 	// for orphans like ExtraCgroupRoots: slices only where the operator
@@ -126,6 +133,11 @@ type Drain struct {
 	// BlockOnShutdown makes a blocking finding block job_shutdown (stop,
 	// recreate, delete, scale-in) as well as an update.
 	BlockOnShutdown bool `json:"block_on_shutdown"`
+	// Heal moves the escapes drain confirmed back before it decides, at
+	// most Watch.HealPerMinute processes, and blocks only on those it
+	// could not move. The job's default is on; a config without the key
+	// (an older release's, or one written by hand) keeps it off.
+	Heal bool `json:"heal"`
 }
 
 // ErrUntrusted means the config file could be changed by someone other than

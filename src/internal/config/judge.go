@@ -44,6 +44,7 @@ func (c *Config) problems(checkIDs []string) []Problem {
 	ps.judgeDuration("drain.budget", c.Drain.Budget, budgetRule)
 	c.judgeCheckIDs(&ps, checkIDs)
 	c.judgeSysctl(&ps)
+	c.judgeAdvisories(&ps)
 	return ps
 }
 
@@ -124,7 +125,7 @@ func (c *Config) judgeWatch(ps *problems) {
 		// whoever reaches the VM.
 		ps.add("watch.listen", quote(w.Listen), "serves /metrics beyond this VM without TLS: keep a loopback address such as "+
 			"127.0.0.1:14875 (the default; the prom scraper or node_exporter's textfile on the VM carries the metrics on), or set "+
-			"cellguard.watch.metrics.tls.cert, .key and .ca_cert for mutual TLS")
+			"cellguard.watch.metrics.cert, .key and .ca_cert for mutual TLS")
 	}
 }
 
@@ -180,7 +181,6 @@ func (c *Config) judgePaths(ps *problems) {
 		{"supervisor.pidfile", c.Supervisor.PIDFile},
 		{"watch.textfile", c.Watch.Textfile},
 		{"validator.prometheus_textfile", c.Validator.PrometheusFile},
-		{"validator.advisories_file", c.Validator.AdvisoriesFile},
 	}
 	for i, r := range c.Validator.RuntimeRoots {
 		paths = append(paths, [2]string{fmt.Sprintf("validator.runtime_roots[%d]", i), r})

@@ -72,11 +72,11 @@ func Property(key string) string {
 	case key == "watch.textfile":
 		return "cellguard.watch.textfile_dir"
 	case key == "watch.tls":
-		return "cellguard.watch.metrics.tls.cert, .key and .ca_cert"
+		return "cellguard.watch.metrics.cert, .key and .ca_cert"
 	case key == "watch.tls.ca":
-		return "cellguard.watch.metrics.tls.ca_cert"
+		return "cellguard.watch.metrics.ca_cert"
 	case strings.HasPrefix(key, "watch.tls."):
-		return "cellguard.watch.metrics.tls." + strings.TrimPrefix(key, "watch.tls.")
+		return "cellguard.watch.metrics." + strings.TrimPrefix(key, "watch.tls.")
 	}
 	return "cellguard." + key
 }

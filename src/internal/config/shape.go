@@ -17,7 +17,7 @@ var durationType = reflect.TypeOf(Duration{})
 // renders them so, and a key spelled otherwise is a hand edit to refuse.
 // null is the zero value, as encoding/json reads it.
 func (ps *problems) judgeShape(v any, t reflect.Type, key string) {
-	if v == nil || t == durationType { // a duration's form is judged with its rule
+	if v == nil || t == durationType || t == osvRecordType { // judged by their own rules
 		return
 	}
 	switch t.Kind() {

@@ -14,6 +14,11 @@ var testIDs = []string{"cgroup-integrity", "runtime-ghosts", "runtime-versions"}
 // the value, what would be accepted, and the job property an operator
 // sets. Each case is one problem, so the test also proves a key is not
 // reported twice.
+// siteRecord is an operator's OSV record, as an OSV export carries it.
+const siteRecord = `{"schema_version":"1.6.0","id":"SITE-1","modified":"2026-12-06T00:00:00Z","summary":"site rule",
+  "affected":[{"package":{"ecosystem":"Go","name":"github.com/opencontainers/runc"},"ranges":[{"type":"SEMVER","events":[{"introduced":"1.4.0"},{"fixed":"1.4.1"}]}]}],
+  "database_specific":{"cellguard":{"class":"hazard","conditions":["cgroup_v2"]}}}`
+
 func TestParseRefusesEachKeyByName(t *testing.T) {
 	long := "/" + strings.Repeat("a", 256)
 	testCases := []struct{ name, json, want string }{
@@ -24,6 +29,7 @@ func TestParseRefusesEachKeyByName(t *testing.T) {
 		{"bool as string", `{"supervisor":{"protect":"yes"}}`, `supervisor.protect "yes": want true or false (job property cellguard.supervisor.protect)`},
 		{"list as string", `{"validator":{"runtime_roots":"/run/runc"}}`, `validator.runtime_roots "/run/runc": want a list of a string`},
 		{"heal per minute fraction", `{"watch":{"heal_per_minute":1.5}}`, `watch.heal_per_minute 1.5: want a whole number`},
+		{"drain heal as string", `{"drain":{"heal":"yes"}}`, `drain.heal "yes": want true or false (job property cellguard.drain.heal)`},
 		// Daemons: unitfile's rules, as unit install applies them.
 		{"daemon name runs a command", `{"daemons":[{"name":"garden$(echo INJECTED >&2)","start":"/bin/true"}]}`, "daemons[0].name: unit: invalid daemon or unit name"},
 		{"daemon name starts with -", `{"daemons":[{"name":"-g","start":"/bin/true"}]}`, "daemons[0].name: unit: invalid daemon or unit name"},
@@ -44,7 +50,15 @@ func TestParseRefusesEachKeyByName(t *testing.T) {
 		{"monit pidfile runs a command", `{"supervisor":{"pidfile":"/x/$(touch /y)"}}`, "supervisor.pidfile: unit: invalid path"},
 		{"watch textfile ends the quote", `{"watch":{"textfile":"/tmp/x\"; echo INJECTED >&2; echo \"/cellguard_watch.prom"}}`, "watch.textfile: unit: invalid path"},
 		{"drain textfile relative", `{"validator":{"prometheus_textfile":"cellguard.prom"}}`, "validator.prometheus_textfile: unit: invalid path"},
-		{"advisories file with a trailing slash", `{"validator":{"advisories_file":"/etc/advisories/"}}`, "validator.advisories_file: unit: invalid path"},
+		// Advisories: OSV records, judged by runtimever's parser.
+		{"advisory not an object", `{"validator":{"advisories":["CVE-1"]}}`, "validator.advisories[0]: OSV record: "},
+		{"advisory without modified", `{"validator":{"advisories":[{"id":"SITE-1","summary":"s"}]}}`, `validator.advisories[0]: advisory SITE-1: modified "": want an RFC 3339 time (OSV requires it) (job property cellguard.validator.advisories[0])`},
+		{"advisory misspelt field", `{"validator":{"advisories":[{"id":"SITE-1","modified":"2026-12-06T00:00:00Z","afected":[]}]}}`, `validator.advisories[0]: OSV record: json: unknown field "afected"`},
+		{"advisory of another package", `{"validator":{"advisories":[{"id":"SITE-1","modified":"2026-12-06T00:00:00Z","summary":"s","affected":[{"package":{"ecosystem":"Go","name":"k8s.io/kubelet"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"}]}]}]}]}}`, "validator.advisories[0]: advisory SITE-1: affected names no package cellguard probes"},
+		{"advisory with an unknown class", `{"validator":{"advisories":[{"id":"SITE-1","modified":"2026-12-06T00:00:00Z","summary":"s","affected":[],"database_specific":{"cellguard":{"class":"critical"}}}]}}`, `validator.advisories[0]: advisory SITE-1: database_specific.cellguard.class "critical": want hazard or security`},
+		{"advisory listed twice", `{"validator":{"advisories":[` + siteRecord + `,` + siteRecord + `]}}`, `validator.advisories[1].id "SITE-1": want an id listed once`},
+		{"promoting an unknown id", `{"validator":{"blocking_advisories":["CVE-2024-2162"]}}`, `validator.blocking_advisories[0] "CVE-2024-2162": want the id of a shipped advisory`},
+		{"promoting a withdrawn id", `{"validator":{"advisories":[{"id":"CVE-2024-21626","modified":"2026-12-06T00:00:00Z","withdrawn":"2026-12-06T00:00:00Z"}],"blocking_advisories":["CVE-2024-21626"]}}`, `validator.blocking_advisories[0] "CVE-2024-21626"`},
 		{"runtime root with a space", `{"validator":{"runtime_roots":["/run/runc","/run/x /etc"]}}`, "validator.runtime_roots[1]: unit: invalid path"},
 		{"runtime binary in backticks", "{\"validator\":{\"runtime_binaries\":{\"runc\":\"/usr/bin/`touch /x`\"}}}", "validator.runtime_binaries.runc: unit: invalid path"},
 		{"a name longer than NAME_MAX", `{"validator":{"prometheus_textfile":"` + long + `"}}`, "validator.prometheus_textfile: unit: invalid path"},
@@ -62,7 +76,7 @@ func TestParseRefusesEachKeyByName(t *testing.T) {
 		// Log and watch.
 		{"time format", `{"log":{"time_format":"iso"}}`, `log.time_format: unknown log time format "iso": want unix-epoch or rfc3339 (job property cellguard.log.time_format)`},
 		{"level", `{"log":{"level":"verbose"}}`, `log.level: unknown log level "verbose"`},
-		{"tls without ca", `{"watch":{"tls":{"cert":"/c","key":"/k"}}}`, "watch.tls: set cert, key and ca together (mutual TLS), or none (job property cellguard.watch.metrics.tls.cert, .key and .ca_cert)"},
+		{"tls without ca", `{"watch":{"tls":{"cert":"/c","key":"/k"}}}`, "watch.tls: set cert, key and ca together (mutual TLS), or none (job property cellguard.watch.metrics.cert, .key and .ca_cert)"},
 		{"heal per minute zero", `{"watch":{"heal_per_minute":0}}`, "watch.heal_per_minute 0: must be a whole number above zero; leave it out for the default"},
 		{"heal per minute negative", `{"watch":{"heal_per_minute":-1}}`, "watch.heal_per_minute -1: must be a whole number above zero"},
 		{"listen without port", `{"watch":{"listen":"127.0.0.1"}}`, `watch.listen "127.0.0.1": want host:port`},
@@ -170,17 +184,19 @@ func TestParseAcceptsPlainNamesPathsAndValues(t *testing.T) {
 		`null`,
 		`{"daemons":[{"name":"garden_1.x-y","start":"/var/vcap/jobs/garden/bin/garden_ctl start --config=/a,b+c@d:e","stop":"/var/vcap/jobs/garden/bin/garden_ctl stop","pidfile":"/var/vcap/sys/run/garden/garden.pid","type":"forking","start_timeout":"30s","stop_timeout":45}],
 		  "supervisor":{"pidfile":"/var/vcap/monit/monit.pid"},
-		  "validator":{"prometheus_textfile":"/var/vcap/data/node_exporter/cellguard.prom","advisories_file":"","runtime_roots":["/run/containerd/runc","/"],
+		  "validator":{"prometheus_textfile":"/var/vcap/data/node_exporter/cellguard.prom","runtime_roots":["/run/containerd/runc","/"],
 		               "extra_cgroup_roots":["/system.slice/runit.service/garden","/garden/./x"],"extra_cgroup_slices":["/kubepods.slice"],
 		               "runtime_binaries":{"runc":"/var/vcap/packages/runc/bin/runc"},"ignore":["all"],"blocking":{"drain":["cgroup-integrity"],"pre-start":[]},
 		               "budget":"1h","runc_init_max_age":"1m30s"},
 		  "watch":{"textfile":"/var/vcap/jobs/node_exporter/config/cellguard_watch.prom","period":"","heal_per_minute":null},
-		  "drain":{"budget":"1s"},
+		  "drain":{"budget":"1s","heal":true},
 		  "sysctl":{"profile":"container-host","set":{"kernel.pid_max":">=4194304"},"remove":["fs.pipe-user-pages-soft"]},
 		  "delegate_units":["concourse.service","getty@tty1.service","a\\x2db.service"]}`,
 		`{"log":{"time_format":"rfc3339","level":"debug"},"watch":{"listen":"127.0.0.1:14875","heal_per_minute":60}}`,
 		`{"log":{"time_format":"unix-epoch","level":"fatal"},"watch":{"listen":"[::1]:9323"}}`,
 		`{"watch":{"listen":"localhost:14875"}}`,
+		// an operator's record, promoted, and a shipped id promoted
+		`{"validator":{"advisories":[` + siteRecord + `],"blocking_advisories":["SITE-1","CVE-2024-21626"]}}`,
 		`{"watch":{"listen":"127.0.0.2:14875"}}`,
 		// Beyond the VM with mutual TLS.
 		`{"watch":{"listen":"0.0.0.0:14875","tls":{"cert":"/c","key":"/k","ca":"/a"}}}`,
@@ -201,9 +217,9 @@ func TestPropertyNamesWhatOperatorsSet(t *testing.T) {
 		"validator.blocking.pre-start":     "cellguard.validator.blocking.pre_start",
 		"validator.blocking.drain":         "cellguard.validator.blocking.drain",
 		"watch.textfile":                   "cellguard.watch.textfile_dir",
-		"watch.tls":                        "cellguard.watch.metrics.tls.cert, .key and .ca_cert",
-		"watch.tls.ca":                     "cellguard.watch.metrics.tls.ca_cert",
-		"watch.tls.cert":                   "cellguard.watch.metrics.tls.cert",
+		"watch.tls":                        "cellguard.watch.metrics.cert, .key and .ca_cert",
+		"watch.tls.ca":                     "cellguard.watch.metrics.ca_cert",
+		"watch.tls.cert":                   "cellguard.watch.metrics.cert",
 		"validator.runtime_binaries.runc":  "cellguard.validator.runtime_binaries.runc",
 		"sysctl.set.kernel.pid_max":        "cellguard.sysctl.set.kernel.pid_max",
 		"log.file":                         "",
@@ -228,5 +244,26 @@ func TestValidateJudgesAConfigBuiltInCode(t *testing.T) {
 	c.Watch.Listen, c.Watch.Period.Duration = "127.0.0.1:9323", 0
 	if err := c.Validate(nil); err != nil {
 		t.Fatalf("Validate = %v", err)
+	}
+}
+
+// drain.heal reaches the config as written; left out (a config an older
+// release rendered, or one written by hand) it is off, today's drain.
+func TestDrainHealIsReadAsWritten(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want bool
+	}{
+		{`{"drain":{"heal":true}}`, true},
+		{`{"drain":{"heal":false}}`, false},
+		{`{"drain":{"budget":"60s"}}`, false},
+	} {
+		c, err := Parse([]byte(tc.json), "test.json", testIDs)
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", tc.json, err)
+		}
+		if c.Drain.Heal != tc.want {
+			t.Errorf("Parse(%s): drain.heal %v, want %v", tc.json, c.Drain.Heal, tc.want)
+		}
 	}
 }

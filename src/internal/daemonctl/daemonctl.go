@@ -239,8 +239,9 @@ func (m *Manager) Install(ctx context.Context, d Daemon) (InstallResult, error) 
 		if u, err = m.writeAndLoad(ctx, conn, &res, d.unitDir(), text, u); err != nil {
 			return res, err
 		}
-		retry, err := judgeInstalled(u, res.Path, s.KillMode, s.Delegate)
-		if err != nil && s.Delegate == unitfile.DelegateV1 {
+		retry, err := judgeInstalled(u, res.Path, s.KillMode, s.Delegate, m.overriding(u, ""))
+		var re *RefusedError
+		if errors.As(err, &re) && re.Setting == "Delegate" && s.Delegate == unitfile.DelegateV1 {
 			if d := m.delegateFor(ctx, conn); d != s.Delegate {
 				s.Delegate, res.Delegate = d, d
 				continue
@@ -312,17 +313,29 @@ func needsReload(changed bool, u *systemd.Unit) bool {
 }
 
 // judgeInstalled judges what systemd read back after the unit file at path
-// was written with killMode: an error when the unit is not loaded or not
-// delegated as asked; retry names the KillMode to write instead when
-// systemd refused none.
-func judgeInstalled(u *systemd.Unit, path, killMode, delegate string) (retry string, err error) {
+// was written with killMode; overriding names the drop-ins that assign a
+// setting. retry names the KillMode to write instead when this systemd
+// does not take none (process, containerd's choice, still leaves container
+// processes alone when the unit stops). Every other difference is an error
+// naming the fix (RefusedError): KillMode overridden by a drop-in or
+// process refused too (stopping the unit could then kill every container
+// below it), Delegate= not as written (systemd would move the containers
+// on v1, strip their controllers on v2), the unit not loaded.
+func judgeInstalled(u *systemd.Unit, path, killMode, delegate string, overriding func(setting string) []string) (retry string, err error) {
 	if u.LoadState != "loaded" {
 		return "", fmt.Errorf("systemd did not load %s (LoadState=%s); see `journalctl -b | grep %s`", path, u.LoadState, u.Name)
 	}
-	if killMode == unitfile.KillModeNone && u.KillMode != unitfile.KillModeNone {
-		return unitfile.KillModeProcess, nil
+	if u.KillMode != killMode {
+		over := overriding("KillMode")
+		if killMode == unitfile.KillModeNone && len(over) == 0 {
+			return unitfile.KillModeProcess, nil
+		}
+		return "", refused(u, path, "KillMode", killMode, "KillMode="+u.KillMode, over)
 	}
-	return "", verifyDelegation(u, delegate)
+	if re := delegationRefused(u, path, delegate, overriding("Delegate")); re != nil {
+		return "", re
+	}
+	return "", nil
 }
 
 // unitFileSetting reads the unit file at p once and returns its [Service]
@@ -339,17 +352,6 @@ func (m *Manager) unitFileSetting(p string) func(name string) string {
 		}
 		return v
 	}
-}
-
-// verifyDelegation fails unless systemd reports the delegation we asked for:
-// never assume a directive took.
-func verifyDelegation(u *systemd.Unit, delegate string) error {
-	ok, missing := u.Delegates(unitfile.Controllers(delegate))
-	if !ok {
-		return fmt.Errorf("systemd reports Delegate=%v DelegateControllers=%v for %s, missing %v: the unit is not protected",
-			u.Delegate, u.DelegateControllers, u.Name, missing)
-	}
-	return nil
 }
 
 // noteKillModeDeprecation logs once per Manager why KillMode=none stays,

@@ -121,8 +121,8 @@ func (m *Manager) delegateInPlace(ctx context.Context, conn systemdAPI, name str
 		}
 	}
 	res.DelegateControllers = u.DelegateControllers
-	if err := verifyDelegation(u, delegate); err != nil {
-		return res, fmt.Errorf("drop-in %s did not take: %w", res.DropIn, err)
+	if re := delegationRefused(u, res.DropIn, delegate, m.overriding(u, res.DropIn)("Delegate")); re != nil {
+		return res, fmt.Errorf("drop-in %s did not take: %w", res.DropIn, re)
 	}
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/systemd"
@@ -18,6 +19,7 @@ import (
 type fakeSystemd struct {
 	root         string
 	refuseNone   bool                         // read KillMode=none back as control-group (a systemd without it)
+	refuseKill   bool                         // read every KillMode back as control-group (a systemd that takes neither)
 	version      string                       // Version's answer; "" is bookworm's 252
 	boolDelegate bool                         // read Delegate= as a boolean, as systemd before 236 does
 	active       map[string]string            // unit: ActiveState; missing means inactive
@@ -82,11 +84,20 @@ func (f *fakeSystemd) Reload(context.Context) error {
 			f.texts[name] = string(b)
 			u := &systemd.Unit{Name: name, LoadState: "loaded", ActiveState: "inactive", SubState: "dead",
 				FragmentPath: filepath.Join(dir, name)}
+			// Drop-ins in <unit>.d/ are read after the file, in name
+			// order, and their settings win (systemd.unit(5)).
+			dropIns, _ := filepath.Glob(filepath.Join(f.root, dir, name+".d", "*.conf"))
+			for _, dp := range dropIns {
+				if db, err := os.ReadFile(dp); err == nil {
+					b = append(append(b, '\n'), db...)
+					u.DropInPaths = append(u.DropInPaths, strings.TrimPrefix(dp, f.root))
+				}
+			}
 			u.KillMode, _, _ = unitfile.Setting(b, "Service", "KillMode")
-			if u.KillMode == unitfile.KillModeNone && f.refuseNone {
+			if u.KillMode == unitfile.KillModeNone && f.refuseNone || f.refuseKill {
 				u.KillMode = "control-group"
 			}
-			if d, ok, _ := unitfile.Setting(b, "Service", "Delegate"); ok && f.boolDelegate {
+			if d, ok, _ := unitfile.Setting(b, "Service", "Delegate"); ok && (f.boolDelegate || d == "no") {
 				u.Delegate = d == unitfile.DelegateV2 // a list is no boolean: Delegate=no
 			} else if ok {
 				u.Delegate = true

@@ -17,7 +17,7 @@ import (
 // The planner tests decide without root and without systemd: each case
 // is what systemd said, and the decision daemonctl takes. The same cases
 // on a real systemd are src/tests/integration's (TestPruneConverges,
-// TestSupervisorDropInDecision, TestKillModeFallback...).
+// TestSupervisorDropInDecision, TestInstallRefusalsOnRealSystemd...).
 
 func TestInitialKillMode(t *testing.T) {
 	loaded := func(km string) *systemd.Unit { return &systemd.Unit{LoadState: "loaded", KillMode: km} }
@@ -79,11 +79,23 @@ func TestJudgeInstalled(t *testing.T) {
 			unitfile.KillModeNone, "", "LoadState=bad-setting"},
 		{"delegation missing blkio", systemd.Unit{LoadState: "loaded", KillMode: "none", Delegate: true,
 			DelegateControllers: []string{"cpu", "cpuacct", "io", "memory", "devices", "pids"}},
-			unitfile.KillModeNone, "", "missing [blkio]"},
-		{"not delegated at all", systemd.Unit{LoadState: "loaded", KillMode: "none"}, unitfile.KillModeNone, "", "not protected"},
+			unitfile.KillModeNone, "", "(missing blkio)"},
+		{"not delegated at all", systemd.Unit{LoadState: "loaded", KillMode: "none"}, unitfile.KillModeNone, "", "read back Delegate=no"},
+		{"none overridden by a drop-in: no fallback", systemd.Unit{LoadState: "loaded", KillMode: "mixed", Delegate: true, DelegateControllers: v1},
+			unitfile.KillModeNone, "", "remove KillMode= from /etc/systemd/system/x.d/z.conf"},
+		{"process refused too", systemd.Unit{LoadState: "loaded", KillMode: "control-group", Delegate: true, DelegateControllers: v1},
+			unitfile.KillModeProcess, "", "systemd-analyze verify /etc/systemd/system/x"},
+		{"Delegate=no by a drop-in", systemd.Unit{LoadState: "loaded", KillMode: "none"},
+			unitfile.KillModeNone, "", "remove Delegate= from /etc/systemd/system/x.d/z.conf"},
+	}
+	// The drop-ins (other than cellguard's) that assign a setting, by case.
+	overriding := map[string]map[string][]string{
+		"none overridden by a drop-in: no fallback": {"KillMode": {"/etc/systemd/system/x.d/z.conf"}},
+		"Delegate=no by a drop-in":                  {"Delegate": {"/etc/systemd/system/x.d/z.conf"}},
 	}
 	for _, tc := range testCases {
-		retry, err := judgeInstalled(&tc.u, "/etc/systemd/system/x", tc.killMode, unitfile.DelegateV1)
+		over := func(setting string) []string { return overriding[tc.name][setting] }
+		retry, err := judgeInstalled(&tc.u, "/etc/systemd/system/x", tc.killMode, unitfile.DelegateV1, over)
 		if retry != tc.wantRetry {
 			t.Errorf("%s: retry %q, want %q", tc.name, retry, tc.wantRetry)
 		}
@@ -258,6 +270,56 @@ func TestInstallFallsBackWhenKillModeNoneIsRefused(t *testing.T) {
 	}
 	if res.Written || res.Reloaded || sd.reloads != 2 || res.KillMode != unitfile.KillModeProcess {
 		t.Errorf("second install: %+v after %d reloads; want nothing written or reloaded", res, sd.reloads)
+	}
+}
+
+// TestInstallRefusalsNameTheFix: what systemd reads back differs from what
+// Install wrote, and no fallback keeps container processes safe: Install
+// fails, and its error names the setting, what systemd read back and the
+// fix (the drop-in that overrides it, or how to ask systemd why). A drop-in
+// setting KillMode=control-group would let stopping the unit kill every
+// container below it; one setting Delegate=no, let systemd move (v1) or
+// strip (v2) them. The same on a real systemd: src/tests/integration,
+// TestInstallRefusalsOnRealSystemd.
+func TestInstallRefusalsNameTheFix(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		dropIn     string // [Service] settings of 90-operator.conf; "" for none
+		refuseKill bool
+		want       []string
+	}{
+		{"a drop-in sets KillMode", "KillMode=control-group\n", false,
+			[]string{"KillMode=none", "read back KillMode=control-group", "/etc/systemd/system/cellguard-garden.service.d/90-operator.conf", "remove KillMode="}},
+		{"a drop-in sets Delegate=no", "Delegate=no\n", false,
+			[]string{"Delegate=" + unitfile.DelegateV1, "read back Delegate=no", "/etc/systemd/system/cellguard-garden.service.d/90-operator.conf", "remove Delegate="}},
+		{"systemd takes neither none nor process", "", true,
+			[]string{"KillMode=process", "read back KillMode=control-group", "systemd-analyze verify /etc/systemd/system/cellguard-garden.service"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, d := fakeDaemonRoot(t)
+			if tc.dropIn != "" {
+				dir := filepath.Join(root, PersistentUnitDir, "cellguard-garden.service.d")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "90-operator.conf"), []byte("[Service]\n"+tc.dropIn), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sd := newFakeSystemd(root)
+			sd.refuseKill = tc.refuseKill
+			m := &Manager{Logger: lagertest.NewTestLogger("install"), Root: root, Delegate: unitfile.DelegateV1, conn: sd}
+			res, err := m.Install(context.Background(), d)
+			if err == nil {
+				t.Fatalf("install succeeded (%+v): a refused setting was taken as installed", res)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			t.Logf("%v", err)
+		})
 	}
 }
 

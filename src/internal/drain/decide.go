@@ -2,6 +2,7 @@ package drain
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
@@ -20,6 +21,9 @@ const (
 	ReleasedOnShutdown Outcome = "released_on_shutdown"
 	// Lifted: a blocking finding, let go by an operator's lift.
 	Lifted Outcome = "lifted"
+	// Healed: drain moved escaped processes back (cellguard.drain.heal)
+	// and nothing blocks in the report judged again.
+	Healed Outcome = "healed"
 	// BudgetExpired: the checks did not finish within the budget and none
 	// that finished blocks; what finished is reported and the VM is let go.
 	BudgetExpired Outcome = "budget_expired"
@@ -29,7 +33,7 @@ const (
 )
 
 // Outcomes lists every outcome, for a metric that names each.
-var Outcomes = []Outcome{Pass, Blocked, ReleasedOnShutdown, Lifted, BudgetExpired, CouldNotRun}
+var Outcomes = []Outcome{Pass, Blocked, ReleasedOnShutdown, Lifted, Healed, BudgetExpired, CouldNotRun}
 
 // Input is what Decide weighs.
 type Input struct {
@@ -42,6 +46,56 @@ type Input struct {
 	BlockOnShutdown bool
 	// Lift is an unexpired, trusted lift, or nil.
 	Lift *Lift
+	// Heal is what drain's heal did before Report was judged again; nil
+	// when it did not heal (cellguard.drain.heal off, or nothing escaped).
+	Heal *Heal
+}
+
+// Heal is what drain's heal did, for the decision's reason.
+type Heal struct {
+	// Moved counts the processes moved back and verified from /proc;
+	// Gone those that had exited (or whose pid names another process).
+	Moved, Gone int
+	// Unhealed says, per process still outside, which and why.
+	Unhealed []string
+}
+
+// maxUnhealedNamed bounds the processes a reason names; drain.log has
+// every one.
+const maxUnhealedNamed = 5
+
+// what says what the heal did, as a clause of a reason; "" without a heal.
+func (h *Heal) what() string {
+	if h == nil {
+		return ""
+	}
+	var parts []string
+	if h.Moved > 0 {
+		parts = append(parts, fmt.Sprintf("drain moved %s back into the cgroups their runtime recorded",
+			plural(h.Moved, "escaped process", "escaped processes")))
+	}
+	if h.Gone > 0 {
+		parts = append(parts, fmt.Sprintf("%s gone before drain could move it", plural(h.Gone, "escaped process was", "escaped processes were")))
+	}
+	if len(h.Unhealed) > 0 {
+		named := h.Unhealed[:min(len(h.Unhealed), maxUnhealedNamed)]
+		s := fmt.Sprintf("drain could not heal %d (cellguard.drain.heal): %s", len(h.Unhealed), strings.Join(named, "; "))
+		if more := len(h.Unhealed) - len(named); more > 0 {
+			s += fmt.Sprintf("; and %d more (drain.log)", more)
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Decision is Decide's verdict.
@@ -67,13 +121,16 @@ func Decide(in Input) Decision {
 		}
 		return Decision{Outcome: CouldNotRun, Reason: "cellguard could not validate (" + why + "); a broken guard does not hold the VM, so drain lets it go"}
 	case !in.Report.Blocked && in.Report.Incomplete:
-		return Decision{Outcome: BudgetExpired, Reason: "the checks did not all finish within the drain's time budget and none that finished blocks; what finished is reported, and drain lets the VM go"}
+		return Decision{Outcome: BudgetExpired, Reason: "the checks did not all finish within the drain's time budget and none that finished blocks; what finished is reported, and drain lets the VM go" + in.Heal.what()}
+	case !in.Report.Blocked && in.Heal != nil && in.Heal.Moved > 0:
+		return Decision{Outcome: Healed, Reason: "no blocking finding left" + in.Heal.what() +
+			", verified from /proc (reported as warnings: what moved them can do so again)"}
 	case !in.Report.Blocked:
-		return Decision{Outcome: Pass, Reason: "no blocking finding"}
+		return Decision{Outcome: Pass, Reason: "no blocking finding" + in.Heal.what()}
 	}
-	also := ""
+	also := in.Heal.what()
 	if in.Report.Incomplete {
-		also = " (some other checks did not finish within the budget; a finished check's blocking finding counts all the same)"
+		also += " (some other checks did not finish within the budget; a finished check's blocking finding counts all the same)"
 	}
 	switch {
 	case in.Call.Event == Shutdown && !in.BlockOnShutdown:

@@ -3,6 +3,7 @@ package drain
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -80,6 +81,14 @@ func TestDecide(t *testing.T) {
 		{"blocking+incomplete on shutdown is released", Input{Call: shutdown, Report: partial}, ReleasedOnShutdown},
 		{"blocking+incomplete on shutdown blocks when asked", Input{Call: shutdown, Report: partial, BlockOnShutdown: true}, Blocked},
 		{"blocking+incomplete is lifted by a lift", Input{Call: update, Report: partial, Lift: lift}, Lifted},
+		// Drain's heal (cellguard.drain.heal): Report is judged again after
+		// it, so what it moved back no longer blocks.
+		{"every escape healed lets an update go", Input{Call: update, Report: clean, Heal: &Heal{Moved: 2}}, Healed},
+		{"a heal on shutdown is said too", Input{Call: shutdown, Report: clean, Heal: &Heal{Moved: 1}}, Healed},
+		{"a heal of processes that were gone passes", Input{Call: update, Report: clean, Heal: &Heal{}}, Pass},
+		{"what the heal left blocks an update", Input{Call: update, Report: blocked, Heal: &Heal{Moved: 1, Unhealed: []string{"pid 7 (sleep) of c1 in blkio: moving it back failed"}}}, Blocked},
+		{"what the heal left is released on shutdown", Input{Call: shutdown, Report: blocked, Heal: &Heal{Unhealed: []string{"pid 7"}}}, ReleasedOnShutdown},
+		{"a heal with an expired budget is budget_expired", Input{Call: update, Report: unfinished, Heal: &Heal{Moved: 1}}, BudgetExpired},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,6 +103,29 @@ func TestDecide(t *testing.T) {
 	}
 	if d := Decide(Input{Call: update, Report: blocked, Lift: lift}); !strings.Contains(d.Reason, "bosh_abc") || !strings.Contains(d.Reason, "INC-1") {
 		t.Errorf("lifted reason %q lacks who and why", d.Reason)
+	}
+}
+
+// A drain that healed says so, and one that blocks after healing names
+// each process it could not heal and why, a bounded list.
+func TestDecideSaysWhatTheHealDidAndLeft(t *testing.T) {
+	update := Parse([]string{"job_changed", "hash_changed"})
+	d := Decide(Input{Call: update, Report: &validator.Report{}, Heal: &Heal{Moved: 2}})
+	if !strings.Contains(d.Reason, "moved 2 escaped processes back") {
+		t.Errorf("healed reason %q does not say how many moved", d.Reason)
+	}
+	var left []string
+	for i := range 8 {
+		left = append(left, fmt.Sprintf("pid %d (sleep) of c1 in blkio: moving it back failed", 100+i))
+	}
+	d = Decide(Input{Call: update, Report: &validator.Report{Blocked: true}, Heal: &Heal{Moved: 1, Unhealed: left}})
+	for _, want := range []string{"moved 1 escaped process back", "could not heal 8", left[0], left[maxUnhealedNamed-1], "and 3 more (drain.log)"} {
+		if !strings.Contains(d.Reason, want) {
+			t.Errorf("blocked reason lacks %q:\n%s", want, d.Reason)
+		}
+	}
+	if strings.Contains(d.Reason, left[maxUnhealedNamed]) {
+		t.Errorf("blocked reason names more than %d processes:\n%s", maxUnhealedNamed, d.Reason)
 	}
 }
 

@@ -74,8 +74,10 @@ type Spec struct {
 	// RuntimePath is the search path under Root; nil means
 	// runtimever.DefaultPath.
 	RuntimePath []string
-	// AdvisoriesFile is the operator's list merged over the shipped one.
-	AdvisoriesFile string
+	// Advisories are the operator's records (config judged them), merged
+	// over the shipped ones.
+	Advisories    []runtimever.Advisory
+	AdvisoriesErr error
 	// Prober probes each binary (its Cache keeps versions across watch's
 	// scans).
 	Prober runtimever.Prober

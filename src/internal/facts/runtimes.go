@@ -3,6 +3,7 @@ package facts
 import (
 	"context"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 )
 
@@ -26,6 +27,10 @@ type RuntimeFacts struct {
 	// rc93's hang; PipeSoftLimitErr when it could not be read.
 	PipeSoftLimit    int64
 	PipeSoftLimitErr error
+	// Mode is the host's cgroup layout, the condition of the hazards that
+	// bite on one layout only; ModeErr when it could not be told.
+	Mode    cgroup.Mode
+	ModeErr error
 }
 
 // Component is one runtime's binaries: the configured ones not there,
@@ -48,12 +53,20 @@ func readRuntimes(ctx context.Context, s Spec) RuntimeFacts {
 	if f.Path == nil {
 		f.Path = runtimever.DefaultPath
 	}
-	f.Advisories, f.AdvisoriesErr = runtimever.Load(s.Root, s.AdvisoriesFile)
+	f.Advisories, f.AdvisoriesErr = runtimever.Load(s.Advisories)
+	if s.AdvisoriesErr != nil {
+		f.AdvisoriesErr = s.AdvisoriesErr
+	}
 	if f.AdvisoriesErr != nil {
 		// Nothing to match against: probing would only spend time.
 		return f
 	}
 	f.PipeSoftLimit, f.PipeSoftLimitErr = runtimever.PipeSoftLimit(s.Root)
+	detect := s.Mode
+	if detect == nil {
+		detect = cgroup.DetectMode
+	}
+	f.Mode, f.ModeErr = detect(s.Root)
 	loc := runtimever.Locator{Root: s.Root, Configured: s.RuntimeBinaries, Path: s.RuntimePath}
 	for _, comp := range runtimever.Components {
 		found, missing := loc.Locate(comp)

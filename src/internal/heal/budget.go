@@ -18,6 +18,7 @@ type Budget struct {
 	perMinute int
 	clock     func() time.Time
 	spent     []time.Time // when each heal of the last Window was counted
+	ledger    string      // the shared record's file (NewSharedBudget); "" for none
 }
 
 // NewBudget is a budget of perMinute heals a Window, read on clock (nil:

@@ -36,6 +36,44 @@ type Outcome struct {
 // Failed says the heal was tried and the process is still outside.
 func (o Outcome) Failed() bool { return !o.Moved && !o.Gone && !o.Deferred }
 
+// Result names what the heal did, for a log line: moved, gone, deferred,
+// failed (the write failed) or still-outside (it did not hold).
+func (o Outcome) Result() string {
+	switch {
+	case o.Moved:
+		return "moved"
+	case o.Gone:
+		return "gone"
+	case o.Deferred:
+		return "deferred"
+	case !o.Written:
+		return "failed"
+	}
+	return "still-outside"
+}
+
+// Why says what became of the process, in the words its finding uses.
+func (o Outcome) Why() string {
+	switch o.Result() {
+	case "moved":
+		return "moved back to " + o.Escape.Want.Rel
+	case "gone":
+		return "gone: it exited, or its pid names another process now; nothing was moved"
+	case "deferred":
+		return "moving it back is deferred: the heal budget is spent"
+	case "failed":
+		return fmt.Sprintf("moving it back failed: %v", o.Err)
+	}
+	why := "moved it back but it is still in " + o.After
+	if o.After == "" {
+		why = "moved it back but could not read where it is"
+	}
+	if o.Err != nil {
+		why += fmt.Sprintf(": %v", o.Err)
+	}
+	return why
+}
+
 // Healer heals escapes; Mover is the real one.
 type Healer interface {
 	// Heal returns one Outcome per escape, in their order.
@@ -63,6 +101,10 @@ func (Mover) Heal(v *snapshot.Host, escapes []evidence.Escape) []Outcome {
 // errOther means the pid names another process than the escape's, or one
 // that exited: the escape's process is gone.
 var errOther = errors.New("not the process confirmed")
+
+// errUnconfirmed means the escape carries no identity to confirm its
+// process by: nothing is moved, and the escape is kept (a failure).
+var errUnconfirmed = errors.New("its identity could not be confirmed")
 
 // move moves e's process back, and only it (issue 38, hole 1). It holds
 // /proc/<pid> open (a pidfd: files read through it are that process's,
@@ -138,7 +180,9 @@ func gone(err error) (bool, error) {
 }
 
 // confirmed reads the pinned process and says whether it is still e's:
-// errOther when its identity differs or was not recorded, or it exited
+// errUnconfirmed when the scan recorded no identity to check (nothing is
+// moved, and the escape stays: the process may live), errOther when its
+// identity differs, or it exited
 // (a zombie's pid is not reused, but there is nothing left to move);
 // procfs.ErrGone once it was reaped.
 func confirmed(r *procfs.Reader, p *procfs.Pinned, e evidence.Escape) error {
@@ -149,14 +193,17 @@ func confirmed(r *procfs.Reader, p *procfs.Pinned, e evidence.Escape) error {
 	if st.State == 'Z' || st.State == 'X' || st.State == 'x' {
 		return fmt.Errorf("pid %d exited: %w", e.PID, errOther)
 	}
-	if e.StartTime == 0 || st.StartTime != e.StartTime {
+	if e.StartTime == 0 || e.PidNS == 0 {
+		return fmt.Errorf("pid %d: the scan recorded no start time or pid namespace to confirm it by: %w", e.PID, errUnconfirmed)
+	}
+	if st.StartTime != e.StartTime {
 		return fmt.Errorf("pid %d started at tick %d, the escape's at %d: %w", e.PID, st.StartTime, e.StartTime, errOther)
 	}
 	ns, err := r.PinnedPidNS(p)
 	if err != nil {
 		return err
 	}
-	if e.PidNS == 0 || ns != e.PidNS {
+	if ns != e.PidNS {
 		return fmt.Errorf("pid %d is in pid namespace %d, the escape's in %d: %w", e.PID, ns, e.PidNS, errOther)
 	}
 	return nil
@@ -226,7 +273,13 @@ func Heal(rep validator.Report, src *snapshot.Source, h Healer, b *Budget) []Out
 	var all []Outcome
 	admit := admission{left: -1, in: map[string]bool{}}
 	if b != nil {
-		admit.left = b.Left()
+		release, err := b.hold()
+		if err != nil {
+			admit.left = 0 // the record cannot be read: move nothing, defer all
+		} else {
+			defer release() //nolint:errcheck // a lost write undercounts at most this heal's moves
+			admit.left = b.Left()
+		}
 	}
 	for _, r := range rep.Results {
 		escapes := evidence.Escapes(r.Findings)

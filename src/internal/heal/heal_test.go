@@ -206,26 +206,30 @@ func TestMoverMovesOnlyTheConfirmedProcess(t *testing.T) {
 		name    string
 		change  func(h *fakehost.Host, e *checks.Escape)
 		written bool
+		kept    bool // not written, and not gone either: the finding stays
 	}{
-		{"the same process", func(*fakehost.Host, *checks.Escape) {}, true},
+		{"the same process", func(*fakehost.Host, *checks.Escape) {}, true, false},
 		{"another start time", func(h *fakehost.Host, _ *checks.Escape) {
 			p := h.Get(101)
 			p.Start++
 			h.Update(p)
-		}, false},
+		}, false, false},
 		{"another pid namespace", func(h *fakehost.Host, _ *checks.Escape) {
 			p := h.Get(101)
 			p.NS++
 			h.Update(p)
-		}, false},
+		}, false, false},
 		{"a zombie", func(h *fakehost.Host, _ *checks.Escape) {
 			p := h.Get(101)
 			p.State = 'Z'
 			h.Update(p)
-		}, false},
-		{"exited", func(h *fakehost.Host, _ *checks.Escape) { h.RemoveProcDir(101) }, false},
-		{"no pid namespace recorded", func(_ *fakehost.Host, e *checks.Escape) { e.PidNS = 0 }, false},
-		{"no start time recorded", func(_ *fakehost.Host, e *checks.Escape) { e.StartTime = 0 }, false},
+		}, false, false},
+		{"exited", func(h *fakehost.Host, _ *checks.Escape) { h.RemoveProcDir(101) }, false, false},
+		// An identity the scan could not record proves nothing either way:
+		// the process may well live, so it is neither moved nor dropped
+		// (a drain would otherwise let the VM go with it still out).
+		{"no pid namespace recorded", func(_ *fakehost.Host, e *checks.Escape) { e.PidNS = 0 }, false, true},
+		{"no start time recorded", func(_ *fakehost.Host, e *checks.Escape) { e.StartTime = 0 }, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := fakehost.New(t, cgroup.Legacy)
@@ -255,6 +259,12 @@ func TestMoverMovesOnlyTheConfirmedProcess(t *testing.T) {
 			if tc.written {
 				if string(b) != "101" || !o.Written || o.Gone {
 					t.Fatalf("outcome %+v, wrote %q: want 101 written", o, b)
+				}
+				return
+			}
+			if tc.kept {
+				if f, ok := o.Finding(); len(b) != 0 || o.Written || o.Moved || o.Gone || !ok || f.Status != validator.Fail {
+					t.Fatalf("outcome %+v (finding %+v), wrote %q: want nothing written and the escape kept as a failure", o, f, b)
 				}
 				return
 			}

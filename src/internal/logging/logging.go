@@ -14,6 +14,10 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/report"
 )
 
+// Logger is the logger New returns; cli names it here rather than import
+// lager.
+type Logger = lager.Logger
+
 // Options select where and how logs are written.
 type Options struct {
 	// File, when set, receives the logs (appended); otherwise Stderr does.

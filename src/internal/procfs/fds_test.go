@@ -12,24 +12,12 @@ import (
 // about 36 KB of records against an 8 KB buffer), and reads nsfs links as
 // the kernel writes them.
 func TestFDLinksLive(t *testing.T) {
-	var opened []int
-	t.Cleanup(func() {
-		for _, fd := range opened {
-			unix.Close(fd)
-		}
-	})
-	for i := 0; i < 1500; i++ {
-		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			t.Skipf("open fd %d: %v (RLIMIT_NOFILE?)", i, err)
-		}
-		opened = append(opened, fd)
-	}
+	opened := openDevNull(t, 1500)
 	ns, err := unix.Open("/proc/self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opened = append(opened, ns)
+	t.Cleanup(func() { unix.Close(ns) })
 	want, _ := os.Readlink("/proc/self/ns/net")
 	r := New("/").NewReader()
 	defer r.Close()
@@ -44,7 +32,7 @@ func TestFDLinksLive(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, fd := range opened[:len(opened)-1] {
+	for _, fd := range opened {
 		if got[fd] != "/dev/null" {
 			t.Fatalf("fd %d: %q, want /dev/null (%d fds listed)", fd, got[fd], len(got))
 		}
@@ -64,19 +52,7 @@ func TestFDLinksLive(t *testing.T) {
 // without pause while the fds are listed again and again: every listing
 // must still see every fd.
 func TestFDLinksUnderSignals(t *testing.T) {
-	var opened []int
-	t.Cleanup(func() {
-		for _, fd := range opened {
-			unix.Close(fd)
-		}
-	})
-	for i := 0; i < 1500; i++ {
-		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			t.Skipf("open fd %d: %v (RLIMIT_NOFILE?)", i, err)
-		}
-		opened = append(opened, fd)
-	}
+	opened := openDevNull(t, 1500)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -106,4 +82,24 @@ func TestFDLinksUnderSignals(t *testing.T) {
 			t.Fatalf("round %d: %d of the %d fds opened on /dev/null listed", round, seen, len(opened))
 		}
 	}
+}
+
+// openDevNull opens n fds on /dev/null, closed when the test ends: more
+// than one getdents buffer of fd names (1,500: about 36 KB of records
+// against FDLinks' 8 KB).
+func openDevNull(t *testing.T, n int) []int {
+	var opened []int
+	t.Cleanup(func() {
+		for _, fd := range opened {
+			unix.Close(fd)
+		}
+	})
+	for i := 0; i < n; i++ {
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Skipf("open fd %d: %v (RLIMIT_NOFILE?)", i, err)
+		}
+		opened = append(opened, fd)
+	}
+	return opened
 }

@@ -13,8 +13,8 @@ import (
 // JSON carries them all.
 const MaxEvidence = 20
 
-// Human writes the table, then for every check that did not pass its
-// evidence and fix. Every string is printed through Escape: findings
+// Human writes the table, why each skipped check judged nothing, then for
+// every check that did not pass its evidence and fix. Every string is printed through Escape: findings
 // carry what tenants named (comms, argv, cgroup paths), and the report
 // reaches terminals, drain.log and the errand's output.
 func Human(w io.Writer, rep validator.Report) error {
@@ -46,6 +46,7 @@ func Human(w io.Writer, rep validator.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	skipped(w, rep.Results)
 	for _, r := range rep.Results {
 		if !r.Status.IsProblem() {
 			continue
@@ -77,6 +78,34 @@ func Human(w io.Writer, rep validator.Report) error {
 		}
 	}
 	return nil
+}
+
+// skipped writes why each check that judged nothing did not: not
+// applicable on this host's cgroup layout, nothing configured to judge, or
+// nothing to read. The table alone shows "skip" for all of them alike.
+func skipped(w io.Writer, rs []validator.Result) {
+	first := true
+	for _, r := range rs {
+		if r.Status != validator.Skip || r.Error != "" {
+			continue
+		}
+		n := 0
+		for _, f := range r.Findings {
+			if f.Status != validator.Skip || n == MaxEvidence {
+				continue
+			}
+			n++
+			if first {
+				fmt.Fprintln(w)
+				first = false
+			}
+			if f.Subject != "" {
+				fmt.Fprintf(w, "[skip] %s: %s: %s\n", Escape(r.ID), Escape(f.Subject), Escape(f.Detail))
+			} else {
+				fmt.Fprintf(w, "[skip] %s: %s\n", Escape(r.ID), Escape(f.Detail))
+			}
+		}
+	}
 }
 
 func statusWord(s validator.Status) string {

@@ -6,22 +6,32 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
-
-	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
-	"github.com/cloudfoundry/cellguard/src/internal/safefile"
+	"sync"
 )
 
 //go:embed advisories.json
 var embeddedAdvisories []byte
 
-// Conditions an advisory may name. Each is evaluated on the host by the
-// runtime-versions check; unknown names are rejected when data is loaded,
-// so a typo cannot silently turn a blocking entry into a warning.
+// Classes: what a matching advisory means for a rollout. The check applies
+// them; which ids an operator promotes is policy, set at the edge.
+const (
+	// ClassHazard is a flaw that breaks cells by itself (runc init hangs,
+	// devices briefly denied, exec failing): it blocks pre-start while its
+	// conditions hold on the host.
+	ClassHazard = "hazard"
+	// ClassSecurity is a flaw an attacker must exploit: it is reported and
+	// blocks only when the operator promotes its id.
+	ClassSecurity = "security"
+)
+
+// Conditions an advisory may name. Each is judged on the host by the
+// runtime-versions check; unknown names are refused when data is loaded,
+// so a typo cannot silently turn a hazard into a warning.
 const (
 	// ConditionPipeSoftLimit holds when fs.pipe-user-pages-soft is
 	// non-zero: a user over the limit gets small pipes.
@@ -29,19 +39,28 @@ const (
 	// ConditionCrunLibkrun holds when the probed crun was built with
 	// libkrun: its `--version` lists +LIBKRUN among its features.
 	ConditionCrunLibkrun = "crun_built_with_libkrun"
+	// ConditionCgroupV1Devices holds when the devices controller is a v1
+	// hierarchy (legacy or hybrid layout).
+	ConditionCgroupV1Devices = "cgroup_v1_devices"
+	// ConditionCgroupV2 holds on a unified (v2 only) layout.
+	ConditionCgroupV2 = "cgroup_v2"
 )
 
-var knownConditions = map[string]bool{ConditionPipeSoftLimit: true, ConditionCrunLibkrun: true}
+// Conditions lists the condition names, for errors and docs.
+var Conditions = []string{ConditionPipeSoftLimit, ConditionCrunLibkrun, ConditionCgroupV1Devices, ConditionCgroupV2}
+
+// Impacts say what a flaw lets happen (informative; the class decides).
+var Impacts = []string{"escape", "hang", "limited-host-write", "isolation", "denial-of-service", "disclosure", "integrity", "malfunction"}
 
 // Phase and Severity spell an advisory's severity in each of the
-// validator's phases as advisories.json does; the runtime-versions check
-// maps them onto the validator's own.
+// validator's phases; the runtime-versions check maps them onto the
+// validator's own.
 type (
 	Phase    string
 	Severity string
 )
 
-// The phases and severities an advisory may name.
+// The phases and severities an advisory may have.
 const (
 	PreStart         Phase    = "pre-start"
 	Drain            Phase    = "drain"
@@ -50,132 +69,99 @@ const (
 	SeverityInfo     Severity = "info"
 )
 
-// Range is one affected interval: Introduced <= v < Fixed. Introduced "0"
-// means every earlier version; an introduced release also holds its own
-// pre-releases (belowIntroduced); an empty Fixed means no fix is released.
+// Range is one affected interval of an OSV range: Introduced <= v <
+// Fixed, or <= LastAffected. Introduced "0" means every earlier version;
+// an introduced release also holds its own pre-releases (belowIntroduced);
+// neither bound means no fix is released.
 type Range struct {
-	// Series is the release series the range's fix belongs to
-	// ("1.7", "20.10"); informative, checked by the shipped data's tests.
-	Series     string `json:"series,omitempty"`
-	Introduced string `json:"introduced"`
-	Fixed      string `json:"fixed,omitempty"`
+	Introduced   string `json:"introduced"`
+	Fixed        string `json:"fixed,omitempty"`
+	LastAffected string `json:"last_affected,omitempty"`
 }
 
-// Advisory is one entry of advisories.json.
+// Package is what an advisory says about one probed component.
+type Package struct {
+	Component string
+	Ranges    []Range
+	// Versions are affected versions listed one by one (OSV's versions).
+	Versions []Version
+}
+
+// Advisory is one OSV record, as runtime-versions matches it.
 type Advisory struct {
-	ID        string `json:"id"`
-	Component string `json:"component"` // one of Components
-	// Class is what the flaw lets happen (class.go); the shipped data's
-	// severity follows from it (docs/validator.md, "Severity rule").
-	Class    string  `json:"class,omitempty"`
-	Summary  string  `json:"summary"`
-	Affected []Range `json:"affected"`
+	ID      string
+	Aliases []string
+	// Class is ClassHazard or ClassSecurity; Impact what the flaw lets
+	// happen (one of Impacts, may be empty).
+	Class      string
+	Impact     string
+	Conditions []string
+	Summary    string
+	Details    string
+	Packages   []Package
+	References []string
 	// Backports are distribution builds known to carry the fix although
 	// their upstream version is in an affected range. An entry is an exact
 	// package version ("1.1.5+ds1-1+deb12u1", matched against the version
 	// the binary reports as its commit/revision), or ">=" plus a Debian
 	// version: that upload and later revisions of the same upstream
 	// version, by dpkg ordering.
-	Backports []string `json:"backports,omitempty"`
-	// Severity per phase when the advisory matches; a missing phase means
-	// warning.
-	Severity map[Phase]Severity `json:"severity"`
-	// Condition, when set, names a host condition under which the
-	// advisory bites; when it does not hold, the entry is at most a
-	// warning.
-	Condition  string   `json:"condition,omitempty"`
-	References []string `json:"references"`
-	Note       string   `json:"note,omitempty"`
-	// Disabled drops an entry of the same id from the shipped list (in an
-	// operator's file).
-	Disabled bool `json:"disabled,omitempty"`
+	Backports []string
+	// Withdrawn records drop a record of the same id (OSV's withdrawn).
+	Withdrawn bool
 }
 
-// File is the advisories.json document.
-type File struct {
-	Schema     int        `json:"schema"`
-	Note       string     `json:"note,omitempty"`
-	Advisories []Advisory `json:"advisories"`
-}
-
-// SeverityIn returns the entry's severity in phase p.
-func (a Advisory) SeverityIn(p Phase) Severity {
-	if s, ok := a.Severity[p]; ok {
-		return s
-	}
-	return SeverityWarning
-}
-
-// FixedIn lists the releases that fix the entry, for the operator.
-func (a Advisory) FixedIn() []string {
+// Components lists the components the advisory names, in order.
+func (a Advisory) Components() []string {
 	var out []string
-	for _, r := range a.Affected {
-		if r.Fixed != "" {
-			out = append(out, r.Fixed)
+	for _, p := range a.Packages {
+		if !slices.Contains(out, p.Component) {
+			out = append(out, p.Component)
 		}
 	}
 	return out
 }
 
-// Validate checks one entry.
-func (a Advisory) Validate() error {
-	if a.ID == "" {
-		return errors.New("advisory without id")
-	}
-	if a.Disabled {
-		return nil
-	}
-	if !KnownComponent(a.Component) {
-		return fmt.Errorf("advisory %s: component %q: want one of %s", a.ID, a.Component, strings.Join(Components, ", "))
-	}
-	if _, ok := LookupClass(a.Class); a.Class != "" && !ok {
-		return fmt.Errorf("advisory %s: class %q: want one of %s", a.ID, a.Class, strings.Join(ClassNames(), ", "))
-	}
-	if a.Summary == "" || len(a.References) == 0 {
-		return fmt.Errorf("advisory %s: summary and references are required", a.ID)
-	}
-	if len(a.Affected) == 0 {
-		return fmt.Errorf("advisory %s: no affected range", a.ID)
-	}
-	for i, r := range a.Affected {
-		if err := r.checkSeries(); err != nil {
-			return fmt.Errorf("advisory %s: affected[%d]: %w", a.ID, i, err)
+// Ranges lists the affected ranges of component.
+func (a Advisory) Ranges(component string) []Range {
+	var out []Range
+	for _, p := range a.Packages {
+		if p.Component == component {
+			out = append(out, p.Ranges...)
 		}
-		var lo Version
-		if r.Introduced != "0" {
-			v, err := ParseVersion(r.Introduced)
-			if err != nil {
-				return fmt.Errorf("advisory %s: affected[%d].introduced: %w", a.ID, i, err)
-			}
-			lo = v
-		}
-		if r.Fixed != "" {
-			hi, err := ParseVersion(r.Fixed)
-			if err != nil {
-				return fmt.Errorf("advisory %s: affected[%d].fixed: %w", a.ID, i, err)
-			}
-			if !lo.Less(hi) {
-				return fmt.Errorf("advisory %s: affected[%d]: introduced %s is not below fixed %s", a.ID, i, r.Introduced, r.Fixed)
+	}
+	return out
+}
+
+// FixedIn lists the releases that fix the advisory, for the operator.
+func (a Advisory) FixedIn() []string {
+	var out []string
+	for _, p := range a.Packages {
+		for _, r := range p.Ranges {
+			if r.Fixed != "" && !slices.Contains(out, r.Fixed) {
+				out = append(out, r.Fixed)
 			}
 		}
 	}
-	for p, s := range a.Severity {
-		if p != PreStart && p != Drain {
-			return fmt.Errorf("advisory %s: severity phase %q: want pre-start or drain", a.ID, p)
-		}
-		if s != SeverityBlocking && s != SeverityWarning && s != SeverityInfo {
-			return fmt.Errorf("advisory %s: severity %q: want blocking, warning or info", a.ID, s)
-		}
+	return out
+}
+
+// SeverityIn is the advisory's severity in phase p when it matches and its
+// conditions hold: a hazard, or a security advisory the operator promoted,
+// blocks pre-start; the rest warn. At drain each is one step milder: the
+// old runtime is on its way out and blocking would stop the update that
+// replaces it.
+func (a Advisory) SeverityIn(p Phase, promoted bool) Severity {
+	blocks := a.Class == ClassHazard || promoted
+	switch {
+	case p == Drain && blocks:
+		return SeverityWarning
+	case p == Drain:
+		return SeverityInfo
+	case blocks:
+		return SeverityBlocking
 	}
-	if a.Condition != "" && !knownConditions[a.Condition] {
-		return fmt.Errorf("advisory %s: unknown condition %q", a.ID, a.Condition)
-	}
-	for _, b := range a.Backports {
-		if strings.TrimSpace(strings.TrimPrefix(b, ">=")) == "" {
-			return fmt.Errorf("advisory %s: empty backport entry", a.ID)
-		}
-	}
-	return nil
+	return SeverityWarning
 }
 
 // Verdict is how an advisory relates to one probed binary.
@@ -189,21 +175,17 @@ const (
 	Backported
 )
 
-// Match reports whether the advisory applies to a binary of version v,
-// whose distribution package version (may be empty) is distro and whose
-// commit field is commit. The returned string is the backport entry that
-// matched, for evidence.
-func (a Advisory) Match(v Version, distro, commit string) (Verdict, string) {
+// Match reports whether the advisory applies to a component binary of
+// version v, whose distribution package version (may be empty) is distro
+// and whose commit field is commit. The returned string is the backport
+// entry that matched, for evidence.
+func (a Advisory) Match(component string, v Version, distro, commit string) (Verdict, string) {
 	affected := false
-	for _, r := range a.Affected {
-		if r.Introduced != "0" && belowIntroduced(v, MustParse(r.Introduced)) {
-			continue
+	for _, p := range a.Packages {
+		if p.Component == component && p.affects(v) {
+			affected = true
+			break
 		}
-		if r.Fixed != "" && !v.Less(MustParse(r.Fixed)) {
-			continue
-		}
-		affected = true
-		break
 	}
 	if !affected {
 		return NotAffected, ""
@@ -216,11 +198,34 @@ func (a Advisory) Match(v Version, distro, commit string) (Verdict, string) {
 	return Affected, ""
 }
 
+func (p Package) affects(v Version) bool {
+	for _, lv := range p.Versions {
+		if Compare(v, lv) == 0 {
+			return true
+		}
+	}
+	for _, r := range p.Ranges {
+		if r.Introduced != "0" && belowIntroduced(v, MustParse(r.Introduced)) {
+			continue
+		}
+		if r.Fixed != "" && !v.Less(MustParse(r.Fixed)) {
+			continue
+		}
+		if r.LastAffected != "" && MustParse(r.LastAffected).Less(v) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
 // belowIntroduced reports whether v comes before a range that starts at
 // intro. An introduced release X.Y.Z also holds its own pre-releases
 // (X.Y.Z-beta.0 .. -rc.N), which semver orders below it: they are built
 // toward X.Y.Z and carry what it carries. containerd's ranges start at
 // each series' X.Y.0, so without this its betas and rcs matched nothing.
+// OSV's own rule is stricter (>= introduced); for records from OSV exports
+// this errs toward reporting.
 func belowIntroduced(v, intro Version) bool {
 	if len(intro.Pre) == 0 {
 		v = Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch}
@@ -243,90 +248,54 @@ func matchBackport(entry, distro, commit string) bool {
 	return entry == distro || (commit != "" && entry == commit)
 }
 
-// Parse decodes and validates advisory data; name is used in errors.
-func Parse(b []byte, name string) (File, error) {
-	var f File
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return File{}, fmt.Errorf("parse advisories %s: %w", name, err)
+// Parse decodes and judges a JSON array of OSV records; name is used in
+// errors. Ids must be unique.
+func Parse(b []byte, name string) ([]Advisory, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		return nil, fmt.Errorf("parse advisories %s: want a JSON array of OSV records: %w", name, err)
 	}
-	if f.Schema != 1 {
-		return File{}, fmt.Errorf("parse advisories %s: schema %d: want 1", name, f.Schema)
-	}
+	out := make([]Advisory, 0, len(raws))
 	seen := map[string]bool{}
-	for _, a := range f.Advisories {
-		if err := a.Validate(); err != nil {
-			return File{}, fmt.Errorf("advisories %s: %w", name, err)
+	for i, raw := range raws {
+		a, err := ParseRecord(raw)
+		if err != nil {
+			return nil, fmt.Errorf("advisories %s: [%d]: %w", name, i, err)
 		}
 		if seen[a.ID] {
-			return File{}, fmt.Errorf("advisories %s: id %q listed twice", name, a.ID)
+			return nil, fmt.Errorf("advisories %s: id %q listed twice", name, a.ID)
 		}
 		seen[a.ID] = true
+		out = append(out, a)
 	}
-	return f, nil
+	return out, nil
 }
 
 // Shipped returns the advisory list embedded in the release.
 func Shipped() ([]Advisory, error) {
-	f, err := Parse(embeddedAdvisories, "(shipped)")
-	if err != nil {
-		return nil, err
-	}
-	return f.Advisories, nil
+	advs, err := shipped()
+	return slices.Clone(advs), err
 }
 
-// Load returns the shipped list merged with the operator's file at path
-// (host path; read under root). Entries of the file replace shipped
-// entries of the same id; "disabled": true removes one. On a real root
-// ("" or "/") it is read through safefile.OpenTrusted: owned by root and
-// writable by no one else, and so is every directory and symlink on the
-// way to it: whoever can edit the list can silence a blocking check.
-func Load(root, path string) ([]Advisory, error) {
+// shipped parses the embedded list once: config judges every Load against
+// its ids, and watch matches it on every scan.
+var shipped = sync.OnceValues(func() ([]Advisory, error) { return Parse(embeddedAdvisories, "(shipped)") })
+
+// Load returns the shipped list merged with the operator's records (already
+// parsed, by config): an operator's record replaces a shipped one of the
+// same id, and a withdrawn one removes it.
+func Load(operator []Advisory) ([]Advisory, error) {
 	shipped, err := Shipped()
 	if err != nil {
 		return nil, err
 	}
-	if path == "" {
-		return shipped, nil
-	}
-	f, err := readOperatorFile(root, path)
-	if err != nil {
-		return nil, err
-	}
-	return merge(shipped, f.Advisories), nil
-}
-
-// readOperatorFile reads and parses the operator's advisories file at path
-// under root, refusing an untrusted one on a real root (see Load).
-func readOperatorFile(root, path string) (File, error) {
-	host := filepath.Join(root, path)
-	open := os.Open // a fixture tree: no root decision rests on it
-	if hostroot.IsLive(root) {
-		open = safefile.OpenTrusted
-	}
-	f, err := open(host)
-	if errors.Is(err, safefile.ErrUntrusted) {
-		return File{}, fmt.Errorf("advisories: %w", err)
-	} else if err != nil {
-		return File{}, fmt.Errorf("read advisories %s: %w", host, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return File{}, fmt.Errorf("read advisories %s: %w", host, err)
-	}
-	return Parse(b, host)
+	return merge(shipped, operator), nil
 }
 
 func merge(base, over []Advisory) []Advisory {
 	byID := map[string]Advisory{}
 	var order []string
-	for _, a := range base {
-		byID[a.ID] = a
-		order = append(order, a.ID)
-	}
-	for _, a := range over {
+	for _, a := range append(slices.Clone(base), over...) {
 		if _, ok := byID[a.ID]; !ok {
 			order = append(order, a.ID)
 		}
@@ -334,12 +303,21 @@ func merge(base, over []Advisory) []Advisory {
 	}
 	var out []Advisory
 	for _, id := range order {
-		if a := byID[id]; !a.Disabled {
+		if a := byID[id]; !a.Withdrawn {
 			out = append(out, a)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Component < out[j].Component })
+	sort.SliceStable(out, func(i, j int) bool {
+		return slices.Index(Components, firstComponent(out[i])) < slices.Index(Components, firstComponent(out[j]))
+	})
 	return out
+}
+
+func firstComponent(a Advisory) string {
+	if len(a.Packages) == 0 {
+		return ""
+	}
+	return a.Packages[0].Component
 }
 
 // PipeSoftLimit reads fs.pipe-user-pages-soft under root: the number of
@@ -357,3 +335,5 @@ func PipeSoftLimit(root string) (int64, error) {
 	}
 	return n, nil
 }
+
+var errNoText = errors.New("summary or details is required")

@@ -1,39 +1,36 @@
 package runtimever
 
-import (
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 func TestEffectiveOrigins(t *testing.T) {
 	shipped, err := Shipped()
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := Effective("", "")
+	set, err := Effective(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(set.Entries) != len(shipped) || len(set.Disabled) != 0 {
-		t.Fatalf("shipped alone: %d entries, %d disabled; want %d, 0", len(set.Entries), len(set.Disabled), len(shipped))
+	if len(set.Entries) != len(shipped) || len(set.Withdrawn) != 0 {
+		t.Fatalf("shipped alone: %d entries, %d withdrawn; want %d, 0", len(set.Entries), len(set.Withdrawn), len(shipped))
 	}
 	for _, e := range set.Entries {
 		if e.Origin != OriginShipped {
-			t.Fatalf("%s: origin %q without an operator file", e.ID, e.Origin)
+			t.Fatalf("%s: origin %q without operator records", e.ID, e.Origin)
 		}
 	}
-
-	root := t.TempDir()
-	doc := `{"schema":1,"advisories":[
-	  {"id":"CVE-2020-15257","disabled":true},
-	  {"id":"NOT-SHIPPED","disabled":true},
-	  {"id":"CVE-2024-21626","component":"runc","summary":"site","references":["https://example.org"],
-	   "affected":[{"introduced":"0","fixed":"1.1.12"}],"severity":{"pre-start":"warning"}},
-	  {"id":"SITE-1","component":"dockerd","summary":"site rule","references":["https://example.org/1"],
-	   "affected":[{"introduced":"0","fixed":"29.0.0"}]}]}`
-	must(t, os.WriteFile(filepath.Join(root, "a.json"), []byte(doc), 0o644))
-	set, err = Effective(root, "/a.json")
+	doc := `[
+	  {"id":"CVE-2020-15257","modified":"2026-12-06T00:00:00Z","withdrawn":"2026-12-06T00:00:00Z"},
+	  {"id":"NOT-SHIPPED","modified":"2026-12-06T00:00:00Z","withdrawn":"2026-12-06T00:00:00Z"},
+	  {"id":"CVE-2024-21626","modified":"2026-12-06T00:00:00Z","summary":"site",
+	   "affected":[{"package":{"ecosystem":"Go","name":"github.com/opencontainers/runc"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"},{"fixed":"1.1.12"}]}]}]},
+	  {"id":"SITE-1","modified":"2026-12-06T00:00:00Z","summary":"site rule",
+	   "affected":[{"package":{"ecosystem":"Go","name":"github.com/moby/moby"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"},{"fixed":"29.0.0"}]}]}]}]`
+	op, err := Parse([]byte(doc), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err = Effective(op)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,15 +44,12 @@ func TestEffectiveOrigins(t *testing.T) {
 		}
 	}
 	if _, ok := origins["CVE-2020-15257"]; ok {
-		t.Error("disabled entry listed")
+		t.Error("withdrawn entry listed")
 	}
-	if len(set.Disabled) != 1 || set.Disabled[0] != "CVE-2020-15257" {
-		t.Errorf("disabled = %v, want [CVE-2020-15257] (an id the shipped list lacks disables nothing)", set.Disabled)
+	if len(set.Withdrawn) != 1 || set.Withdrawn[0] != "CVE-2020-15257" {
+		t.Errorf("withdrawn = %v, want [CVE-2020-15257] (an id the shipped list lacks withdraws nothing)", set.Withdrawn)
 	}
 	if len(set.Entries) != len(shipped)-1+1 {
 		t.Errorf("%d entries, want %d", len(set.Entries), len(shipped))
-	}
-	if _, err := Effective(root, "/missing.json"); err == nil {
-		t.Error("missing file: no error")
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 )
 
 // ErrUnknownVersion means a binary did not say which version it is.
@@ -43,6 +46,9 @@ func ParseVersion(s string) (Version, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || strings.EqualFold(s, "unknown") || strings.HasPrefix(s, "(devel)") {
 		return Version{}, fmt.Errorf("parse version %q: %w", s, ErrUnknownVersion)
+	}
+	if pv, ok := parsePseudo(s); ok {
+		return pv, nil
 	}
 	m := versionRe().FindStringSubmatch(s)
 	if m == nil {
@@ -89,6 +95,29 @@ func ParseVersion(s string) (Version, error) {
 		}
 	}
 	return v, nil
+}
+
+// parsePseudo parses a Go pseudo-version, which names a commit between two
+// tags: v1.1.1-0.20220607072441-a7a45d7d2721 comes after v1.1.0 and before
+// v1.1.1. Its pre-release (without the commit hash, which orders nothing)
+// is kept so it sorts where Go's semver puts it; read the general way, the
+// "-0." would look like a Debian revision and make it equal to v1.1.1.
+func parsePseudo(s string) (Version, bool) {
+	vs := s
+	if !strings.HasPrefix(vs, "v") {
+		vs = "v" + vs
+	}
+	if !module.IsPseudoVersion(vs) {
+		return Version{}, false
+	}
+	pre := strings.TrimPrefix(semver.Prerelease(vs), "-")
+	pre = pre[:strings.LastIndexByte(pre, '-')] // drop the commit hash
+	var v Version
+	if _, err := fmt.Sscanf(semver.Canonical(strings.TrimSuffix(vs, semver.Build(vs))), "v%d.%d.%d", &v.Major, &v.Minor, &v.Patch); err != nil {
+		return Version{}, false
+	}
+	v.Pre, v.Raw = splitPre(pre), s
+	return v, true
 }
 
 // MustParse is ParseVersion for literals in data and tests.

@@ -72,6 +72,16 @@ func TestCompare(t *testing.T) {
 		{"1.2.7", "1.2.8"},
 		{"1.9.0", "1.10.0"},
 		{"0.9.9", "1.0.0-rc1"},
+		// Go pseudo-versions (GHSA and the Go vulnerability database give
+		// fixes as commits): vX.Y.(Z+1)-0.TS-hash is a commit after X.Y.Z
+		// and before X.Y.(Z+1); vX.Y.Z-pre.0.TS-hash one after that
+		// pre-release; v0.0.0-TS-hash one with no tag before it.
+		{"1.1.0", "v1.1.1-0.20220607072441-a7a45d7d2721"},
+		{"v1.1.1-0.20220607072441-a7a45d7d2721", "1.1.1"},
+		{"v1.1.1-0.20220607072441-a7a45d7d2721", "v1.1.1-0.20220701000000-0123456789ab"},
+		{"1.0.0-rc92", "v1.0.0-rc92.0.20201006222512-5e0a7e1b0f0a"},
+		{"v1.0.0-rc92.0.20201006222512-5e0a7e1b0f0a", "1.0.0-rc93"},
+		{"v0.0.0-20190101000000-abcdef123456", "0.0.1"},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.lo+"<"+tc.hi, func(t *testing.T) {

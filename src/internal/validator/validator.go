@@ -55,6 +55,12 @@ type Meta struct {
 	// Measured names the Data keys of the check's findings that change
 	// while the problem stays the same (Finding.Measured).
 	Measured []string
+	// Layouts are the cgroup layouts whose hosts the check judges, as
+	// cgroup.Mode names them ("legacy", "hybrid", "unified"). On a host of
+	// another layout the check's one finding is a Skip saying it is not
+	// applicable there: never a pass, a finding or "could not read".
+	// Every check names them (Validate).
+	Layouts []string
 }
 
 // SeverityIn returns the check's severity in phase p.
@@ -131,7 +137,9 @@ type Result struct {
 	Fix        string    `json:"fix,omitempty"`
 	Story      string    `json:"story,omitempty"`
 	References []string  `json:"references,omitempty"`
-	Duration   float64   `json:"duration_seconds"`
+	// Layouts are the cgroup layouts the check judges (Meta.Layouts).
+	Layouts  []string `json:"layouts,omitempty"`
+	Duration float64  `json:"duration_seconds"`
 	// Unfinished: the run's context ended before the check did (a drain's
 	// time budget ran out). Its Status is Error, and it never blocks: it
 	// found nothing either way.
@@ -335,7 +343,7 @@ func severityOf(m Meta, opts Options) Severity {
 func resultOf(m Meta, opts Options, ignored map[string]bool) Result {
 	return Result{
 		ID: m.ID, Title: m.Title, Severity: severityOf(m, opts), Status: Pass,
-		Fix: m.Fix, Story: m.Story, References: m.References,
+		Fix: m.Fix, Story: m.Story, References: m.References, Layouts: m.Layouts,
 		Ignored: ignored[m.ID] || ignored[IgnoreAll],
 	}
 }
@@ -477,7 +485,8 @@ func worst(fs []Finding) Status {
 	return st
 }
 
-// Validate checks a registry: ids unique and every check documented.
+// Validate checks a registry: ids unique and every check documented,
+// including the cgroup layouts it judges.
 func Validate(checks []Check) error {
 	seen := map[string]bool{}
 	for _, c := range checks {
@@ -489,6 +498,8 @@ func Validate(checks []Check) error {
 			return fmt.Errorf("check id %q registered twice", m.ID)
 		case m.Title == "" || m.Story == "" || m.Fix == "":
 			return fmt.Errorf("check %q: title, story and fix are required", m.ID)
+		case len(m.Layouts) == 0:
+			return fmt.Errorf("check %q: layouts are required (the cgroup layouts it judges)", m.ID)
 		}
 		seen[m.ID] = true
 	}

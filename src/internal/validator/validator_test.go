@@ -21,7 +21,7 @@ func (c fakeCheck) Meta() Meta                             { return c.meta }
 func (c fakeCheck) Run(context.Context) ([]Finding, error) { return c.findings, c.err }
 
 func meta(id string, pre, drain Severity) Meta {
-	return Meta{ID: id, Title: id + " title", Story: "story", Fix: "fix",
+	return Meta{ID: id, Title: id + " title", Story: "story", Fix: "fix", Layouts: []string{"unified"},
 		Severity: map[Phase]Severity{PreStart: pre, Drain: drain}}
 }
 
@@ -96,6 +96,7 @@ func TestValidate(t *testing.T) {
 		{"no id", []Check{fakeCheck{meta: Meta{Title: "t", Story: "s", Fix: "f"}}}, "has no id"},
 		{"twice", []Check{good, good}, "registered twice"},
 		{"no story", []Check{fakeCheck{meta: Meta{ID: "a", Title: "t", Fix: "f"}}}, "title, story and fix are required"},
+		{"no layouts", []Check{fakeCheck{meta: Meta{ID: "a", Title: "t", Story: "s", Fix: "f"}}}, "layouts are required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Validate(tc.checks)

@@ -3,17 +3,15 @@ package watch
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
+	"code.cloudfoundry.org/tlsconfig"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
@@ -64,7 +62,7 @@ func (w *Watcher) serve(ctx context.Context) {
 		if err != nil {
 			w.m.ListenerUp.Set(0)
 			w.log.Error("metrics-listen-failed", err, lager.Data{"address": w.cfg.Listen, "retry_in": wait.String(),
-				"hint": "another process holds the port, or the TLS files are missing: pick cellguard.watch.listen or fix the files"})
+				"hint": "another process holds the port, or the TLS files are missing, unreadable or expired: pick cellguard.watch.listen or fix the files"})
 			if !sleep(ctx, wait) {
 				return
 			}
@@ -113,29 +111,21 @@ func (w *Watcher) listen() (net.Listener, error) {
 	return tls.NewListener(ln, conf), nil
 }
 
-// ServerTLS is mutual TLS as CF jobs serve metrics to the prom scraper
-// (go-metric-registry's WithTLSServer: tlsconfig's internal-service
-// defaults, and a client certificate signed by the metric scraper CA
-// required): TLS 1.2 or later, client certificates verified against CA.
+// ServerTLS is mutual TLS as CF jobs serve metrics to the prom scraper:
+// go-metric-registry's WithTLSServer (prometheus.go at 9aea002e) builds
+// it with tlsconfig's internal-service defaults (TLS 1.2 or 1.3; on 1.2
+// only ECDHE-RSA with AES-GCM, so the key is RSA, as CredHub's are) and a
+// client certificate required and verified against CA (metric_scraper_ca).
+// tlsconfig also refuses a server certificate that has expired.
 func ServerTLS(f TLSFiles) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	conf, err := tlsconfig.Build(
+		tlsconfig.WithInternalServiceDefaults(),
+		tlsconfig.WithIdentityFromFile(f.Cert, f.Key),
+	).Server(tlsconfig.WithClientAuthenticationFromFile(f.CA))
 	if err != nil {
-		return nil, fmt.Errorf("load metrics certificate: %w", err)
+		return nil, fmt.Errorf("build metrics TLS from %s, %s and %s: %w", f.Cert, f.Key, f.CA, err)
 	}
-	pem, err := os.ReadFile(f.CA)
-	if err != nil {
-		return nil, fmt.Errorf("read metrics client CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, errors.New("read metrics client CA: no certificate in " + f.CA)
-	}
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
-	}, nil
+	return conf, nil
 }
 
 type debugWriter struct{ l lager.Logger }

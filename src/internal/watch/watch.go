@@ -114,6 +114,9 @@ type Config struct {
 	// HealPerMinute a minute.
 	Heal          bool
 	HealPerMinute int
+	// HealLedger is the file of the host's shared heal record (drain heals
+	// too, within the same cap); "" keeps the record in this process.
+	HealLedger string
 	// Healer heals; nil means heal.Mover.
 	Healer heal.Healer
 	// Systemd yields systemd's events; nil means none (periodic scans
@@ -189,7 +192,7 @@ func New(cfg Config) *Watcher {
 		m:      metrics.NewWatch(Triggers),
 		open:   map[string]openFinding{},
 		roots:  map[string]bool{},
-		budget: heal.NewBudget(cfg.HealPerMinute, nil),
+		budget: heal.NewSharedBudget(cfg.HealPerMinute, cfg.HealLedger, nil),
 	}
 }
 

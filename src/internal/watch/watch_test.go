@@ -2,17 +2,9 @@ package watch
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -418,93 +410,6 @@ func TestTextfile(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "cellguard_escaped_processes 1\n") || strings.Contains(string(b), "process_") {
 		t.Fatalf("textfile:\n%s", b)
-	}
-}
-
-// /metrics over mutual TLS: a scraper with a certificate from the CA gets
-// the metrics; one without a certificate is refused.
-func TestMutualTLS(t *testing.T) {
-	dir := t.TempDir()
-	ca, caKey := newCert(t, nil, nil, "metric_scraper_ca", true)
-	srv, srvKey := newCert(t, ca, caKey, "cellguard_metrics", false)
-	cli, cliKey := newCert(t, ca, caKey, "prom_scraper", false)
-	files := TLSFiles{Cert: filepath.Join(dir, "cert.pem"), Key: filepath.Join(dir, "key.pem"), CA: filepath.Join(dir, "ca.pem")}
-	writePEM(t, files.Cert, "CERTIFICATE", srv.Raw)
-	writePEM(t, files.Key, "PRIVATE KEY", mustPKCS8(t, srvKey))
-	writePEM(t, files.CA, "CERTIFICATE", ca.Raw)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	fx := newFixture(t, func(c *Config) { c.Listen = addr; c.TLS = &files })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { fx.w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool { return testutil.ToFloat64(fx.w.m.ListenerUp) == 1 })
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	get := func(certs []tls.Certificate) error {
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "cellguard_metrics", Certificates: certs}}}
-		resp, err := c.Get("https://" + addr + "/metrics")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if !strings.Contains(string(b), "cellguard_scans_total") {
-			return errors.New("no metrics in the answer")
-		}
-		return nil
-	}
-	if err := get([]tls.Certificate{{Certificate: [][]byte{cli.Raw}, PrivateKey: cliKey}}); err != nil {
-		t.Fatalf("scraper with a CA-signed certificate: %v", err)
-	}
-	if err := get(nil); err == nil {
-		t.Fatal("a client without a certificate got the metrics")
-	}
-}
-
-func newCert(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, cn string, isCA bool) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: []string{cn}, IsCA: isCA, BasicConstraintsValid: true,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	if parent == nil {
-		parent, parentKey = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, key
-}
-
-func mustPKCS8(t *testing.T, k *ecdsa.PrivateKey) []byte {
-	b, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 

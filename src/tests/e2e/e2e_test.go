@@ -108,6 +108,42 @@ func TestValidateGolden(t *testing.T) {
 	testkit.Golden(t, "validate.prom", normalizeMetrics(text, h.Root), *update)
 }
 
+// unifiedCell is a cgroup v2 host laid out as Garden lays out noble's: a
+// container at /garden/c1 (both cgroups domains) whose state records
+// runc's device rules, which on v2 an eBPF program enforces and no
+// devices.list shows. systemd is not init under a fixture root.
+func unifiedCell(t *testing.T) *fakehost.Host {
+	h := fakehost.New(t, cgroup.Unified)
+	rules := json.RawMessage(`[{"type":97,"major":-1,"minor":-1,"permissions":"rwm","allow":false},` +
+		`{"type":99,"major":1,"minor":3,"permissions":"rwm","allow":true}]`)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1",
+		Resources: map[string]any{"devices": rules}}, 100, 2, 500)
+	for _, cg := range []string{"garden", "garden/c1"} {
+		h.Write("sys/fs/cgroup/"+cg+"/cgroup.type", "domain\n")
+	}
+	return h
+}
+
+// TestValidateUnifiedGolden: the human report of `cellguard validate` on a
+// cgroup v2 host, against testdata/validate-unified.txt: the check that
+// judges v1 devices lists is a skip that says it does not apply on v2, with
+// no finding and no "could not read".
+func TestValidateUnifiedGolden(t *testing.T) {
+	h := unifiedCell(t)
+	cmd := cellguard("validate", "--phase", "pre-start", "--root", h.Root, "--config", writeConfig(t),
+		"--log-file", filepath.Join(t.TempDir(), "validate.log"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("validate: %v (want exit 0: nothing to find)\n%s\n%s", err, out, stderr.String())
+	}
+	if want := "[skip] devices-cgroup: not applicable on cgroup v2 (unified)"; !strings.Contains(string(out), want) {
+		t.Errorf("the report does not say %q:\n%s", want, out)
+	}
+	testkit.Golden(t, "validate-unified.txt", []byte(strings.ReplaceAll(string(out), h.Root, "<root>")), *update)
+}
+
 // TestWatchGolden: `cellguard watch` on the fixture cell, its /metrics
 // (served on a port the kernel picks, read once the first scan is in) and
 // its textfile, against testdata/watch-metrics.txt and watch.prom. Under a

@@ -61,6 +61,9 @@ type fleet struct {
 	// seedJob: the cells run garden-seed instead of a job named garden, so
 	// the addon includes that (garden-seed-addon-ops.yml).
 	seedJob bool
+	// healOff: every runtime config of this lane sets cellguard.drain.heal
+	// false (laneSpec's healOff).
+	healOff bool
 
 	// ctx is the scenarios' context: an interrupt cancels it, so what runs
 	// stops before the cleanup starts.
@@ -488,8 +491,9 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	// cell that holds containers stops at pre-start (run 3: the canary, "2
 	// containers below runit.service are exposed to systemd moving them out"), so no cell
 	// before an unsafe one could update. runtime-versions: the stemcells'
-	// Ubuntu runc and containerd have unfixed CVEs (defaults.yml); seed 001
-	// blocks on it.
+	// Ubuntu runc and containerd have unfixed CVEs, which now only warn, but
+	// no fleet run has shown the check quiet there yet (defaults.yml); seed
+	// 001 blocks on it.
 	runc, ignore := f.shape.runc(), "[runtime-versions, delegation-audit]"
 	if a.Seed001 {
 		runc, ignore = "/var/vcap/packages/runc-rc93/bin/runc", "[delegation-audit]"
@@ -498,9 +502,9 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	if a.Start {
 		daemons = gardenDaemon
 	}
-	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%s-%t-%t-%t-%t-%t-%s.yml", f.dep, a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, a.Start, f.gardenJob))
-	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ncellguard_daemons: %s\ngarden_release: %s\n",
-		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, daemons, f.gardenJob)
+	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%s-%t-%t-%t-%t-%t-%t-%s.yml", f.dep, a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, a.Start, f.healOff, f.gardenJob))
+	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ndrain_heal: %t\ncellguard_daemons: %s\ngarden_release: %s\n",
+		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, !f.healOff, daemons, f.gardenJob)
 	if err := os.WriteFile(vars, []byte(text), 0o600); err != nil {
 		return boshlab.Result{}, err
 	}

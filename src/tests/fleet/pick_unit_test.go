@@ -18,9 +18,10 @@ import (
 // cell's coverage.
 func TestPick(t *testing.T) {
 	const (
-		rollout  = "fleet: deploy blocked_later_cell blocked_canary way_out seed001_canary"
-		defaults = rollout + "; fleet-leaving: leaving; fleet-heal: watch_heals; fleet-protect: protect; fleet-start: start"
-		garden   = "fleet-garden: garden"
+		rollout   = "fleet: deploy blocked_later_cell blocked_canary way_out seed001_canary"
+		drainHeal = "fleet-drain-heal: drain_heals drain_unhealable"
+		defaults  = rollout + "; fleet-leaving: leaving; fleet-heal: watch_heals; " + drainHeal + "; fleet-protect: protect; fleet-start: start"
+		garden    = "fleet-garden: garden"
 		// noble's VMs are QEMU machines: only the scenarios that reach
 		// them as an operator does (bosh-cli) run there (scenarioRow.box).
 		onVMs = "fleet: deploy"
@@ -53,7 +54,13 @@ func TestPick(t *testing.T) {
 		{name: "a shape by -run and make cell's lanes by all", run: "TestFleet/jammy", all: true, want: map[string]string{"jammy": defaults + "; " + garden}},
 		{name: "-skip a shape", skip: "TestFleet/xenial", want: map[string]string{"jammy": defaults}},
 		{name: "-skip the rollout lane's last scenario", run: "TestFleet/jammy", skip: "TestFleet/jammy/seed001",
-			want: map[string]string{"jammy": "fleet: deploy blocked_later_cell blocked_canary way_out; fleet-leaving: leaving; fleet-heal: watch_heals; fleet-protect: protect; fleet-start: start"}},
+			want: map[string]string{"jammy": "fleet: deploy blocked_later_cell blocked_canary way_out; fleet-leaving: leaving; fleet-heal: watch_heals; " + drainHeal + "; fleet-protect: protect; fleet-start: start"}},
+		{name: "the drain-heal lane's second scenario starts from its first", run: "TestFleet/jammy/drain_unhealable",
+			want: map[string]string{"jammy": "fleet-drain-heal: (drain_heals) drain_unhealable"}},
+		{name: "drain's heal alone", run: "TestFleet/jammy/drain_heals", want: map[string]string{"jammy": "fleet-drain-heal: drain_heals"}},
+		{name: "the scenarios drain's heal changed, by one -run (make cell CELL_RUN)",
+			run:  "TestFleet/jammy/(blocked_later_cell|blocked_canary|way_out|leaving|drain_heals|drain_unhealable)",
+			want: map[string]string{"jammy": "fleet: (deploy) blocked_later_cell blocked_canary way_out; fleet-leaving: leaving; " + drainHeal}},
 		{name: "-skip a prerequisite: the later one still starts from it", run: "TestFleet/jammy/(deploy|way_out)", skip: "TestFleet/jammy/deploy",
 			want: map[string]string{"jammy": "fleet: (deploy) (blocked_later_cell) (blocked_canary) way_out"}},
 		{name: "another test", run: "TestPick", want: map[string]string{}},
@@ -97,8 +104,8 @@ func TestPickLeftOut(t *testing.T) {
 // TestLaneTable: every subtest name is unique on its shape, a word -run
 // can name without quoting, and every lane has a deployment of its own
 // (two lanes of one name would deploy over each other); on every shape
-// make cell has exactly one gating lane, and make test five lanes (the
-// nine scenarios); and no other test is named TestFleet<something>.
+// make cell has exactly one gating lane, and make test six lanes (the
+// eleven scenarios); and no other test is named TestFleet<something>.
 func TestLaneTable(t *testing.T) {
 	word := regexp.MustCompile(`^[a-z0-9_]+$`)
 	for _, name := range shapeOrder {
@@ -144,8 +151,8 @@ func TestLaneTable(t *testing.T) {
 		for _, l := range plan {
 			n += len(l.run)
 		}
-		if len(plan) != 5 || n != 9 {
-			t.Errorf("make test on %s: %d lanes, %d scenarios; want 5 and 9", name, len(plan), n)
+		if len(plan) != 6 || n != 11 {
+			t.Errorf("make test on %s: %d lanes, %d scenarios; want 6 and 11", name, len(plan), n)
 		}
 	}
 }

@@ -871,7 +871,8 @@ func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 func (f *fleet) leavingScenario(ctx context.Context) Scenario {
 	return Scenario{Name: "leaving and a warm deploy", Steps: []Step{
 		f.laneDeployStep(ctx, "leaving-deployed", addon{Level: "info"}),
-		{Name: "bosh recreate with escapes on a cell (job_shutdown lets go)", Expects: []string{"escapes-before-recreate", "recreate-completes", "every-vm-recreated"},
+		{Name: "bosh recreate with escapes drain cannot heal on a cell (job_shutdown lets go)",
+			Expects: []string{"escapes-before-recreate", "leaving-blkio-removed", "recreate-completes", "every-vm-recreated", "shutdown-let-go-naming-why"},
 			Do: func(r *Record) error {
 				order, err := f.cellOrder(ctx)
 				if err != nil {
@@ -882,6 +883,15 @@ func (f *fleet) leavingScenario(ctx context.Context) Scenario {
 				// every scenario shared one deployment: no escape found).
 				unsafe := order[len(order)-1]
 				if err := f.escape(ctx, r, unsafe, "escapes-before-recreate"); err != nil {
+					return err
+				}
+				// drain heals on job_shutdown too (cellguard.drain.heal, on):
+				// what this shows is a shutdown let go with escapes left.
+				vm, err := f.vm(unsafe)
+				if err != nil {
+					return err
+				}
+				if err := f.unhealable(ctx, r, vm, unsafe, "leaving-blkio-removed"); err != nil {
 					return err
 				}
 				before, err := f.laneVMs()
@@ -920,13 +930,17 @@ func (f *fleet) leavingScenario(ctx context.Context) Scenario {
 				want := f.cells + f.others
 				r.Expect("every-vm-recreated", instances == want && renewed == want, "%d of %d instances on a new VM", renewed, instances)
 				// The unsafe cell's drain, from its deleted VM's logs (the CPI keeps them).
+				var decided *drainEntry
 				if cid := old[unsafe]; cid != "" {
-					logs, _ := filepath.Glob(filepath.Join(f.cpiState, "deleted", cid, "sys-log", "cellguard", "drain*.log"))
-					for _, l := range logs {
-						b, _ := os.ReadFile(l)
-						r.Say("   %s's drain (%s): %s", unsafe, filepath.Base(l), boshlab.LastLines(string(b), 3))
+					b, _ := os.ReadFile(filepath.Join(f.cpiState, "deleted", cid, "sys-log", "cellguard", "drain.log"))
+					r.Say("   %s's drain (drain.log): %s", unsafe, boshlab.LastLines(string(b), 3))
+					if decided, _ = lastDrain(string(b)); decided != nil {
+						r.Say("   its decision: %s: %s", decided.Data.Outcome, decided.Data.Reason)
 					}
 				}
+				r.Expect("shutdown-let-go-naming-why", decided != nil && decided.Data.Outcome == "released_on_shutdown" &&
+					strings.Contains(decided.Data.Reason, "drain could not heal"),
+					"%s's last drain decided %s (the reason above)", unsafe, outcomeOf(decided))
 				return nil
 			}},
 		{Name: "bosh delete-deployment", Expects: []string{"delete-succeeds", "no-instance-vm-left"},

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"code.cloudfoundry.org/lager/v3/lagertest"
+
+	"github.com/cloudfoundry/cellguard/src/internal/daemonctl"
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/sdbox"
 )
@@ -110,6 +114,19 @@ func installFakeGarden(t *testing.T, box *sdbox.Box, name string) (ctl, pidfile 
 	ctl = "/var/vcap/jobs/" + name + "/bin/" + name + "_ctl"
 	writeFile(t, box, ctl, fmt.Sprintf(fakeGardenCtl, name, "all"), 0o755)
 	return ctl, "/var/vcap/sys/run/" + name + "/" + name + ".pid"
+}
+
+// fakeGardenUnit installs the fake Garden as name in box and returns a
+// Manager on box's systemd (closed when t ends) and the daemon as the job
+// would install it.
+func fakeGardenUnit(t *testing.T, box *sdbox.Box, name string) (*daemonctl.Manager, daemonctl.Daemon) {
+	t.Helper()
+	ctl, pidfile := installFakeGarden(t, box, name)
+	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger(name), Root: box.Root,
+		DBus: systemd.Options{Address: box.SystemBusAddress}}
+	t.Cleanup(m.Close)
+	return m, daemonctl.Daemon{Name: name, Start: []string{ctl, "start"}, Stop: []string{ctl, "stop"}, PIDFile: pidfile,
+		StartTimeout: 20 * time.Second, StopTimeout: 20 * time.Second}
 }
 
 // readPID reads a pidfile inside the box, waiting for it to appear.

@@ -424,8 +424,13 @@ func mustContainAll(t *testing.T, s string, wants ...string) {
 // cellguard drain judges it by the agent's arguments: job_shutdown lets the
 // VM go with the escape logged and in the metrics; an update blocks (no
 // integer) naming the pid; a lift unblocks it and expires on its own; a
-// config that cannot run does not block; validator.fix heals it, verified
-// by the kernel, and the update passes.
+// config that cannot run does not block. All that is with
+// cellguard.drain.heal off (its absence). On, drain heals the escape where
+// it can and blocks on the rest, naming each process and why: with the
+// container's blkio cgroup gone (a destroy that removed its empty cgroups
+// while the process was outside) the cpu move holds, the blkio one fails
+// and the update blocks; with the cgroup there again the move holds,
+// verified by the kernel, and the update passes.
 func TestDrainOnARealEscape(t *testing.T) {
 	box := bootBox(t, "drain-escape")
 	cellguard := box.InstallCellguard(t)
@@ -496,16 +501,41 @@ func TestDrainOnARealEscape(t *testing.T) {
 		t.Fatalf("config that cannot run: exit %d stdout %q\n%s", code, out, errOut)
 	}
 
-	writeFile(t, box, "/etc/cellguard.json", config(`,"fix":true`), 0o644)
+	// cellguard.drain.heal, with watch's heal budget.
+	healing := config(``)
+	healing = healing[:len(healing)-1] + `,"drain":{"heal":true},"watch":{"heal_per_minute":5}}`
+	writeFile(t, box, "/etc/cellguard.json", healing, 0o644)
+	blkio := "/sys/fs/cgroup/blkio" + ctrCgroup
+	box.Run(t, "rmdir", blkio)
 	code, out, errOut = drain("job_changed", "hash_changed", "cellguard")
-	if code != 0 || out != "0\n" || !strings.Contains(errOut, "moved back to "+ctrCgroup) {
-		t.Fatalf("update with fix: exit %d stdout %q\n%s", code, out, errOut)
+	t.Logf("heal with c1's blkio cgroup gone:\n%s", errOut)
+	if code != 1 || out != "" {
+		t.Fatalf("update with an escape drain cannot heal: exit %d stdout %q, want 1 and nothing\n%s", code, out, errOut)
 	}
+	mustContainAll(t, errOut, "drain could not heal 1 (cellguard.drain.heal)",
+		fmt.Sprintf("pid %d (sleep) of c1 in blkio: moving it back failed: move pid %d: open %s/cgroup.procs", pid, pid, blkio),
+		fmt.Sprintf("pid %d (sleep) had escaped in cpu", pid))
+	mustContainAll(t, read("/var/log/drain.log"), `"message":"cellguard.drain.heal"`, `"result":"moved"`, `"result":"failed"`,
+		`"outcome":"blocked"`)
 	for h, p := range cgroups(t, box, pid) {
-		if p != ctrCgroup {
-			t.Errorf("after the fix pid %d is in %s:%s", pid, h, p)
+		if strings.Contains(h, "cpu") && p != ctrCgroup || h == "blkio" && p == ctrCgroup {
+			t.Errorf("after a partial heal pid %d is in %s:%s, want cpu back in %s and blkio still out", pid, h, p, ctrCgroup)
 		}
 	}
+
+	box.Run(t, "mkdir", blkio)
+	code, out, errOut = drain("job_changed", "hash_changed", "cellguard")
+	t.Logf("heal:\n%s", errOut)
+	if code != 0 || out != "0\n" || !strings.Contains(errOut, "moved back to "+ctrCgroup) || !strings.Contains(errOut, ": healed: no blocking finding left; drain moved 1 escaped process back") {
+		t.Fatalf("update with drain.heal: exit %d stdout %q\n%s", code, out, errOut)
+	}
+	mustContainAll(t, read("/var/log/cellguard.prom"), `cellguard_drain_outcome{event="update",outcome="healed"} 1`)
+	for h, p := range cgroups(t, box, pid) {
+		if p != ctrCgroup {
+			t.Errorf("after the heal pid %d is in %s:%s", pid, h, p)
+		}
+	}
+	box.Run(t, "kill", "-0", strconv.Itoa(pid)) // moved, never killed
 }
 
 // TestPruneKeepsDelegatedUnitsByTheirList: the drop-in `unit delegate`

@@ -44,7 +44,7 @@ func TestStartVerifiesBeforeTheJob(t *testing.T) {
 	// NeedDaemonReload is false and the unit file is unchanged.
 	writeFile(t, box, "/etc/systemd/system/"+unitName+".d/90-operator.conf", "[Service]\nDelegate=no\n", 0o644)
 	box.Run(t, "systemctl", "daemon-reload")
-	wantFailure(t, start(t, 1), "the unit is not protected")
+	wantFailure(t, start(t, 1), "remove Delegate= from /etc/systemd/system/"+unitName+".d/90-operator.conf")
 	if out, _ := box.Output("systemctl", "show", "-p", "ActiveState", "--value", unitName); strings.TrimSpace(out) == "active" {
 		t.Fatal("the start started an undelegated unit")
 	}

@@ -25,15 +25,10 @@ import (
 // command does.
 func TestUnitLifecycleOverDBus(t *testing.T) {
 	box := bootBox(t, "units")
-	ctl, pidfile := installFakeGarden(t, box, "garden")
+	m, d := fakeGardenUnit(t, box, "garden")
+	ctl := d.Start[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-
-	m := &daemonctl.Manager{Logger: lagertest.NewTestLogger("units"), Root: box.Root,
-		DBus: systemd.Options{Address: box.SystemBusAddress}}
-	t.Cleanup(m.Close)
-	d := daemonctl.Daemon{Name: "garden", Start: []string{ctl, "start"}, Stop: []string{ctl, "stop"}, PIDFile: pidfile,
-		StartTimeout: 20 * time.Second, StopTimeout: 20 * time.Second}
 	reloads := sdbox.WatchReloads(t, box.SystemBusAddress)
 	before := reloads.Settle(t)
 

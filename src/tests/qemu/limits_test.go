@@ -251,6 +251,8 @@ func (g *guest) expect(step string, want []string) {
 type report struct {
 	Results []struct {
 		ID, Status string
+		Error      string
+		Layouts    []string
 		Findings   []struct {
 			Subject, Status, Detail string
 			Data                    map[string]string

@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ func TestNobleTopology(t *testing.T) {
 	if got := topologyProblems(&g, guestBin, "with t1 as runc made it"); len(got) != 0 {
 		t.Fatalf("before +pids: %q", got)
 	}
+	layoutTruth(&g)
 
 	sc := "/sys/fs/cgroup/garden/t1/cgroup.subtree_control"
 	g.sh("echo +pids > " + sc)
@@ -72,4 +74,50 @@ func topologyProblems(g *guest, bin, step string) []string {
 		g.t.Fatalf("no cgroup-topology in the report")
 	}
 	return got
+}
+
+// layoutTruth is issue 37 item 8 on the noble VM: validate's report says
+// which layouts each check judges; the one that judges only v1 devices
+// lists (devices-cgroup) is a skip whose one finding says it is not
+// applicable on cgroup v2, and no finding of any check tells of something
+// only v1's systemd does (moving processes out) on this v2 host.
+func layoutTruth(g *guest) {
+	g.t.Helper()
+	rep, res := g.validate(guestBin)
+	var lines []string
+	for _, r := range rep.Results {
+		lines = append(lines, fmt.Sprintf("%s=%s layouts=%s", r.ID, r.Status, strings.Join(r.Layouts, ",")))
+		if r.Error != "" {
+			lines = append(lines, "    could not judge: "+r.Error)
+		}
+		if len(r.Layouts) == 0 {
+			g.t.Errorf("%s names no layouts", r.ID)
+		}
+		judges := slices.Contains(r.Layouts, "unified")
+		for _, f := range r.Findings {
+			if strings.Contains(f.Detail, "moving them out") || strings.Contains(f.Detail, "moves processes") {
+				g.t.Errorf("%s on cgroup v2 tells of moving processes: %s %s: %s", r.ID, f.Status, f.Subject, f.Detail)
+			}
+			if !judges {
+				lines = append(lines, "    "+f.Status+" "+f.Subject+": "+f.Detail)
+			}
+		}
+		if judges {
+			continue
+		}
+		if r.Status != "skip" || len(r.Findings) != 1 || r.Findings[0].Status != "skip" || r.Findings[0].Data["kind"] != "not-applicable" ||
+			r.Findings[0].Data["cgroup_mode"] != "unified" || !strings.HasPrefix(r.Findings[0].Detail, "not applicable on cgroup v2 (unified)") {
+			g.t.Errorf("%s (layouts %v) on the noble VM: %s %+v; want one not-applicable skip", r.ID, r.Layouts, r.Status, r.Findings)
+		}
+	}
+	g.t.Logf("layouts on the noble VM (validate exit %d):\n%s", res.Exit, strings.Join(lines, "\n"))
+	for _, id := range []string{"devices-cgroup"} {
+		found := false
+		for _, r := range rep.Results {
+			found = found || r.ID == id && !slices.Contains(r.Layouts, "unified")
+		}
+		if !found {
+			g.t.Errorf("%s is not in the report as a check that does not judge v2", id)
+		}
+	}
 }
