@@ -1,8 +1,12 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -22,7 +26,98 @@ func (f *fleet) realKernelSteps(ctx context.Context) []Step {
 		{Name: "drift by hand on the first cell, reported; then the VM rebooted from inside (bosh ssh: sudo systemctl reboot) and the profile read back",
 			Expects: []string{"drift-reported", "rebooted", "sysctls-in-force-after-reboot", "sysctl-check-in-force-after-reboot"},
 			Do:      func(r *Record) error { return f.driftAndReboot(ctx, r) }},
+		{Name: "bosh recreate of the first cell: delete_vm leaves no qemu, tap or disk; the new VM has the profile in force",
+			Expects: []string{"recreate-completes", "old-vm-gone", "sysctls-in-force-after-recreate", "sysctl-check-in-force-after-recreate"},
+			Do:      func(r *Record) error { return f.recreateOne(ctx, r) }},
 	}
+}
+
+// bootScript prints how a VM's boot went, as systemd measured it: the
+// time to multi-user, the slowest units, and the chain the agent waited on.
+const bootScript = `systemd-analyze time 2>&1 | head -n 2; systemd-analyze blame --no-pager 2>&1 | head -n 6; ` +
+	`systemd-analyze critical-chain --no-pager bosh-agent.service 2>&1 | tail -n +3 | head -n 12; ` +
+	`sudo journalctl -b -u cellguard-9p-shares --no-pager -o cat 2>&1 | grep mount-9p-shares | tail -n 2`
+
+// bootTimes says, for each VM of target, how its boot went (bootScript), and
+// how often its kernel panicked by its console (the QEMU CPI's panic=).
+func (f *fleet) bootTimes(ctx context.Context, r expecter, target string) {
+	rows, _, err := f.ssh(ctx, target, bootScript)
+	if err != nil {
+		r.Say("      boot times (bosh ssh %s): %v", target, err)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Instance < rows[j].Instance })
+	for _, row := range rows {
+		for _, l := range strings.Split(strings.TrimRight(row.Stdout, "\n"), "\n") {
+			r.Say("      %s: boot: %s", row.Instance, l)
+		}
+	}
+	vms, _ := VMs(f.cpiState)
+	for _, vm := range vms {
+		b, _ := os.ReadFile(filepath.Join(vm.Dir, "console.log"))
+		r.Say("      %s (%s): console: %d boot(s), %d kernel panic(s)", vm.Name, vm.CID,
+			bytes.Count(b, []byte("Linux version 6.")), bytes.Count(b, []byte("Kernel panic - not syncing")))
+	}
+}
+
+// recreateOne recreates the first cell through the director, then checks
+// what the QEMU CPI's delete_vm left of the old VM (its qemu process, its
+// tap in the lab's namespace, its directory with the disk overlay), and
+// reads the profile back on the new VM: pre-start applies it again.
+func (f *fleet) recreateOne(ctx context.Context, r *Record) error {
+	rows, _, err := f.ssh(ctx, "cell", "true")
+	if err != nil || len(rows) == 0 {
+		return fmt.Errorf("the cells: %v (%d rows)", err, len(rows))
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Instance < rows[j].Instance })
+	cell := rows[0].Instance
+	vms, err := VMs(f.cpiState)
+	if err != nil {
+		return err
+	}
+	var old VM
+	for _, vm := range vms {
+		if vm.Name == cell {
+			old = vm
+		}
+	}
+	if old.CID == "" {
+		return fmt.Errorf("no VM of %s in %s", cell, f.cpiState)
+	}
+	net := readOr(filepath.Join(old.Dir, "net.env"))
+	lab, tap := keyValue(net, "LAB_NETNS"), keyValue(net, "TAP")
+	res, err := f.bosh.Run(ctx, "-d", f.dep, "recreate", cell)
+	if err != nil {
+		return err
+	}
+	r.Expect("recreate-completes", res.ExitCode == 0, "bosh recreate %s exited %d after %s (log %s)", cell, res.ExitCode, res.Took.Round(time.Second), res.Log)
+	if res.ExitCode != 0 {
+		return fmt.Errorf("bosh recreate %s exited %d", cell, res.ExitCode)
+	}
+	left := leftOfQEMUVM(old.CID, old.Dir, lab, tap)
+	r.Expect("old-vm-gone", len(left) == 0, "%s's old VM %s after delete_vm: left %v (qemu -name cellguard-cpi-%s, tap %s in %s, %s)",
+		cell, old.CID, left, strings.TrimPrefix(old.CID, "vm-"), tap, lab, old.Dir)
+	f.bootTimes(ctx, r, cell)
+	return f.sysctlsReadBack(ctx, &suffixed{r, "-after-recreate"}, cell)
+}
+
+// leftOfQEMUVM is what is still there of QEMU VM cid: a process whose
+// command line names it, its tap device, its directory.
+func leftOfQEMUVM(cid, dir, lab, tap string) []string {
+	var left []string
+	name := []byte("-name\x00cellguard-cpi-" + strings.TrimPrefix(cid, "vm-") + "\x00")
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, name) {
+			left = append(left, "qemu pid "+filepath.Base(filepath.Dir(p)))
+		}
+	}
+	if tap != "" && lab != "" && exec.Command("nsenter", "--net="+lab, "ip", "link", "show", "dev", tap).Run() == nil {
+		left = append(left, "tap "+tap)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		left = append(left, "directory "+dir)
+	}
+	return left
 }
 
 // drifted is the value the drift step writes by hand: the kernel's default
@@ -77,6 +172,13 @@ func (f *fleet) driftAndReboot(ctx context.Context, r *Record) error {
 	if newBoot == "" {
 		return fmt.Errorf("%s did not come back from its reboot within 20 minutes", cell)
 	}
+	// The shutdown's length: the last boot's first and last journal entries.
+	if rows, _, err := f.ssh(ctx, cell, "sudo journalctl --list-boots --no-pager | tail -n 2"); err == nil && len(rows) == 1 {
+		for _, l := range strings.Split(strings.TrimRight(rows[0].Stdout, "\n"), "\n") {
+			r.Say("      %s: boots: %s", cell, l)
+		}
+	}
+	f.bootTimes(ctx, r, cell)
 	return f.sysctlsReadBack(ctx, &suffixed{r, "-after-reboot"}, cell)
 }
 
@@ -129,6 +231,7 @@ func (f *fleet) kernelFacts(ctx context.Context, r *Record) error {
 	r.Expect("own-kernel", res.ExitCode == 0 && len(rows) == n && kernels == n,
 		"%d of %d VMs run Ubuntu's 6.8.0 kernel and systemd %d (bosh ssh exit %d, log %s)", kernels, n, f.shape.systemd, res.ExitCode, res.Log)
 	r.Expect("cgroup-v2", len(rows) == n && v2s == n, "%d of %d VMs mount cgroup2fs at /sys/fs/cgroup", v2s, n)
+	f.bootTimes(ctx, r, "")
 	return nil
 }
 
