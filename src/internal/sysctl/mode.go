@@ -38,6 +38,10 @@ func (m Mode) OrExact() Mode {
 // IsAtLeast reports whether the entry is a floor.
 func (e Entry) IsAtLeast() bool { return e.Mode.OrExact() == ModeAtLeast }
 
+// SatisfiedBy reports whether have, a value read from /proc/sys (here or
+// on another machine), meets the entry, judged as Check judges a live key.
+func (e Entry) SatisfiedBy(have string) bool { return satisfies(e.Mode, NormalizeValue(have), e.Value) }
+
 // Wanted is the entry as an operator reads it: "0" or ">=4194304".
 func (e Entry) Wanted() string { return WantedLabel(e.Mode, e.Value) }
 

@@ -486,3 +486,25 @@ func TestCompareDecimal(t *testing.T) {
 		}
 	}
 }
+
+// TestEntrySatisfiedBy: a value read elsewhere (over bosh ssh, by the
+// fleet) judged as check judges a live one: exact is equal after
+// normalizing, a floor is met by that number or more, text never meets one.
+func TestEntrySatisfiedBy(t *testing.T) {
+	exact := Entry{Key: "fs.pipe-user-pages-soft", Value: "0", Mode: ModeExact}
+	floor := Entry{Key: "kernel.pid_max", Value: "4194304", Mode: ModeAtLeast}
+	vector := Entry{Key: "net.ipv4.ip_local_port_range", Value: "32768 60999"}
+	for _, c := range []struct {
+		e    Entry
+		have string
+		want bool
+	}{
+		{exact, "0\n", true}, {exact, "16384", false},
+		{floor, "4194304\n", true}, {floor, "99999999", true}, {floor, "32768", false}, {floor, "many", false},
+		{vector, "32768\t60999\n", true}, {vector, "32768 61000", false},
+	} {
+		if got := c.e.SatisfiedBy(c.have); got != c.want {
+			t.Errorf("%s %s satisfied by %q = %t; want %t", c.e.Key, c.e.Wanted(), c.have, got, c.want)
+		}
+	}
+}

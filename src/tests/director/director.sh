@@ -52,6 +52,10 @@ BOSH_COMMIT=e4b7ae38ea7e
 # set more (src/tests/fleet/lanes_test.go).
 WORKERS=${CELLGUARD_DIRECTOR_WORKERS:-2}
 [[ "${WORKERS}" =~ ^[1-9][0-9]?$ ]] || { echo "director.sh: CELLGUARD_DIRECTOR_WORKERS=${WORKERS}: want 1-99" >&2; exit 2; }
+# How long the director waits for a new VM's agent (bosh v283.0.0 Config#agent_wait_timeout,
+# 600 s by default): QEMU VMs under TCG on a loaded host take longer to boot.
+AGENT_WAIT=${CELLGUARD_DIRECTOR_AGENT_WAIT:-600}
+[[ "${AGENT_WAIT}" =~ ^[1-9][0-9]{1,4}$ ]] || { echo "director.sh: CELLGUARD_DIRECTOR_AGENT_WAIT=${AGENT_WAIT}: want seconds, 10-99999" >&2; exit 2; }
 PG_BIN=/usr/lib/postgresql/15/bin
 
 # The director's source and the gems Debian lacks (../shared/sources/README.md).
@@ -391,6 +395,7 @@ blobstore:
   options:
     blobstore_path: ${STATE}/blobstore
 agent:
+  agent_wait_timeout: ${AGENT_WAIT}
   env:
     bosh:
       blobstores:

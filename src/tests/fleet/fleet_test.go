@@ -214,13 +214,24 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 		}
 	}
 	f.cpiState = filepath.Join(work, "cpi-state")
+	if f.shape.qemu {
+		// The instances' VMs are the QEMU CPI's; the nspawn CPI's state
+		// holds compilation VMs only.
+		f.cpiState = filepath.Join(work, "qemu-state")
+	}
 	// Private copies of the harness and the CPI: bash reads a script as it
 	// runs, so an edit to the checkout during a run must not change this run.
-	sdboxCopy, cpiCopy := filepath.Join(work, "sdbox.sh"), filepath.Join(work, "nspawn-cpi")
-	for src, dst := range map[string]string{
+	sdboxCopy, cpiCopy, qemuCopy := filepath.Join(work, "sdbox.sh"), filepath.Join(work, "nspawn-cpi"), filepath.Join(work, "qemu-cpi")
+	copies := map[string]string{
 		"src/tests/harness/sdbox.sh":    sdboxCopy,
 		"src/tests/bosh/cpi/nspawn-cpi": cpiCopy,
-	} {
+	}
+	if f.shape.qemu {
+		// The QEMU CPI sources common.bash from beside itself.
+		copies["src/tests/bosh/cpi/qemu-cpi"] = qemuCopy
+		copies["src/tests/bosh/cpi/common.bash"] = filepath.Join(work, "common.bash")
+	}
+	for src, dst := range copies {
 		b, err := os.ReadFile(filepath.Join(f.repo, src))
 		if err != nil {
 			t.Fatal(err)
@@ -232,6 +243,11 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	// written once the lab exists (below), before the first CPI call.
 	wrapper := filepath.Join(work, "cpi")
 	testkit.WriteExec(t, wrapper, "#!/bin/bash\nexec bash "+cpiCopy+" "+cpiConfig+"\n")
+	// A qemu shape's second CPI, which the director's cpi config names.
+	qemuConfig, qemuWrapper := filepath.Join(work, "qemu-cpi.json"), filepath.Join(work, "cpi-qemu")
+	if f.shape.qemu {
+		testkit.WriteExec(t, qemuWrapper, "#!/bin/bash\nexec bash "+qemuCopy+" "+qemuConfig+"\n")
+	}
 
 	step := func(what string, args ...string) string {
 		t.Helper()
@@ -266,6 +282,27 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 		t.Fatalf("keep the stemcell: %v", err)
 	} else {
 		stemcell = keep
+	}
+	// A qemu shape's cells boot the same stemcell as a disk image with
+	// its own kernel (same os and version: the compiled packages serve both).
+	var qemuStemcell string
+	if f.shape.qemu {
+		t0 := time.Now()
+		out, err := sh(ctx, f.repo, nil, "bash", "src/tests/qemu/stemcell.sh")
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 3 {
+			testkit.Unavailable(t, "stemcell shape "+f.shape.name+" (QEMU image) skipped: "+err.Error())
+		}
+		if err != nil {
+			t.Fatalf("QEMU stemcell %s: %v", f.shape.name, err)
+		}
+		qemuStemcell = filepath.Join(work, "qemu-stemcell.tgz")
+		if os.Link(lastLine(out), qemuStemcell) != nil {
+			if _, err := sh(ctx, f.repo, nil, "cp", lastLine(out), qemuStemcell); err != nil {
+				t.Fatalf("keep the QEMU stemcell: %v", err)
+			}
+		}
+		f.story(fmt.Sprintf("   the QEMU stemcell (src/tests/qemu/stemcell.sh): %s", time.Since(t0).Round(time.Second)))
 	}
 	// The release of this work tree, built in the work directory: not a
 	// dev_releases/ tarball some earlier build left in the repository.
@@ -317,7 +354,10 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	// Whatever VM the director did not delete (an interrupted deploy, a
 	// compilation VM), the CPI deletes once the director is down, so no
 	// worker makes another meanwhile.
-	f.onCleanup(func() { f.deleteLeftoverVMs(cpiCopy, cpiConfig) })
+	f.onCleanup(func() { f.deleteLeftoverVMs(cpiCopy, cpiConfig, filepath.Join(work, "cpi-state")) })
+	if f.shape.qemu {
+		f.onCleanup(func() { f.deleteLeftoverVMs(qemuCopy, qemuConfig, filepath.Join(work, "qemu-state")) })
+	}
 	f.onCleanup(func() {
 		if out, err := sh(context.Background(), f.repo, nil, "bash", director, "down", dstate); err != nil {
 			t.Errorf("director.sh down: %v\n%s", err, out)
@@ -326,8 +366,15 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	// A worker per lane, and one for what they ask meanwhile (bosh ssh,
 	// run-errand and instances --details are tasks too).
 	workers := len(plan) + 1
-	step(fmt.Sprintf("director.sh up (the director with %d workers, PostgreSQL, NATS, the lab network)", workers),
-		"env", fmt.Sprintf("CELLGUARD_DIRECTOR_WORKERS=%d", workers), "bash", director, "up", dstate, "--cpi", wrapper)
+	// QEMU VMs under TCG: run 1 of noble's booted 4 at once, at load 20,
+	// in more than the director's default 10 minutes.
+	agentWait := 600
+	if f.shape.qemu {
+		agentWait = 1800
+	}
+	step(fmt.Sprintf("director.sh up (the director with %d workers, agents awaited %d s, PostgreSQL, NATS, the lab network)", workers, agentWait),
+		"env", fmt.Sprintf("CELLGUARD_DIRECTOR_WORKERS=%d", workers), fmt.Sprintf("CELLGUARD_DIRECTOR_AGENT_WAIT=%d", agentWait),
+		"bash", director, "up", dstate, "--cpi", wrapper)
 	f.env, err = boshlab.ReadEnv(filepath.Join(dstate, "env.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +389,7 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 		nspawnArgs = f.shape.nspawnArgs(stage)
 		f.story(fmt.Sprintf("   the host's runc and containerd for the stand-in, bound into every VM at %s", runtimeDir))
 	}
-	cfg, err := cpiConfigFor(f.env, sdboxCopy, f.cpiState, "fleet", nspawnArgs)
+	cfg, err := cpiConfigFor(f.env, sdboxCopy, filepath.Join(work, "cpi-state"), "fleet", nspawnArgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,6 +397,11 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 		t.Fatal(err)
 	}
 	f.bosh = &boshlab.Bosh{Bin: boshBin, Env: f.env, Home: filepath.Join(work, "home"), Logs: filepath.Join(work, "logs")}
+	if f.shape.qemu {
+		if err := f.qemuCPIs(ctx, cpiConfig, wrapper, qemuConfig, qemuWrapper); err != nil {
+			t.Fatal(err)
+		}
+	}
 	reservedIPs, err := reserved(f.env)
 	if err != nil {
 		t.Fatal(err)
@@ -360,6 +412,9 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	// Each lane's deployment, deleted before the director goes down.
 	f.onCleanup(f.deleteLanes)
 	uploads := [][]string{{"upload-stemcell", stemcell}}
+	if qemuStemcell != "" {
+		uploads = append(uploads, []string{"upload-stemcell", qemuStemcell})
+	}
 	for _, r := range f.releases {
 		// A compiled release of this content for this stemcell, when an
 		// earlier run exported one: the director then compiles nothing.
@@ -381,7 +436,11 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 			uploads = append(uploads, []string{"upload-release", r.Tarball})
 		}
 	}
-	uploads = append(uploads, append([]string{"update-cloud-config", filepath.Join(m, "cloud-config.yml")}, f.vars...))
+	cloudConfig := append([]string{"update-cloud-config", filepath.Join(m, "cloud-config.yml")}, f.vars...)
+	for _, o := range f.shape.cloudConfigOps() {
+		cloudConfig = append(cloudConfig, "-o", filepath.Join(f.repo, o))
+	}
+	uploads = append(uploads, cloudConfig)
 	// At once: each is a task of its own (the director's workers take them
 	// side by side), and a compiled release names its stemcell by os and
 	// version without needing it uploaded first (bosh v283.0.0's
@@ -476,9 +535,10 @@ func (f *fleet) deployVars(ctx context.Context, vars []string, ops ...string) (b
 	return f.bosh.Run(ctx, args...)
 }
 
-// deleteLeftoverVMs deletes every VM still in the CPI's state, through the CPI.
-func (f *fleet) deleteLeftoverVMs(cpi, config string) {
-	vms, _ := filepath.Glob(filepath.Join(f.cpiState, "vms", "vm-*"))
+// deleteLeftoverVMs deletes every VM still in state (the CPI's state_dir),
+// through the CPI.
+func (f *fleet) deleteLeftoverVMs(cpi, config, state string) {
+	vms, _ := filepath.Glob(filepath.Join(state, "vms", "vm-*"))
 	for _, vm := range vms {
 		req := fmt.Sprintf(`{"method":"delete_vm","arguments":[%q],"context":{}}`, filepath.Base(vm))
 		cmd := exec.Command("bash", cpi, config)

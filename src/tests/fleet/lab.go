@@ -1,12 +1,25 @@
 package fleet
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
 )
+
+// agentConfig is what both CPIs tell each VM's agent: the director's NATS
+// as mbus and its local blobstore.
+func agentConfig(e boshlab.Env) map[string]any {
+	return map[string]any{
+		"mbus": e.NatsURL, "ntp": []string{},
+		"blobstore": map[string]any{"provider": "local", "options": map[string]any{"blobstore_path": e.BlobstorePath}},
+	}
+}
 
 // cpiConfigFor is the nspawn CPI's config behind this director: VMs on the
 // lab's bridge, the director's NATS as mbus, its local blobstore bound in,
@@ -16,11 +29,62 @@ func cpiConfigFor(e boshlab.Env, sdbox, state, boxPrefix, nspawnArgs string) ([]
 		"sdbox": sdbox, "state_dir": state, "box_prefix": boxPrefix, "nspawn_args": nspawnArgs,
 		"network":        map[string]any{"netns": e.Netns, "bridge": e.Bridge},
 		"blobstore_bind": true,
-		"agent": map[string]any{
-			"mbus": e.NatsURL, "ntp": []string{},
-			"blobstore": map[string]any{"provider": "local", "options": map[string]any{"blobstore_path": e.BlobstorePath}},
-		},
+		"agent":          agentConfig(e),
 	}, "", "  ")
+}
+
+// The QEMU CPI's VMs, sized for this 2-core, 24 GiB machine shared with
+// other runs: the rollout lane's 4 VMs at once. -m 1536 with tb-size 256
+// MiB (QEMU 7.2's default translation buffer is 1 GiB) keeps 4 VMs under
+// about 7 GiB; one vCPU each, as 4 VMs under TCG already ask more than the
+// 2 cores have.
+const (
+	qemuMemoryMB = 1536
+	qemuCPUs     = 1
+	qemuTBSizeMB = 256
+)
+
+// qemuCPIConfigFor is the QEMU CPI's config behind this director: the same
+// lab network and agent settings as the nspawn CPI's.
+func qemuCPIConfigFor(e boshlab.Env, state string) ([]byte, error) {
+	return json.MarshalIndent(map[string]any{
+		"state_dir":      state,
+		"network":        map[string]any{"netns": e.Netns, "bridge": e.Bridge},
+		"blobstore_bind": true,
+		"agent":          agentConfig(e),
+		"qemu":           map[string]any{"memory_mb": qemuMemoryMB, "cpus": qemuCPUs, "tb_size_mb": qemuTBSizeMB},
+	}, "", "  ")
+}
+
+// cpiConfigYAML is the director's cpi config naming both CPIs by their
+// wrappers (exec_path: bosh v283.0.0's CpiConfig::Cpi, which otherwise
+// looks in /var/vcap/jobs/<type>_cpi/bin/cpi). The cloud config's AZs
+// name them (qemu-cloud-config-ops.yml).
+func cpiConfigYAML(nspawnExec, qemuExec string) string {
+	return fmt.Sprintf("cpis:\n- name: nspawn\n  type: nspawn\n  exec_path: %s\n- name: qemu\n  type: qemu\n  exec_path: %s\n", nspawnExec, qemuExec)
+}
+
+// qemuCPIs gives a qemu shape's director its second CPI: the QEMU CPI's
+// config, then a cpi config naming both, before any stemcell is uploaded
+// (upload-stemcell gives each CPI the stemcells of its formats).
+func (f *fleet) qemuCPIs(ctx context.Context, nspawnConfig, nspawnExec, qemuConfig, qemuExec string) error {
+	cfg, err := qemuCPIConfigFor(f.env, f.cpiState)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(qemuConfig, cfg, 0o600); err != nil {
+		return fmt.Errorf("write the QEMU CPI's config: %w", err)
+	}
+	cpis := filepath.Join(f.work, "cpi-config.yml")
+	if err := os.WriteFile(cpis, []byte(cpiConfigYAML(nspawnExec, qemuExec)), 0o600); err != nil {
+		return fmt.Errorf("write the cpi config: %w", err)
+	}
+	r, err := f.bosh.MustRun(ctx, "update-cpi-config", cpis)
+	if err != nil {
+		return fmt.Errorf("bosh update-cpi-config (nspawn %s, qemu %s): %w", nspawnConfig, qemuConfig, err)
+	}
+	f.story(fmt.Sprintf("   bosh update-cpi-config: nspawn (compilation) and qemu (the cells): %s", r.Took.Round(100*time.Millisecond)))
+	return nil
 }
 
 // reserved is the cloud config's reserved range: .2-.9 of the lab's /24.

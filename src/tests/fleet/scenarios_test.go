@@ -340,7 +340,7 @@ func updated(out string) []string {
 // deployScenario is long because a scenario is one value holding its
 // steps and their expectations, which is the point of scenario.go.
 func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
-	return Scenario{Name: "deploy", Steps: []Step{
+	s := Scenario{Name: "deploy", Steps: []Step{
 		{Name: "bosh deploy (cold: each package compiled once per stemcell; warm: from the compiled-release cache)", Expects: []string{"deploy-succeeds", "compiled-once"},
 			Do: func(r *Record) error {
 				// The lane's named runtime config first: the addon is what
@@ -504,6 +504,10 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 				return nil
 			}},
 	}}
+	if f.shape.qemu {
+		s.Steps = append(s.Steps, f.realKernelSteps(ctx)...)
+	}
+	return s
 }
 
 // instanceRow is one instance's result in bosh-cli's --json table of

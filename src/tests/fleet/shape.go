@@ -30,12 +30,26 @@ type shape struct {
 	gardenDelegate bool
 	// cellOnly: make cell's shape, which make test leaves out (pick).
 	cellOnly bool
+	// qemu: the cells are QEMU VMs booting the stemcell's own kernel
+	// (src/tests/bosh/cpi/qemu-cpi, the image from src/tests/qemu/stemcell.sh),
+	// beside the nspawn CPI, on which the director compiles (cpi config,
+	// qemuCloudConfigOps). The test's hand cannot nsenter into them, so
+	// scenarios that need it (scenarioRow.box) do not run there yet.
+	qemu bool
 }
+
+// The ops files of a shape whose cells are QEMU VMs: the cells in an AZ of
+// the QEMU CPI, compilation in one of the nspawn CPI; the addon with the
+// whole sysctl profile (a real kernel takes every key).
+const (
+	qemuCloudConfigOps = "src/tests/fleet/manifests/qemu-cloud-config-ops.yml"
+	realKernelAddonOps = "src/tests/fleet/manifests/real-kernel-addon-ops.yml"
+)
 
 var shapes = map[string]shape{
 	"xenial": {name: "xenial", systemd: 229, supervisor: "runit.service", hostRuntime: true},
 	"jammy":  {name: "jammy", systemd: 249, supervisor: "runit.service"},
-	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service", gardenDelegate: true, cellOnly: true},
+	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service", gardenDelegate: true, cellOnly: true, qemu: true},
 }
 
 // runtimeDir is where a hostRuntime shape's VMs see the host's runtime: not
@@ -105,9 +119,19 @@ func (s shape) deployOps() []string {
 	return nil
 }
 
+func (s shape) cloudConfigOps() []string {
+	if s.qemu {
+		return []string{qemuCloudConfigOps}
+	}
+	return nil
+}
+
 func (s shape) runtimeConfigOps() []string {
-	if s.hostRuntime {
+	switch {
+	case s.hostRuntime:
 		return []string{"src/tests/fleet/manifests/host-runtime-addon-ops.yml"}
+	case s.qemu:
+		return []string{realKernelAddonOps}
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -24,6 +26,18 @@ func TestShapes(t *testing.T) {
 		xenial.nspawnArgs("/w/rt") != "--bind-ro=/w/rt:"+runtimeDir || len(xenial.deployOps()) != 1 || len(xenial.runtimeConfigOps()) != 1 ||
 		!strings.Contains(strings.Join(xenial.vars(), " "), "garden_runtime_dir="+runtimeDir) {
 		t.Errorf("xenial = %+v, %v", xenial, err)
+	}
+	// noble's cells are QEMU VMs on the stemcell's own kernel: the whole
+	// sysctl profile (no key removed), compilation on an nspawn VM.
+	if !noble.qemu || jammy.qemu || xenial.qemu || strings.Join(noble.runtimeConfigOps(), " ") != realKernelAddonOps ||
+		strings.Join(noble.cloudConfigOps(), " ") != qemuCloudConfigOps || len(jammy.cloudConfigOps()) != 0 || len(xenial.cloudConfigOps()) != 0 {
+		t.Errorf("QEMU VMs: noble %t (addon ops %v, cloud config ops %v), jammy %t, xenial %t",
+			noble.qemu, noble.runtimeConfigOps(), noble.cloudConfigOps(), jammy.qemu, xenial.qemu)
+	}
+	for _, ops := range []string{realKernelAddonOps, qemuCloudConfigOps} {
+		if _, err := os.Stat(filepath.Join(repoRoot(), ops)); err != nil {
+			t.Errorf("ops file: %v", err)
+		}
 	}
 	// make test's shapes: jammy and xenial, the seed's own systemd.
 	if len(shapeOrder) != len(shapes) || jammy.cellOnly || xenial.cellOnly || !noble.cellOnly {

@@ -25,7 +25,7 @@
 #     local blobstore) mounted at the paths the config drive names, before the agent.
 #
 # The stemcell tarball holds stemcell.MF (format cellguard-qemu-raw, operating system
-# ubuntu-noble) and image, a tar of disk.img (raw ext4, sparse), vmlinuz, cmdline and
+# ubuntu-noble, the nspawn noble stemcell's version) and image, a tar of disk.img (raw ext4, sparse), vmlinuz, cmdline and
 # image.env. Cached by content key (build.sh's stemcell, this script, assets, vmdisk.bash,
 # SHA256SUMS) in $CELLGUARD_QEMU_CACHE/stemcells (default /var/tmp/cellguard-qemu);
 # other keys go once unused for a day.
@@ -106,6 +106,18 @@ begin "apt: upgrade, udev" "${log}"
 vmdisk_apt_begin "${mirror}"
 in_root apt-get -y -q -o Dpkg::Options::=--force-confold upgrade
 in_root apt-get -y -q --no-install-recommends install udev
+# No public CA, as build.sh leaves the nspawn stemcell: the upgrade's ca-certificates
+# selects the CAs new to it (17 here), and the agent's update_settings runs
+# `update-ca-certificates -f` with 60 s a try, three tries (bosh-agent
+# platform/cert/cert_manager.go; 60 in platform/provider.go); under TCG at load 20 all
+# three ran out (fleet run 1: "Updating certificates with retries" on every VM). The CAs'
+# lines go, not only their selection: with 146 lines deselected ("!") the script still
+# forks basename and sed for each (its remove loop): 180 execs and 0.21-0.26 s of CPU
+# natively, against 34 execs and 0.04 s with none listed (measured with the image's own
+# script and --certsconf); under TCG at a fifth of a core the deselected form ran out
+# of its three minutes again (fleet run 3, load 23-60).
+sed -i -E '/^[^#]/d' "${R}/etc/ca-certificates.conf"
+in_root update-ca-certificates -f
 
 begin "kernel ${image_pkg} ${kversion} (pinned in SHA256SUMS)" "${log}"
 vmdisk_install_kernel
@@ -161,10 +173,16 @@ begin "pack stemcell.MF + image" "${log}"
 tar -C "${work}" -S -cf "${work}/image" disk.img vmlinuz cmdline image.env
 sha1=$(sha1sum "${work}/image" | cut -d' ' -f1)
 agent_version=$(tar -xzOf "${nspawn}" stemcell.MF | sed -n 's/^  bosh_agent: "\(.*\)"$/\1/p')
+# The nspawn stemcell's version, as an IaaS's stemcells of one release share theirs: the
+# director finds a compiled package by os and exact version (bosh v283.0.0
+# CompiledPackageFinder#find_exact_match), so packages compiled on an nspawn noble VM
+# (the fleet's compilation AZ) or exported from one serve these VMs; no Go under TCG.
+nspawn_version=$(tar -xzOf "${nspawn}" stemcell.MF | sed -n 's/^version: "\(.*\)"$/\1/p')
+[ -n "${nspawn_version}" ] || fail "no version in ${nspawn}'s stemcell.MF"
 cat >"${work}/stemcell.MF" <<EOF
 ---
 name: ${name}
-version: "${key}"
+version: "${nspawn_version}"
 api_version: 3
 operating_system: ubuntu-noble
 stemcell_formats:
