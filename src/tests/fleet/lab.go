@@ -1,13 +1,9 @@
 package fleet
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
 )
@@ -62,29 +58,6 @@ func qemuCPIConfigFor(e boshlab.Env, state string) ([]byte, error) {
 // name them (qemu-cloud-config-ops.yml).
 func cpiConfigYAML(nspawnExec, qemuExec string) string {
 	return fmt.Sprintf("cpis:\n- name: nspawn\n  type: nspawn\n  exec_path: %s\n- name: qemu\n  type: qemu\n  exec_path: %s\n", nspawnExec, qemuExec)
-}
-
-// qemuCPIs gives a qemu shape's director its second CPI: the QEMU CPI's
-// config, then a cpi config naming both, before any stemcell is uploaded
-// (upload-stemcell gives each CPI the stemcells of its formats).
-func (f *fleet) qemuCPIs(ctx context.Context, nspawnConfig, nspawnExec, qemuConfig, qemuExec string) error {
-	cfg, err := qemuCPIConfigFor(f.env, f.cpiState)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(qemuConfig, cfg, 0o600); err != nil {
-		return fmt.Errorf("write the QEMU CPI's config: %w", err)
-	}
-	cpis := filepath.Join(f.work, "cpi-config.yml")
-	if err := os.WriteFile(cpis, []byte(cpiConfigYAML(nspawnExec, qemuExec)), 0o600); err != nil {
-		return fmt.Errorf("write the cpi config: %w", err)
-	}
-	r, err := f.bosh.MustRun(ctx, "update-cpi-config", cpis)
-	if err != nil {
-		return fmt.Errorf("bosh update-cpi-config (nspawn %s, qemu %s): %w", nspawnConfig, qemuConfig, err)
-	}
-	f.story(fmt.Sprintf("   bosh update-cpi-config: nspawn (compilation) and qemu (the cells): %s", r.Took.Round(100*time.Millisecond)))
-	return nil
 }
 
 // reserved is the cloud config's reserved range: .2-.9 of the lab's /24.
