@@ -1,7 +1,6 @@
 package limits
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -42,11 +41,8 @@ func Read(s Spec) (*Facts, error) {
 	for _, p := range disc.Problems {
 		f.Problems = append(f.Problems, fmt.Sprintf("read %s: %v", p.Path, p.Err))
 	}
-	seen := make(map[string]bool, len(disc.Containers))
-	defer states.keep(seen)
 	for i := range disc.Containers {
 		c := &disc.Containers[i]
-		seen[c.StatePath] = true
 		if !r.running(c) {
 			continue // created, or gone: runtime-ghosts judges those
 		}
@@ -91,9 +87,9 @@ func (r *reader) running(c *runcstate.Container) bool {
 // of its processes: its init and every process in the cgroup.procs of its
 // recorded cgroup and of the cgroup its init is in now.
 func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, error) {
-	res, err := states.resources(c.StatePath)
-	if err != nil {
-		return nil, err
+	var res Resources
+	if c.State.Config.Cgroups != nil {
+		res = c.State.Config.Cgroups.Resources
 	}
 	wants := Expected(unified, res)
 	if len(wants) == 0 {
@@ -128,6 +124,7 @@ func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, err
 	for _, pid := range pids {
 		p := Process{PID: pid, Container: c.Name(), StatePath: c.StatePath, Expected: expected, Recorded: res, Wants: wants}
 		var paths []Path
+		var err error
 		if cg, ok := where[pid]; ok {
 			paths, err = r.listed(h, cg)
 		} else {
@@ -143,28 +140,6 @@ func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, err
 		ps = append(ps, p)
 	}
 	return ps, nil
-}
-
-// readResources decodes config.cgroups' resources from a state file.
-// runcstate skips them (they are most of the file); only this check needs
-// them, once per container and run.
-func readResources(statePath string) (Resources, error) {
-	b, err := os.ReadFile(statePath)
-	if err != nil {
-		return Resources{}, fmt.Errorf("read state %s: %w", statePath, err)
-	}
-	var st struct {
-		Config struct {
-			Cgroups *Resources `json:"cgroups"`
-		} `json:"config"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return Resources{}, fmt.Errorf("decode resources in %s: %w", statePath, err)
-	}
-	if st.Config.Cgroups == nil {
-		return Resources{}, nil
-	}
-	return *st.Config.Cgroups, nil
 }
 
 // keysOf are the hierarchies the wants need: "" on v2, else each v1
