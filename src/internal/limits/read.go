@@ -102,10 +102,17 @@ func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, err
 	}
 	// On v2 a pid that a cgroup's cgroup.procs lists is in that cgroup:
 	// where says so, and spares its /proc/<pid>/cgroup (a cell has
-	// thousands). v1 has one cgroup per hierarchy: each is read.
+	// thousands). On v1 a pid listed in the recorded cgroup of every
+	// hierarchy the wants need is in each: inAll says so, and the others'
+	// /proc/<pid>/cgroup is read.
 	var where map[int]string
+	var inAll map[int]bool
+	var recorded []Path
+	var recordedErr error
 	if unified {
 		where = map[int]string{}
+	} else {
+		inAll = r.listedInAll(c, keys)
 	}
 	init := c.State.InitProcessPid
 	pids := []int{init}
@@ -127,6 +134,11 @@ func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, err
 		var err error
 		if cg, ok := where[pid]; ok {
 			paths, err = r.listed(h, cg)
+		} else if inAll[pid] {
+			if recorded == nil && recordedErr == nil {
+				recorded, recordedErr = r.recordedPaths(c, keys)
+			}
+			paths, err = recorded, recordedErr
 		} else {
 			paths, err = r.paths(pid, keys)
 		}
@@ -179,6 +191,48 @@ func (r *reader) appendProcs(pids []int, h *cgroup.Hierarchy, rel string, where 
 		}
 	}
 	return pids
+}
+
+// listedInAll are the pids listed in c's recorded cgroup of every
+// hierarchy of keys (v1).
+func (r *reader) listedInAll(c *runcstate.Container, keys []string) map[int]bool {
+	count := map[int]int{}
+	var pids []int
+	for _, key := range keys {
+		h, rel, ok := r.recorded(c, key)
+		if !ok {
+			return nil
+		}
+		_, pids, _ = cgroup.ReadProcs(r.l.Path(h, rel), nil, pids[:0])
+		for _, pid := range pids {
+			count[pid]++
+		}
+	}
+	in := make(map[int]bool, len(count))
+	for pid, n := range count {
+		if n == len(keys) {
+			in[pid] = true
+		}
+	}
+	return in
+}
+
+// recordedPaths are the v1 Paths of a process in c's recorded cgroup of
+// every hierarchy of keys; the slice is shared by those processes.
+func (r *reader) recordedPaths(c *runcstate.Container, keys []string) ([]Path, error) {
+	var ps []Path
+	for _, key := range keys {
+		h, rel, ok := r.recorded(c, key)
+		if !ok {
+			return nil, fmt.Errorf("no recorded cgroup for %q in %s", key, c.StatePath)
+		}
+		lvs, err := r.levelsOf(h, rel, key)
+		if err != nil {
+			return ps, err
+		}
+		ps = append(ps, Path{Key: key, Cgroup: rel, Levels: lvs})
+	}
+	return ps, nil
 }
 
 // listed is the v2 Path of a process cgroup.procs listed in cg.
