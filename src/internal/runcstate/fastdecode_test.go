@@ -175,6 +175,18 @@ var edgeCases = []string{
 	`{"config":{"namespaces":[{"type":1}]}}`,
 	`{"config":{"namespaces":[{"type":"A"},]}}`,
 	`{"config":{"namespaces":{}}}`,
+	// config.cgroups' limits: fractions, range, sign, null, case and repeats.
+	`{"config":{"cgroups":{"memory":1073741824,"MEMORY_swap":-1,"pids_limit":1024,"cpu_shares":512,"blkio_weight":500}}}`,
+	`{"config":{"cgroups":{"memory":1.5}}}`,
+	`{"config":{"cgroups":{"memory":1e3}}}`,
+	`{"config":{"cgroups":{"memory":"lots"}}}`,
+	`{"config":{"cgroups":{"memory":99999999999999999999}}}`,
+	`{"config":{"cgroups":{"blkio_weight":70000}}}`,
+	`{"config":{"cgroups":{"cpu_shares":-1}}}`,
+	`{"config":{"cgroups":{"cpu_quota":-1,"cpu_period":null}}}`,
+	`{"config":{"cgroups":{"pids_limit":null}}}`,
+	`{"config":{"cgroups":{"pids_limit":5,"pids_limit":null,"pids_limit":7}}}`,
+	`{"config":{"cgroups":{"memory":-0}}}`,
 }
 
 func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
