@@ -282,7 +282,8 @@ func (f *runFlags) measure(k int) (*result, error) {
 	if f.tmpfs {
 		// Room with a margin: per process a page for stat, and 5 inodes
 		// (tmpfs counts a hard link as one); per container 9 cgroup
-		// directories with their cgroup.procs links and a 26 KB state.
+		// directories with their cgroup.procs links, 3 limit-file links and a
+		// 26 KB state.
 		// The 100x cell takes about 3.4 GB of pages and 3.5M inodes.
 		size := 64<<20 + int64(s.Processes())*8<<10
 		inodes := 10000 + s.Processes()*6 + s.Containers*30

@@ -3,21 +3,13 @@ package limits
 import (
 	"strconv"
 	"strings"
+
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 )
 
-// Resources are the limits of configs.Resources that cellguard compares,
-// under the names runc writes them in state.json's config.cgroups. Zero
-// is "not set" for each, as runc's own setters read them.
-type Resources struct {
-	Memory      int64  `json:"memory"`
-	MemorySwap  int64  `json:"memory_swap"`
-	PidsLimit   *int64 `json:"pids_limit"`
-	CpuShares   uint64 `json:"cpu_shares"`
-	CpuWeight   uint64 `json:"cpu_weight"`
-	CpuQuota    int64  `json:"cpu_quota"`
-	CpuPeriod   uint64 `json:"cpu_period"`
-	BlkioWeight uint16 `json:"blkio_weight"`
-}
+// Resources are the limits runc recorded in state.json's config.cgroups,
+// decoded with the rest of the state (runcstate).
+type Resources = runcstate.Resources
 
 // Want is one recorded limit as the kernel would print it in one cgroup
 // file, after runc's conversions.

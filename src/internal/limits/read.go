@@ -1,7 +1,6 @@
 package limits
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -42,11 +41,8 @@ func Read(s Spec) (*Facts, error) {
 	for _, p := range disc.Problems {
 		f.Problems = append(f.Problems, fmt.Sprintf("read %s: %v", p.Path, p.Err))
 	}
-	seen := make(map[string]bool, len(disc.Containers))
-	defer states.keep(seen)
 	for i := range disc.Containers {
 		c := &disc.Containers[i]
-		seen[c.StatePath] = true
 		if !r.running(c) {
 			continue // created, or gone: runtime-ghosts judges those
 		}
@@ -91,9 +87,9 @@ func (r *reader) running(c *runcstate.Container) bool {
 // of its processes: its init and every process in the cgroup.procs of its
 // recorded cgroup and of the cgroup its init is in now.
 func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, error) {
-	res, err := states.resources(c.StatePath)
-	if err != nil {
-		return nil, err
+	var res Resources
+	if c.State.Config.Cgroups != nil {
+		res = c.State.Config.Cgroups.Resources
 	}
 	wants := Expected(unified, res)
 	if len(wants) == 0 {
@@ -106,10 +102,17 @@ func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, err
 	}
 	// On v2 a pid that a cgroup's cgroup.procs lists is in that cgroup:
 	// where says so, and spares its /proc/<pid>/cgroup (a cell has
-	// thousands). v1 has one cgroup per hierarchy: each is read.
+	// thousands). On v1 a pid listed in the recorded cgroup of every
+	// hierarchy the wants need is in each: inAll says so, and the others'
+	// /proc/<pid>/cgroup is read.
 	var where map[int]string
+	var inAll map[int]bool
+	var recorded []Path
+	var recordedErr error
 	if unified {
 		where = map[int]string{}
+	} else {
+		inAll = r.listedInAll(c, keys)
 	}
 	init := c.State.InitProcessPid
 	pids := []int{init}
@@ -128,8 +131,14 @@ func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, err
 	for _, pid := range pids {
 		p := Process{PID: pid, Container: c.Name(), StatePath: c.StatePath, Expected: expected, Recorded: res, Wants: wants}
 		var paths []Path
+		var err error
 		if cg, ok := where[pid]; ok {
 			paths, err = r.listed(h, cg)
+		} else if inAll[pid] {
+			if recorded == nil && recordedErr == nil {
+				recorded, recordedErr = r.recordedPaths(c, keys)
+			}
+			paths, err = recorded, recordedErr
 		} else {
 			paths, err = r.paths(pid, keys)
 		}
@@ -143,28 +152,6 @@ func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, err
 		ps = append(ps, p)
 	}
 	return ps, nil
-}
-
-// readResources decodes config.cgroups' resources from a state file.
-// runcstate skips them (they are most of the file); only this check needs
-// them, once per container and run.
-func readResources(statePath string) (Resources, error) {
-	b, err := os.ReadFile(statePath)
-	if err != nil {
-		return Resources{}, fmt.Errorf("read state %s: %w", statePath, err)
-	}
-	var st struct {
-		Config struct {
-			Cgroups *Resources `json:"cgroups"`
-		} `json:"config"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return Resources{}, fmt.Errorf("decode resources in %s: %w", statePath, err)
-	}
-	if st.Config.Cgroups == nil {
-		return Resources{}, nil
-	}
-	return *st.Config.Cgroups, nil
 }
 
 // keysOf are the hierarchies the wants need: "" on v2, else each v1
@@ -204,6 +191,48 @@ func (r *reader) appendProcs(pids []int, h *cgroup.Hierarchy, rel string, where 
 		}
 	}
 	return pids
+}
+
+// listedInAll are the pids listed in c's recorded cgroup of every
+// hierarchy of keys (v1).
+func (r *reader) listedInAll(c *runcstate.Container, keys []string) map[int]bool {
+	count := map[int]int{}
+	var pids []int
+	for _, key := range keys {
+		h, rel, ok := r.recorded(c, key)
+		if !ok {
+			return nil
+		}
+		_, pids, _ = cgroup.ReadProcs(r.l.Path(h, rel), nil, pids[:0])
+		for _, pid := range pids {
+			count[pid]++
+		}
+	}
+	in := make(map[int]bool, len(count))
+	for pid, n := range count {
+		if n == len(keys) {
+			in[pid] = true
+		}
+	}
+	return in
+}
+
+// recordedPaths are the v1 Paths of a process in c's recorded cgroup of
+// every hierarchy of keys; the slice is shared by those processes.
+func (r *reader) recordedPaths(c *runcstate.Container, keys []string) ([]Path, error) {
+	var ps []Path
+	for _, key := range keys {
+		h, rel, ok := r.recorded(c, key)
+		if !ok {
+			return nil, fmt.Errorf("no recorded cgroup for %q in %s", key, c.StatePath)
+		}
+		lvs, err := r.levelsOf(h, rel, key)
+		if err != nil {
+			return ps, err
+		}
+		ps = append(ps, Path{Key: key, Cgroup: rel, Levels: lvs})
+	}
+	return ps, nil
 }
 
 // listed is the v2 Path of a process cgroup.procs listed in cg.

@@ -1,6 +1,8 @@
 package limits
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -126,6 +128,39 @@ func TestReadV1(t *testing.T) {
 	}
 }
 
+// On v1 too, a process that the recorded cgroup's cgroup.procs lists in
+// every hierarchy its limits need is in that cgroup there: its
+// /proc/<pid>/cgroup is not read (a cell has thousands). One missing here
+// proves it; a process listed in only some is read as before.
+func TestReadV1TakesListedProcessesFromTheListing(t *testing.T) {
+	h := fakehost.New(t, cgroup.Hybrid)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1", Resources: map[string]any{"memory": 1 << 30, "cpu_shares": 512}}, 100, 3, 500)
+	h.Write("sys/fs/cgroup/memory/garden/c1/memory.limit_in_bytes", "1073741824\n")
+	h.Write("sys/fs/cgroup/cpu,cpuacct/garden/c1/cpu.shares", "512\n")
+	if err := os.Remove(filepath.Join(h.Root, "proc/101/cgroup")); err != nil {
+		t.Fatal(err)
+	}
+	// 102 is missing from the cpu cgroup's listing: its /proc/<pid>/cgroup
+	// is read, as before.
+	h.Write("sys/fs/cgroup/cpu,cpuacct/garden/c1/cgroup.procs", "100\n101\n")
+	f, err := Read(Spec{Root: h.Root, RuntimeRoots: []string{"/run/runc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range f.Processes {
+		var ps []string
+		for _, path := range p.Paths {
+			ps = append(ps, path.Key+":"+path.Cgroup+" "+itoa(len(path.Levels)))
+		}
+		got = append(got, itoa(p.PID)+" "+strings.Join(ps, ",")+" "+p.Err)
+	}
+	want := "100 memory:/garden/c1 2,cpu:/garden/c1 2 ;101 memory:/garden/c1 2,cpu:/garden/c1 2 ;102 memory:/garden/c1 2,cpu:/garden/c1 2 "
+	if s := strings.Join(got, ";"); s != want {
+		t.Errorf("processes:\n%s\nwant\n%s", s, want)
+	}
+}
+
 func TestReadSaysWhatCouldNotBeRead(t *testing.T) {
 	h := fakehost.New(t, cgroup.Unified)
 	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/c1", Resources: map[string]any{"memory": 1 << 30}}, 100, 1, 500)
@@ -134,7 +169,9 @@ func TestReadSaysWhatCouldNotBeRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Problems) != 1 || !strings.Contains(f.Problems[0], "decode resources") || len(f.Processes) != 0 {
+	// The limits are decoded with the rest of the state (runcstate): a
+	// file whose limits are not runc's types is unreadable, as to runc.
+	if len(f.Problems) != 1 || !strings.Contains(f.Problems[0], "run/runc/c1/state.json") || !strings.Contains(f.Problems[0], "memory") || len(f.Processes) != 0 {
 		t.Errorf("facts = %+v", f)
 	}
 }
@@ -161,7 +198,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func sortStrings(s []string) { sort.Strings(s) }
 
 // A state file rewritten (runc update renames a new one into place) is
-// decoded again; an unchanged one comes from the cache.
+// decoded again: what runc recorded now is what is judged.
 func TestReadSeesARewrittenState(t *testing.T) {
 	h := fakehost.New(t, cgroup.Unified)
 	h.Write("sys/fs/cgroup/cgroup.subtree_control", "memory pids\n")

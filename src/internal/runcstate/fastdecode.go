@@ -99,8 +99,34 @@ func (sc *scanner) cgroups(p **Cgroups) bool {
 			c.Devices = bytes.Clone(sc.b[start:sc.i])
 			return true
 		}
+		if v := c.Resources.field(key); v != nil {
+			return sc.integer(v)
+		}
 		return sc.skip()
 	})
+}
+
+// field is the member of r named key (as encoding/json matches it), or nil.
+func (r *Resources) field(key []byte) any {
+	switch {
+	case fold(key, "memory"):
+		return &r.Memory
+	case fold(key, "memory_swap"):
+		return &r.MemorySwap
+	case fold(key, "pids_limit"):
+		return &r.PidsLimit
+	case fold(key, "cpu_shares"):
+		return &r.CpuShares
+	case fold(key, "cpu_weight"):
+		return &r.CpuWeight
+	case fold(key, "cpu_quota"):
+		return &r.CpuQuota
+	case fold(key, "cpu_period"):
+		return &r.CpuPeriod
+	case fold(key, "blkio_weight"):
+		return &r.BlkioWeight
+	}
+	return nil
 }
 
 // namespaces reads a list of {"type":...,"path":...} objects into *p.

@@ -175,6 +175,18 @@ var edgeCases = []string{
 	`{"config":{"namespaces":[{"type":1}]}}`,
 	`{"config":{"namespaces":[{"type":"A"},]}}`,
 	`{"config":{"namespaces":{}}}`,
+	// config.cgroups' limits: fractions, range, sign, null, case and repeats.
+	`{"config":{"cgroups":{"memory":1073741824,"MEMORY_swap":-1,"pids_limit":1024,"cpu_shares":512,"blkio_weight":500}}}`,
+	`{"config":{"cgroups":{"memory":1.5}}}`,
+	`{"config":{"cgroups":{"memory":1e3}}}`,
+	`{"config":{"cgroups":{"memory":"lots"}}}`,
+	`{"config":{"cgroups":{"memory":99999999999999999999}}}`,
+	`{"config":{"cgroups":{"blkio_weight":70000}}}`,
+	`{"config":{"cgroups":{"cpu_shares":-1}}}`,
+	`{"config":{"cgroups":{"cpu_quota":-1,"cpu_period":null}}}`,
+	`{"config":{"cgroups":{"pids_limit":null}}}`,
+	`{"config":{"cgroups":{"pids_limit":5,"pids_limit":null,"pids_limit":7}}}`,
+	`{"config":{"cgroups":{"memory":-0}}}`,
 }
 
 func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
@@ -230,6 +242,7 @@ func FuzzDecodeKnown(f *testing.F) {
 // field that decodeFast would skip: every field is set, and both decoders
 // must see all of them.
 func TestDecodeFastKnowsEveryField(t *testing.T) {
+	pids := int64(1024)
 	full := State{
 		ID: "c1", InitProcessPid: 42, InitProcessStart: 12345,
 		Created: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), Rootless: true,
@@ -237,11 +250,12 @@ func TestDecodeFastKnowsEveryField(t *testing.T) {
 		NamespacePaths: map[string]string{"NEWPID": "/proc/42/ns/pid"},
 		Config: Config{
 			Cgroups: &Cgroups{Path: "/garden/c1", Name: "c1", Parent: "garden.slice", ScopePrefix: "runc", Systemd: true,
-				Devices: json.RawMessage(`[{"type":97,"major":-1,"minor":-1,"permissions":"rwm","allow":false}]`)},
+				Devices:   json.RawMessage(`[{"type":97,"major":-1,"minor":-1,"permissions":"rwm","allow":false}]`),
+				Resources: Resources{Memory: 1 << 30, MemorySwap: 2 << 30, PidsLimit: &pids, CpuShares: 512, CpuWeight: 59, CpuQuota: 50000, CpuPeriod: 100000, BlkioWeight: 300}},
 			Namespaces: []Namespace{{Type: "NEWPID", Path: "/proc/1/ns/pid"}},
 		},
 	}
-	for _, v := range []reflect.Value{reflect.ValueOf(full), reflect.ValueOf(full.Config), reflect.ValueOf(*full.Config.Cgroups)} {
+	for _, v := range []reflect.Value{reflect.ValueOf(full), reflect.ValueOf(full.Config), reflect.ValueOf(*full.Config.Cgroups), reflect.ValueOf(full.Config.Cgroups.Resources)} {
 		for i := 0; i < v.NumField(); i++ {
 			if v.Field(i).IsZero() {
 				t.Fatalf("%s.%s is not set here: set it, and teach decodeFast to read it", v.Type().Name(), v.Type().Field(i).Name)

@@ -100,6 +100,49 @@ func (sc *scanner) int(p *int) bool {
 	return true
 }
 
+// integer reads a plain integer into p (*int64, *uint64, *uint16 or
+// **int64); null, a fraction, an exponent or a value out of range are
+// encoding/json's call.
+func (sc *scanner) integer(p any) bool {
+	end := number(sc.b, sc.i)
+	if end < 0 {
+		return sc.decode(p)
+	}
+	txt := string(sc.b[sc.i:end])
+	signed, serr := strconv.ParseInt(txt, 10, 64)
+	switch v := p.(type) {
+	case *int64:
+		if serr != nil {
+			return sc.decode(p)
+		}
+		*v = signed
+	case **int64:
+		if serr != nil {
+			return sc.decode(p)
+		}
+		if *v == nil {
+			*v = new(int64)
+		}
+		**v = signed
+	case *uint64:
+		n, err := strconv.ParseUint(txt, 10, 64)
+		if err != nil {
+			return sc.decode(p)
+		}
+		*v = n
+	case *uint16:
+		n, err := strconv.ParseUint(txt, 10, 16)
+		if err != nil {
+			return sc.decode(p)
+		}
+		*v = uint16(n)
+	default:
+		return sc.decode(p)
+	}
+	sc.i = end
+	return true
+}
+
 // unmarshaler hands the value to u.UnmarshalJSON, as encoding/json does
 // with the value's bytes for any type that has the method (null included),
 // without its reflection and second validation.

@@ -40,6 +40,24 @@ type Cgroups struct {
 	// embedded in configs.Cgroup, so they sit in config.cgroups), kept
 	// undecoded: only devices-cgroup reads them, with DecodeDevices.
 	Devices json.RawMessage `json:"devices"`
+	// Resources are the limits runc recorded (configs.Resources sits
+	// embedded in configs.Cgroup): limits-intact judges them. Decoded in
+	// the same pass as the rest, not by a second read of the file.
+	Resources
+}
+
+// Resources are the limits of configs.Resources that cellguard compares,
+// under the names runc writes them in state.json's config.cgroups. Zero
+// is "not set" for each, as runc's own setters read them.
+type Resources struct {
+	Memory      int64  `json:"memory"`
+	MemorySwap  int64  `json:"memory_swap"`
+	PidsLimit   *int64 `json:"pids_limit"`
+	CpuShares   uint64 `json:"cpu_shares"`
+	CpuWeight   uint64 `json:"cpu_weight"`
+	CpuQuota    int64  `json:"cpu_quota"`
+	CpuPeriod   uint64 `json:"cpu_period"`
+	BlkioWeight uint16 `json:"blkio_weight"`
 }
 
 // Namespace is one entry of configs.Namespaces; Path is set when the

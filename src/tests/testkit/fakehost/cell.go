@@ -65,6 +65,32 @@ func (s Spec) validate() error {
 	return nil
 }
 
+// The limits every container of the cell records (cellstate.go) and has
+// in force in its v1 cgroups, in the files runc's fs setters write. No
+// memory.memsw.limit_in_bytes: limits-intact accepts its absence, as on a
+// host without swap accounting.
+const cellMemory, cellCPUShares, cellPids = 1073741824, 1024, 1024
+
+var cellLimitFiles = []struct {
+	dir, name string
+	value     int
+}{
+	{"memory", "memory.limit_in_bytes", cellMemory},
+	{"cpu,cpuacct", "cpu.shares", cellCPUShares},
+	{"pids", "pids.max", cellPids},
+}
+
+// limits links the cell's limit files into cgroup rel of each hierarchy
+// that has one (written once, in layout).
+func (g *gen) limits(rel string) error {
+	for _, f := range cellLimitFiles {
+		if err := link(filepath.Join(g.shared, "limit-"+f.name), g.path("sys/fs/cgroup/"+f.dir+rel+"/"+f.name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // EscapeCgroup is where escaped processes end up: the unit of the daemon
 // that created the containers.
 const EscapeCgroup = "/system.slice/garden.service"
@@ -195,6 +221,11 @@ func (g *gen) layout() error {
 	g.files++ // unified/cgroup.controllers
 	for _, d := range []string{g.shared, g.path("proc"), g.path(g.s.RuntimeRoot)} {
 		if err := mkdir(d); err != nil {
+			return err
+		}
+	}
+	for _, f := range cellLimitFiles {
+		if err := g.write(filepath.Join(g.shared, "limit-"+f.name), []byte(strconv.Itoa(f.value)+"\n")); err != nil {
 			return err
 		}
 	}
@@ -422,6 +453,9 @@ func (g *gen) container(c int, escaped map[int]bool, tmpl *template, buf, state 
 		pids = append(pids, pid)
 	}
 	if err := g.cgroupProcs(rel, pids, moved); err != nil {
+		return buf, state, nil, err
+	}
+	if err := g.limits(rel); err != nil {
 		return buf, state, nil, err
 	}
 	dir := g.path(s.RuntimeRoot + "/" + id)

@@ -137,3 +137,33 @@ func TestGenerateRefusesBadSpecs(t *testing.T) {
 		t.Error("generated into a non-empty directory")
 	}
 }
+
+// The limits each state records (cellstate.go) are in force in the
+// container's cgroups, as runc's fs setters leave them: a clean cell trips
+// no limits-intact finding, and the benchmark measures a healthy cell.
+func TestGenerateHasTheRecordedLimitsInForce(t *testing.T) {
+	spec := fakehost.Spec{Containers: 4, ProcsPerContainer: 3, HostProcs: 10, RuntimeRoot: "/run/runc"}
+	w, err := fakehost.Generate(filepath.Join(t.TempDir(), "cell"), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks.All(facts.New(facts.Spec{Root: w.Root}), checks.Policy{}) {
+		if c.Meta().ID != "limits-intact" {
+			continue
+		}
+		fs, err := c.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var details []string
+		for _, f := range fs {
+			details = append(details, string(f.Status)+": "+f.Detail)
+		}
+		want := "pass: 12 container processes with recorded limits checked (4 containers running)"
+		if len(fs) != 1 || details[0] != want {
+			t.Fatalf("limits-intact on a clean cell:\n%s\nwant only\n%s", strings.Join(details, "\n"), want)
+		}
+		return
+	}
+	t.Fatal("no limits-intact check")
+}
