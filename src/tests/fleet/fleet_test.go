@@ -494,9 +494,17 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	// cell that holds containers stops at pre-start (run 3: the canary, "2
 	// containers below runit.service are exposed to systemd moving them out"), so no cell
 	// before an unsafe one could update. runtime-versions is not ignored:
-	// the stemcells' runc and containerd have CVEs, which warn, and no
+	// jammy's and noble's runc and containerd have CVEs, which warn, and no
 	// hazard (defaults.yml); seed 001 blocks on rc93's.
 	runc, ignore := f.shape.runc(), "[delegation-audit]"
+	if f.shape.name == "xenial" && !a.Seed001 {
+		// Except on xenial: its own runc (/usr/bin/runc 0.0.8) carries the
+		// devices deny-all hazard, whose condition (v1 devices) holds there,
+		// so pre-start rightly blocks every xenial cell (CI-D: each xenial
+		// lane's first deploy). Its lanes test other things; seed 001's
+		// deploy still judges runtime versions.
+		ignore = "[runtime-versions, delegation-audit]"
+	}
 	if a.Seed001 {
 		runc = "/var/vcap/packages/runc-rc93/bin/runc"
 	}
