@@ -133,14 +133,21 @@ func (g *guest) sh(script string) string {
 
 // bundle makes a busybox rootfs and reads the spec `runc spec` writes, the
 // template of every container's config.json.
-func (g *guest) bundle() {
+func (g *guest) bundle() { g.spec = g.busyboxBundle(bundles, "runc") }
+
+// busyboxBundle makes a busybox rootfs in dir and returns the spec that
+// runc (a path or a name on PATH) writes there with `spec`.
+func (g *guest) busyboxBundle(dir, runc string) map[string]any {
+	g.t.Helper()
 	g.sh(fmt.Sprintf(`mkdir -p %[1]s/rootfs/bin %[1]s/rootfs/proc %[1]s/rootfs/dev %[1]s/rootfs/sys
 cp /bin/busybox %[1]s/rootfs/bin/busybox
 ln -sf busybox %[1]s/rootfs/bin/sh; ln -sf busybox %[1]s/rootfs/bin/sleep
-cd %[1]s && rm -f config.json && runc spec`, bundles))
-	if err := json.Unmarshal([]byte(g.sh("cat "+bundles+"/config.json")), &g.spec); err != nil {
+cd %[1]s && rm -f config.json && %[2]s spec`, dir, runc))
+	var spec map[string]any
+	if err := json.Unmarshal([]byte(g.sh("cat "+dir+"/config.json")), &spec); err != nil {
 		g.t.Fatal(err)
 	}
+	return spec
 }
 
 // run starts container id at cgroupsPath cg with limits recorded: memory

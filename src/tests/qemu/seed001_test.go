@@ -159,14 +159,7 @@ func buildRunc(t *testing.T, name string) string {
 // (run 2, 2026-12-06).
 func (g *guest) seedBundle(t *testing.T) {
 	t.Helper()
-	g.sh(fmt.Sprintf(`mkdir -p %[1]s/rootfs/bin %[1]s/rootfs/proc %[1]s/rootfs/dev %[1]s/rootfs/sys
-cp /bin/busybox %[1]s/rootfs/bin/busybox
-ln -sf busybox %[1]s/rootfs/bin/sh; ln -sf busybox %[1]s/rootfs/bin/sleep
-cd %[1]s && rm -f config.json && %[2]s spec`, seedBundle, seedRc93))
-	var spec map[string]any
-	if err := json.Unmarshal([]byte(g.sh("cat "+seedBundle+"/config.json")), &spec); err != nil {
-		t.Fatal(err)
-	}
+	spec := g.busyboxBundle(seedBundle, seedRc93)
 	names, err := os.ReadFile(filepath.Join(repoRoot(t), "src", "tests", "qemu", "testdata", "seed001-syscalls.txt"))
 	if err != nil {
 		t.Fatal(err)
