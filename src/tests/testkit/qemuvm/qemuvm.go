@@ -178,8 +178,19 @@ func bootOnce(ctx context.Context, img Image, opts Options, accel string, timeou
 // qemuArgs is the command line: no display, no NIC, the kernel booted
 // directly (Ubuntu's has virtio-blk and ext4 built in), the image under
 // snapshot=on, the agent's port on a unix socket, the console in a file.
+//
+// TCG runs every vCPU on one host thread (thread=single): with one thread
+// per vCPU (QEMU 7.2's thread=multi) the 6.8 guest died of its own static
+// key patching, an int3 or a jump into the middle of an instruction in the
+// scheduler (update_curr, pick_next_task_fair), whenever a cgroup's cpu.max
+// came or went on one vCPU while the other ran; single-threaded it did not
+// (TestTCGSurvivesStaticKeyPatching). no_timer_check: a loaded TCG host
+// once missed the kernel's boot-time timer IRQ probe and it panicked
+// ("IO-APIC + timer doesn't work"). panic=1 with -no-reboot: a guest that
+// panics ends qemu, so a test fails at once with the console, not at its
+// exec's timeout.
 func qemuArgs(img Image, opts Options, accel, dir string) []string {
-	acc := fmt.Sprintf("tcg,thread=multi,tb-size=%d", opts.TBSizeMB)
+	acc := fmt.Sprintf("tcg,thread=single,tb-size=%d", opts.TBSizeMB)
 	cpu := "max"
 	if accel == "kvm" {
 		acc, cpu = "kvm", "host"
@@ -188,7 +199,7 @@ func qemuArgs(img Image, opts Options, accel, dir string) []string {
 		"-name", "cellguard-qemuvm", "-nodefaults", "-no-user-config", "-display", "none",
 		"-machine", "q35", "-accel", acc, "-cpu", cpu,
 		"-m", strconv.Itoa(opts.MemoryMB), "-smp", strconv.Itoa(opts.CPUs),
-		"-kernel", img.Kernel, "-append", img.Cmdline,
+		"-kernel", img.Kernel, "-append", img.Cmdline + " no_timer_check panic=1",
 		"-drive", "file=" + img.Disk + ",format=raw,if=virtio,snapshot=on",
 		"-device", "virtio-rng-pci",
 		"-device", "virtio-serial-pci",
