@@ -69,7 +69,11 @@ func (*CgroupIntegrity) Meta() validator.Meta {
 			"then run the runtime's daemon in a delegated unit (`cellguard.daemons`, or " +
 			"`cellguard.delegate_units` for a unit another release writes, e.g. garden.service): on v1 and " +
 			"hybrid hosts Delegate= lists every v1 controller incl. blkio, so systemd stops moving processes; " +
-			"on cgroup v2 Delegate=yes keeps the controllers enabled above the containers, so their limits stay.",
+			"on cgroup v2 Delegate=yes keeps the controllers enabled above the containers, so their limits stay. " +
+			"A warning that the runtime's record is false (none of the cgroups its state names exists) is not an escape: " +
+			"nothing is moved or created, the process runs where the runtime put it. With CPU throttling on, Garden " +
+			"rewrites a privileged container's record to garden/good/<id>, which it never makes (guardian " +
+			"throttle/enforcer_linux.go Release); that is Garden's record to correct.",
 	}
 }
 
@@ -153,6 +157,7 @@ func (ci *CgroupIntegrity) scan(ctx context.Context, v *snapshot.Host) (escapes 
 			return nil, 0, 0, nil, err
 		}
 		nProcs += n
+		skipped = append(skipped, j.falseRecords(c)...)
 	}
 	return escapes, nContainers, nProcs, skipped, nil
 }
@@ -180,6 +185,20 @@ type judging struct {
 	v       *snapshot.Host
 	m       cgroup.Membership
 	members []int
+	// absent are the current container's false records, one per
+	// hierarchy, when none of its recorded cgroups exists.
+	absent []falseRecord
+}
+
+// falseRecord is a container's record in one hierarchy naming a cgroup
+// that does not exist, and the first of its processes found elsewhere
+// (its init when that is among them).
+type falseRecord struct {
+	want   snapshot.Expectation
+	pid    int
+	comm   string
+	actual string
+	n      int // processes of the container outside the recorded cgroup
 }
 
 // container appends the suspects among c's processes (its init, the
@@ -189,6 +208,7 @@ type judging struct {
 // /proc/<pid>/cgroup of the others.
 func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlisted []int, escapes *[]suspect) (int, error) {
 	j.members = j.members[:0]
+	j.absent = j.absent[:0]
 	initPID := 0 // known to be the container's by its start time
 	if p := j.v.InitOf(c); p != nil {
 		j.members = append(j.members, p.PID)
@@ -198,6 +218,7 @@ func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlist
 	j.members = append(j.members, cm.Any()...) // one copy of each listed pid, not one per hierarchy
 	sort.Ints(j.members)
 	j.members = compactInts(j.members)
+	falseRecord := cm.NoneExists()
 	nProcs := 0
 	for _, pid := range j.members {
 		if cm.InAll(pid) {
@@ -223,6 +244,12 @@ func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlist
 			if !ok || cgroup.Under(string(actual), e.Rel) {
 				continue
 			}
+			if falseRecord {
+				// Not an escape: nothing can leave a cgroup that never
+				// existed, nor be moved back into it.
+				j.recordFalse(e, pid, pid == initPID, string(actual))
+				continue
+			}
 			esc := suspect{Escape: Escape{Container: c.Name(), Runtime: c.Runtime, State: c.StatePath, PID: pid,
 				Want: e, Actual: string(actual)}, c: c, cm: cm}
 			if p := j.v.Find(pid); p != nil {
@@ -233,6 +260,58 @@ func (j *judging) container(c *runcstate.Container, cm *snapshot.Members, unlist
 	}
 	return nProcs, nil
 }
+
+// recordFalse notes pid, in actual, outside the recorded cgroup of e that
+// does not exist.
+func (j *judging) recordFalse(e snapshot.Expectation, pid int, isInit bool, actual string) {
+	comm := ""
+	if p := j.v.Find(pid); p != nil {
+		comm = p.Stat.Comm
+	}
+	for i := range j.absent {
+		if r := &j.absent[i]; r.want.Hierarchy == e.Hierarchy {
+			r.n++
+			if isInit {
+				r.pid, r.comm, r.actual = pid, comm, actual
+			}
+			return
+		}
+	}
+	j.absent = append(j.absent, falseRecord{want: e, pid: pid, comm: comm, actual: actual, n: 1})
+}
+
+// falseRecords are the warnings of the container's false records: the
+// runtime's state names a cgroup that does not exist while its processes
+// run elsewhere. Healing has nowhere to move them (and makes no cgroup
+// the runtime did not), so this is the runtime's record to fix, not an
+// escape.
+func (j *judging) falseRecords(c *runcstate.Container) []validator.Finding {
+	var fs []validator.Finding
+	for _, r := range j.absent {
+		who := fmt.Sprintf("pid %d (%s) is", r.pid, r.comm)
+		if r.n > 1 {
+			who = fmt.Sprintf("pid %d (%s) and %d more of its processes are", r.pid, r.comm, r.n-1)
+		}
+		fs = append(fs, validator.Finding{
+			Subject: c.Name(), Status: validator.Warn,
+			Detail: fmt.Sprintf("%s in %s, but state says %s (%s), a cgroup that does not exist: "+
+				"the runtime's record is false, not an escape, and nothing moves the process there",
+				who, r.actual, r.want.Rel, r.want.Hierarchy.Name),
+			Data: map[string]string{
+				"container": c.Name(), "runtime": c.Runtime, "state": c.StatePath,
+				"pid": strconv.Itoa(r.pid), "comm": r.comm, "hierarchy": r.want.Hierarchy.Name,
+				"recorded": r.want.Rel, "recorded_exists": "false", "actual": r.actual,
+				"processes": strconv.Itoa(r.n),
+			},
+			Measured: falseRecordMeasured,
+		})
+	}
+	return fs
+}
+
+// falseRecordMeasured: which process is named, where, and how many change
+// while the record stays false.
+var falseRecordMeasured = []string{"pid", "comm", "actual", "processes"}
 
 // confirm re-reads each suspect and keeps those still outside (and still
 // the same process, and still the container's). A process outside in

@@ -720,3 +720,112 @@ func TestCgroupIntegrityJudgesTheSnapshot(t *testing.T) {
 		t.Fatalf("want pid 101's escape from the snapshot, got %+v", bad)
 	}
 }
+
+// gardenThrottledPrivileged is the shape real Garden (guardian c2d9348,
+// runc 1.5.1, CPU throttling on) left on a noble VM: a privileged
+// container's init where runc put it, /system.slice/<h>, and its state.json
+// rewritten by the throttler's Release to /garden/good/<h>, which nothing
+// ever made (/work/notes/garden37-run3.txt).
+func gardenThrottledPrivileged(h *fakehost.Host, id string, pid int) {
+	h.Cgroup("/garden/good")
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "garden", ID: id,
+		Cgroup: "/system.slice/" + id, Recorded: "/garden/good/" + id}, pid, 1, 900)
+}
+
+// A process cannot have escaped from a cgroup that does not exist: the
+// runtime's record is false, which is a warning naming the process, where
+// it is and what the record says, never an escape to move back.
+func TestCgroupIntegrityFalseRecordIsNoEscape(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	gardenThrottledPrivileged(h, "p2", 1445)
+	fs := run(t, deps(h), "cgroup-integrity")
+	if es := Escapes(fs); len(es) != 0 {
+		t.Fatalf("a false record judged as escapes: %+v", es)
+	}
+	bad := failures(fs)
+	if len(bad) != 1 {
+		t.Fatalf("want one warning, got %+v", bad)
+	}
+	f := bad[0]
+	if f.Status != validator.Warn || f.Subject != "garden/p2" || f.Data["pid"] != "1445" || f.Data["comm"] != "garden-init" ||
+		f.Data["actual"] != "/system.slice/p2" || f.Data["recorded"] != "/garden/good/p2" || f.Data["hierarchy"] != "unified" {
+		t.Fatalf("finding %+v", f)
+	}
+	for _, s := range []string{"1445", "/system.slice/p2", "/garden/good/p2", "does not exist"} {
+		if !strings.Contains(f.Detail, s) {
+			t.Errorf("detail %q does not say %q", f.Detail, s)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.Root, "sys/fs/cgroup/garden/good/p2")); !os.IsNotExist(err) {
+		t.Fatalf("the recorded cgroup was made: %v", err)
+	}
+}
+
+// Beside a false record, a real escape of Garden's (the recorded cgroup
+// exists, the process is elsewhere) is still a failure.
+func TestCgroupIntegrityRealEscapeBesideFalseRecord(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	gardenThrottledPrivileged(h, "p2", 1445)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "garden", ID: "u2",
+		Cgroup: "/garden/good/u2/init"}, 1255, 2, 800)
+	h.Move(1256, "", "/system.slice/p2")
+	fs := run(t, deps(h), "cgroup-integrity")
+	es := Escapes(fs)
+	if len(es) != 1 || es[0].PID != 1256 || es[0].Want.Rel != "/garden/good/u2/init" || es[0].Actual != "/system.slice/p2" {
+		t.Fatalf("escapes %+v", es)
+	}
+	var fails, warns int
+	for _, f := range failures(fs) {
+		switch f.Status {
+		case validator.Fail:
+			fails++
+		case validator.Warn:
+			warns++
+		}
+	}
+	if fails != 1 || warns != 1 {
+		t.Fatalf("want the escape's failure and the false record's warning, got %+v", failures(fs))
+	}
+}
+
+// cgroup-topology says nothing of a false record (cgroup-integrity does):
+// no "could not read" of the cgroup that does not exist, and the cgroup the
+// init is in is judged instead.
+func TestCgroupTopologyFalseRecordIsQuiet(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	gardenThrottledPrivileged(h, "p2", 1445)
+	h.Write("sys/fs/cgroup/system.slice/p2/cgroup.type", "domain\n")
+	fs := run(t, deps(h), "cgroup-topology")
+	if bad := failures(fs); len(bad) != 0 {
+		t.Fatalf("false record: %+v", bad)
+	}
+	if last := fs[len(fs)-1]; last.Data["containers"] != "1" || last.Data["trees"] != "1" {
+		t.Fatalf("summary %+v", last)
+	}
+}
+
+// Where only some recorded cgroups are gone (v1: one removed after its
+// process left it), the runtime did make them: the process outside is
+// still an escape, and a failure, in every hierarchy it left.
+func TestCgroupIntegrityRemovedCgroupIsStillAnEscapeV1(t *testing.T) {
+	h := fakehost.New(t, cgroup.Hybrid)
+	h.RunContainer(garden("c1"), 100, 2, 500)
+	h.Move(101, "cpu,cpuacct", "/system.slice/garden.service")
+	h.Move(101, "blkio", "/system.slice/garden.service")
+	if err := os.RemoveAll(filepath.Join(h.Root, "sys/fs/cgroup/blkio/garden/c1")); err != nil {
+		t.Fatal(err)
+	}
+	fs := run(t, deps(h), "cgroup-integrity")
+	got := map[string]bool{}
+	for _, e := range Escapes(fs) {
+		got[e.Want.Hierarchy.Name] = e.PID == 101
+	}
+	if len(got) != 2 || !got["cpu,cpuacct"] || !got["blkio"] {
+		t.Fatalf("escapes %+v", Escapes(fs))
+	}
+	for _, f := range failures(fs) {
+		if f.Status != validator.Fail {
+			t.Errorf("not a failure: %+v", f)
+		}
+	}
+}

@@ -407,3 +407,25 @@ func byID(t *testing.T, cs []validator.Check, id string) validator.Check {
 	t.Fatalf("no check %q", id)
 	return nil
 }
+
+// A false record (guardian's throttler names /garden/good/<h> for a
+// privileged container runc put at /system.slice/<h>): systemd sees the
+// container where its init is, below system.slice, which cannot delegate;
+// nothing is under /garden/good.
+func TestDelegationAuditPlacesFalseRecordsWhereTheInitIs(t *testing.T) {
+	h := bootedHost(t, cgroup.Unified)
+	h.Cgroup("/garden/good")
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "garden", ID: "p2",
+		Cgroup: "/system.slice/p2", Recorded: "/garden/good/p2"}, 1445, 1, 900)
+	fs := run(t, auditDeps(h, newFakeManager(sliceUnit("system.slice"))), "delegation-audit")
+	got := bySubject(t, fs, "system.slice")
+	if len(got) != 1 || got[0].Status != validator.Fail || got[0].Data["containers"] != "garden/p2" ||
+		!strings.Contains(got[0].Detail, "slices cannot delegate") {
+		t.Fatalf("system.slice: %+v", got)
+	}
+	for _, f := range fs {
+		if strings.Contains(f.Subject, "/garden/good") || strings.Contains(f.Detail, "/garden/good") {
+			t.Errorf("placed by the false record: %+v", f)
+		}
+	}
+}

@@ -449,3 +449,27 @@ func decisionLine(stderr string) string {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	return lines[len(lines)-1]
 }
+
+// Today's Garden with CPU throttling on, on cgroup v2: a privileged
+// container's record names /garden/good/<h>, which nothing made, while runc
+// put it at /system.slice/<h>. pre-start is not blocked, --fix moves
+// nothing and makes no cgroup, and the report says the record is false.
+func TestValidateFixLeavesFalseRecords(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	h.Cgroup("/garden/good")
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "garden", ID: "p2",
+		Cgroup: "/system.slice/p2", Recorded: "/garden/good/p2"}, 1445, 1, 900)
+	h.Write("sys/fs/cgroup/system.slice/p2/cgroup.type", "domain\n")
+	code, out, errOut := runValidateCLI(t, h.Root, `{}`, "--phase", "pre-start", "--fix")
+	if code != ExitOK {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitOK, out, errOut)
+	}
+	mustContainAll(t, "stdout", out, "warn    cgroup-integrity",
+		"pid 1445 (garden-init) is in /system.slice/p2, but state says /garden/good/p2 (unified), a cgroup that does not exist")
+	if strings.Contains(out, "escaped") || strings.Contains(out, "could not read") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(h.Root, "sys/fs/cgroup/garden/good/p2")); !os.IsNotExist(err) {
+		t.Fatalf("--fix made the false record's cgroup: %v", err)
+	}
+}

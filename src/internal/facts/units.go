@@ -241,7 +241,10 @@ func group(v *snapshot.Host) (groups []*ContainerGroup, unplaced []Unplaced, n i
 	byKey := map[string]*ContainerGroup{}
 	for i := range v.Discovery().Containers {
 		c := &v.Discovery().Containers[i]
-		p, ok := place(v, c)
+		p, ok := placeActual(v, i)
+		if !ok {
+			p, ok = place(v, c)
+		}
 		if !ok {
 			unplaced = append(unplaced, Unplaced{Name: c.Name(), StatePath: c.StatePath})
 			continue
@@ -290,6 +293,32 @@ func place(v *snapshot.Host, c *runcstate.Container) (placement, bool) {
 		return placement{}, false
 	}
 	return placement{cgroup: exps[0].Rel, units: CgroupUnits(exps[0].Rel)}, true
+}
+
+// placeActual places a container whose record is false (none of the
+// cgroups it names exists: guardian's CPU throttler writes /garden/good/<h>
+// for a privileged container runc put at /system.slice/<h>) where its init
+// is, which is where systemd's realizations reach it. ok is false for a
+// record that is not false, or an init that was not read.
+func placeActual(v *snapshot.Host, i int) (placement, bool) {
+	c := &v.Discovery().Containers[i]
+	p := v.InitOf(c)
+	if !v.Members(i).NoneExists() || p == nil {
+		return placement{}, false
+	}
+	b, err := v.Cgroup(p.PID)
+	var m cgroup.Membership
+	if err != nil || cgroup.ParseProcCgroup(b, &m) != nil {
+		return placement{}, false
+	}
+	for _, key := range []string{"name=systemd", ""} {
+		if h := v.Layout().ForKey(key); h != nil {
+			if cg, ok := m.Lookup(h.Key()); ok {
+				return placement{cgroup: string(cg), units: CgroupUnits(string(cg))}, true
+			}
+		}
+	}
+	return placement{}, false
 }
 
 // unitSuffixes are the unit types that own cgroups.

@@ -348,3 +348,33 @@ func TestReportWithinDefersPastTheBudget(t *testing.T) {
 		t.Fatalf("a minute after the first moves: %v, want two more processes", r.calls)
 	}
 }
+
+// Heal never moves a process into, nor makes, a cgroup the runtime's record
+// names but nothing made (guardian's CPU throttler rewrites a privileged
+// container's record to /garden/good/<h>; runc put it at /system.slice/<h>),
+// while it still moves back a real escape beside it: the recorded cgroup
+// exists, the process is elsewhere.
+func TestMoverLeavesFalseRecordsHealsEscapes(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	h.Cgroup("/garden/good")
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "garden", ID: "p2",
+		Cgroup: "/system.slice/p2", Recorded: "/garden/good/p2"}, 1445, 1, 900)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "garden", ID: "u2",
+		Cgroup: "/garden/good/u2/init"}, 1255, 2, 800)
+	h.Move(1256, "", "/system.slice/p2")
+	procs := filepath.Join(h.Root, "sys/fs/cgroup/garden/good/u2/init/cgroup.procs")
+	if err := os.WriteFile(procs, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, src := judge(t, h)
+	outs := Report(&rep, src, Mover{})
+	if len(outs) != 1 || outs[0].Escape.PID != 1256 || outs[0].Escape.Want.Rel != "/garden/good/u2/init" || !outs[0].Written {
+		t.Fatalf("outcomes %+v", outs)
+	}
+	if b, err := os.ReadFile(procs); err != nil || string(b) != "1256" {
+		t.Fatalf("heal wrote %q to the recorded cgroup (%v)", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(h.Root, "sys/fs/cgroup/garden/good/p2")); !os.IsNotExist(err) {
+		t.Fatalf("heal made the false record's cgroup: %v", err)
+	}
+}

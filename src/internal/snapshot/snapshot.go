@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"slices"
@@ -129,6 +130,8 @@ type Members struct {
 	// Listed[j] are the pids the cgroup of Exps[j] listed, sorted, each
 	// once.
 	Listed [][]int
+	// Absent[j]: the cgroup of Exps[j] does not exist (NoneExists).
+	Absent []bool
 	// any are the pids some hierarchy listed and all those every one did,
 	// sorted: set once by index, so that the checks' per-process questions
 	// are one search, not one per hierarchy.
@@ -430,9 +433,12 @@ func (v *Host) readMembers() error {
 			m := &v.members[i]
 			m.Exps, m.Unmapped = v.Expectations(&v.disc.Containers[i])
 			m.Listed = make([][]int, len(m.Exps))
+			m.Absent = make([]bool, len(m.Exps))
 			for j, e := range m.Exps {
 				pids, err := pr.Read(e.Hierarchy, e.Rel)
-				if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
+				if errors.Is(err, cgroup.ErrNoCgroup) {
+					m.Absent[j] = v.absent(e)
+				} else if err != nil {
 					return err
 				}
 				slices.Sort(pids)
@@ -466,6 +472,32 @@ func striped(n int, open func(w int) (each func(i int) error, done func())) erro
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// absent says whether the cgroup of e does not exist: its cgroup.procs
+// could not be found, and neither can its directory (a cgroup being
+// removed may lose cgroup.procs first).
+func (v *Host) absent(e Expectation) bool {
+	_, err := os.Stat(v.layout.Path(e.Hierarchy, e.Rel))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// NoneExists says whether none of the cgroups the container's state
+// records exists. The runtime's record is then false: nothing made those
+// cgroups (on v2 guardian's CPU throttler rewrites a privileged
+// container's record to one), and no process can have left them. Where
+// only some are missing (v1), they were made and removed since, and a
+// process outside them escaped.
+func (m *Members) NoneExists() bool {
+	if len(m.Exps) == 0 {
+		return false
+	}
+	for _, a := range m.Absent {
+		if !a {
+			return false
+		}
+	}
+	return true
 }
 
 // Find returns the process pid as read, or nil.

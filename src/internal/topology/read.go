@@ -39,6 +39,10 @@ type Facts struct {
 // Container is one running container's cgroup as its state records it.
 type Container struct {
 	Name, StatePath, Cgroup string
+	// Absent, when set, is the cgroup the state records, which does not
+	// exist: Cgroup is then where the container's init is (a record the
+	// runtime got wrong, not a place anything left).
+	Absent string
 	// Types are cgroup.type of the container's cgroup and of each ancestor
 	// inside its tree, leaf first.
 	Types []Type
@@ -160,8 +164,19 @@ func (r *reader) container(c *runcstate.Container) (Container, string, bool) {
 		r.problem("read %s: no cgroup for the unified hierarchy recorded", c.StatePath)
 		return Container{}, "", false
 	}
-	tree := Tree(cg)
 	out := Container{Name: c.Name(), StatePath: c.StatePath, Cgroup: cg}
+	if _, err := os.Stat(r.l.Path(r.h, cg)); errors.Is(err, fs.ErrNotExist) {
+		// A false record (guardian's CPU throttler writes /garden/good/<h>
+		// for a privileged container runc put elsewhere): nothing there
+		// to read, and cgroup-integrity reports it. Judge where the init
+		// is instead; if that cannot be read either, it is going.
+		if out.Cgroup, err = r.cgroupOf(c.State.InitProcessPid); err != nil {
+			return Container{}, "", false
+		}
+		out.Absent = cg
+	}
+	cg = out.Cgroup
+	tree := Tree(cg)
 	for p := cg; ; p = path.Dir(p) {
 		t, err := r.file(p, "cgroup.type")
 		if err != nil {

@@ -111,6 +111,36 @@ func TestReadCouldNotRead(t *testing.T) {
 	}
 }
 
+// A record naming a cgroup that does not exist (guardian's CPU throttler
+// rewrites a privileged container's to /garden/good/<h>; runc put it at
+// /system.slice/<h>) is no read problem: the cgroup the init is in is
+// judged instead, and the false record is kept for what it is.
+func TestReadFalseRecord(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	cg := "sys/fs/cgroup"
+	h.Cgroup("/garden/good")
+	h.Write(cg+"/garden/good/cgroup.type", "domain\n")
+	h.Write(cg+"/garden/cgroup.type", "domain\n")
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/containerd/runc", Namespace: "garden", ID: "p2",
+		Cgroup: "/system.slice/p2", Recorded: "/garden/good/p2"}, 1445, 1, 900)
+	h.Write(cg+"/system.slice/p2/cgroup.type", "domain\n")
+	f, err := Read(Spec{Root: h.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Problems) != 0 {
+		t.Fatalf("problems = %q", f.Problems)
+	}
+	want := []Container{{Name: "garden/p2", StatePath: h.Root + "/run/containerd/runc/garden/p2/state.json",
+		Cgroup: "/system.slice/p2", Absent: "/garden/good/p2", Types: []Type{{"/system.slice/p2", "domain"}}}}
+	if !reflect.DeepEqual(f.Containers, want) {
+		t.Fatalf("containers =\n%+v\nwant\n%+v", f.Containers, want)
+	}
+	if !reflect.DeepEqual(f.Trees, []string{"/system.slice/p2"}) {
+		t.Errorf("trees = %q", f.Trees)
+	}
+}
+
 func TestTree(t *testing.T) {
 	for cg, want := range map[string]string{
 		"/garden/h/init":                "/garden",

@@ -281,6 +281,11 @@ type Container struct {
 	// Resources are more members of config.cgroups, as runc records a
 	// container's limits ("memory", "cpu_weight": configs.Resources).
 	Resources map[string]any
+	// Recorded, when set, is the cgroup state.json's cgroup_paths name
+	// instead of Cgroup, and nothing makes it: the record guardian's CPU
+	// throttler writes for a privileged container (throttle/enforcer_linux.go
+	// Release at c2d9348), whose processes stay in Cgroup.
+	Recorded string
 }
 
 // State writes state.json for c as runc writes it (cgroup_paths per
@@ -290,10 +295,14 @@ func (h *Host) State(c Container) string {
 	if c.Crun {
 		return h.crunStatus(c)
 	}
+	recorded := c.Cgroup
+	if c.Recorded != "" {
+		recorded = c.Recorded
+	}
 	paths := map[string]string{}
 	for _, hier := range h.hs {
 		for _, k := range hier.Keys {
-			paths[k] = filepath.Join(cgroup.MountDir, hier.Dir, c.Cgroup)
+			paths[k] = filepath.Join(cgroup.MountDir, hier.Dir, recorded)
 		}
 	}
 	h.Cgroup(c.Cgroup)
