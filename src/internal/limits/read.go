@@ -3,8 +3,6 @@ package limits
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -25,25 +23,31 @@ import (
 // left its recorded cgroup, the cgroup.procs of where the init is now and
 // the /proc/<pid>/cgroup of what that lists.
 func Read(v *snapshot.Host) *Facts {
-	r := reader{v: v, l: v.Layout(), files: map[string]fileRead{}, levels: map[levelKey][]Level{}, procs: map[procsKey][]int{}}
+	r := reader{v: v, l: v.Layout(), cg: v.Layout().NewProcsReader(),
+		files: map[fileKey]fileRead{}, levels: map[levelKey][]Level{}, procs: map[procsKey][]int{}}
 	defer r.close()
 	f := &Facts{Unified: r.l.Mode == cgroup.Unified}
 	disc := v.Discovery()
 	for _, p := range disc.Problems {
 		f.Problems = append(f.Problems, fmt.Sprintf("read %s: %v", p.Path, p.Err))
 	}
+	// A cell has thousands of container processes: room for those the
+	// snapshot listed, so that appending does not copy them again.
+	n := 0
+	for i := range disc.Containers {
+		n += 1 + len(v.Members(i).Any())
+	}
+	f.Processes = make([]Process, 0, n)
 	for i := range disc.Containers {
 		c := &disc.Containers[i]
 		if !r.running(c) {
 			continue // created, or gone: runtime-ghosts judges those
 		}
 		f.Containers++
-		ps, err := r.container(v.Members(i), c, f.Unified)
-		if err != nil {
+		var err error
+		if f.Processes, err = r.container(f.Processes, v.Members(i), c, f.Unified); err != nil {
 			f.Problems = append(f.Problems, fmt.Sprintf("read limits of %s: %v", c.Name(), err))
-			continue
 		}
-		f.Processes = append(f.Processes, ps...)
 	}
 	return f
 }
@@ -51,12 +55,14 @@ func Read(v *snapshot.Host) *Facts {
 type reader struct {
 	v *snapshot.Host
 	l *cgroup.Layout
+	// cg reads cgroup files relative to each hierarchy's directory.
+	cg *cgroup.ProcsReader
 	// proc reads the /proc/<pid>/cgroup the snapshot did not; opened on
 	// first use (a cell whose inits are in place needs none).
 	proc *procfs.Reader
-	// files caches cgroup files by path: a cell's containers share their
+	// files caches cgroup files: a cell's containers share their
 	// parents, read once per run.
-	files map[string]fileRead
+	files map[fileKey]fileRead
 	// levels caches each cgroup's levels (read-only once made): a
 	// container's processes mostly share one.
 	levels map[levelKey][]Level
@@ -74,6 +80,12 @@ type procsKey struct {
 	rel string
 }
 
+// fileKey names file name of cgroup rel in hierarchy h.
+type fileKey struct {
+	h         *cgroup.Hierarchy
+	rel, name string
+}
+
 type fileRead struct {
 	content string
 	exists  bool
@@ -81,6 +93,7 @@ type fileRead struct {
 }
 
 func (r *reader) close() {
+	r.cg.Close()
 	if r.proc != nil {
 		r.proc.Close()
 	}
@@ -102,23 +115,28 @@ type fileSet struct {
 	key   string
 }
 
-// container reads the limits c recorded and, when it recorded any, each
-// of its processes: its init and every process in the cgroup.procs of its
-// recorded cgroup (m: the snapshot's listing) and of the cgroup its init
-// is in now.
-func (r *reader) container(m *snapshot.Members, c *runcstate.Container, unified bool) ([]Process, error) {
+// container appends to ps the limits c recorded and, when it recorded
+// any, each of its processes: its init and every process in the
+// cgroup.procs of its recorded cgroup (m: the snapshot's listing) and of
+// the cgroup its init is in now.
+func (r *reader) container(ps []Process, m *snapshot.Members, c *runcstate.Container, unified bool) ([]Process, error) {
 	var res Resources
 	if c.State.Config.Cgroups != nil {
 		res = c.State.Config.Cgroups.Resources
 	}
 	wants := Expected(unified, res)
 	if len(wants) == 0 {
-		return nil, nil
+		return ps, nil
 	}
-	keys, sets := keysOf(wants, unified)
-	h, expected, ok := r.recorded(c, keys[0])
-	if !ok {
-		return nil, fmt.Errorf("no recorded cgroup for %q in %s", keys[0], c.StatePath)
+	cr := containerRead{r: r, c: c, unified: unified}
+	cr.keys, cr.sets = keysOf(wants, unified)
+	cr.recs = make([]recordedCgroup, len(cr.keys))
+	for i, key := range cr.keys {
+		cr.recs[i].h, cr.recs[i].rel, cr.recs[i].ok = r.recorded(c, key)
+	}
+	h, expected := cr.recs[0].h, cr.recs[0].rel
+	if !cr.recs[0].ok {
+		return ps, fmt.Errorf("no recorded cgroup for %q in %s", cr.keys[0], c.StatePath)
 	}
 	// A pid that a cgroup's cgroup.procs lists is in that cgroup: on v2
 	// that is its one Path, and spares its /proc/<pid>/cgroup (a cell
@@ -126,50 +144,93 @@ func (r *reader) container(m *snapshot.Members, c *runcstate.Container, unified 
 	// hierarchy the wants need (inAll) is in each; the others'
 	// /proc/<pid>/cgroup is read.
 	init := c.State.InitProcessPid
-	listed := r.listing(m, h, expected)
-	var moved string
-	var movedListed []int
-	if now, ok := r.movedTo(init, keys[0], expected, listed); ok {
-		moved, movedListed = now, r.listing(m, h, now)
+	cr.listed = []listedIn{{cgroup: expected, pids: r.listing(m, h, expected)}}
+	if now, ok := r.movedTo(init, cr.keys[0], expected, cr.listed[0].pids); ok {
+		// Listed here too, a pid is where the init is now.
+		cr.listed = append([]listedIn{{cgroup: now, pids: r.listing(m, h, now)}}, cr.listed...)
 	}
-	var inAll []int
 	if !unified {
-		inAll = r.listedInAll(m, c, keys)
+		cr.inAll = r.listedInAll(m, cr.recs)
 	}
-	pids := make([]int, 0, 1+len(listed)+len(movedListed))
-	pids = append(append(append(pids, init), listed...), movedListed...)
+	pids := []int{init}
+	for _, l := range cr.listed {
+		pids = append(pids, l.pids...)
+	}
 	slices.Sort(pids)
-	pids = slices.Compact(pids)
-	var recorded []Path
-	var recordedErr error
-	var ps []Process
-	for _, pid := range pids {
-		p := Process{PID: pid, Container: c.Name(), StatePath: c.StatePath, Expected: expected, Recorded: res, Wants: wants}
-		var paths []Path
-		var err error
-		switch {
-		case unified && has(movedListed, pid):
-			paths, err = r.listed(h, moved, sets[0])
-		case unified && has(listed, pid):
-			paths, err = r.listed(h, expected, sets[0])
-		case has(inAll, pid):
-			if recorded == nil && recordedErr == nil {
-				recorded, recordedErr = r.recordedPaths(c, keys, sets)
-			}
-			paths, err = recorded, recordedErr
-		default:
-			paths, err = r.paths(pid, keys, sets)
-		}
+	name := c.Name()
+	for _, pid := range slices.Compact(pids) {
+		paths, err := cr.paths(pid)
 		if procfs.IsGone(err) {
 			continue // exited since the listing
 		}
+		p := Process{PID: pid, Container: name, StatePath: c.StatePath, Expected: expected, Recorded: res, Wants: wants, Paths: paths}
 		if err != nil {
 			p.Err = err.Error()
 		}
-		p.Paths = paths
 		ps = append(ps, p)
 	}
 	return ps, nil
+}
+
+// recordedCgroup is a container's cgroup in one hierarchy as its state
+// records it; ok false when it records none there.
+type recordedCgroup struct {
+	h   *cgroup.Hierarchy
+	rel string
+	ok  bool
+}
+
+// listedIn is a cgroup and the pids its cgroup.procs lists.
+type listedIn struct {
+	cgroup string
+	pids   []int
+	paths  []Path // made once, shared by those pids (v2)
+	err    error
+}
+
+// containerRead is what container knows of one container while it reads
+// its processes' paths.
+type containerRead struct {
+	r       *reader
+	c       *runcstate.Container
+	unified bool
+	keys    []string         // the hierarchies its wants need
+	sets    []fileSet        // the files read in each
+	recs    []recordedCgroup // its recorded cgroup in each
+	// listed are the cgroups whose listing places a pid on v2, the one
+	// the init moved to first.
+	listed []listedIn
+	// inAll are the pids every recorded cgroup of keys lists (v1);
+	// recorded is their Paths, made once.
+	inAll       []int
+	recorded    []Path
+	recordedErr error
+	recordedSet bool
+}
+
+// paths are pid's Paths: from a listing when one places it, else from its
+// /proc/<pid>/cgroup.
+func (cr *containerRead) paths(pid int) ([]Path, error) {
+	if cr.unified {
+		for i := range cr.listed {
+			l := &cr.listed[i]
+			if !has(l.pids, pid) {
+				continue
+			}
+			if l.paths == nil && l.err == nil {
+				l.paths, l.err = cr.r.listed(cr.recs[0].h, l.cgroup, cr.sets[0])
+			}
+			return l.paths, l.err
+		}
+	}
+	if has(cr.inAll, pid) {
+		if !cr.recordedSet {
+			cr.recorded, cr.recordedErr = cr.r.recordedPaths(cr.c, cr.keys, cr.recs, cr.sets)
+			cr.recordedSet = true
+		}
+		return cr.recorded, cr.recordedErr
+	}
+	return cr.r.paths(pid, cr.keys, cr.sets)
 }
 
 // has reports whether sorted pids holds pid.
@@ -271,16 +332,15 @@ func (r *reader) procCgroup(pid int) ([]byte, error) {
 	return r.proc.Cgroup(pid)
 }
 
-// listedInAll are the pids listed in c's recorded cgroup of every
-// hierarchy of keys (v1), sorted.
-func (r *reader) listedInAll(m *snapshot.Members, c *runcstate.Container, keys []string) []int {
+// listedInAll are the pids listed in the recorded cgroup of every
+// hierarchy of recs (v1), sorted; none when one is not recorded.
+func (r *reader) listedInAll(m *snapshot.Members, recs []recordedCgroup) []int {
 	var in []int
-	for i, key := range keys {
-		h, rel, ok := r.recorded(c, key)
-		if !ok {
+	for i, rec := range recs {
+		if !rec.ok {
 			return nil
 		}
-		l := r.listing(m, h, rel)
+		l := r.listing(m, rec.h, rec.rel)
 		if i == 0 {
 			in = slices.Clone(l)
 			continue
@@ -290,20 +350,20 @@ func (r *reader) listedInAll(m *snapshot.Members, c *runcstate.Container, keys [
 	return in
 }
 
-// recordedPaths are the v1 Paths of a process in c's recorded cgroup of
-// every hierarchy of keys; the slice is shared by those processes.
-func (r *reader) recordedPaths(c *runcstate.Container, keys []string, sets []fileSet) ([]Path, error) {
+// recordedPaths are the v1 Paths of a process in c's recorded cgroup
+// (recs) of every hierarchy of keys; the slice is shared by those
+// processes.
+func (r *reader) recordedPaths(c *runcstate.Container, keys []string, recs []recordedCgroup, sets []fileSet) ([]Path, error) {
 	var ps []Path
 	for i, key := range keys {
-		h, rel, ok := r.recorded(c, key)
-		if !ok {
+		if !recs[i].ok {
 			return nil, fmt.Errorf("no recorded cgroup for %q in %s", key, c.StatePath)
 		}
-		lvs, err := r.levelsOf(h, rel, key, sets[i])
+		lvs, err := r.levelsOf(recs[i].h, recs[i].rel, key, sets[i])
 		if err != nil {
 			return ps, err
 		}
-		ps = append(ps, Path{Key: key, Cgroup: rel, Levels: lvs})
+		ps = append(ps, Path{Key: key, Cgroup: recs[i].rel, Levels: lvs})
 	}
 	return ps, nil
 }
@@ -388,9 +448,8 @@ func ancestry(cg string) []string {
 // subtree_control.
 func (r *reader) level(h *cgroup.Hierarchy, rel string, names []string) (Level, error) {
 	lv := Level{Cgroup: rel, Files: make(map[string]string, len(names))}
-	dir := r.l.Path(h, rel)
 	for _, name := range names {
-		fr := r.file(path.Join(dir, name))
+		fr := r.file(h, rel, name)
 		if fr.err != nil {
 			return lv, fr.err
 		}
@@ -399,7 +458,7 @@ func (r *reader) level(h *cgroup.Hierarchy, rel string, names []string) (Level, 
 		}
 	}
 	if h.Unified {
-		fr := r.file(path.Join(path.Dir(dir), "cgroup.subtree_control"))
+		fr := r.file(h, path.Dir(rel), "cgroup.subtree_control")
 		if fr.err != nil {
 			return lv, fr.err
 		}
@@ -411,15 +470,18 @@ func (r *reader) level(h *cgroup.Hierarchy, rel string, names []string) (Level, 
 	return lv, nil
 }
 
-func (r *reader) file(p string) fileRead {
-	if fr, ok := r.files[p]; ok {
+// file reads file name of cgroup rel in hierarchy h; one that is not
+// there (nor its cgroup) is not an error.
+func (r *reader) file(h *cgroup.Hierarchy, rel, name string) fileRead {
+	k := fileKey{h, rel, name}
+	if fr, ok := r.files[k]; ok {
 		return fr
 	}
-	b, err := os.ReadFile(p)
+	b, err := r.cg.ReadFile(h, rel, name)
 	fr := fileRead{content: strings.TrimSpace(string(b)), exists: err == nil}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		fr.err = fmt.Errorf("read %s: %w", p, err)
+	if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
+		fr.err = err // names the file
 	}
-	r.files[p] = fr
+	r.files[k] = fr
 	return fr
 }
