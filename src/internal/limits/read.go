@@ -58,8 +58,11 @@ type reader struct {
 	// cg reads cgroup files relative to each hierarchy's directory.
 	cg *cgroup.ProcsReader
 	// proc reads the /proc/<pid>/cgroup the snapshot did not; opened on
-	// first use (a cell whose inits are in place needs none).
-	proc *procfs.Reader
+	// first use (a cell whose inits are in place needs none). cgroups
+	// keeps what it read: the cgroup an escaped init is in now (Garden's
+	// unit's) is every such container's, and lists the same processes.
+	proc    *procfs.Reader
+	cgroups map[int]cgroupRead
 	// files caches cgroup files: a cell's containers share their
 	// parents, read once per run.
 	files map[fileKey]fileRead
@@ -84,6 +87,11 @@ type procsKey struct {
 type fileKey struct {
 	h         *cgroup.Hierarchy
 	rel, name string
+}
+
+type cgroupRead struct {
+	b   []byte
+	err error
 }
 
 type fileRead struct {
@@ -320,16 +328,24 @@ func (r *reader) movedTo(init int, key, expected string, listed []int) (string, 
 }
 
 // procCgroup is /proc/<pid>/cgroup: the snapshot's read of it, or, when
-// it made none, a read of its own. The slice is valid until the next call.
+// it made none, a read of its own, made once. The slice is shared: never
+// written.
 func (r *reader) procCgroup(pid int) ([]byte, error) {
 	b, err := r.v.Cgroup(pid)
 	if !errors.Is(err, snapshot.ErrNotRead) {
 		return b, err
 	}
+	if cr, ok := r.cgroups[pid]; ok {
+		return cr.b, cr.err
+	}
 	if r.proc == nil {
 		r.proc = r.v.ProcFS().NewReader()
+		r.cgroups = map[int]cgroupRead{}
 	}
-	return r.proc.Cgroup(pid)
+	b, err = r.proc.Cgroup(pid)
+	cr := cgroupRead{b: slices.Clone(b), err: err}
+	r.cgroups[pid] = cr
+	return cr.b, cr.err
 }
 
 // listedInAll are the pids listed in the recorded cgroup of every
