@@ -51,7 +51,7 @@ type Spec struct {
 	// Root prefixes every host path; "/" or "" is the live host.
 	Root string
 	// Snapshot is the run's read of processes, cgroups and runtime state;
-	// nil reads snapshot.Spec{Root} lazily.
+	// nil reads snapshot.Spec{Root, RuntimeRoots, Namespaces} lazily.
 	Snapshot *snapshot.Source
 
 	// Running reads the running manager's version (D-Bus); nil asks none.
@@ -83,8 +83,9 @@ type Spec struct {
 	Prober runtimever.Prober
 
 	// RuntimeRoots and Namespaces are where runtime state is found, for the
-	// providers that read it beside the snapshot (limits); empty roots mean
-	// runcstate's standard ones.
+	// providers that read it beside the snapshot (topology) and the
+	// snapshot read when Snapshot is nil; empty roots mean runcstate's
+	// standard ones.
 	RuntimeRoots []string
 	Namespaces   []string
 
@@ -134,7 +135,7 @@ type read struct {
 func New(spec Spec) *Host {
 	snap := spec.Snapshot
 	if snap == nil {
-		snap = snapshot.Lazy(snapshot.Spec{Root: spec.Root})
+		snap = snapshot.Lazy(snapshot.Spec{Root: spec.Root, RuntimeRoots: spec.RuntimeRoots, Namespaces: spec.Namespaces})
 	}
 	return &Host{spec: spec, snap: snap, reads: map[Kind]*read{}}
 }
@@ -213,7 +214,7 @@ func (h *Host) readKind(ctx context.Context, k Kind) {
 	case Netns:
 		h.netns = readNetns(ctx, h.spec, h.snap)
 	case Limits:
-		h.limits = readLimits(h.spec)
+		h.limits = readLimits(h.snap)
 	case Topology:
 		h.topology = readTopology(h.spec)
 	default:

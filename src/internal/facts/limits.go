@@ -1,6 +1,9 @@
 package facts
 
-import "github.com/cloudfoundry/cellguard/src/internal/limits"
+import (
+	"github.com/cloudfoundry/cellguard/src/internal/limits"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
+)
 
 // LimitsFacts are the limits each running container's runtime recorded and
 // what is in force along the cgroups its processes are in (package
@@ -10,9 +13,14 @@ type LimitsFacts struct {
 	Err   error
 }
 
-func readLimits(s Spec) LimitsFacts {
-	f, err := limits.Read(limits.Spec{Root: s.Root, RuntimeRoots: s.RuntimeRoots, Namespaces: s.Namespaces})
-	return LimitsFacts{Facts: f, Err: err}
+// readLimits reads the limits of the containers in the run's snapshot: its
+// runtime states, inits and listings are the facts every check shares.
+func readLimits(src *snapshot.Source) LimitsFacts {
+	v, err := src.Get()
+	if err != nil {
+		return LimitsFacts{Err: err}
+	}
+	return LimitsFacts{Facts: limits.Read(v)}
 }
 
 // Limits is the limits facts, once waited for.

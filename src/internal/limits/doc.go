@@ -1,7 +1,9 @@
 // Package limits reads, for each running container, the resource limits
 // its runtime recorded (runc's state.json, config.cgroups) and what the
 // kernel has in force along the cgroup each of its processes is actually
-// in. It judges nothing: checks.LimitsIntact does, from Facts.
+// in. It reads over the run's snapshot (which containers run, what their
+// cgroups list, where a process is) and adds only the limit files. It
+// judges nothing: checks.LimitsIntact does, from Facts.
 //
 // What runc records and what it writes from it: opencontainers/cgroups
 // config_linux.go (Resources, embedded in the Cgroup state.json keeps as

@@ -3,8 +3,6 @@ package limits
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -12,60 +10,88 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 )
 
-// Spec says where to read: the root prefix ("" or "/" is the live host)
-// and the runtime roots and containerd namespaces (empty: runcstate's
-// standard roots, every namespace).
-type Spec struct {
-	Root         string
-	RuntimeRoots []string
-	Namespaces   []string
-}
-
-// Read reads the facts under s.Root. An error means nothing could be read
-// (no cgroup layout, an unlistable runtime root); a container or process
-// that could not be read is in Facts.
-func Read(s Spec) (*Facts, error) {
-	layout, err := cgroup.Discover(s.Root)
-	if err != nil {
-		return nil, fmt.Errorf("read cgroup layout: %w", err)
-	}
-	disc, err := runcstate.Discover(s.Root, s.RuntimeRoots, s.Namespaces)
-	if err != nil {
-		return nil, fmt.Errorf("find runtime states: %w", err)
-	}
-	r := reader{l: layout, proc: procfs.New(s.Root).NewReader(), files: map[string]fileRead{}, levels: map[[2]string][]Level{}}
-	defer r.proc.Close()
-	f := &Facts{Unified: layout.Mode == cgroup.Unified}
+// Read reads the facts of the containers in the run's snapshot v. v says
+// which containers there are and which run (the init is the process runc
+// started), what their recorded cgroups list and the /proc/<pid>/cgroup
+// of those processes it did not find listed everywhere: read once, for
+// every check. Read adds what only limits-intact needs: the files of the
+// limits each runtime recorded, along each process's cgroups, with the
+// parents' cgroup.subtree_control on v2; and, for a container whose init
+// left its recorded cgroup, the cgroup.procs of where the init is now and
+// the /proc/<pid>/cgroup of what that lists.
+func Read(v *snapshot.Host) *Facts {
+	r := reader{v: v, l: v.Layout(), cg: v.Layout().NewProcsReader(),
+		files: map[fileKey]fileRead{}, levels: map[levelKey][]Level{}, procs: map[procsKey][]int{}}
+	defer r.close()
+	f := &Facts{Unified: r.l.Mode == cgroup.Unified}
+	disc := v.Discovery()
 	for _, p := range disc.Problems {
 		f.Problems = append(f.Problems, fmt.Sprintf("read %s: %v", p.Path, p.Err))
 	}
+	// A cell has thousands of container processes: room for those the
+	// snapshot listed, so that appending does not copy them again.
+	n := 0
+	for i := range disc.Containers {
+		n += 1 + len(v.Members(i).Any())
+	}
+	f.Processes = make([]Process, 0, n)
 	for i := range disc.Containers {
 		c := &disc.Containers[i]
 		if !r.running(c) {
 			continue // created, or gone: runtime-ghosts judges those
 		}
 		f.Containers++
-		ps, err := r.container(c, f.Unified)
-		if err != nil {
+		var err error
+		if f.Processes, err = r.container(f.Processes, v.Members(i), c, f.Unified); err != nil {
 			f.Problems = append(f.Problems, fmt.Sprintf("read limits of %s: %v", c.Name(), err))
-			continue
 		}
-		f.Processes = append(f.Processes, ps...)
 	}
-	return f, nil
+	return f
 }
 
 type reader struct {
-	l    *cgroup.Layout
-	proc *procfs.Reader
-	// files caches cgroup files by path: a cell's containers share their
+	v *snapshot.Host
+	l *cgroup.Layout
+	// cg reads cgroup files relative to each hierarchy's directory.
+	cg *cgroup.ProcsReader
+	// proc reads the /proc/<pid>/cgroup the snapshot did not; opened on
+	// first use (a cell whose inits are in place needs none). cgroups
+	// keeps what it read: the cgroup an escaped init is in now (Garden's
+	// unit's) is every such container's, and lists the same processes.
+	proc    *procfs.Reader
+	cgroups map[int]cgroupRead
+	// files caches cgroup files: a cell's containers share their
 	// parents, read once per run.
-	files map[string]fileRead
-	// levels caches each cgroup's levels by hierarchy key and cgroup: a
-	// container's processes mostly share one (read-only once made).
-	levels map[[2]string][]Level
+	files map[fileKey]fileRead
+	// levels caches each cgroup's levels (read-only once made): a
+	// container's processes mostly share one.
+	levels map[levelKey][]Level
+	// procs caches the cgroup.procs read here, sorted, each pid once: the
+	// cgroups the snapshot did not list (where escaped inits are now).
+	procs map[procsKey][]int
+}
+
+// levelKey names one cgroup's levels: the hierarchy's key, the cgroup, and
+// the files read at each level (fileSet.names joined).
+type levelKey struct{ key, cgroup, files string }
+
+type procsKey struct {
+	h   *cgroup.Hierarchy
+	rel string
+}
+
+// fileKey names file name of cgroup rel in hierarchy h.
+type fileKey struct {
+	h         *cgroup.Hierarchy
+	rel, name string
+}
+
+type cgroupRead struct {
+	b   []byte
+	err error
 }
 
 type fileRead struct {
@@ -74,99 +100,178 @@ type fileRead struct {
 	err     error
 }
 
+func (r *reader) close() {
+	r.cg.Close()
+	if r.proc != nil {
+		r.proc.Close()
+	}
+}
+
 // running reports whether c's init is the process runc started.
 func (r *reader) running(c *runcstate.Container) bool {
 	if c.Created || c.State == nil || c.State.InitProcessPid <= 0 {
 		return false
 	}
-	st, err := r.proc.Stat(c.State.InitProcessPid)
-	return err == nil && st.StartTime == uint64(c.State.InitProcessStart)
+	p := r.v.Find(c.State.InitProcessPid)
+	return p != nil && p.Stat.StartTime == uint64(c.State.InitProcessStart)
 }
 
-// container reads the limits c recorded and, when it recorded any, each
-// of its processes: its init and every process in the cgroup.procs of its
-// recorded cgroup and of the cgroup its init is in now.
-func (r *reader) container(c *runcstate.Container, unified bool) ([]Process, error) {
+// fileSet is what a container's wants read in one hierarchy: their files
+// (File and AltFile), and those names joined, as a cache key.
+type fileSet struct {
+	names []string
+	key   string
+}
+
+// container appends to ps the limits c recorded and, when it recorded
+// any, each of its processes: its init and every process in the
+// cgroup.procs of its recorded cgroup (m: the snapshot's listing) and of
+// the cgroup its init is in now.
+func (r *reader) container(ps []Process, m *snapshot.Members, c *runcstate.Container, unified bool) ([]Process, error) {
 	var res Resources
 	if c.State.Config.Cgroups != nil {
 		res = c.State.Config.Cgroups.Resources
 	}
 	wants := Expected(unified, res)
 	if len(wants) == 0 {
-		return nil, nil
+		return ps, nil
 	}
-	keys := keysOf(wants, unified)
-	h, expected, ok := r.recorded(c, keys[0])
-	if !ok {
-		return nil, fmt.Errorf("no recorded cgroup for %q in %s", keys[0], c.StatePath)
+	cr := containerRead{r: r, c: c, unified: unified}
+	cr.keys, cr.sets = keysOf(wants, unified)
+	cr.recs = make([]recordedCgroup, len(cr.keys))
+	for i, key := range cr.keys {
+		cr.recs[i].h, cr.recs[i].rel, cr.recs[i].ok = r.recorded(c, key)
 	}
-	// On v2 a pid that a cgroup's cgroup.procs lists is in that cgroup:
-	// where says so, and spares its /proc/<pid>/cgroup (a cell has
-	// thousands). On v1 a pid listed in the recorded cgroup of every
-	// hierarchy the wants need is in each: inAll says so, and the others'
+	h, expected := cr.recs[0].h, cr.recs[0].rel
+	if !cr.recs[0].ok {
+		return ps, fmt.Errorf("no recorded cgroup for %q in %s", cr.keys[0], c.StatePath)
+	}
+	// A pid that a cgroup's cgroup.procs lists is in that cgroup: on v2
+	// that is its one Path, and spares its /proc/<pid>/cgroup (a cell
+	// has thousands). On v1 a pid listed in the recorded cgroup of every
+	// hierarchy the wants need (inAll) is in each; the others'
 	// /proc/<pid>/cgroup is read.
-	var where map[int]string
-	var inAll map[int]bool
-	var recorded []Path
-	var recordedErr error
-	if unified {
-		where = map[int]string{}
-	} else {
-		inAll = r.listedInAll(c, keys)
-	}
 	init := c.State.InitProcessPid
+	cr.listed = []listedIn{{cgroup: expected, pids: r.listing(m, h, expected)}}
+	if now, ok := r.movedTo(init, cr.keys[0], expected, cr.listed[0].pids); ok {
+		// Listed here too, a pid is where the init is now.
+		cr.listed = append([]listedIn{{cgroup: now, pids: r.listing(m, h, now)}}, cr.listed...)
+	}
+	if !unified {
+		cr.inAll = r.listedInAll(m, cr.recs)
+	}
 	pids := []int{init}
-	pids = r.appendProcs(pids, h, expected, where)
-	if p, err := r.proc.Cgroup(init); err == nil {
-		var m cgroup.Membership
-		if cgroup.ParseProcCgroup(p, &m) == nil {
-			if now, ok := m.Lookup(keys[0]); ok && string(now) != expected {
-				pids = r.appendProcs(pids, h, string(now), where)
-			}
-		}
+	for _, l := range cr.listed {
+		pids = append(pids, l.pids...)
 	}
 	slices.Sort(pids)
-	pids = slices.Compact(pids)
-	var ps []Process
-	for _, pid := range pids {
-		p := Process{PID: pid, Container: c.Name(), StatePath: c.StatePath, Expected: expected, Recorded: res, Wants: wants}
-		var paths []Path
-		var err error
-		if cg, ok := where[pid]; ok {
-			paths, err = r.listed(h, cg)
-		} else if inAll[pid] {
-			if recorded == nil && recordedErr == nil {
-				recorded, recordedErr = r.recordedPaths(c, keys)
-			}
-			paths, err = recorded, recordedErr
-		} else {
-			paths, err = r.paths(pid, keys)
-		}
+	name := c.Name()
+	for _, pid := range slices.Compact(pids) {
+		paths, err := cr.paths(pid)
 		if procfs.IsGone(err) {
 			continue // exited since the listing
 		}
+		p := Process{PID: pid, Container: name, StatePath: c.StatePath, Expected: expected, Recorded: res, Wants: wants, Paths: paths}
 		if err != nil {
 			p.Err = err.Error()
 		}
-		p.Paths = paths
 		ps = append(ps, p)
 	}
 	return ps, nil
 }
 
-// keysOf are the hierarchies the wants need: "" on v2, else each v1
-// controller, in the wants' order.
-func keysOf(wants []Want, unified bool) []string {
-	if unified {
-		return []string{""}
-	}
-	var keys []string
-	for _, w := range wants {
-		if !slices.Contains(keys, w.Controller) {
-			keys = append(keys, w.Controller)
+// recordedCgroup is a container's cgroup in one hierarchy as its state
+// records it; ok false when it records none there.
+type recordedCgroup struct {
+	h   *cgroup.Hierarchy
+	rel string
+	ok  bool
+}
+
+// listedIn is a cgroup and the pids its cgroup.procs lists.
+type listedIn struct {
+	cgroup string
+	pids   []int
+	paths  []Path // made once, shared by those pids (v2)
+	err    error
+}
+
+// containerRead is what container knows of one container while it reads
+// its processes' paths.
+type containerRead struct {
+	r       *reader
+	c       *runcstate.Container
+	unified bool
+	keys    []string         // the hierarchies its wants need
+	sets    []fileSet        // the files read in each
+	recs    []recordedCgroup // its recorded cgroup in each
+	// listed are the cgroups whose listing places a pid on v2, the one
+	// the init moved to first.
+	listed []listedIn
+	// inAll are the pids every recorded cgroup of keys lists (v1);
+	// recorded is their Paths, made once.
+	inAll       []int
+	recorded    []Path
+	recordedErr error
+	recordedSet bool
+}
+
+// paths are pid's Paths: from a listing when one places it, else from its
+// /proc/<pid>/cgroup.
+func (cr *containerRead) paths(pid int) ([]Path, error) {
+	if cr.unified {
+		for i := range cr.listed {
+			l := &cr.listed[i]
+			if !has(l.pids, pid) {
+				continue
+			}
+			if l.paths == nil && l.err == nil {
+				l.paths, l.err = cr.r.listed(cr.recs[0].h, l.cgroup, cr.sets[0])
+			}
+			return l.paths, l.err
 		}
 	}
-	return keys
+	if has(cr.inAll, pid) {
+		if !cr.recordedSet {
+			cr.recorded, cr.recordedErr = cr.r.recordedPaths(cr.c, cr.keys, cr.recs, cr.sets)
+			cr.recordedSet = true
+		}
+		return cr.recorded, cr.recordedErr
+	}
+	return cr.r.paths(pid, cr.keys, cr.sets)
+}
+
+// has reports whether sorted pids holds pid.
+func has(pids []int, pid int) bool {
+	_, ok := slices.BinarySearch(pids, pid)
+	return ok
+}
+
+// keysOf are the hierarchies the wants need, "" on v2, else each v1
+// controller, in the wants' order; and, for each, the files they read.
+func keysOf(wants []Want, unified bool) ([]string, []fileSet) {
+	var keys []string
+	var sets []fileSet
+	for _, w := range wants {
+		key := w.Controller
+		if unified {
+			key = ""
+		}
+		i := slices.Index(keys, key)
+		if i < 0 {
+			keys, sets = append(keys, key), append(sets, fileSet{})
+			i = len(keys) - 1
+		}
+		for _, f := range w.Files() {
+			if !slices.Contains(sets[i].names, f) {
+				sets[i].names = append(sets[i].names, f)
+			}
+		}
+	}
+	for i := range sets {
+		sets[i].key = strings.Join(sets[i].names, ",")
+	}
+	return keys, sets
 }
 
 // recorded is c's cgroup in the hierarchy of key as its state records it.
@@ -179,65 +284,109 @@ func (r *reader) recorded(c *runcstate.Container, key string) (*cgroup.Hierarchy
 	return h, rel, ok
 }
 
-// appendProcs appends the pids in cgroup rel of h, noting each in where
-// (when not nil); a cgroup that is gone or unreadable adds none (the
-// process's own read says what is wrong).
-func (r *reader) appendProcs(pids []int, h *cgroup.Hierarchy, rel string, where map[int]string) []int {
-	n := len(pids)
-	_, pids, _ = cgroup.ReadProcs(r.l.Path(h, rel), nil, pids)
-	if where != nil {
-		for _, pid := range pids[n:] {
-			where[pid] = rel
+// listing is the pids cgroup rel of h lists, sorted, each once: the
+// snapshot's when it read that cgroup for the container (m), else read
+// here; a cgroup that is gone or unreadable lists none (the process's own
+// read says what is wrong). The slice is shared: never written.
+func (r *reader) listing(m *snapshot.Members, h *cgroup.Hierarchy, rel string) []int {
+	for j, e := range m.Exps {
+		if e.Hierarchy == h && e.Rel == rel {
+			return m.Listed[j]
 		}
 	}
+	k := procsKey{h, rel}
+	if pids, ok := r.procs[k]; ok {
+		return pids
+	}
+	_, pids, _ := cgroup.ReadProcs(r.l.Path(h, rel), nil, nil)
+	slices.Sort(pids)
+	pids = slices.Compact(pids)
+	r.procs[k] = pids
 	return pids
 }
 
-// listedInAll are the pids listed in c's recorded cgroup of every
-// hierarchy of keys (v1).
-func (r *reader) listedInAll(c *runcstate.Container, keys []string) map[int]bool {
-	count := map[int]int{}
-	var pids []int
-	for _, key := range keys {
-		h, rel, ok := r.recorded(c, key)
-		if !ok {
+// movedTo is the cgroup, in the hierarchy of key, that the init is in
+// when it is not expected, the one its state records. An init its
+// recorded cgroup lists is there; the others' /proc/<pid>/cgroup says.
+func (r *reader) movedTo(init int, key, expected string, listed []int) (string, bool) {
+	if has(listed, init) {
+		return "", false
+	}
+	b, err := r.procCgroup(init)
+	if err != nil {
+		return "", false
+	}
+	var m cgroup.Membership
+	if cgroup.ParseProcCgroup(b, &m) != nil {
+		return "", false
+	}
+	now, ok := m.Lookup(key)
+	if !ok || string(now) == expected {
+		return "", false
+	}
+	return string(now), true
+}
+
+// procCgroup is /proc/<pid>/cgroup: the snapshot's read of it, or, when
+// it made none, a read of its own, made once. The slice is shared: never
+// written.
+func (r *reader) procCgroup(pid int) ([]byte, error) {
+	b, err := r.v.Cgroup(pid)
+	if !errors.Is(err, snapshot.ErrNotRead) {
+		return b, err
+	}
+	if cr, ok := r.cgroups[pid]; ok {
+		return cr.b, cr.err
+	}
+	if r.proc == nil {
+		r.proc = r.v.ProcFS().NewReader()
+		r.cgroups = map[int]cgroupRead{}
+	}
+	b, err = r.proc.Cgroup(pid)
+	cr := cgroupRead{b: slices.Clone(b), err: err}
+	r.cgroups[pid] = cr
+	return cr.b, cr.err
+}
+
+// listedInAll are the pids listed in the recorded cgroup of every
+// hierarchy of recs (v1), sorted; none when one is not recorded.
+func (r *reader) listedInAll(m *snapshot.Members, recs []recordedCgroup) []int {
+	var in []int
+	for i, rec := range recs {
+		if !rec.ok {
 			return nil
 		}
-		_, pids, _ = cgroup.ReadProcs(r.l.Path(h, rel), nil, pids[:0])
-		for _, pid := range pids {
-			count[pid]++
+		l := r.listing(m, rec.h, rec.rel)
+		if i == 0 {
+			in = slices.Clone(l)
+			continue
 		}
-	}
-	in := make(map[int]bool, len(count))
-	for pid, n := range count {
-		if n == len(keys) {
-			in[pid] = true
-		}
+		in = slices.DeleteFunc(in, func(pid int) bool { return !has(l, pid) })
 	}
 	return in
 }
 
-// recordedPaths are the v1 Paths of a process in c's recorded cgroup of
-// every hierarchy of keys; the slice is shared by those processes.
-func (r *reader) recordedPaths(c *runcstate.Container, keys []string) ([]Path, error) {
+// recordedPaths are the v1 Paths of a process in c's recorded cgroup
+// (recs) of every hierarchy of keys; the slice is shared by those
+// processes.
+func (r *reader) recordedPaths(c *runcstate.Container, keys []string, recs []recordedCgroup, sets []fileSet) ([]Path, error) {
 	var ps []Path
-	for _, key := range keys {
-		h, rel, ok := r.recorded(c, key)
-		if !ok {
+	for i, key := range keys {
+		if !recs[i].ok {
 			return nil, fmt.Errorf("no recorded cgroup for %q in %s", key, c.StatePath)
 		}
-		lvs, err := r.levelsOf(h, rel, key)
+		lvs, err := r.levelsOf(recs[i].h, recs[i].rel, key, sets[i])
 		if err != nil {
 			return ps, err
 		}
-		ps = append(ps, Path{Key: key, Cgroup: rel, Levels: lvs})
+		ps = append(ps, Path{Key: key, Cgroup: recs[i].rel, Levels: lvs})
 	}
 	return ps, nil
 }
 
 // listed is the v2 Path of a process cgroup.procs listed in cg.
-func (r *reader) listed(h *cgroup.Hierarchy, cg string) ([]Path, error) {
-	lvs, err := r.levelsOf(h, cg, "")
+func (r *reader) listed(h *cgroup.Hierarchy, cg string, set fileSet) ([]Path, error) {
+	lvs, err := r.levelsOf(h, cg, "", set)
 	if err != nil {
 		return nil, err
 	}
@@ -246,8 +395,8 @@ func (r *reader) listed(h *cgroup.Hierarchy, cg string) ([]Path, error) {
 
 // paths reads pid's cgroup in each hierarchy of keys and the levels of
 // each.
-func (r *reader) paths(pid int, keys []string) ([]Path, error) {
-	b, err := r.proc.Cgroup(pid)
+func (r *reader) paths(pid int, keys []string, sets []fileSet) ([]Path, error) {
+	b, err := r.procCgroup(pid)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +405,7 @@ func (r *reader) paths(pid int, keys []string) ([]Path, error) {
 		return nil, fmt.Errorf("parse /proc/%d/cgroup: %w", pid, err)
 	}
 	var ps []Path
-	for _, key := range keys {
+	for i, key := range keys {
 		cg, ok := m.Lookup(key)
 		if !ok {
 			continue // in no such hierarchy: the judge says so
@@ -266,7 +415,7 @@ func (r *reader) paths(pid int, keys []string) ([]Path, error) {
 			return ps, fmt.Errorf("no mounted hierarchy for %q", key)
 		}
 		p := Path{Key: key, Cgroup: string(cg)}
-		lvs, err := r.levelsOf(h, p.Cgroup, key)
+		lvs, err := r.levelsOf(h, p.Cgroup, key, sets[i])
 		if err != nil {
 			return ps, err
 		}
@@ -277,15 +426,16 @@ func (r *reader) paths(pid int, keys []string) ([]Path, error) {
 }
 
 // levelsOf is every level from the first below the root down to cg, in
-// the hierarchy of key; the slice is shared by the processes in cg.
-func (r *reader) levelsOf(h *cgroup.Hierarchy, cg, key string) ([]Level, error) {
-	k := [2]string{key, cg}
+// the hierarchy of key, each with set's files; the slice is shared by the
+// processes in cg.
+func (r *reader) levelsOf(h *cgroup.Hierarchy, cg, key string, set fileSet) ([]Level, error) {
+	k := levelKey{key, cg, set.key}
 	if lvs, ok := r.levels[k]; ok {
 		return lvs, nil
 	}
 	var lvs []Level
 	for _, rel := range ancestry(cg) {
-		lv, err := r.level(h, rel, key)
+		lv, err := r.level(h, rel, set.names)
 		if err != nil {
 			return nil, err
 		}
@@ -310,22 +460,12 @@ func ancestry(cg string) []string {
 	return out
 }
 
-// wantFiles are the files a level may be asked for.
-var wantFiles = map[string][]string{
-	"":       {"memory.max", "memory.swap.max", "pids.max", "cpu.weight", "cpu.max", "io.weight", "io.bfq.weight"},
-	"memory": {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"},
-	"pids":   {"pids.max"},
-	"cpu":    {"cpu.shares", "cpu.cfs_quota_us", "cpu.cfs_period_us"},
-	"blkio":  {"blkio.weight", "blkio.bfq.weight"},
-}
-
-// level reads one cgroup's limit files and, on v2, its parent's
+// level reads the files names of one cgroup and, on v2, its parent's
 // subtree_control.
-func (r *reader) level(h *cgroup.Hierarchy, rel, key string) (Level, error) {
-	lv := Level{Cgroup: rel, Files: map[string]string{}}
-	dir := r.l.Path(h, rel)
-	for _, name := range wantFiles[key] {
-		fr := r.file(path.Join(dir, name))
+func (r *reader) level(h *cgroup.Hierarchy, rel string, names []string) (Level, error) {
+	lv := Level{Cgroup: rel, Files: make(map[string]string, len(names))}
+	for _, name := range names {
+		fr := r.file(h, rel, name)
 		if fr.err != nil {
 			return lv, fr.err
 		}
@@ -334,7 +474,7 @@ func (r *reader) level(h *cgroup.Hierarchy, rel, key string) (Level, error) {
 		}
 	}
 	if h.Unified {
-		fr := r.file(path.Join(path.Dir(dir), "cgroup.subtree_control"))
+		fr := r.file(h, path.Dir(rel), "cgroup.subtree_control")
 		if fr.err != nil {
 			return lv, fr.err
 		}
@@ -346,15 +486,18 @@ func (r *reader) level(h *cgroup.Hierarchy, rel, key string) (Level, error) {
 	return lv, nil
 }
 
-func (r *reader) file(p string) fileRead {
-	if fr, ok := r.files[p]; ok {
+// file reads file name of cgroup rel in hierarchy h; one that is not
+// there (nor its cgroup) is not an error.
+func (r *reader) file(h *cgroup.Hierarchy, rel, name string) fileRead {
+	k := fileKey{h, rel, name}
+	if fr, ok := r.files[k]; ok {
 		return fr
 	}
-	b, err := os.ReadFile(p)
+	b, err := r.cg.ReadFile(h, rel, name)
 	fr := fileRead{content: strings.TrimSpace(string(b)), exists: err == nil}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		fr.err = fmt.Errorf("read %s: %w", p, err)
+	if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
+		fr.err = err // names the file
 	}
-	r.files[p] = fr
+	r.files[k] = fr
 	return fr
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
@@ -38,10 +39,7 @@ func TestReadV2(t *testing.T) {
 	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "plain", Cgroup: "/garden/plain"}, 200, 1, 500)
 	h.State(fakehost.Container{RuntimeRoot: "/run/runc", ID: "ghost", Cgroup: "/garden/ghost", Init: 999, InitStart: 5, Resources: res})
 
-	f, err := Read(Spec{Root: h.Root, RuntimeRoots: []string{"/run/runc"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readRoot(t, h.Root)
 	if !f.Unified || f.Containers != 4 || len(f.Problems) != 0 {
 		t.Fatalf("facts: unified %v, containers %d, problems %q", f.Unified, f.Containers, f.Problems)
 	}
@@ -89,10 +87,7 @@ func TestReadFollowsTheInit(t *testing.T) {
 	h.Move(301, "", "/garden/bad/h1")
 	h.Add(fakehost.Proc{PID: 302, Cgroup: "/garden/bad/h1", Start: 600})
 	h.Write("sys/fs/cgroup/garden/bad/h1/memory.max", "max\n")
-	f, err := Read(Spec{Root: h.Root, RuntimeRoots: []string{"/run/runc"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readRoot(t, h.Root)
 	var got []string
 	for _, p := range f.Processes {
 		got = append(got, itoa(p.PID)+"@"+p.Paths[0].Cgroup+" "+files(p.Paths[0].Leaf().Files))
@@ -108,10 +103,7 @@ func TestReadV1(t *testing.T) {
 	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1", Resources: map[string]any{"memory": 1 << 30, "cpu_shares": 512}}, 100, 1, 500)
 	h.Write("sys/fs/cgroup/memory/garden/c1/memory.limit_in_bytes", "1073741824\n")
 	h.Write("sys/fs/cgroup/cpu,cpuacct/garden/c1/cpu.shares", "1024\n")
-	f, err := Read(Spec{Root: h.Root, RuntimeRoots: []string{"/run/runc"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readRoot(t, h.Root)
 	if f.Unified || len(f.Processes) != 1 {
 		t.Fatalf("facts = %+v", f)
 	}
@@ -143,10 +135,7 @@ func TestReadV1TakesListedProcessesFromTheListing(t *testing.T) {
 	// 102 is missing from the cpu cgroup's listing: its /proc/<pid>/cgroup
 	// is read, as before.
 	h.Write("sys/fs/cgroup/cpu,cpuacct/garden/c1/cgroup.procs", "100\n101\n")
-	f, err := Read(Spec{Root: h.Root, RuntimeRoots: []string{"/run/runc"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readRoot(t, h.Root)
 	var got []string
 	for _, p := range f.Processes {
 		var ps []string
@@ -165,15 +154,23 @@ func TestReadSaysWhatCouldNotBeRead(t *testing.T) {
 	h := fakehost.New(t, cgroup.Unified)
 	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/c1", Resources: map[string]any{"memory": 1 << 30}}, 100, 1, 500)
 	h.Write("run/runc/c1/state.json", `{"id":"c1","init_process_pid":100,"init_process_start":500,"config":{"cgroups":{"memory":"lots"}},"cgroup_paths":{"":"/sys/fs/cgroup/c1"}}`)
-	f, err := Read(Spec{Root: h.Root, RuntimeRoots: []string{"/run/runc"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readRoot(t, h.Root)
 	// The limits are decoded with the rest of the state (runcstate): a
 	// file whose limits are not runc's types is unreadable, as to runc.
 	if len(f.Problems) != 1 || !strings.Contains(f.Problems[0], "run/runc/c1/state.json") || !strings.Contains(f.Problems[0], "memory") || len(f.Processes) != 0 {
 		t.Errorf("facts = %+v", f)
 	}
+}
+
+// readRoot reads the facts of a fixture root as a run does: the run's one
+// snapshot, then Read over it.
+func readRoot(t testing.TB, root string) *Facts {
+	t.Helper()
+	v, err := snapshot.Read(snapshot.Spec{Root: root, RuntimeRoots: []string{"/run/runc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Read(v)
 }
 
 func TestAncestry(t *testing.T) {
@@ -204,12 +201,11 @@ func TestReadSeesARewrittenState(t *testing.T) {
 	h.Write("sys/fs/cgroup/cgroup.subtree_control", "memory pids\n")
 	c := fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/c1", Resources: map[string]any{"memory": 1 << 30}}
 	h.RunContainer(c, 100, 1, 500)
-	spec := Spec{Root: h.Root, RuntimeRoots: []string{"/run/runc"}}
 	wants := func() string {
 		t.Helper()
-		f, err := Read(spec)
-		if err != nil || len(f.Processes) != 1 {
-			t.Fatalf("read: %v, %+v", err, f)
+		f := readRoot(t, h.Root)
+		if len(f.Processes) != 1 {
+			t.Fatalf("read: %+v", f)
 		}
 		var ws []string
 		for _, w := range f.Processes[0].Wants {
