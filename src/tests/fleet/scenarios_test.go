@@ -357,6 +357,7 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 					r.Say("      %s", l)
 				}
 				r.Expect("deploy-succeeds", res.ExitCode == 0, "bosh deploy of cell (3) and other (1) exited %d after %s", res.ExitCode, res.Took.Round(time.Second))
+				f.sayPreStartFailure(ctx, r, res)
 				counts := map[string]int{}
 				for _, m := range compileRE.FindAllStringSubmatch(res.Output, -1) {
 					counts[m[1]]++
@@ -1008,6 +1009,27 @@ func subset(m map[string]string, keys []string) map[string]string {
 		out[k] = m[k]
 	}
 	return out
+}
+
+// sayPreStartFailure: when a deploy failed in cellguard's pre-start, the
+// cells' pre-start output, read before teardown deletes the VMs (the
+// director keeps only "1 of 1 pre-start scripts failed"; make cell noble
+// run 5 said nothing more).
+func (f *fleet) sayPreStartFailure(ctx context.Context, r *Record, res boshlab.Result) {
+	if res.ExitCode == 0 || !strings.Contains(res.Output, "pre-start scripts failed") {
+		return
+	}
+	rows, _, err := f.ssh(ctx, "cell", "sudo tail -n 40 /var/vcap/sys/log/cellguard/pre-start.stdout.log /var/vcap/sys/log/cellguard/pre-start.stderr.log")
+	if err != nil {
+		r.Say("   pre-start's output could not be read: %v", err)
+		return
+	}
+	for _, row := range rows {
+		r.Say("   %s pre-start output (exit %s):", row.Instance, row.ExitCode)
+		for _, l := range strings.Split(strings.TrimSpace(row.Stdout+"\n"+row.Stderr), "\n") {
+			r.Say("      %s", l)
+		}
+	}
 }
 
 // ssh runs command over bosh ssh on target (an instance, a group, or "" for
