@@ -1,11 +1,14 @@
 package checks
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/limits"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
 // v2proc is a process of container id at cgroup cg on a v2 host whose
@@ -124,4 +127,72 @@ func details(fs []validator.Finding) string {
 		b.WriteString(string(f.Status) + " " + f.Subject + ": " + f.Detail + "\n")
 	}
 	return b.String()
+}
+
+// A container's processes are its init, what its own cgroups list and what
+// runs in its pid namespace (the snapshot's attribution): never the other
+// members of a foreign cgroup its init escaped into. Here c1's init and
+// c2's app escaped into garden.service's cgroup, beside the daemon's own
+// processes; each escapee is judged where it is, as its container's, and
+// the daemon's processes are no container's (issue 37: on the 10x escaped
+// bench cell every escaped init claimed the whole garden.service listing,
+// 82,825 "container processes").
+func TestLimitsIntactJudgesOnlyTheContainersOwnProcesses(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := fakehost.New(t, mode)
+			daemon := "/system.slice/garden.service"
+			h.Add(fakehost.Proc{PID: 50, Comm: "gdn", Cgroup: daemon, Start: 10, MntNS: fakehost.HostMntNS})
+			h.Add(fakehost.Proc{PID: 51, PPID: 50, Comm: "gdn", Cgroup: daemon, Start: 11, MntNS: fakehost.HostMntNS})
+			res := map[string]any{"memory": 1 << 30}
+			limitFile := "memory.max"
+			dir := func(cg string) string { return "sys/fs/cgroup" + cg + "/" }
+			if mode != cgroup.Unified {
+				limitFile = "memory.limit_in_bytes"
+				dir = func(cg string) string { return "sys/fs/cgroup/memory" + cg + "/" }
+			} else {
+				h.Write("sys/fs/cgroup/cgroup.subtree_control", "memory pids\n")
+				h.Write("sys/fs/cgroup/system.slice/cgroup.subtree_control", "memory pids\n")
+				h.Write("sys/fs/cgroup/garden/cgroup.subtree_control", "memory pids\n")
+			}
+			h.Write(dir(daemon)+limitFile, "max\n")
+			for i, id := range []string{"c1", "c2"} {
+				c := garden(id)
+				c.Resources = res
+				h.RunContainer(c, 100+100*i, 2, 500)
+				h.Write(dir(c.Cgroup)+limitFile, "1073741824\n")
+			}
+			for _, pid := range []int{100, 201} { // c1's init, c2's app
+				p := h.Get(pid)
+				p.Cgroup, p.In = daemon, nil
+				h.Update(p)
+			}
+			fs := run(t, deps(h), "limits-intact")
+			var got []string
+			for _, f := range fs {
+				if f.Status != validator.Pass {
+					got = append(got, f.Subject+" pid "+f.Data["pid"]+" at "+f.Data["cgroup"]+": "+f.Data["found"])
+				} else {
+					got = append(got, "pass: "+f.Detail)
+				}
+			}
+			want := []string{
+				"c1 pid 100 at " + daemon + ": default",
+				"c2 pid 201 at " + daemon + ": default",
+				"pass: 4 container processes with recorded limits checked (2 containers running)",
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("limits-intact:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			// cgroup-integrity still names both escapes.
+			var esc []string
+			for _, f := range failures(run(t, deps(h), "cgroup-integrity")) {
+				esc = append(esc, f.Subject+"/"+f.Data["pid"])
+			}
+			slices.Sort(esc)
+			if esc = slices.Compact(esc); strings.Join(esc, ",") != "c1/100,c2/201" {
+				t.Errorf("cgroup-integrity escapes: %s", strings.Join(esc, ","))
+			}
+		})
+	}
 }

@@ -15,13 +15,12 @@ import (
 
 // Read reads the facts of the containers in the run's snapshot v. v says
 // which containers there are and which run (the init is the process runc
-// started), what their recorded cgroups list and the /proc/<pid>/cgroup
-// of those processes it did not find listed everywhere: read once, for
-// every check. Read adds what only limits-intact needs: the files of the
-// limits each runtime recorded, along each process's cgroups, with the
-// parents' cgroup.subtree_control on v2; and, for a container whose init
-// left its recorded cgroup, the cgroup.procs of where the init is now and
-// the /proc/<pid>/cgroup of what that lists.
+// started), which processes are each one's (its init, what its recorded
+// cgroups list, what runs in its pid namespace unlisted) and the
+// /proc/<pid>/cgroup of those it did not find listed everywhere: read
+// once, for every check. Read adds what only limits-intact needs: the
+// files of the limits each runtime recorded, along each process's
+// cgroups, with the parents' cgroup.subtree_control on v2.
 func Read(v *snapshot.Host) *Facts {
 	r := reader{v: v, l: v.Layout(), cg: v.Layout().NewProcsReader(),
 		files: map[fileKey]fileRead{}, levels: map[levelKey][]Level{}, procs: map[procsKey][]int{}}
@@ -33,9 +32,9 @@ func Read(v *snapshot.Host) *Facts {
 	}
 	// A cell has thousands of container processes: room for those the
 	// snapshot listed, so that appending does not copy them again.
-	n := 0
+	n, unlisted := 0, v.UnlistedOwners()
 	for i := range disc.Containers {
-		n += 1 + len(v.Members(i).Any())
+		n += 1 + len(v.Members(i).Any()) + len(unlisted[i])
 	}
 	f.Processes = make([]Process, 0, n)
 	for i := range disc.Containers {
@@ -45,7 +44,7 @@ func Read(v *snapshot.Host) *Facts {
 		}
 		f.Containers++
 		var err error
-		if f.Processes, err = r.container(f.Processes, v.Members(i), c, f.Unified); err != nil {
+		if f.Processes, err = r.container(f.Processes, v.Members(i), unlisted[i], c, f.Unified); err != nil {
 			f.Problems = append(f.Problems, fmt.Sprintf("read limits of %s: %v", c.Name(), err))
 		}
 	}
@@ -58,9 +57,7 @@ type reader struct {
 	// cg reads cgroup files relative to each hierarchy's directory.
 	cg *cgroup.ProcsReader
 	// proc reads the /proc/<pid>/cgroup the snapshot did not; opened on
-	// first use (a cell whose inits are in place needs none). cgroups
-	// keeps what it read: the cgroup an escaped init is in now (Garden's
-	// unit's) is every such container's, and lists the same processes.
+	// first use (a healthy cell needs none). cgroups keeps what it read.
 	proc    *procfs.Reader
 	cgroups map[int]cgroupRead
 	// files caches cgroup files: a cell's containers share their
@@ -70,7 +67,7 @@ type reader struct {
 	// container's processes mostly share one.
 	levels map[levelKey][]Level
 	// procs caches the cgroup.procs read here, sorted, each pid once: the
-	// cgroups the snapshot did not list (where escaped inits are now).
+	// recorded cgroups the snapshot did not list.
 	procs map[procsKey][]int
 }
 
@@ -124,10 +121,13 @@ type fileSet struct {
 }
 
 // container appends to ps the limits c recorded and, when it recorded
-// any, each of its processes: its init and every process in the
-// cgroup.procs of its recorded cgroup (m: the snapshot's listing) and of
-// the cgroup its init is in now.
-func (r *reader) container(ps []Process, m *snapshot.Members, c *runcstate.Container, unified bool) ([]Process, error) {
+// any, each of its processes: its init, every process the cgroup.procs of
+// its recorded cgroups list (m: the snapshot's listings) and those of its
+// pid namespace no container cgroup lists (unlisted: the snapshot's
+// attribution, which follows Garden's throttling to bad/<h>). Never the
+// rest of a cgroup an escaped init is in now: that is Garden's unit's on
+// an escaped cell, listing the daemon and every other escapee.
+func (r *reader) container(ps []Process, m *snapshot.Members, unlisted []int, c *runcstate.Container, unified bool) ([]Process, error) {
 	var res Resources
 	if c.State.Config.Cgroups != nil {
 		res = c.State.Config.Cgroups.Resources
@@ -151,19 +151,15 @@ func (r *reader) container(ps []Process, m *snapshot.Members, c *runcstate.Conta
 	// has thousands). On v1 a pid listed in the recorded cgroup of every
 	// hierarchy the wants need (inAll) is in each; the others'
 	// /proc/<pid>/cgroup is read.
-	init := c.State.InitProcessPid
 	cr.listed = []listedIn{{cgroup: expected, pids: r.listing(m, h, expected)}}
-	if now, ok := r.movedTo(init, cr.keys[0], expected, cr.listed[0].pids); ok {
-		// Listed here too, a pid is where the init is now.
-		cr.listed = append([]listedIn{{cgroup: now, pids: r.listing(m, h, now)}}, cr.listed...)
-	}
 	if !unified {
 		cr.inAll = r.listedInAll(m, cr.recs)
 	}
-	pids := []int{init}
-	for _, l := range cr.listed {
-		pids = append(pids, l.pids...)
-	}
+	pids := make([]int, 0, 1+len(m.Any())+len(cr.listed[0].pids)+len(unlisted))
+	pids = append(pids, c.State.InitProcessPid)
+	pids = append(pids, m.Any()...)
+	pids = append(pids, cr.listed[0].pids...) // when the snapshot did not list it
+	pids = append(pids, unlisted...)
 	slices.Sort(pids)
 	name := c.Name()
 	for _, pid := range slices.Compact(pids) {
@@ -205,8 +201,7 @@ type containerRead struct {
 	keys    []string         // the hierarchies its wants need
 	sets    []fileSet        // the files read in each
 	recs    []recordedCgroup // its recorded cgroup in each
-	// listed are the cgroups whose listing places a pid on v2, the one
-	// the init moved to first.
+	// listed is the recorded cgroup, whose listing places a pid on v2.
 	listed []listedIn
 	// inAll are the pids every recorded cgroup of keys lists (v1);
 	// recorded is their Paths, made once.
@@ -303,28 +298,6 @@ func (r *reader) listing(m *snapshot.Members, h *cgroup.Hierarchy, rel string) [
 	pids = slices.Compact(pids)
 	r.procs[k] = pids
 	return pids
-}
-
-// movedTo is the cgroup, in the hierarchy of key, that the init is in
-// when it is not expected, the one its state records. An init its
-// recorded cgroup lists is there; the others' /proc/<pid>/cgroup says.
-func (r *reader) movedTo(init int, key, expected string, listed []int) (string, bool) {
-	if has(listed, init) {
-		return "", false
-	}
-	b, err := r.procCgroup(init)
-	if err != nil {
-		return "", false
-	}
-	var m cgroup.Membership
-	if cgroup.ParseProcCgroup(b, &m) != nil {
-		return "", false
-	}
-	now, ok := m.Lookup(key)
-	if !ok || string(now) == expected {
-		return "", false
-	}
-	return string(now), true
 }
 
 // procCgroup is /proc/<pid>/cgroup: the snapshot's read of it, or, when
