@@ -150,9 +150,6 @@ func judgeDaemonCgroup(d topology.Daemon, units map[string]string) []validator.F
 }
 
 func judgeAgent(a *topology.Agent) []validator.Finding {
-	if a.Err != "" {
-		return []validator.Finding{{Subject: "bosh-agent", Status: validator.Warn, Detail: "could not read: " + a.Err}}
-	}
 	if len(a.Processes) == 0 {
 		return []validator.Finding{{Subject: "bosh-agent", Status: validator.Warn,
 			Detail: "no bosh-agent process on a BOSH VM (" + topology.BoshDir + " exists)"}}

@@ -82,9 +82,8 @@ type Spec struct {
 	// scans).
 	Prober runtimever.Prober
 
-	// RuntimeRoots and Namespaces are where runtime state is found, for the
-	// providers that read it beside the snapshot (topology) and the
-	// snapshot read when Snapshot is nil; empty roots mean runcstate's
+	// RuntimeRoots and Namespaces are where runtime state is found, for
+	// the snapshot read when Snapshot is nil; empty roots mean runcstate's
 	// standard ones.
 	RuntimeRoots []string
 	Namespaces   []string
@@ -216,7 +215,7 @@ func (h *Host) readKind(ctx context.Context, k Kind) {
 	case Limits:
 		h.limits = readLimits(h.snap)
 	case Topology:
-		h.topology = readTopology(h.spec)
+		h.topology = readTopology(h.spec, h.snap)
 	default:
 		panic(fmt.Sprintf("unknown fact kind %q", k))
 	}

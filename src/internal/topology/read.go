@@ -14,6 +14,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 )
 
 // Facts are one read of the v2 topology. On a v1 or hybrid host only Mode
@@ -68,7 +69,6 @@ type Daemon struct {
 // Agent is every bosh-agent process and the cgroup it is in.
 type Agent struct {
 	Processes []AgentProcess
-	Err       string // could not list processes
 }
 
 // AgentProcess is one bosh-agent process.
@@ -80,43 +80,36 @@ type AgentProcess struct {
 // DaemonSpec names a configured daemon and its pidfile under the root.
 type DaemonSpec struct{ Name, PIDFile string }
 
-// Spec says where to read.
-type Spec struct {
-	Root         string
-	RuntimeRoots []string
-	Namespaces   []string
-	Daemons      []DaemonSpec
-}
-
 // AgentComm is the bosh-agent's command name in /proc/<pid>/stat.
 const AgentComm = "bosh-agent"
 
 // BoshDir marks a BOSH VM.
 const BoshDir = "/var/vcap/bosh"
 
-// Read reads the facts under s.Root. An error means nothing could be read
-// (no cgroup layout, an unlistable runtime root).
-func Read(s Spec) (*Facts, error) {
-	l, err := cgroup.Discover(s.Root)
-	if err != nil {
-		return nil, fmt.Errorf("read cgroup layout: %w", err)
-	}
+// Read reads the facts of the run's snapshot v. v says which containers
+// there are and which run (the init is the process runc started), whether
+// their recorded cgroups exist, where an init whose record is false is,
+// and which processes are bosh-agent: read once, for every check. Read
+// adds what only cgroup-topology needs: cgroup.type along each container's
+// cgroup, and the cgroup.subtree_control (and, where that is not empty and
+// the snapshot did not list it, cgroup.procs) of each cgroup of the
+// runtime's trees; the daemons' pidfiles, and the /proc/<pid>/cgroup the
+// snapshot did not read.
+func Read(v *snapshot.Host, daemons []DaemonSpec) *Facts {
+	l := v.Layout()
 	f := &Facts{Mode: l.Mode}
 	if l.Mode != cgroup.Unified {
-		return f, nil
+		return f
 	}
-	disc, err := runcstate.Discover(s.Root, s.RuntimeRoots, s.Namespaces)
-	if err != nil {
-		return nil, fmt.Errorf("find runtime states: %w", err)
-	}
-	r := reader{l: l, h: l.Hierarchies[0], proc: procfs.New(s.Root).NewReader(), f: f}
-	defer r.proc.Close()
+	r := reader{v: v, l: l, h: l.Hierarchies[0], f: f, listed: map[string][]int{}}
+	defer r.close()
+	disc := v.Discovery()
 	for _, p := range disc.Problems {
 		f.Problems = append(f.Problems, fmt.Sprintf("read %s: %v", p.Path, p.Err))
 	}
 	trees := map[string]bool{}
 	for i := range disc.Containers {
-		if c, tree, ok := r.container(&disc.Containers[i]); ok {
+		if c, tree, ok := r.container(v.Members(i), &disc.Containers[i]); ok {
 			f.Containers = append(f.Containers, c)
 			trees[tree] = true
 		}
@@ -128,20 +121,33 @@ func Read(s Spec) (*Facts, error) {
 	for _, t := range f.Trees {
 		r.walk(t)
 	}
-	for _, d := range s.Daemons {
-		f.Daemons = append(f.Daemons, r.daemon(s.Root, d))
+	for _, d := range daemons {
+		f.Daemons = append(f.Daemons, r.daemon(v.Root(), d))
 	}
-	if _, err := os.Stat(filepath.Join(s.Root, BoshDir)); err == nil {
+	if _, err := os.Stat(filepath.Join(v.Root(), BoshDir)); err == nil {
 		f.Agent = r.agent()
 	}
-	return f, nil
+	return f
 }
 
 type reader struct {
-	l    *cgroup.Layout
-	h    *cgroup.Hierarchy
+	v *snapshot.Host
+	l *cgroup.Layout
+	h *cgroup.Hierarchy
+	f *Facts
+	// listed are the unified cgroups the snapshot listed (the
+	// containers' recorded ones that exist), by path: walk takes their
+	// processes from there.
+	listed map[string][]int
+	// proc reads the /proc/<pid>/cgroup the snapshot did not (the
+	// daemons', the agent's); opened on first use.
 	proc *procfs.Reader
-	f    *Facts
+}
+
+func (r *reader) close() {
+	if r.proc != nil {
+		r.proc.Close()
+	}
 }
 
 func (r *reader) problem(format string, a ...any) {
@@ -150,13 +156,13 @@ func (r *reader) problem(format string, a ...any) {
 
 // container reads c's recorded cgroup and the types along it, when c is
 // running (its init is the process runc started); tree is where the
-// runtime's tree containing it begins.
-func (r *reader) container(c *runcstate.Container) (Container, string, bool) {
+// runtime's tree containing it begins. m is what the snapshot listed in
+// c's cgroups.
+func (r *reader) container(m *snapshot.Members, c *runcstate.Container) (Container, string, bool) {
 	if c.Created || c.State == nil || c.State.InitProcessPid <= 0 {
 		return Container{}, "", false
 	}
-	st, err := r.proc.Stat(c.State.InitProcessPid)
-	if err != nil || st.StartTime != uint64(c.State.InitProcessStart) {
+	if p := r.v.Find(c.State.InitProcessPid); p == nil || p.Stat.StartTime != uint64(c.State.InitProcessStart) {
 		return Container{}, "", false // gone: runtime-ghosts judges those
 	}
 	cg, ok := r.recorded(c)
@@ -165,11 +171,12 @@ func (r *reader) container(c *runcstate.Container) (Container, string, bool) {
 		return Container{}, "", false
 	}
 	out := Container{Name: c.Name(), StatePath: c.StatePath, Cgroup: cg}
-	if _, err := os.Stat(r.l.Path(r.h, cg)); errors.Is(err, fs.ErrNotExist) {
+	if r.absent(m, cg) {
 		// A false record (guardian's CPU throttler writes /garden/good/<h>
 		// for a privileged container runc put elsewhere): nothing there
 		// to read, and cgroup-integrity reports it. Judge where the init
 		// is instead; if that cannot be read either, it is going.
+		var err error
 		if out.Cgroup, err = r.cgroupOf(c.State.InitProcessPid); err != nil {
 			return Container{}, "", false
 		}
@@ -189,6 +196,22 @@ func (r *reader) container(c *runcstate.Container) (Container, string, bool) {
 		}
 	}
 	return out, tree, true
+}
+
+// absent says whether the unified cgroup cg, which m's container records,
+// does not exist, as the snapshot found when it listed it (and keeps that
+// listing for walk); a cgroup the snapshot did not list is looked at.
+func (r *reader) absent(m *snapshot.Members, cg string) bool {
+	for j, e := range m.Exps {
+		if e.Hierarchy == r.h && e.Rel == cg {
+			if !m.Absent[j] {
+				r.listed[cg] = m.Listed[j]
+			}
+			return m.Absent[j]
+		}
+	}
+	_, err := os.Stat(r.l.Path(r.h, cg))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func (r *reader) recorded(c *runcstate.Container) (string, bool) {
@@ -251,15 +274,20 @@ func (r *reader) walk(tree string) {
 		if sc == "" {
 			return nil
 		}
-		_, pids, err := cgroup.ReadProcs(dir, nil, nil)
-		if err != nil {
-			if !errors.Is(err, cgroup.ErrNoCgroup) {
-				r.problem("read cgroup.procs of %s: %v", rel, err)
+		pids, listed := r.listed[rel]
+		if listed {
+			pids = slices.Clone(pids) // sorted already; the snapshot's own
+		} else {
+			_, pids, err = cgroup.ReadProcs(dir, nil, nil)
+			if err != nil {
+				if !errors.Is(err, cgroup.ErrNoCgroup) {
+					r.problem("read cgroup.procs of %s: %v", rel, err)
+				}
+				return nil
 			}
-			return nil
+			slices.Sort(pids)
 		}
 		if len(pids) > 0 {
-			slices.Sort(pids)
 			r.f.Internal = append(r.f.Internal, Internal{Cgroup: rel, SubtreeControl: sc, PIDs: pids})
 		}
 		return nil
@@ -269,9 +297,16 @@ func (r *reader) walk(tree string) {
 	}
 }
 
-// cgroupOf is pid's cgroup in the unified hierarchy (its 0:: line).
+// cgroupOf is pid's cgroup in the unified hierarchy (its 0:: line), from
+// the snapshot's read of /proc/<pid>/cgroup where it made one.
 func (r *reader) cgroupOf(pid int) (string, error) {
-	b, err := r.proc.Cgroup(pid)
+	b, err := r.v.Cgroup(pid)
+	if errors.Is(err, snapshot.ErrNotRead) {
+		if r.proc == nil {
+			r.proc = r.v.ProcFS().NewReader()
+		}
+		b, err = r.proc.Cgroup(pid)
+	}
 	if err != nil {
 		return "", fmt.Errorf("read /proc/%d/cgroup: %w", pid, err)
 	}
@@ -305,25 +340,19 @@ func (r *reader) daemon(root string, d DaemonSpec) Daemon {
 	return out
 }
 
-// agent finds every process named bosh-agent and its cgroup; processes
-// that exit meanwhile are left out.
+// agent finds every process named bosh-agent among the snapshot's, and
+// its cgroup; processes that exit meanwhile are left out.
 func (r *reader) agent() *Agent {
 	a := &Agent{}
-	ents, err := r.proc.FS().Entries(nil)
-	if err != nil {
-		a.Err = fmt.Sprintf("list processes: %v", err)
-		return a
-	}
-	for _, e := range ents {
-		st, err := r.proc.Stat(e.PID)
-		if err != nil || st.Comm != AgentComm {
+	for _, p := range r.v.Procs() {
+		if p.Stat.Comm != AgentComm {
 			continue
 		}
-		cg, err := r.cgroupOf(e.PID)
+		cg, err := r.cgroupOf(p.PID)
 		if err != nil {
 			continue
 		}
-		a.Processes = append(a.Processes, AgentProcess{PID: e.PID, Cgroup: cg})
+		a.Processes = append(a.Processes, AgentProcess{PID: p.PID, Cgroup: cg})
 	}
 	return a
 }
