@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,7 +48,9 @@ func (DelegationAudit) Meta() validator.Meta {
 			"nothing. On cgroup v1 even Delegate=yes leaves blkio to systemd (systemd 252 moved it when " +
 			"a unit with IOWeight= started in the same slice). On cgroup v2 systemd 255 leaves processes where they " +
 			"are, but on every daemon-reload it disables the cpu, cpuset and io controllers no loaded unit needs in the " +
-			"cgroups it manages, and the limits of containers below them vanish (issue 37, measured on noble).",
+			"cgroups it manages, and the limits of containers below them vanish (issue 37, measured on noble). Garden's own " +
+			"/garden, outside every unit, is spared by the kernel, not by delegation: while /garden enables a controller in its " +
+			"cgroup.subtree_control, systemd's write disabling it at the root fails with EBUSY (measured on noble).",
 		References: []string{
 			"https://systemd.io/CGROUP_DELEGATION/",
 			"https://github.com/cloudfoundry/garden-runc-release/issues/81",
@@ -56,7 +59,10 @@ func (DelegationAudit) Meta() validator.Meta {
 		Fix: "Start each runtime daemon through its delegated unit (`cellguard unit install <name>`, which " +
 			"sets Delegate=" + unitfile.DelegateV1 + " on cgroup v1), delegate the unit holding monit in " +
 			"place (`cellguard unit protect-supervisor`), and make the runtime create container cgroups " +
-			"below its own unit's cgroup rather than at the root of a hierarchy (Garden's /garden).",
+			"below its own unit's cgroup rather than at the root of a hierarchy (Garden's /garden). On cgroup v2 delegation keeps " +
+			"controllers, not processes: a top-level cgroup of the runtime's own (/garden) is also safe while its " +
+			"cgroup.subtree_control enables every controller its containers use (`echo +cpuset > /sys/fs/cgroup/garden/cgroup.subtree_control`); " +
+			"containers directly below the root or below a slice are not.",
 	}
 }
 
@@ -234,6 +240,9 @@ func (au audit) judgeGroup(g facts.ContainerGroup) validator.Finding {
 	count := plural(len(g.Containers), "container")
 	if g.Unit == "" {
 		data["parent"] = g.Parent
+		if !au.v1 {
+			return au.outsideUnified(g, count, data)
+		}
 		return validator.Finding{Subject: g.Parent, Status: validator.Warn, Data: data,
 			Detail: fmt.Sprintf("%s under %s, outside every systemd unit and so outside every delegated subtree: "+
 				"no unit's Delegate= covers them and systemd's cgroup tree is shared with them on this %s host", count, g.Parent, au.mode)}
@@ -279,4 +288,64 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// systemdControllers are the v2 controllers systemd enables and disables
+// in the cgroups it realizes (src/core/cgroup.c unit_update_cgroup through
+// cg_enable_everywhere in src/shared/cgroup-setup.c, systemd 255): writing
+// "-cpu" to the root's subtree_control when no loaded unit needs cpu.
+var systemdControllers = []string{"cpu", "cpuset", "io", "memory", "pids"}
+
+// outsideUnified judges containers outside every unit on cgroup v2, where
+// systemd moves nothing and what it can take is controllers. Below a
+// top-level cgroup of their own (Garden's /garden) that cgroup's
+// subtree_control decides: systemd never writes it (no unit owns it), and
+// the kernel refuses systemd's "-cpu" at the root with EBUSY while it still
+// enables cpu (kernel/cgroup/cgroup.c cgroup_subtree_control_write, "a child
+// has it enabled?"; measured on noble, issue 37 item 2). Directly below the
+// root they are leaves, and that write reaches them (issue 37 item 1).
+func (au audit) outsideUnified(g facts.ContainerGroup, count string, data map[string]string) validator.Finding {
+	outside := fmt.Sprintf("%s under %s, outside every systemd unit", count, g.Parent)
+	t := g.Top
+	if t == nil {
+		return validator.Finding{Subject: g.Parent, Status: validator.Warn, Data: data,
+			Detail: outside + ", directly below the root: systemd disables the controllers no loaded unit needs " +
+				"(cpu, cpuset and io on every daemon-reload) in the root's cgroup.subtree_control, and their limits go with them; " +
+				"put them below a cgroup of their own (Garden's /garden) or a unit that delegates"}
+	}
+	data["top_cgroup"] = t.Cgroup
+	if t.Cgroup != g.Parent {
+		outside += " in " + t.Cgroup
+	}
+	if t.Err != nil {
+		return validator.Finding{Subject: g.Parent, Status: validator.Warn, Data: data,
+			Detail: fmt.Sprintf("%s, and whether systemd can disable their controllers is unknown: %v", outside, t.Err)}
+	}
+	data["subtree_control"] = strings.Join(t.SubtreeControl, " ")
+	var want, missing []string
+	for _, c := range systemdControllers {
+		if slices.Contains(t.Offered, c) {
+			want = append(want, c)
+			if !slices.Contains(t.SubtreeControl, c) {
+				missing = append(missing, c)
+			}
+		}
+	}
+	if len(want) == 0 {
+		return validator.Finding{Subject: g.Parent, Status: validator.Pass, Data: data,
+			Detail: fmt.Sprintf("%s: the root's cgroup.controllers offers none of %s, so there is nothing for systemd to disable",
+				outside, strings.Join(systemdControllers, " "))}
+	}
+	if len(missing) > 0 {
+		data["missing_controllers"] = strings.Join(missing, " ")
+		return validator.Finding{Subject: g.Parent, Status: validator.Warn, Data: data,
+			Detail: fmt.Sprintf("%s: %s's cgroup.subtree_control does not enable %s, so nothing below %s has those limits, "+
+				"and %s does not stop systemd disabling them at the root on a daemon-reload when no loaded unit needs them",
+				outside, t.Cgroup, strings.Join(missing, " "), t.Cgroup, t.Cgroup)}
+	}
+	return validator.Finding{Subject: g.Parent, Status: validator.Pass, Data: data,
+		Detail: fmt.Sprintf("%s: %s's cgroup.subtree_control enables %s, so the kernel refuses systemd's disabling any of them "+
+			"at the root (EBUSY while a child enables it; measured with systemd 255 on noble, issue 37), and systemd never writes %s's, "+
+			"which no unit owns; a hand write there is limits-intact's to report",
+			outside, t.Cgroup, strings.Join(want, " "), t.Cgroup)}
 }

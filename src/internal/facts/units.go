@@ -119,6 +119,23 @@ type ContainerGroup struct {
 	Cgroups    []string
 	Chain      []string // the units on the path, root first
 	Read       UnitRead // Unit's properties; zero when Unit is ""
+	// Top is, outside every unit on the unified hierarchy and below a
+	// top-level cgroup (Garden's /garden), that cgroup: what decides
+	// whether systemd can disable their controllers. Nil otherwise.
+	Top *TopCgroup
+}
+
+// TopCgroup is a top-level cgroup no unit owns and the controllers it
+// passes down. systemd writes "-cpu" and the like only into the
+// subtree_control of the root and of its units' cgroups; the kernel refuses
+// that write at the root (EBUSY) while a child such as /garden still enables
+// the controller in its own subtree_control.
+type TopCgroup struct {
+	Cgroup string // "/garden"
+	// SubtreeControl is its cgroup.subtree_control; Offered the root's
+	// cgroup.controllers, what the kernel has to give.
+	SubtreeControl, Offered []string
+	Err                     error // either file could not be read
 }
 
 // unitReader reads each unit once: a cell's containers share one or two.
@@ -171,6 +188,9 @@ func readUnits(ctx context.Context, s Spec, snap *snapshot.Source) UnitFacts {
 		}
 		f.Groups = append(f.Groups, *g)
 	}
+	if f.Mode == cgroup.Unified {
+		readTops(v.Layout(), f.Groups)
+	}
 	f.UnitsRead = len(r.units)
 	return f
 }
@@ -213,6 +233,44 @@ func readPIDFile(root, path string) (int, error) {
 		return 0, fmt.Errorf("read pidfile %s: no pid in %q", path, strings.TrimSpace(string(b)))
 	}
 	return pid, nil
+}
+
+// readTops fills the top-level cgroup of every group outside every unit
+// and below one (not directly in the root, whose leaves systemd's writes
+// reach), each read once.
+func readTops(l *cgroup.Layout, groups []ContainerGroup) {
+	h := l.ForKey("")
+	if h == nil {
+		return
+	}
+	r := l.NewProcsReader()
+	defer r.Close()
+	var offered []string
+	b, offeredErr := r.ReadFile(h, "/", "cgroup.controllers")
+	if offeredErr == nil {
+		offered = strings.Fields(string(b))
+	}
+	tops := map[string]*TopCgroup{}
+	for i := range groups {
+		g := &groups[i]
+		if g.Unit != "" || g.Parent == "/" || g.Parent == "" {
+			continue
+		}
+		name := "/" + strings.SplitN(strings.TrimPrefix(g.Parent, "/"), "/", 2)[0]
+		if t, ok := tops[name]; ok {
+			g.Top = t
+			continue
+		}
+		t := &TopCgroup{Cgroup: name, Offered: offered, Err: offeredErr}
+		if t.Err == nil {
+			b, err := r.ReadFile(h, name, "cgroup.subtree_control")
+			t.SubtreeControl, t.Err = strings.Fields(string(b)), err
+		}
+		if t.Err != nil {
+			t.Err = fmt.Errorf("read what %s passes down: %w", name, t.Err)
+		}
+		tops[name], g.Top = t, t
+	}
 }
 
 // placement is where one container's cgroup sits in systemd's tree.

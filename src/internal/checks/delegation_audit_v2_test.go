@@ -1,0 +1,81 @@
+package checks
+
+import (
+	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
+	"github.com/cloudfoundry/cellguard/src/internal/validator"
+)
+
+// TestDelegationAuditGardenOnUnified: today's Garden on cgroup v2 keeps its
+// containers in a top-level cgroup no systemd unit owns (/garden/<h>/init,
+// throttled ones in /garden/good/<h>). What decides whether systemd can strip
+// them is /garden's own cgroup.subtree_control: while it enables a controller
+// the kernel refuses systemd's "-cpu" at the root with EBUSY (issue 37 item 2,
+// measured on noble), and systemd never writes /garden's. Containers directly
+// below the root are leaves systemd's write reaches (issue 37's /c7).
+func TestDelegationAuditGardenOnUnified(t *testing.T) {
+	const all = "cpuset cpu io memory hugetlb pids rdma misc" // noble, garden37-run3
+	testCases := []struct {
+		name     string
+		cgroup   string // c1 and c2 are made under it
+		offered  string // the root's cgroup.controllers
+		top      string // /garden's cgroup.subtree_control; "-" for no file
+		subject  string
+		status   validator.Status
+		detail   []string
+		missing  string
+		topGroup string
+	}{
+		{
+			name: "every controller kept: the kernel refuses systemd", cgroup: "/garden/", offered: all, top: all,
+			subject: "/garden", status: validator.Pass, topGroup: "/garden",
+			detail: []string{"2 containers under /garden, outside every systemd unit", "/garden's cgroup.subtree_control enables cpu cpuset io memory pids",
+				"EBUSY", "issue 37"},
+		},
+		{
+			name: "throttled layout: good/<h> below /garden", cgroup: "/garden/good/", offered: all, top: all,
+			subject: "/garden/good", status: validator.Pass, topGroup: "/garden",
+			detail: []string{"2 containers under /garden/good", "/garden's cgroup.subtree_control enables"},
+		},
+		{
+			name: "a controller missing at /garden", cgroup: "/garden/", offered: all, top: "cpu io memory pids",
+			subject: "/garden", status: validator.Warn, missing: "cpuset", topGroup: "/garden",
+			detail: []string{"/garden's cgroup.subtree_control does not enable cpuset", "systemd"},
+		},
+		{
+			name: "only what the kernel offers is wanted", cgroup: "/garden/", offered: "cpu io memory pids", top: "cpu io memory pids",
+			subject: "/garden", status: validator.Pass, topGroup: "/garden",
+			detail: []string{"enables cpu io memory pids"},
+		},
+		{
+			name: "subtree_control unreadable", cgroup: "/garden/", offered: all, top: "-",
+			subject: "/garden", status: validator.Warn, topGroup: "/garden",
+			detail: []string{"outside every systemd unit", "/garden/cgroup.subtree_control"},
+		},
+		{
+			name: "directly below the root: leaves systemd's write reaches", cgroup: "/", offered: all,
+			subject: "/", status: validator.Warn,
+			detail: []string{"2 containers under /, outside every systemd unit", "directly below the root"},
+		},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := bootedHost(t, cgroup.Unified)
+			h.RunContainer(containerAt("c1", tc.cgroup+"c1"), 100, 2, 500)
+			h.RunContainer(containerAt("c2", tc.cgroup+"c2"), 200, 2, 500)
+			h.Write("sys/fs/cgroup/cgroup.controllers", tc.offered+"\n")
+			if tc.top != "" && tc.top != "-" {
+				h.Write("sys/fs/cgroup/garden/cgroup.subtree_control", tc.top+"\n")
+			}
+			fs := run(t, auditDeps(h, newFakeManager()), "delegation-audit")
+			g := onlyFinding(t, fs, tc.subject, tc.status, tc.detail)
+			if g.Data["missing_controllers"] != tc.missing {
+				t.Errorf("missing_controllers %q, want %q", g.Data["missing_controllers"], tc.missing)
+			}
+			if g.Data["top_cgroup"] != tc.topGroup {
+				t.Errorf("top_cgroup %q, want %q", g.Data["top_cgroup"], tc.topGroup)
+			}
+		})
+	}
+}
