@@ -12,15 +12,22 @@ import (
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
 )
 
+// overSnapshot is a Host of root over src (runtime root /run/runc) that
+// has read kind.
+func overSnapshot(t testing.TB, root string, src *snapshot.Source, kind Kind) *Host {
+	t.Helper()
+	h := New(Spec{Root: root, Snapshot: src, RuntimeRoots: []string{"/run/runc"}})
+	if err := h.Wait(context.Background(), kind); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // limitsOf waits for the limits facts of a Host over src and fails the
 // test when they could not be read.
 func limitsOf(t *testing.T, root string, src *snapshot.Source) LimitsFacts {
 	t.Helper()
-	h := New(Spec{Root: root, Snapshot: src, RuntimeRoots: []string{"/run/runc"}})
-	if err := h.Wait(context.Background(), Limits); err != nil {
-		t.Fatal(err)
-	}
-	lf := h.Limits()
+	lf := overSnapshot(t, root, src, Limits).Limits()
 	if lf.Err != nil {
 		t.Fatalf("limits facts: %v", lf.Err)
 	}

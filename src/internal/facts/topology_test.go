@@ -1,7 +1,6 @@
 package facts
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,11 +26,7 @@ func readSnapshot(t testing.TB, root string) *snapshot.Source {
 // the test when they could not be read.
 func topologyOf(t testing.TB, root string, src *snapshot.Source) *topology.Facts {
 	t.Helper()
-	h := New(Spec{Root: root, Snapshot: src, RuntimeRoots: []string{"/run/runc"}})
-	if err := h.Wait(context.Background(), Topology); err != nil {
-		t.Fatal(err)
-	}
-	tf := h.Topology()
+	tf := overSnapshot(t, root, src, Topology).Topology()
 	if tf.Err != nil {
 		t.Fatalf("topology facts: %v", tf.Err)
 	}
