@@ -163,6 +163,7 @@ var configKey = map[string]string{
 	"cellguard.validator.bpf_stat_iterator":   "validator.bpf_stat_iterator",
 	"cellguard.validator.prometheus_textfile": "validator.prometheus_textfile",
 	"cellguard.validator.runc_init_max_age":   "validator.runc_init_max_age",
+	"cellguard.validator.probe_timeout":       "validator.probe_timeout",
 	"cellguard.validator.budget":              "validator.budget",
 	"cellguard.validator.extra_cgroup_roots":  "validator.extra_cgroup_roots",
 	"cellguard.validator.extra_cgroup_slices": "validator.extra_cgroup_slices",
@@ -459,6 +460,7 @@ func TestConfigCheckJudgesDurationsAndCheckIDs(t *testing.T) {
 	testCases := []struct{ name, props, want string }{
 		{"runc init age without unit", `{cellguard: {validator: {runc_init_max_age: "300"}}}`, `validator.runc_init_max_age "300": time: missing unit in duration "300": want Go's form such as "90s" or "1m30s", above zero; leave it out for the default (job property cellguard.validator.runc_init_max_age)`},
 		{"runc init age zero", `{cellguard: {validator: {runc_init_max_age: 0s}}}`, `validator.runc_init_max_age "0s": must be above zero; leave it out for the default`},
+		{"probe timeout below 1s", `{cellguard: {validator: {probe_timeout: 500ms}}}`, `validator.probe_timeout "500ms": must be from 1s to 5m; leave it out for the default (job property cellguard.validator.probe_timeout)`},
 		{"runc init age negative", `{cellguard: {validator: {runc_init_max_age: -5m}}}`, `validator.runc_init_max_age "-5m": must not be negative`},
 		{"runc init age overflows", `{cellguard: {validator: {runc_init_max_age: 2562048h}}}`, `invalid duration "2562048h"`},
 		{"watch period in microseconds of zero", `{cellguard: {watch: {period: 0µs}}}`, `watch.period "0µs": must be above zero`},

@@ -160,6 +160,7 @@ var cellguardSlots = []slot{
 	{prop: "cellguard.validator.blocking.drain", set: listAt("cellguard.validator.blocking.drain")},
 	{prop: "cellguard.validator.prometheus_textfile", set: at("cellguard.validator.prometheus_textfile"), goKey: "validator.prometheus_textfile", goValue: same},
 	{prop: "cellguard.validator.runc_init_max_age", set: at("cellguard.validator.runc_init_max_age")},
+	{prop: "cellguard.validator.probe_timeout", set: at("cellguard.validator.probe_timeout")},
 	{prop: "cellguard.validator.budget", set: at("cellguard.validator.budget")},
 	{prop: "cellguard.validator.extra_cgroup_roots", set: listAt("cellguard.validator.extra_cgroup_roots")},
 	{prop: "cellguard.validator.extra_cgroup_slices", set: listAt("cellguard.validator.extra_cgroup_slices")},

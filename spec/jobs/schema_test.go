@@ -122,6 +122,7 @@ func TestSchemaRejectsWhatFailsToRender(t *testing.T) {
 		`{cellguard: {validator: {runtime_binaries: {runc: 1}}}}`,
 		`{cellguard: {validator: {fix: "true"}}}`,
 		`{cellguard: {validator: {runc_init_max_age: 300}}}`,
+		`{cellguard: {validator: {probe_timeout: 5}}}`,
 		`{cellguard: {validator: {extra_cgroup_roots: /garden}}}`,
 		`{cellguard: {validator: {extra_cgroup_roots: [garden]}}}`,
 		`{cellguard: {validator: {extra_cgroup_roots: [/]}}}`,
@@ -195,7 +196,7 @@ func TestSchemaLeavesDurationsToGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"budget", "period", "runc_init_max_age", "start_timeout", "stop_timeout"} {
+	for _, key := range []string{"budget", "period", "probe_timeout", "runc_init_max_age", "start_timeout", "stop_timeout"} {
 		m := regexp.MustCompile(`"` + key + `": (\{[^}]*\})`).FindSubmatch(b)
 		if m == nil || string(m[1]) != `{"type": "string"}` {
 			t.Errorf("schema %s: %s, want {\"type\": \"string\"}", key, m)

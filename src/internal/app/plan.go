@@ -111,6 +111,7 @@ func NewPlan(cfg *config.Config, o Overrides) *Plan {
 			RuntimeBinaries: vc.RuntimeBinaries, Advisories: ops, AdvisoriesErr: opsErr,
 			Sysctl:     sysctl.Settings{Profile: cfg.Sysctl.Profile, Set: cfg.Sysctl.Set, Remove: cfg.Sysctl.Remove, File: cfg.Sysctl.File},
 			NetnsProbe: vc.NetnsProbe, RuntimeRoots: roots, Namespaces: vc.Namespaces,
+			Prober: runtimever.Prober{Timeout: vc.ProbeTimeout.Duration},
 		},
 		Snapshot: snapshot.Spec{Root: o.Root, RuntimeRoots: roots, Namespaces: vc.Namespaces},
 		Policy: checks.Policy{
@@ -280,7 +281,7 @@ func (v *Validation) PredictHeal(rep validator.Report, perMinute int) []heal.Out
 func (p *Plan) WatchRegistry(confirm []time.Duration) func(*snapshot.Source) []validator.Check {
 	spec := p.Spec
 	// Every period runs runtime-versions: exec each runtime once per file.
-	spec.Prober = runtimever.Prober{Cache: &runtimever.ProbeCache{}}
+	spec.Prober.Cache = &runtimever.ProbeCache{}
 	pol := p.Policy
 	pol.Phase, pol.Confirm = validator.Drain, confirm
 	return func(src *snapshot.Source) []validator.Check {

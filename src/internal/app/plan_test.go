@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/checks"
@@ -31,7 +32,7 @@ func parse(t *testing.T, js string) *config.Config {
 // it, the stat iterator only when the job allows it, D-Bus only on the
 // live root.
 func TestNewPlan(t *testing.T) {
-	cfg := parse(t, `{"validator":{"ignore":["leaked-netns"],"runtime_roots":["/run/a"],"netns_probe":true,"bpf_stat_iterator":true,"runc_init_max_age":"7m"}}`)
+	cfg := parse(t, `{"validator":{"ignore":["leaked-netns"],"runtime_roots":["/run/a"],"netns_probe":true,"bpf_stat_iterator":true,"runc_init_max_age":"7m","probe_timeout":"20s"}}`)
 	p := NewPlan(cfg, Overrides{Root: "/fixture", RuntimeRoots: []string{"/run/b,/run/c"}, Ignore: []string{"devices-cgroup"}})
 	if got := p.RuntimeRoots(); !slices.Equal(got, []string{"/run/b", "/run/c"}) {
 		t.Errorf("roots %v: the flags replace the config's", got)
@@ -41,6 +42,9 @@ func TestNewPlan(t *testing.T) {
 	}
 	if !p.Spec.NetnsProbe || !p.StatIterator || p.Policy.RuncInitMaxAge.Minutes() != 7 || p.Spec.Units != nil || p.Spec.Running != nil {
 		t.Errorf("spec %+v policy %+v", p.Spec, p.Policy)
+	}
+	if got := p.Spec.Prober.Bound(); got != 20*time.Second {
+		t.Errorf("probe bound %v, want validator.probe_timeout's 20s", got)
 	}
 	if live := NewPlan(parse(t, `{}`), Overrides{Root: "/"}); live.Spec.Units == nil || live.Spec.Running == nil || live.Spec.NetnsProbe || live.StatIterator ||
 		!slices.Equal(live.RuntimeRoots(), DefaultRuntimeRoots()) {

@@ -112,6 +112,18 @@ func (c RuntimeVersions) Judge(h *facts.Host) ([]validator.Finding, error) {
 			continue
 		}
 		for _, p := range comp.Probes {
+			if p.TimedOut {
+				// No answer in time is a loaded host (or a TCG guest: make
+				// cell's noble cells), not an unsafe runtime: its version is
+				// unknown, as for a binary that does not say it.
+				fs = append(fs, validator.Finding{
+					Subject: p.Binary.Path, Status: validator.Warn,
+					Detail: fmt.Sprintf("%s at %s: no answer within %v, version unknown; advisories cannot be matched. "+
+						"On a loaded host give it longer (validator.probe_timeout): %v", comp.Name, p.Binary.Path, rt.ProbeTimeout, p.Err),
+					Data: map[string]string{"component": comp.Name, "path": p.Binary.Path, "source": p.Binary.Source, "probe": "timed out"},
+				})
+				continue
+			}
 			if p.Err != nil {
 				// A runtime that cannot even print its version is broken.
 				fs = append(fs, validator.Finding{

@@ -254,13 +254,23 @@ func TestRuntimeVersionsBinariesMissingOrBroken(t *testing.T) {
 	want := map[string]validator.Status{
 		"/var/vcap/packages/runc/bin/runc": validator.Error, // configured, absent: an error
 		"/usr/bin/runc":                    validator.Warn,  // version unknown
-		"/usr/bin/containerd":              validator.Fail,  // hangs
+		// hangs: its version is unknown, which warns (a loaded cell, or a
+		// TCG guest, answers late; that is not an unsafe runtime) and says
+		// which property gives it longer
+		"/usr/bin/containerd": validator.Warn,
 	}
 	got := map[string]validator.Status{}
 	for _, f := range fs {
 		got[f.Subject] = f.Status
-		if f.Subject == "/usr/bin/containerd" && !strings.Contains(f.Detail, "killed its process group") {
-			t.Errorf("hang detail: %s", f.Detail)
+		if f.Subject == "/usr/bin/containerd" {
+			for _, w := range []string{"no answer within 3s", "version unknown", "validator.probe_timeout"} {
+				if !strings.Contains(f.Detail, w) {
+					t.Errorf("hang detail lacks %q: %s", w, f.Detail)
+				}
+			}
+			if f.Data["probe"] != "timed out" {
+				t.Errorf("hang data: %v, want probe=timed out", f.Data)
+			}
 		}
 	}
 	for s, st := range want {

@@ -82,7 +82,10 @@ type Validator struct {
 	Fix            bool                `json:"fix"`
 	PrometheusFile string              `json:"prometheus_textfile"`
 	RuncInitMaxAge Duration            `json:"runc_init_max_age"`
-	Daemons        []string            `json:"daemons"` // daemon names whose units are audited
+	// ProbeTimeout bounds each exec of runtime-versions' probes (`runc
+	// --version`); 0 means boundedexec's default. See probeRule.
+	ProbeTimeout Duration `json:"probe_timeout"`
+	Daemons      []string `json:"daemons"` // daemon names whose units are audited
 	// Advisories are the operator's advisories, OSV records as the
 	// shipped ones (runtimever): added, or replacing a shipped record of
 	// the same id ("withdrawn" set removes it). Load parses them

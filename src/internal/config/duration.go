@@ -79,6 +79,12 @@ type durationRule struct{ min, max time.Duration }
 // for a drain and a pre-start forever).
 var budgetRule = durationRule{min: time.Second, max: time.Hour}
 
+// Bounds of validator.probe_timeout: a healthy runtime answers --version
+// in milliseconds, so below 1s would only make versions unknown; a probe
+// is per binary, run one after another, so minutes would spend the
+// validation's budget on one binary.
+var probeRule = durationRule{min: time.Second, max: 5 * time.Minute}
+
 // anyPositive is every other duration's rule: written, it is above zero
 // (an absent one is the default; a written "0s" would hide that).
 var anyPositive = durationRule{}

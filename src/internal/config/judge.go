@@ -40,6 +40,7 @@ func (c *Config) problems(checkIDs []string) []Problem {
 	c.judgePaths(&ps)
 	c.judgeCgroups(&ps)
 	ps.judgeDuration("validator.runc_init_max_age", c.Validator.RuncInitMaxAge, anyPositive)
+	ps.judgeDuration("validator.probe_timeout", c.Validator.ProbeTimeout, probeRule)
 	ps.judgeDuration("validator.budget", c.Validator.Budget, budgetRule)
 	ps.judgeDuration("drain.budget", c.Drain.Budget, budgetRule)
 	c.judgeCheckIDs(&ps, checkIDs)

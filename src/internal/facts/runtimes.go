@@ -2,6 +2,7 @@ package facts
 
 import (
 	"context"
+	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
@@ -20,6 +21,9 @@ type RuntimeFacts struct {
 	Configured map[string]string
 	// Path is the search path that was used.
 	Path []string
+	// ProbeTimeout is how long each probe's exec could take
+	// (validator.probe_timeout).
+	ProbeTimeout time.Duration
 	// Components are runtimever.Components, in order, each with what was
 	// found.
 	Components []Component
@@ -46,10 +50,13 @@ type Probe struct {
 	Binary runtimever.Binary
 	Info   runtimever.Info
 	Err    error
+	// TimedOut: Err is the binary not answering within ProbeTimeout (it
+	// was killed), not a binary that could not run or failed.
+	TimedOut bool
 }
 
 func readRuntimes(ctx context.Context, s Spec) RuntimeFacts {
-	f := RuntimeFacts{Configured: s.RuntimeBinaries, Path: s.RuntimePath}
+	f := RuntimeFacts{Configured: s.RuntimeBinaries, Path: s.RuntimePath, ProbeTimeout: s.Prober.Bound()}
 	if f.Path == nil {
 		f.Path = runtimever.DefaultPath
 	}
@@ -77,7 +84,7 @@ func readRuntimes(ctx context.Context, s Spec) RuntimeFacts {
 				return f
 			}
 			info, err := s.Prober.Probe(ctx, b)
-			c.Probes = append(c.Probes, Probe{Binary: b, Info: info, Err: err})
+			c.Probes = append(c.Probes, Probe{Binary: b, Info: info, Err: err, TimedOut: err != nil && runtimever.TimedOut(err)})
 		}
 		f.Components = append(f.Components, c)
 	}

@@ -126,6 +126,18 @@ type Prober struct {
 	Cache *ProbeCache
 }
 
+// Bound is how long each exec may take: Timeout, or boundedexec's default.
+func (p Prober) Bound() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return boundedexec.DefaultTimeout
+}
+
+// TimedOut says whether a Probe's error is a binary that did not answer
+// within the Bound (killed), as against one that could not run or failed.
+func TimedOut(err error) bool { return errors.Is(err, boundedexec.ErrTimeout) }
+
 // Probe learns b's version. It returns an error only when the binary
 // could not be run at all (including boundedexec.ErrTimeout); a binary that runs but
 // does not say its version yields Info.VersionErr.
