@@ -114,14 +114,23 @@ func (c RuntimeVersions) Judge(h *facts.Host) ([]validator.Finding, error) {
 		for _, p := range comp.Probes {
 			if p.TimedOut {
 				// No answer in time is a loaded host (or a TCG guest: make
-				// cell's noble cells), not an unsafe runtime: its version is
-				// unknown, as for a binary that does not say it.
+				// cell's noble cells), not an unsafe runtime: a warning. A
+				// version printed before the exec that hung (runc's
+				// --version, then features) is still judged.
+				known := p.Info.VersionErr == nil && p.Info.Version.Raw != ""
+				what := "version unknown; advisories cannot be matched"
+				if known {
+					what = "judged by the version it printed"
+				}
 				fs = append(fs, validator.Finding{
 					Subject: p.Binary.Path, Status: validator.Warn,
-					Detail: fmt.Sprintf("%s at %s: no answer within %v, version unknown; advisories cannot be matched. "+
-						"On a loaded host give it longer (validator.probe_timeout): %v", comp.Name, p.Binary.Path, rt.ProbeTimeout, p.Err),
+					Detail: fmt.Sprintf("%s at %s: no answer within %v, %s. On a loaded host give it longer (validator.probe_timeout): %v",
+						comp.Name, p.Binary.Path, rt.ProbeTimeout, what, p.Err),
 					Data: map[string]string{"component": comp.Name, "path": p.Binary.Path, "source": p.Binary.Source, "probe": "timed out"},
 				})
+				if known {
+					fs = append(fs, judgeRuntime(p.Info, rt.Advisories, c.Promoted, phase, conds)...)
+				}
 				continue
 			}
 			if p.Err != nil {

@@ -280,6 +280,37 @@ func TestRuntimeVersionsBinariesMissingOrBroken(t *testing.T) {
 	}
 }
 
+// A runc that prints its version but hangs on `runc features` (the
+// second exec of its probe) is still judged by that version: a hazard it
+// carries blocks, and the late answer is its own warning, not "version
+// unknown".
+func TestRuntimeVersionsFeaturesTimeoutKeepsTheVersion(t *testing.T) {
+	root := t.TempDir()
+	host := filepath.Join(root, "usr/bin/runc")
+	if err := os.MkdirAll(filepath.Dir(host), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteExec(t, host, "#!/bin/sh\ncase \"$1\" in\n--version) printf 'runc version 1.0.0-rc93\\nspec: 1.0.2-dev\\n'; exit 0;;\nfeatures) exec sleep 300;;\nesac\nexit 3\n")
+	rvSysctl(t, root, "16384")
+	c := &runtimeCase{Root: root, Path: []string{"/usr/bin"}, Prober: runtimever.Prober{Timeout: 2 * time.Second}}
+	fs, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hazard, late bool
+	for _, f := range fs {
+		if f.Subject != "/usr/bin/runc" {
+			continue
+		}
+		t.Logf("%s %s", f.Status, f.Detail)
+		hazard = hazard || (f.Status == validator.Fail && strings.Contains(f.Detail, "1.0.0-rc93"))
+		late = late || (f.Status == validator.Warn && strings.Contains(f.Detail, "no answer within 2s") && !strings.Contains(f.Detail, "version unknown"))
+	}
+	if !hazard || !late {
+		t.Errorf("rc93 whose features hang: hazard judged %v, late answer warned %v; want both", hazard, late)
+	}
+}
+
 // TestRuntimeVersionsRealDebianHost runs the check on this host's real
 // runc, containerd and runc shim, whatever their versions, and judges the
 // findings against the advisory table: each binary is probed again on its
