@@ -336,6 +336,11 @@ func measureIdle(b *testing.B, cellguard string) idleResult {
 		b.Error(err)
 		return res
 	}
+	// measureIdle runs in a goroutine of its own: when the benchmark fails
+	// elsewhere (b.Fatal), the test binary exits without running this
+	// function's defer, and bench N left this watch running (by PID 1, 2
+	// minutes later). The kernel ends it with the test process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		b.Error(err)
 		return res
