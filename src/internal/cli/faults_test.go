@@ -306,11 +306,12 @@ func TestFaultSystemdUnreachable(t *testing.T) {
 
 // TestFaultRuntimeBinaryHangsOrIsMissing: through Main, a containerd that
 // never answers --version is killed after boundedexec.DefaultTimeout and
-// reported with that cause: it blocks pre-start (exit 1) and only warns at
-// drain (exit 0, stdout is just the integer); a configured runc that does not
-// exist does not make validate fail to run. The hang itself and the process
-// group kill are proved in runtimever (TestProbeHangingBinary) and checks
-// (TestRuntimeVersionsBinariesMissingOrBroken).
+// reported with that cause, as a warning naming validator.probe_timeout: on
+// its own it blocks nothing (pre-start exit 0); a configured runc that does
+// not exist blocks pre-start (exit 1) without making validate fail to run,
+// and only warns at drain (exit 0, stdout is just the integer). The hang
+// itself and the process group kill are proved in runtimever
+// (TestProbeHangingBinary) and checks (TestRuntimeVersionsBinariesMissingOrBroken).
 func TestFaultRuntimeBinaryHangsOrIsMissing(t *testing.T) {
 	h := cell(t)
 	writeFile(t, filepath.Join(h.Root, "usr/bin/containerd"), "#!/bin/sh\nexec sleep 300\n")
@@ -323,7 +324,8 @@ func TestFaultRuntimeBinaryHangsOrIsMissing(t *testing.T) {
 	if code != ExitFailed {
 		t.Fatalf("pre-start: exit %d, want %d\n%s\n%s", code, ExitFailed, out, errOut)
 	}
-	for _, want := range []string{"BLOCKED by runtime-versions", "/usr/bin/containerd: probe containerd version", "killed its process group"} {
+	for _, want := range []string{"BLOCKED by runtime-versions", "/var/vcap/packages/runc/bin/runc: configured runc binary",
+		"/usr/bin/containerd: containerd at /usr/bin/containerd: no answer within 5s, version unknown", "validator.probe_timeout", "killed its process group"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("pre-start stdout lacks %q:\n%s", want, out)
 		}
@@ -337,6 +339,11 @@ func TestFaultRuntimeBinaryHangsOrIsMissing(t *testing.T) {
 	}
 	if d := time.Since(start); d > 4*boundedexec.DefaultTimeout {
 		t.Errorf("two validate runs took %v with a hung binary", d)
+	}
+	// The hang alone: a warning, pre-start goes on.
+	code, out, errOut = runValidateCLI(t, h.Root, `{}`, "--phase", "pre-start")
+	if code != ExitOK || !strings.Contains(out, "no answer within 5s") {
+		t.Errorf("pre-start with only the hung containerd: exit %d, want %d and the warning\n%s\n%s", code, ExitOK, out, errOut)
 	}
 }
 
