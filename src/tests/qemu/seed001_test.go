@@ -219,6 +219,10 @@ func (g *guest) seedConfig(t *testing.T, rendered, runcPath string, ignore ...st
 	v["runtime_binaries"] = map[string]string{"runc": runcPath}
 	v["runtime_roots"] = []string{"/run/runc"}
 	v["ignore"] = append([]string{}, ignore...)
+	// A Go binary's first --version under TCG at load 20 took more than
+	// the job's 5 s (run 2); timed out, rc93's version would be unknown and
+	// its hazard unjudged. A minute, as make cell's QEMU cells get.
+	v["probe_timeout"] = "60s"
 	out, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -232,10 +236,11 @@ func (g *guest) seedConfig(t *testing.T, rendered, runcPath string, ignore ...st
 // verdict and the two checks seed 001 is about.
 func (g *guest) seedValidate(bin, step string) report {
 	g.t.Helper()
-	// runtime-versions runs each runtime's --version for at most 5 s; a
+	// runtime-versions ran each runtime's --version for at most 5 s; a
 	// Go binary's first run under TCG at load 20 took longer (run 2:
-	// noble's runc and containerd "no exit after 5s"). A run before warms
-	// QEMU's translation cache, which is the VM's, not the process's.
+	// noble's runc and containerd "no exit after 5s"). seedConfig gives
+	// them a minute now, and a run before still warms QEMU's translation
+	// cache, which is the VM's, not the process's.
 	g.sh("for b in /usr/sbin/runc /usr/bin/runc /usr/bin/containerd " + seedRc93 + " " + seedRc94 + "; do $b --version >/dev/null 2>&1 || true; done")
 	res, err := g.vm.Output(3*time.Minute, bin, "validate", "--phase", "pre-start", "--format", "json", "--config", seedConfig)
 	if err != nil {
