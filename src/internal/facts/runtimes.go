@@ -84,7 +84,7 @@ func readRuntimes(ctx context.Context, s Spec) RuntimeFacts {
 				return f
 			}
 			info, err := s.Prober.Probe(ctx, b)
-			c.Probes = append(c.Probes, Probe{Binary: b, Info: info, Err: err, TimedOut: err != nil && runtimever.TimedOut(err)})
+			c.Probes = append(c.Probes, Probe{Binary: b, Info: info, Err: err, TimedOut: runtimever.TimedOut(err)})
 		}
 		f.Components = append(f.Components, c)
 	}

@@ -137,10 +137,7 @@ func (f *fleet) metricsTLSScenario(ctx context.Context) Scenario {
 				if err != nil {
 					return err
 				}
-				r.Say("   bosh deploy exited %d after %s (log %s); the task's events:", res.ExitCode, res.Took.Round(time.Second), res.Log)
-				for _, l := range taskLines(res.Output) {
-					r.Say("      %s", l)
-				}
+				sayTask(r, "bosh deploy", res)
 				r.Expect("tls-deploy-succeeds", res.ExitCode == 0, "bosh deploy exited %d", res.ExitCode)
 				if res.ExitCode != 0 {
 					return fmt.Errorf("bosh deploy exited %d", res.ExitCode)

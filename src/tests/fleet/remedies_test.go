@@ -178,10 +178,7 @@ func (f *fleet) protectScenario(ctx context.Context) Scenario {
 				r.Expect("protected-recreate-completes", res.ExitCode == 0, "bosh recreate exited %d after %s", res.ExitCode, res.Took.Round(time.Second))
 				if res.ExitCode != 0 {
 					// CI-I: exit 1 after 2m4s and nothing else kept.
-					r.Say("   bosh recreate's task (log %s):", res.Log)
-					for _, l := range taskLines(res.Output) {
-						r.Say("      %s", l)
-					}
+					sayTask(r, "bosh recreate", res)
 					f.sayPreStartFailure(ctx, r, res)
 					return fmt.Errorf("bosh recreate exited %d", res.ExitCode)
 				}

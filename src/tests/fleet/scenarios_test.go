@@ -304,11 +304,16 @@ func (f *fleet) rollOut(ctx context.Context, r *Record, a addon, ops ...string) 
 	if err != nil {
 		return res, err
 	}
-	r.Say("   bosh deploy %v exited %d after %s (log %s); the task's events:", ops, res.ExitCode, res.Took.Round(time.Second), res.Log)
+	sayTask(r, fmt.Sprintf("bosh deploy %v", ops), res)
+	return res, nil
+}
+
+// sayTask tells what a bosh command (what) did, and its task's events.
+func sayTask(r *Record, what string, res boshlab.Result) {
+	r.Say("   %s exited %d after %s (log %s); the task's events:", what, res.ExitCode, res.Took.Round(time.Second), res.Log)
 	for _, l := range taskLines(res.Output) {
 		r.Say("      %s", l)
 	}
-	return res, nil
 }
 
 // taskLines are the task's event lines of bosh-cli's output ("Task N | ...")
@@ -352,10 +357,7 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 				if err != nil {
 					return err
 				}
-				r.Say("   bosh deploy exited %d after %s (log %s); the task's events:", res.ExitCode, res.Took.Round(time.Second), res.Log)
-				for _, l := range taskLines(res.Output) {
-					r.Say("      %s", l)
-				}
+				sayTask(r, "bosh deploy", res)
 				r.Expect("deploy-succeeds", res.ExitCode == 0, "bosh deploy of cell (3) and other (1) exited %d after %s", res.ExitCode, res.Took.Round(time.Second))
 				f.sayPreStartFailure(ctx, r, res)
 				counts := map[string]int{}
@@ -907,10 +909,7 @@ func (f *fleet) leavingScenario(ctx context.Context) Scenario {
 				if err != nil {
 					return err
 				}
-				r.Say("   bosh recreate exited %d after %s (log %s); the task's events:", res.ExitCode, res.Took.Round(time.Second), res.Log)
-				for _, l := range taskLines(res.Output) {
-					r.Say("      %s", l)
-				}
+				sayTask(r, "bosh recreate", res)
 				r.Expect("recreate-completes", res.ExitCode == 0, "bosh recreate exited %d", res.ExitCode)
 				after, err := f.laneVMs()
 				if err != nil {

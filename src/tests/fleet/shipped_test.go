@@ -76,11 +76,7 @@ func (f *fleet) shippedRollOut(ctx context.Context, r *Record, version string, p
 	if err != nil {
 		return res, err
 	}
-	r.Say("   bosh deploy (runc %s, blocking_advisories %v) exited %d after %s (log %s); the task's events:",
-		version, promote, res.ExitCode, res.Took.Round(time.Second), res.Log)
-	for _, l := range taskLines(res.Output) {
-		r.Say("      %s", l)
-	}
+	sayTask(r, fmt.Sprintf("bosh deploy (runc %s, blocking_advisories %v)", version, promote), res)
 	if res.ExitCode == 0 {
 		f.storeRunc(ctx, r, version)
 	}
