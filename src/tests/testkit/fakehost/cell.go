@@ -68,14 +68,20 @@ func (s Spec) validate() error {
 // The limits every container of the cell records (cellstate.go) and has
 // in force in its v1 cgroups, in the files runc's fs setters write. No
 // memory.memsw.limit_in_bytes: limits-intact accepts its absence, as on a
-// host without swap accounting.
-const cellMemory, cellCPUShares, cellPids = 1073741824, 1024, 1024
+// host without swap accounting. A cell of real processes (cellbench
+// --live) writes the same files, and memsw (CellMemory) where the host has it.
+const CellMemory, cellCPUShares, cellPids = 1073741824, 1024, 1024
 
-var cellLimitFiles = []struct {
-	dir, name string
-	value     int
-}{
-	{"memory", "memory.limit_in_bytes", cellMemory},
+// LimitFile is one limit file of a container's cgroup: Dir is the v1
+// hierarchy's mount name.
+type LimitFile struct {
+	Dir, Name string
+	Value     int
+}
+
+// CellLimitFiles are the files that hold the cell's recorded limits.
+var CellLimitFiles = []LimitFile{
+	{"memory", "memory.limit_in_bytes", CellMemory},
 	{"cpu,cpuacct", "cpu.shares", cellCPUShares},
 	{"pids", "pids.max", cellPids},
 }
@@ -83,8 +89,8 @@ var cellLimitFiles = []struct {
 // limits links the cell's limit files into cgroup rel of each hierarchy
 // that has one (written once, in layout).
 func (g *gen) limits(rel string) error {
-	for _, f := range cellLimitFiles {
-		if err := link(filepath.Join(g.shared, "limit-"+f.name), g.path("sys/fs/cgroup/"+f.dir+rel+"/"+f.name)); err != nil {
+	for _, f := range CellLimitFiles {
+		if err := link(filepath.Join(g.shared, "limit-"+f.Name), g.path("sys/fs/cgroup/"+f.Dir+rel+"/"+f.Name)); err != nil {
 			return err
 		}
 	}
@@ -224,8 +230,8 @@ func (g *gen) layout() error {
 			return err
 		}
 	}
-	for _, f := range cellLimitFiles {
-		if err := g.write(filepath.Join(g.shared, "limit-"+f.name), []byte(strconv.Itoa(f.value)+"\n")); err != nil {
+	for _, f := range CellLimitFiles {
+		if err := g.write(filepath.Join(g.shared, "limit-"+f.Name), []byte(strconv.Itoa(f.Value)+"\n")); err != nil {
 			return err
 		}
 	}

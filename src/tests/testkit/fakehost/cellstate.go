@@ -122,7 +122,7 @@ func stateTemplate() *template {
 			"capabilities": m{"Bounding": caps, "Effective": caps, "Inheritable": caps, "Permitted": caps, "Ambient": nil},
 			"networks":     nil, "routes": nil,
 			"cgroups": m{"path": "/garden/" + phID, "scope_prefix": "", "Systemd": false, "devices": devices,
-				"memory": cellMemory, "memory_swap": cellMemory, "cpu_shares": cellCPUShares, "pids_limit": cellPids,
+				"memory": CellMemory, "memory_swap": CellMemory, "cpu_shares": cellCPUShares, "pids_limit": cellPids,
 				"blkio_weight": 0, "freezer": "", "oom_kill_disable": false, "memory_swappiness": nil},
 			"oom_score_adj": 0, "uid_mappings": idmap, "gid_mappings": idmap,
 			"mask_paths": []string{"/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
