@@ -130,6 +130,10 @@ type runFlags struct {
 	baseline     string // git revision to build and compare against
 	baseBin      string
 	live         bool
+	// alsoConfig runs --bin a second time with --config alsoConfig, in
+	// turn with the others: the same binary with other switches (the BPF
+	// iterators its baseline ran by default).
+	alsoConfig string
 }
 
 // result is one size's measurements.
@@ -144,6 +148,9 @@ type result struct {
 	// The baseline revision's cellguard on the same cells, in turn.
 	baseClean, baseDirty       timings
 	baseCleanRSS, baseDirtyRSS int64
+	// --bin with --also-config on the same cells, in turn.
+	alsoClean, alsoDirty       timings
+	alsoCleanRSS, alsoDirtyRSS int64
 	baseline                   timings
 	baselineRSS                int64
 	baselineSkips              string
@@ -173,6 +180,7 @@ func run(args []string) error {
 	fs.StringVar(&f.dir, "dir", "/dev/shm", "where the cells are written (one at a time, removed after)")
 	fs.BoolVar(&f.tmpfs, "tmpfs", false, "mount a tmpfs of its own for each cell (root, in a private mount namespace: unshare --mount)")
 	fs.StringVar(&f.baseline, "baseline", "", "git revision whose cellguard runs in turn with --bin on the same cells (built from a worktree of this repository)")
+	fs.StringVar(&f.alsoConfig, "also-config", "", "also run --bin with --config FILE, in turn on the same cells, and compare it with the baseline too")
 	fs.BoolVar(&f.live, "live", false, "cells of real processes on this host, validated on the live root (root; needs a C compiler), instead of fixture trees")
 	_ = fs.Parse(args)
 	for _, s := range strings.Split(*scales, ",") {
@@ -226,7 +234,7 @@ func run(args []string) error {
 	}
 	printTable(os.Stdout, results)
 	if f.baseBin != "" {
-		printBaseline(os.Stdout, f.baseline, results)
+		printBaseline(os.Stdout, f.baseline, f.alsoConfig, results)
 	}
 	return nil
 }
@@ -329,14 +337,12 @@ func (f *runFlags) measure(k int) (*result, error) {
 	if err != nil {
 		return r, err
 	}
-	r.dirty, r.dirtyRSS, got = runs[0].times, runs[0].rss, runs[0].escapes
+	r.recordDirty(runs)
+	got = runs[0].escapes
 	for _, b := range runs {
 		if !slices.Equal(b.escapes, truth) {
 			return r, fmt.Errorf("%dx: %s reported %d escapes, the cell has %d:\n%s", k, b.bin, len(b.escapes), len(truth), diff(b.escapes, truth))
 		}
-	}
-	if len(runs) > 1 {
-		r.baseDirty, r.baseDirtyRSS = runs[1].times, runs[1].rss
 	}
 	r.found = fmt.Sprintf("%dx: planted %d escapes (%d pids); cellguard found the same %d", k, len(truth), len(w.EscapedPIDs), len(got))
 	if f.baselineMax == 0 || s.Processes() <= f.baselineMax {
@@ -382,11 +388,43 @@ func (f *runFlags) measureHealed(r *result, target []string, heal func() error) 
 			return fmt.Errorf("%s: %s: healed cell still has escapes: %v", r.size(), b.bin, b.escapes)
 		}
 	}
-	r.clean, r.cleanRSS = runs[0].times, runs[0].rss
-	if len(runs) > 1 {
-		r.baseClean, r.baseCleanRSS = runs[1].times, runs[1].rss
-	}
+	r.recordClean(runs)
 	return nil
+}
+
+// The binaries' roles in a cell's runs.
+const (
+	roleThis = "this" // --bin
+	roleAlso = "also" // --bin with --also-config
+	roleBase = "base" // --baseline's
+)
+
+// recordDirty and recordClean keep each role's runs of the escaped and the
+// healed cell in r.
+func (r *result) recordDirty(runs []binRuns) {
+	for _, b := range runs {
+		switch b.role {
+		case roleThis:
+			r.dirty, r.dirtyRSS = b.times, b.rss
+		case roleAlso:
+			r.alsoDirty, r.alsoDirtyRSS = b.times, b.rss
+		case roleBase:
+			r.baseDirty, r.baseDirtyRSS = b.times, b.rss
+		}
+	}
+}
+
+func (r *result) recordClean(runs []binRuns) {
+	for _, b := range runs {
+		switch b.role {
+		case roleThis:
+			r.clean, r.cleanRSS = b.times, b.rss
+		case roleAlso:
+			r.alsoClean, r.alsoCleanRSS = b.times, b.rss
+		case roleBase:
+			r.baseClean, r.baseCleanRSS = b.times, b.rss
+		}
+	}
 }
 
 // timings are the wall and CPU (user+sys, the child and what it reaped)
@@ -401,7 +439,9 @@ func (t *timings) add(wall time.Duration, ps *os.ProcessState) {
 
 // binRuns are one binary's runs on one cell.
 type binRuns struct {
-	bin string
+	bin  string
+	args []string // after the target: --config for --also-config
+	role string   // roleThis, roleAlso or roleBase
 	// old skips the drain stdout check: releases before the contract
 	// printed "0" even when a check blocked.
 	old     bool
@@ -415,9 +455,12 @@ type binRuns struct {
 // both alike), and returns each one's timings, peak RSS and the escapes of
 // its last run's JSON report.
 func (f *runFlags) cellguards(target []string, runs int, wantBlocked bool) ([]binRuns, error) {
-	out := []binRuns{{bin: f.bin}}
+	out := []binRuns{{bin: f.bin, role: roleThis}}
+	if f.alsoConfig != "" {
+		out = append(out, binRuns{bin: f.bin, args: []string{"--config", f.alsoConfig}, role: roleAlso})
+	}
 	if f.baseBin != "" {
-		out = append(out, binRuns{bin: f.baseBin, old: true})
+		out = append(out, binRuns{bin: f.baseBin, old: true, role: roleBase})
 	}
 	for i := 0; i < runs+1; i++ { // the first run warms the page cache and is dropped
 		for j := range out {
@@ -432,7 +475,7 @@ func (f *runFlags) cellguards(target []string, runs int, wantBlocked bool) ([]bi
 // once runs validate one time on target (--root <cell>, or --runtime-root
 // <dir> on the live root); keep records it, last reads its escapes.
 func (b *binRuns) once(target []string, wantBlocked, keep, last bool) error {
-	argv := append([]string{b.bin, "validate", "--phase", "drain"}, target...)
+	argv := append(append([]string{b.bin, "validate", "--phase", "drain"}, target...), b.args...)
 	cmd, rssOf := measured(append(argv, "--format", "json", "--log-file", "/dev/null")...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -771,8 +814,11 @@ func buildRevision(rev, dir string) (string, error) {
 
 // printBaseline prints each size's runs of --bin beside the baseline's, and
 // their ratios (--bin / baseline): medians of runs made in turn.
-func printBaseline(w io.Writer, rev string, rs []*result) {
+func printBaseline(w io.Writer, rev, also string, rs []*result) {
 	fmt.Fprintf(w, "\nagainst %s (built from a worktree of this repository), the same cells, runs in turn; ratio = this / %s:\n", rev, rev)
+	if also != "" {
+		fmt.Fprintf(w, "(cells \"+config\": this binary with --config %s)\n", also)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size\tcell\tthis ms\tbase ms\twall ratio\tthis CPU ms\tbase CPU ms\tCPU ratio\tthis RSS MB\tbase RSS MB\t")
 	for _, r := range rs {
@@ -780,7 +826,11 @@ func printBaseline(w io.Writer, rev string, rs []*result) {
 			name       string
 			this, base timings
 			tRSS, bRSS int64
-		}{{"clean", r.clean, r.baseClean, r.cleanRSS, r.baseCleanRSS}, {"escaped", r.dirty, r.baseDirty, r.dirtyRSS, r.baseDirtyRSS}} {
+		}{{"clean", r.clean, r.baseClean, r.cleanRSS, r.baseCleanRSS}, {"escaped", r.dirty, r.baseDirty, r.dirtyRSS, r.baseDirtyRSS},
+			{"clean +config", r.alsoClean, r.baseClean, r.alsoCleanRSS, r.baseCleanRSS}, {"escaped +config", r.alsoDirty, r.baseDirty, r.alsoDirtyRSS, r.baseDirtyRSS}} {
+			if len(c.this.wall) == 0 {
+				continue // no --also-config
+			}
 			tw1, bw, tc, bc := median(c.this.wall), median(c.base.wall), median(c.this.cpu), median(c.base.cpu)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%.2f\t%.1f\t%.1f\t\n", r.size(), c.name,
 				ms(tw1), ms(bw), float64(tw1)/float64(max(bw, 1)), ms(tc), ms(bc), float64(tc)/float64(max(bc, 1)),
