@@ -40,7 +40,9 @@ func (LimitsIntact) Meta() validator.Meta {
 			"Delegate=yes (cellguard's delegated units do), which makes systemd enable cpu, io, memory and pids from the " +
 			"root down; do not put containers directly below / or a slice. Then re-apply the recorded limits " +
 			"(`runc update` with the container's resources) or recreate the container.",
-		Measured: []string{"found", "value"},
+		// pid and processes change as a container's processes come and go
+		// while its limit stays lost.
+		Measured: []string{"found", "value", "pid", "processes"},
 	}
 }
 
@@ -57,11 +59,17 @@ func (LimitsIntact) Judge(h *facts.Host) ([]validator.Finding, error) {
 	return JudgeLimits(lf.Facts), nil
 }
 
-// JudgeLimits is the check's judgement of facts: one finding per process
-// and recorded limit that is not in force, one per thing that could not be
-// read, and a summary.
+// JudgeLimits is the check's judgement of facts: one finding per container,
+// recorded limit and what is there instead (the processes it names are
+// those it applies to), one per thing that could not be read, and a
+// summary. One per process would say the same thing for each of a
+// container's processes, and the cap on a check's findings
+// (validator.MaxProblemFindings) would then name the first container or
+// two of a cell whose every container lost a limit.
 func JudgeLimits(f *limits.Facts) []validator.Finding {
 	var fs []validator.Finding
+	var lost []lostGroup
+	at := map[lostKey]int{}
 	for _, p := range f.Problems {
 		fs = append(fs, validator.Finding{Subject: "limits", Status: validator.Warn, Detail: "could not read: " + p})
 	}
@@ -76,10 +84,21 @@ func JudgeLimits(f *limits.Facts) []validator.Finding {
 		}
 		checked++
 		for _, w := range p.Wants {
-			if l, ok := judgeLimit(p, w, f.Unified); !ok {
-				fs = append(fs, l.finding(p, w))
+			l, ok := judgeLimit(p, w, f.Unified)
+			if ok {
+				continue
 			}
+			k := lostKey{p.Container, p.Expected, p.StatePath, w.Limit, w.File, w.Value, l}
+			if i, seen := at[k]; seen {
+				lost[i].pids = append(lost[i].pids, p.PID)
+				continue
+			}
+			at[k] = len(lost)
+			lost = append(lost, lostGroup{p: p, w: w, l: l, pids: []int{p.PID}})
 		}
+	}
+	for _, g := range lost {
+		fs = append(fs, g.l.finding(g.p, g.w, g.pids))
 	}
 	fs = append(fs, validator.Finding{Status: validator.Pass,
 		Detail: fmt.Sprintf("%s with recorded limits checked (%s running)", processes(checked), plural(f.Containers, "container")),
@@ -93,6 +112,23 @@ const (
 	LimitDefault = "default" // the kernel's value for a new cgroup
 	LimitOther   = "other"   // another value
 )
+
+// lostKey is one container's recorded limit lost in one way at one cgroup:
+// the processes that share it are one finding.
+type lostKey struct {
+	container, expected, state string
+	limit, file, value         string
+	lost                       lostLimit
+}
+
+// lostGroup is a lostKey's finding-to-be: the first process, in the facts'
+// order, and every pid it applies to.
+type lostGroup struct {
+	p    *limits.Process
+	w    limits.Want
+	l    lostLimit
+	pids []int
+}
 
 // lostLimit is what judgeLimit found instead of a recorded limit.
 type lostLimit struct {
@@ -168,7 +204,9 @@ func parentOf(cg string) string {
 	return "/"
 }
 
-func (l lostLimit) finding(p *limits.Process, w limits.Want) validator.Finding {
+// finding names p's container, w and what is there; pids are the
+// processes it applies to, p's first.
+func (l lostLimit) finding(p *limits.Process, w limits.Want, pids []int) validator.Finding {
 	var what string
 	switch l.kind {
 	case LimitAbsent:
@@ -184,11 +222,29 @@ func (l lostLimit) finding(p *limits.Process, w limits.Want) validator.Finding {
 	}
 	return validator.Finding{
 		Subject: p.Container, Status: validator.Fail,
-		Detail: fmt.Sprintf("pid %d: %s %s (recorded for %s) is %s at %s", p.PID, w.Limit, w.Value, p.Expected, what, where),
-		Data: map[string]string{"container": p.Container, "pid": strconv.Itoa(p.PID), "state": p.StatePath,
-			"limit": w.Limit, "file": w.File, "recorded": w.Value, "expected_cgroup": p.Expected, "cgroup": l.cgroup,
-			"found": l.kind, "value": l.value},
+		Detail: fmt.Sprintf("%s: %s %s (recorded for %s) is %s at %s", pidList(pids), w.Limit, w.Value, p.Expected, what, where),
+		Data: map[string]string{"container": p.Container, "pid": strconv.Itoa(p.PID), "processes": strconv.Itoa(len(pids)),
+			"state": p.StatePath, "limit": w.Limit, "file": w.File, "recorded": w.Value, "expected_cgroup": p.Expected,
+			"cgroup": l.cgroup, "found": l.kind, "value": l.value},
 	}
+}
+
+// pidList is "pid 7", "pids 7, 9" or, past three, "pids 7, 9, 12 and 17 more".
+func pidList(pids []int) string {
+	if len(pids) == 1 {
+		return "pid " + strconv.Itoa(pids[0])
+	}
+	var b []byte
+	for i, pid := range pids[:min(3, len(pids))] {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(pid), 10)
+	}
+	if len(pids) > 3 {
+		b = fmt.Appendf(b, " and %d more", len(pids)-3)
+	}
+	return "pids " + string(b)
 }
 
 func processes(n int) string {

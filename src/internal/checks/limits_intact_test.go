@@ -111,6 +111,54 @@ func TestJudgeLimitsNamesWhatIsLost(t *testing.T) {
 	}
 }
 
+// A container whose processes lost the same limit at the same cgroup is
+// one finding that names them; another cgroup or container is another.
+// The cap on a check's findings then names 25 containers of a cell whose
+// every container lost two limits, not the first one's processes (the live
+// bench cell before its limits were written: 10,000 findings at 1x, 50
+// listed, all of c000000 and c000001).
+func TestJudgeLimitsOneFindingPerContainerAndLoss(t *testing.T) {
+	r := limits.Resources{CpuWeight: 59}
+	stripped := lv("/c7", "memory pids")
+	var ps []limits.Process
+	for pid := 100; pid < 105; pid++ {
+		p := v2proc("c7", r, "/c7", stripped)
+		p.PID = pid
+		ps = append(ps, p)
+	}
+	other := v2proc("c7", r, "/c7", stripped)
+	other.PID, other.Paths = 105, []limits.Path{{Key: "", Cgroup: "/c7/sub", Levels: []limits.Level{stripped, lv("/c7/sub", "memory pids")}}}
+	c8 := v2proc("c8", r, "/c8", lv("/c8", "memory pids"))
+	c8.PID = 200
+	f := limits.Facts{Unified: true, Containers: 2, Processes: append(ps, other, c8)}
+	fs := JudgeLimits(&f)
+	var got []string
+	for _, x := range fs {
+		got = append(got, x.Subject+" ["+x.Data["pid"]+" x"+x.Data["processes"]+"] "+x.Detail)
+	}
+	want := []string{
+		"c7 [100 x5] pids 100, 101, 102 and 2 more: cpu weight 59 (recorded for /c7) is absent: the cpu controller is not enabled in /'s cgroup.subtree_control at /c7",
+		"c7 [105 x1] pid 105: cpu weight 59 (recorded for /c7) is absent: the cpu controller is not enabled in /'s cgroup.subtree_control at /c7/sub",
+		"c8 [200 x1] pid 200: cpu weight 59 (recorded for /c8) is absent: the cpu controller is not enabled in /'s cgroup.subtree_control at /c8",
+		" [ x7] 7 container processes with recorded limits checked (2 containers running)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The container's first process exits, the loss stays: the same
+	// problem for watch, not a new one.
+	f.Processes = f.Processes[1:]
+	again := JudgeLimits(&f)
+	measured := LimitsIntact{}.Meta().Measured
+	fs[0].Measured, again[0].Measured = measured, measured
+	if fs[0].Identity("limits-intact") != again[0].Identity("limits-intact") {
+		t.Errorf("identity changed with the first pid gone:\n%q\n%q", fs[0].Identity("limits-intact"), again[0].Identity("limits-intact"))
+	}
+	if again[0].Data["pid"] != "101" || again[0].Data["processes"] != "4" {
+		t.Errorf("after pid 100 exited: %+v", again[0].Data)
+	}
+}
+
 func TestJudgeLimitsCouldNotRead(t *testing.T) {
 	f := limits.Facts{Unified: true, Containers: 2, Problems: []string{"read limits of c2: boom"}, Processes: []limits.Process{
 		{PID: 7, Container: "c1", Wants: limits.Expected(true, limits.Resources{CpuWeight: 59}), Err: "read /proc/7/cgroup: permission denied"}}}
