@@ -53,6 +53,11 @@ func DialNetns(ctx context.Context, nsPath, network, address string) (net.Conn, 
 
 // HTTPClient is an http.Client whose connections are made inside the box
 // (DialContext), e.g. to read a /metrics endpoint on the box's 127.0.0.1.
+// Each request closes its connection: every call makes a new Transport,
+// whose idle keep-alive connection nothing would reuse or close, and watch
+// serves at most 64 connections for up to its 30 s idle timeout (1131e5f),
+// so BenchmarkWatch's polls every 25 ms held them all by its third round
+// and /metrics stopped answering it.
 func (b *Box) HTTPClient() *http.Client {
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: b.DialContext}}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: b.DialContext, DisableKeepAlives: true}}
 }
