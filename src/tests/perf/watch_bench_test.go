@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,6 +299,16 @@ func statCPU(b *testing.B, stat []byte) time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
+// procState is the state letter of a /proc/<pid>/stat line ('Z' for a
+// zombie), 0 when there is none.
+func procState(stat []byte) byte {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return 0
+	}
+	return stat[i+2]
+}
+
 type idleResult struct {
 	procs                              int
 	window                             time.Duration
@@ -339,7 +350,13 @@ func measureIdle(b *testing.B, cellguard string) idleResult {
 	// measureIdle runs in a goroutine of its own: when the benchmark fails
 	// elsewhere (b.Fatal), the test binary exits without running this
 	// function's defer, and bench N left this watch running (by PID 1, 2
-	// minutes later). The kernel ends it with the test process.
+	// minutes later). The kernel ends it with the test process. Pdeathsig
+	// fires when the forking thread exits, not the process, and Go ends
+	// threads (one a netns dial locked and left): this goroutine keeps
+	// its thread until the watch is reaped, or the watch died within
+	// seconds and the window measured a zombie (0.000 % of a core, RSS 0).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		b.Error(err)
@@ -359,7 +376,13 @@ func measureIdle(b *testing.B, cellguard string) idleResult {
 	cpu0, t0 := statCPU(b, stat()), time.Now()
 	time.Sleep(watchIdle)
 	res.window = time.Since(t0)
-	res.cpu = statCPU(b, stat()) - cpu0
+	end := stat()
+	if st := procState(end); st != 'S' && st != 'R' && st != 'D' {
+		logb, _ := os.ReadFile(log)
+		b.Errorf("the idle watch is not running at the end of the window (state %q): nothing was measured; its log:\n%s", st, logb)
+		return res
+	}
+	res.cpu = statCPU(b, end) - cpu0
 	res.cpuShare = res.cpu.Seconds() / res.window.Seconds()
 	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 	for _, l := range strings.Split(string(status), "\n") {
