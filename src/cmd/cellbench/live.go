@@ -541,7 +541,7 @@ func (f *runFlags) measureLive(k int, tmp string) (r *result, err error) {
 		}
 	}
 	r.escapedPIDs = len(c.escaped)
-	r.recordDirty(runs)
+	r.record(runs, true)
 	r.found = fmt.Sprintf("%dx live: planted %d escapes (%d pids); every binary found the same %d", k, len(c.truth), len(c.escaped), len(c.truth))
 	fmt.Println(r.found)
 	if err := f.measureHealed(r, target, c.heal); err != nil {

@@ -337,7 +337,7 @@ func (f *runFlags) measure(k int) (*result, error) {
 	if err != nil {
 		return r, err
 	}
-	r.recordDirty(runs)
+	r.record(runs, true)
 	got = runs[0].escapes
 	for _, b := range runs {
 		if !slices.Equal(b.escapes, truth) {
@@ -388,7 +388,7 @@ func (f *runFlags) measureHealed(r *result, target []string, heal func() error) 
 			return fmt.Errorf("%s: %s: healed cell still has escapes: %v", r.size(), b.bin, b.escapes)
 		}
 	}
-	r.recordClean(runs)
+	r.record(runs, false)
 	return nil
 }
 
@@ -399,31 +399,19 @@ const (
 	roleBase = "base" // --baseline's
 )
 
-// recordDirty and recordClean keep each role's runs of the escaped and the
-// healed cell in r.
-func (r *result) recordDirty(runs []binRuns) {
-	for _, b := range runs {
-		switch b.role {
-		case roleThis:
-			r.dirty, r.dirtyRSS = b.times, b.rss
-		case roleAlso:
-			r.alsoDirty, r.alsoDirtyRSS = b.times, b.rss
-		case roleBase:
-			r.baseDirty, r.baseDirtyRSS = b.times, b.rss
-		}
+// record keeps each role's runs of the escaped or the healed cell in r.
+func (r *result) record(runs []binRuns, escaped bool) {
+	type slot struct {
+		t   *timings
+		rss *int64
 	}
-}
-
-func (r *result) recordClean(runs []binRuns) {
+	slots := map[string]slot{roleThis: {&r.clean, &r.cleanRSS}, roleAlso: {&r.alsoClean, &r.alsoCleanRSS}, roleBase: {&r.baseClean, &r.baseCleanRSS}}
+	if escaped {
+		slots = map[string]slot{roleThis: {&r.dirty, &r.dirtyRSS}, roleAlso: {&r.alsoDirty, &r.alsoDirtyRSS}, roleBase: {&r.baseDirty, &r.baseDirtyRSS}}
+	}
 	for _, b := range runs {
-		switch b.role {
-		case roleThis:
-			r.clean, r.cleanRSS = b.times, b.rss
-		case roleAlso:
-			r.alsoClean, r.alsoCleanRSS = b.times, b.rss
-		case roleBase:
-			r.baseClean, r.baseCleanRSS = b.times, b.rss
-		}
+		s := slots[b.role]
+		*s.t, *s.rss = b.times, b.rss
 	}
 }
 
