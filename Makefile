@@ -135,9 +135,10 @@ golang-blob:
 # The same on a live cell of LIVESCALES (60,000 real processes at 10x, in cgroups
 # and pid namespaces of their own; root and a C compiler), validated on the live
 # root: the code paths a cell runs, which a fixture tree's files cannot show. Its
-# cells also run $(BIN) with both BPF iterators on (bpf-iterators.json), as
-# BASELINE ran by default: what the defaults cost apart from the code. Last,
-# because 60,000 exiting processes leave minutes of load behind them.
+# cells also run $(BIN) with both BPF iterators on (bpf-iterators.json), as the
+# trees from 2026-12-03 until issue 40 (88f9e12 among them) ran by default: what
+# the defaults cost apart from the code (0f6ea25 had neither iterator nor
+# leaked-netns). Last, because 60,000 exiting processes leave minutes of load.
 BENCHFLAGS ?=
 BASELINE ?= 0f6ea25
 LIVESCALES ?= 10

@@ -132,7 +132,7 @@ type runFlags struct {
 	live         bool
 	// alsoConfig runs --bin a second time with --config alsoConfig, in
 	// turn with the others: the same binary with other switches (the BPF
-	// iterators its baseline ran by default).
+	// iterators 88f9e12 ran by default).
 	alsoConfig string
 }
 
