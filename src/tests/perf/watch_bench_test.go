@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/procfs"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/boxwatch"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/escapes"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/fakehost"
@@ -299,16 +300,6 @@ func statCPU(b *testing.B, stat []byte) time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
-// procState is the state letter of a /proc/<pid>/stat line ('Z' for a
-// zombie), 0 when there is none.
-func procState(stat []byte) byte {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || i+2 >= len(stat) {
-		return 0
-	}
-	return stat[i+2]
-}
-
 type idleResult struct {
 	procs                              int
 	window                             time.Duration
@@ -377,9 +368,9 @@ func measureIdle(b *testing.B, cellguard string) idleResult {
 	time.Sleep(watchIdle)
 	res.window = time.Since(t0)
 	end := stat()
-	if st := procState(end); st != 'S' && st != 'R' && st != 'D' {
+	if st, err := procfs.ParseStat(end); err != nil || (st.State != 'S' && st.State != 'R' && st.State != 'D') {
 		logb, _ := os.ReadFile(log)
-		b.Errorf("the idle watch is not running at the end of the window (state %q): nothing was measured; its log:\n%s", st, logb)
+		b.Errorf("the idle watch is not running at the end of the window (state %q, %v): nothing was measured; its log:\n%s", st.State, err, logb)
 		return res
 	}
 	res.cpu = statCPU(b, end) - cpu0
