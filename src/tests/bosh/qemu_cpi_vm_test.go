@@ -202,7 +202,11 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 		vms, _ := filepath.Glob(filepath.Join(state, "vms", "vm-*"))
 		for _, vm := range vms {
 			if t.Failed() {
-				t.Logf("console of %s (last 40 lines):\n%s", filepath.Base(vm), tail(readOr(filepath.Join(vm, "console.log")), 40))
+				console := readOr(filepath.Join(vm, "console.log"))
+				if oops := qemuvm.OopsReport(console, 120); oops != "" {
+					t.Logf("console of %s, the guest kernel's first oops or panic report:\n%s", filepath.Base(vm), oops)
+				}
+				t.Logf("console of %s (last 40 lines):\n%s", filepath.Base(vm), tail(console, 40))
 				t.Logf("agent log of %s (last 40 lines):\n%s", filepath.Base(vm), tail(agentLog(vm), 40))
 			}
 			if r := cpi(`{"method":"delete_vm","arguments":["` + filepath.Base(vm) + `"],"context":{}}`); r.Error != nil {

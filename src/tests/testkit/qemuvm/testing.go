@@ -60,6 +60,9 @@ func Start(t testing.TB, opts Options) *VM {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
+			if oops := v.ConsoleOops(120); oops != "" {
+				t.Logf("qemuvm: the guest kernel's first oops or panic report on the console:\n%s", oops)
+			}
 			t.Logf("qemuvm: console at the end:\n%s", v.ConsoleTail(30))
 		}
 		if err := v.Close(); err != nil {
