@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +19,13 @@ import (
 // CI, and this loop); every runc container with a CPU quota does the same.
 func TestTCGSurvivesStaticKeyPatching(t *testing.T) {
 	vm := qemuvm.Start(t, qemuvm.Options{})
+	// The model took: a guest of qemuvm.TCGCPU has no cmpxchg16b (its SLUB
+	// fast path crashed guests under QEMU 7.2's TCG).
+	flags := " " + strings.TrimSpace(vm.Run(t, time.Minute, "grep", "-m1", "^flags", "/proc/cpuinfo")) + " "
+	if vm.Accel == "tcg" && os.Getenv(qemuvm.TCGCPUEnv) == "" && strings.Contains(flags, " cx16 ") {
+		t.Errorf("the TCG guest of -cpu %s has cx16: %s", qemuvm.TCGCPU, flags)
+	}
+	t.Logf("%s guest's cx16: %v", vm.Accel, strings.Contains(flags, " cx16 "))
 	const toggles = 50
 	// Two busy loops keep both vCPUs in and out of the scheduler.
 	script := `echo +cpu > /sys/fs/cgroup/cgroup.subtree_control

@@ -162,8 +162,12 @@ func bootOnce(ctx context.Context, img Image, opts Options, accel string, timeou
 	if accel == "kvm" {
 		go v.cancelOnKVMError(ctx, cancel)
 	}
-	fmt.Fprintf(opts.Log, "qemuvm: qemu pid %d (%s, -m %d, -smp %d, tb-size %d MiB), boot timeout %v\n",
-		v.PID, accel, opts.MemoryMB, opts.CPUs, opts.TBSizeMB, timeout.Round(time.Second))
+	model := "-cpu host"
+	if accel == "tcg" {
+		model = fmt.Sprintf("-cpu %s, tb-size %d MiB, nice %d", tcgCPU(), opts.TBSizeMB, TCGNice)
+	}
+	fmt.Fprintf(opts.Log, "qemuvm: qemu pid %d (%s, -m %d, -smp %d, %s), boot timeout %v\n",
+		v.PID, accel, opts.MemoryMB, opts.CPUs, model, timeout.Round(time.Second))
 	if err := v.waitBoot(ctx); err != nil {
 		tail, qerr := v.ConsoleTail(40), v.stderrText()
 		if oops := v.ConsoleOops(120); oops != "" {
@@ -194,7 +198,7 @@ func bootOnce(ctx context.Context, img Image, opts Options, accel string, timeou
 // exec's timeout.
 func qemuArgs(img Image, opts Options, accel, dir string) []string {
 	acc := fmt.Sprintf("tcg,thread=single,tb-size=%d", opts.TBSizeMB)
-	cpu := "max"
+	cpu := tcgCPU()
 	if accel == "kvm" {
 		acc, cpu = "kvm", "host"
 	}
@@ -211,6 +215,28 @@ func qemuArgs(img Image, opts Options, accel, dir string) []string {
 		"-serial", "file:" + filepath.Join(dir, "console.log"),
 		"-nic", "none", "-no-reboot", "-monitor", "none",
 	}
+}
+
+// TCGCPU is a TCG guest's CPU model: QEMU's max without CMPXCHG16B. Every
+// guest kernel crash on record here under QEMU 7.2's TCG was in SLUB's
+// allocation fast path, whose per-cpu freelist update is `cmpxchg16b
+// %gs:(%rsi)` when the CPU has CX16: CI's TestNobleFalseRecord
+// (2026-12-07) took a double fault on the instruction after it with EFLAGS
+// c32f9242, the low half of RAX, not flags; fleet run 2 a double fault in
+// kmalloc_node_trace; TestNobleSeed001 a panic whose registers hold
+// GFP_KERNEL. Without CX16 the 6.8 kernel takes its own path
+// (this_cpu_cmpxchg16b_emu: interrupts off, plain moves), and no userland
+// the tests run needs it (x86-64 v1: glibc, Go, systemd).
+const TCGCPU = "max,cx16=off"
+
+// TCGCPUEnv overrides TCGCPU (to compare another model).
+const TCGCPUEnv = "CELLGUARD_QEMU_TCG_CPU"
+
+func tcgCPU() string {
+	if c := os.Getenv(TCGCPUEnv); c != "" {
+		return c
+	}
+	return TCGCPU
 }
 
 // TCGNice is a TCG guest's nice value. Such a guest is one host thread
