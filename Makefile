@@ -26,13 +26,8 @@ deps:
 # The README's test command: everything, on a fresh Debian machine as root.
 test: deps build lint gotest spec release-e2e
 
-# src/tests/qemu first: go test starts packages' runs in the order they are
-# named (cmd/go's test barriers), and its TCG guests, one after another, are
-# make test's longest package (about 17 minutes); named by ./... alone it
-# started after bosh and garden and ran its last 10 minutes or more alone on
-# the 2 cores (CI-M, 2026-12-07: load 1.07 with only its guest left).
 gotest:
-	$(GO) test $(GOTESTFLAGS) -p 2 ./src/tests/qemu/ ./...
+	$(GO) test $(GOTESTFLAGS) -p 2 ./...
 
 # gofmt, go vet and staticcheck (pinned; built from the module proxy), on
 # both modules: the product's and spec/ (the template tests and BOSH tools).
