@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm"
 )
 
 const qemuCPI = "cpi/qemu-cpi"
@@ -123,5 +126,23 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestQEMUCPITCGDefaultsAreQemuvms: the CPI (bash) and qemuvm (Go) decide a
+// TCG guest's CPU model and nice value once each; the reasons live in
+// qemuvm (TCGCPU, TCGNice), so the CPI's defaults must stay equal to them.
+func TestQEMUCPITCGDefaultsAreQemuvms(t *testing.T) {
+	b, err := os.ReadFile(qemuCPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"tcg_cpu=$(qcfg cpu " + qemuvm.TCGCPU + ")",
+		"tcg_nice=$(qcfg tcg_nice " + strconv.Itoa(qemuvm.TCGNice) + ")",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s does not default as qemuvm does: no line %q", qemuCPI, want)
+		}
 	}
 }
