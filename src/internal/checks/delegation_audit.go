@@ -62,7 +62,9 @@ func (DelegationAudit) Meta() validator.Meta {
 			"below its own unit's cgroup rather than at the root of a hierarchy (Garden's /garden). On cgroup v2 delegation keeps " +
 			"controllers, not processes: a top-level cgroup of the runtime's own (/garden) is also safe while its " +
 			"cgroup.subtree_control enables every controller its containers use (`echo +cpuset > /sys/fs/cgroup/garden/cgroup.subtree_control`); " +
-			"containers directly below the root or below a slice are not.",
+			"containers directly below the root are not, and those below a slice (a privileged container of today's Garden at " +
+			"/system.slice/<h>) only while an active unit in that slice delegates them (`cellguard.supervisor.protect`, on by default, " +
+			"delegates monit's unit, which is in system.slice).",
 	}
 }
 
@@ -268,6 +270,9 @@ func (au audit) judgeGroup(g facts.ContainerGroup) validator.Finding {
 	for k, v := range data {
 		d[k] = v
 	}
+	if st == validator.Fail && !au.v1 && g.Slice != nil {
+		return au.belowSlice(g, count, d)
+	}
 	detail := fmt.Sprintf("%s below %s: %s", count, g.Unit, why)
 	if st == validator.Fail {
 		verb := "are"
@@ -281,6 +286,85 @@ func (au audit) judgeGroup(g facts.ContainerGroup) validator.Finding {
 		detail = fmt.Sprintf("%s below %s %s exposed to systemd %s: %s", count, g.Unit, verb, risk, why)
 	}
 	return validator.Finding{Subject: g.Unit, Status: st, Detail: detail, Data: d}
+}
+
+// belowSlice judges containers below a slice on cgroup v2 (Garden's
+// privileged containers at /system.slice/<h>): a slice cannot delegate,
+// but systemd enables in its cgroup.subtree_control what its loaded members
+// need, delegated controllers included (src/core/cgroup.c
+// unit_get_members_mask, systemd 255). An active member that delegates
+// keeps them through every daemon-reload (measured on noble: a container at
+// /system.slice/c11 kept its cpu and io limits across two while
+// cellguard's delegated unit ran in system.slice, TestNobleLimits step 5);
+// on a BOSH VM that is monit's unit under cellguard.supervisor.protect.
+// Only active members count: an inactive one may be unloaded at any time.
+func (au audit) belowSlice(g facts.ContainerGroup, count string, d map[string]string) validator.Finding {
+	s := g.Slice
+	d["slice_cgroup"] = s.Cgroup
+	verb := "are"
+	if len(g.Containers) == 1 {
+		verb = "is"
+	}
+	exposed := fmt.Sprintf("%s below %s %s exposed to systemd disabling their controllers: %s is a slice, and slices cannot delegate",
+		count, g.Unit, verb, g.Unit)
+	if s.Err != nil {
+		return validator.Finding{Subject: g.Unit, Status: validator.Fail, Data: d,
+			Detail: fmt.Sprintf("%s; whether an active unit there keeps them is unknown: %v", exposed, s.Err)}
+	}
+	var want []string
+	for _, c := range systemdControllers {
+		if slices.Contains(s.Offered, c) {
+			want = append(want, c)
+		}
+	}
+	var keepers, kept []string
+	for _, r := range s.Units {
+		u := r.Unit
+		if r.Err != nil || u == nil || u.LoadState != "loaded" || !u.Delegate || (u.ActiveState != "active" && u.ActiveState != "reloading") {
+			continue
+		}
+		keepers = append(keepers, u.Name)
+		for _, c := range u.DelegateControllers {
+			if !slices.Contains(kept, c) {
+				kept = append(kept, c)
+			}
+		}
+	}
+	var missing []string
+	for _, c := range want {
+		if !slices.Contains(kept, c) {
+			missing = append(missing, c)
+		}
+	}
+	d["slice_keepers"] = strings.Join(keepers, " ")
+	switch {
+	case len(want) == 0:
+		return validator.Finding{Subject: g.Unit, Status: validator.Pass, Data: d,
+			Detail: fmt.Sprintf("%s below %s: the root's cgroup.controllers offers none of %s, so there is nothing for systemd to disable",
+				count, g.Unit, strings.Join(systemdControllers, " "))}
+	case len(keepers) == 0:
+		d["missing_controllers"] = strings.Join(want, " ")
+		return validator.Finding{Subject: g.Unit, Status: validator.Fail, Data: d,
+			Detail: fmt.Sprintf("%s, and no active unit in %s delegates: on every daemon-reload systemd disables there the controllers "+
+				"no loaded unit needs (cpu, cpuset and io), and their limits go with them; an active unit in %s with Delegate=yes keeps "+
+				"them (cellguard.supervisor.protect delegates monit's unit)", exposed, g.Unit, g.Unit)}
+	case len(missing) > 0:
+		d["missing_controllers"] = strings.Join(missing, " ")
+		return validator.Finding{Subject: g.Unit, Status: validator.Fail, Data: d,
+			Detail: fmt.Sprintf("%s; the active units there that delegate (%s) keep only %s, not %s",
+				exposed, strings.Join(keepers, " "), strings.Join(kept, " "), strings.Join(missing, " "))}
+	}
+	return validator.Finding{Subject: g.Unit, Status: validator.Pass, Data: d,
+		Detail: fmt.Sprintf("%s below %s: on cgroup v2 systemd moves nothing, and keeps %s enabled in %s while %s, active there, %s them: "+
+			"systemd enables in a slice what its loaded units need (measured with systemd 255 on noble, issue 37)",
+			count, g.Unit, strings.Join(want, " "), s.Cgroup, strings.Join(keepers, " "), delegateVerb(len(keepers)))}
+}
+
+func delegateVerb(n int) string {
+	if n == 1 {
+		return "delegates"
+	}
+	return "delegate"
 }
 
 func plural(n int, what string) string {

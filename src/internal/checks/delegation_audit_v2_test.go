@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"github.com/cloudfoundry/cellguard/src/internal/systemd"
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
@@ -75,6 +76,95 @@ func TestDelegationAuditGardenOnUnified(t *testing.T) {
 			}
 			if g.Data["top_cgroup"] != tc.topGroup {
 				t.Errorf("top_cgroup %q, want %q", g.Data["top_cgroup"], tc.topGroup)
+			}
+		})
+	}
+}
+
+// TestDelegationAuditBelowASliceOnUnified: a privileged container of
+// today's Garden sits at /system.slice/<h> on cgroup v2. A slice cannot
+// delegate, but systemd enables in a slice what its loaded members need,
+// delegated controllers included, so an active member with Delegate=yes
+// (monit's unit under supervisor.protect) keeps system.slice's controllers
+// through every daemon-reload (TestNobleLimits step 5 measures it on noble).
+// On v1 and hybrid nothing changes: the member does not stop moves there.
+func TestDelegationAuditBelowASliceOnUnified(t *testing.T) {
+	const all = "cpuset cpu io memory hugetlb pids rdma misc"
+	yes := []string{"cpu", "cpuset", "io", "memory", "pids"} // Delegate=yes on v2, as systemd 255 reads it back
+	inactive := func(u *systemd.Unit) *systemd.Unit { u.ActiveState = "inactive"; return u }
+	testCases := []struct {
+		name    string
+		mode    cgroup.Mode
+		offered string
+		members []*systemd.Unit // units with a cgroup in system.slice
+		status  validator.Status
+		detail  []string
+		keepers string
+		missing string
+	}{
+		{
+			name: "no member delegates", mode: cgroup.Unified, offered: all,
+			members: []*systemd.Unit{plainUnit("monit.service")},
+			status:  validator.Fail, missing: "cpu cpuset io memory pids",
+			detail: []string{"1 container below system.slice is exposed to systemd disabling their controllers",
+				"no active unit in system.slice delegates", "cellguard.supervisor.protect"},
+		},
+		{
+			name: "monit's unit delegated in place keeps them", mode: cgroup.Unified, offered: all,
+			members: []*systemd.Unit{plainUnit("cron.service"), delegated("monit.service", yes...)},
+			status:  validator.Pass, keepers: "monit.service",
+			detail: []string{"keeps cpu cpuset io memory pids enabled in /system.slice while monit.service, active there, delegates them"},
+		},
+		{
+			name: "an inactive unit keeps nothing: it may be unloaded", mode: cgroup.Unified, offered: all,
+			members: []*systemd.Unit{inactive(delegated("garden.service", yes...))},
+			status:  validator.Fail, missing: "cpu cpuset io memory pids",
+			detail: []string{"no active unit in system.slice delegates"},
+		},
+		{
+			name: "a member delegating part keeps part", mode: cgroup.Unified, offered: all,
+			members: []*systemd.Unit{delegated("a.service", "memory", "pids")},
+			status:  validator.Fail, keepers: "a.service", missing: "cpu cpuset io",
+			detail: []string{"(a.service) keep only memory pids, not cpu cpuset io"},
+		},
+		{
+			name: "two members together", mode: cgroup.Unified, offered: all,
+			members: []*systemd.Unit{delegated("a.service", "memory", "pids"), delegated("b.scope", "cpu", "cpuset", "io")},
+			status:  validator.Pass, keepers: "a.service b.scope",
+			detail: []string{"while a.service b.scope, active there, delegate them"},
+		},
+		{
+			name: "only what the kernel offers is wanted", mode: cgroup.Unified, offered: "memory pids",
+			members: []*systemd.Unit{delegated("a.service", "memory", "pids")},
+			status:  validator.Pass, keepers: "a.service",
+			detail: []string{"keeps memory pids enabled"},
+		},
+		{
+			name: "hybrid: a delegating member does not stop moves", mode: cgroup.Hybrid, offered: all,
+			members: []*systemd.Unit{delegated("monit.service", yes...)},
+			status:  validator.Fail,
+			detail:  []string{"exposed to systemd moving them out", "slices cannot delegate"},
+		},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := bootedHost(t, tc.mode)
+			h.RunContainer(containerAt("p1", "/system.slice/p1"), 100, 2, 500)
+			if tc.mode == cgroup.Unified {
+				h.Write("sys/fs/cgroup/cgroup.controllers", tc.offered+"\n")
+			}
+			units := []*systemd.Unit{sliceUnit("system.slice")}
+			for _, u := range tc.members {
+				h.Cgroup(u.ControlGroup)
+				units = append(units, u)
+			}
+			fs := run(t, auditDeps(h, newFakeManager(units...)), "delegation-audit")
+			g := onlyFinding(t, fs, "system.slice", tc.status, tc.detail)
+			if g.Data["slice_keepers"] != tc.keepers {
+				t.Errorf("slice_keepers %q, want %q", g.Data["slice_keepers"], tc.keepers)
+			}
+			if g.Data["missing_controllers"] != tc.missing {
+				t.Errorf("missing_controllers %q, want %q", g.Data["missing_controllers"], tc.missing)
 			}
 		})
 	}

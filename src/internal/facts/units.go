@@ -123,6 +123,26 @@ type ContainerGroup struct {
 	// top-level cgroup (Garden's /garden), that cgroup: what decides
 	// whether systemd can disable their controllers. Nil otherwise.
 	Top *TopCgroup
+	// Slice is, on the unified hierarchy below a slice (a privileged
+	// container of Garden's at /system.slice/<h>), the units realized in
+	// that slice: what decides whether systemd keeps its controllers. Nil
+	// otherwise.
+	Slice *SliceMembers
+}
+
+// SliceMembers is a slice's cgroup and the service and scope units
+// realized in it (its child cgroups named as units, each read). systemd
+// enables in a slice's cgroup.subtree_control what its loaded members
+// need, their delegated controllers included (src/core/cgroup.c,
+// unit_get_members_mask over UNIT_ATOM_SLICE_OF, systemd 255), so an active
+// member that delegates keeps them there through every daemon-reload.
+// Sub-slices are not followed.
+type SliceMembers struct {
+	Cgroup string // "/system.slice"
+	// Offered is the root's cgroup.controllers, what the kernel has to give.
+	Offered []string
+	Units   []UnitRead
+	Err     error // the slice's cgroup or the root's controllers could not be read
 }
 
 // TopCgroup is a top-level cgroup no unit owns and the controllers it
@@ -190,6 +210,7 @@ func readUnits(ctx context.Context, s Spec, snap *snapshot.Source) UnitFacts {
 	}
 	if f.Mode == cgroup.Unified {
 		readTops(v.Layout(), f.Groups)
+		readSlices(ctx, v.Layout(), r, f.Groups)
 	}
 	f.UnitsRead = len(r.units)
 	return f
@@ -245,11 +266,7 @@ func readTops(l *cgroup.Layout, groups []ContainerGroup) {
 	}
 	r := l.NewProcsReader()
 	defer r.Close()
-	var offered []string
-	b, offeredErr := r.ReadFile(h, "/", "cgroup.controllers")
-	if offeredErr == nil {
-		offered = strings.Fields(string(b))
-	}
+	offered, offeredErr := rootControllers(r, h)
 	tops := map[string]*TopCgroup{}
 	for i := range groups {
 		g := &groups[i]
@@ -271,6 +288,79 @@ func readTops(l *cgroup.Layout, groups []ContainerGroup) {
 		}
 		tops[name], g.Top = t, t
 	}
+}
+
+// rootControllers is the root's cgroup.controllers: what the kernel
+// offers, and so all systemd could enable or disable.
+func rootControllers(r *cgroup.ProcsReader, h *cgroup.Hierarchy) ([]string, error) {
+	b, err := r.ReadFile(h, "/", "cgroup.controllers")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(b)), nil
+}
+
+// readSlices fills, for every group below a slice (not in a unit's own
+// cgroup), that slice's members, each slice listed and read once. A child
+// cgroup named as a unit is realized, so systemd has the unit loaded and
+// reading it loads nothing.
+func readSlices(ctx context.Context, l *cgroup.Layout, units *unitReader, groups []ContainerGroup) {
+	h := l.ForKey("")
+	if h == nil {
+		return
+	}
+	var offered []string
+	var offeredErr error
+	read := false
+	seen := map[string]*SliceMembers{}
+	for i := range groups {
+		g := &groups[i]
+		if g.Own || !strings.HasSuffix(g.Unit, ".slice") || g.Read.Err != nil || g.Read.Unit == nil {
+			continue
+		}
+		if s, ok := seen[g.Unit]; ok {
+			g.Slice = s
+			continue
+		}
+		if !read {
+			r := l.NewProcsReader()
+			offered, offeredErr = rootControllers(r, h)
+			r.Close()
+			read = true
+		}
+		s := &SliceMembers{Cgroup: g.Read.Unit.ControlGroup, Offered: offered, Err: offeredErr}
+		if s.Err == nil && s.Cgroup == "" {
+			s.Err = fmt.Errorf("systemd reports no cgroup for %s", g.Unit)
+		}
+		if s.Err == nil {
+			s.Units, s.Err = sliceUnits(ctx, l.Path(h, s.Cgroup), units)
+		}
+		if s.Err != nil {
+			s.Err = fmt.Errorf("read the units of %s: %w", g.Unit, s.Err)
+		}
+		seen[g.Unit], g.Slice = s, s
+	}
+}
+
+// sliceUnits reads the services and scopes whose cgroups are children of
+// dir: the only unit types that can delegate.
+func sliceUnits(ctx context.Context, dir string, units *unitReader) ([]UnitRead, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []UnitRead
+	for _, e := range ents {
+		name := cgUnescape(e.Name())
+		if !e.IsDir() || !(strings.HasSuffix(name, ".service") || strings.HasSuffix(name, ".scope")) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		out = append(out, units.unit(ctx, name))
+	}
+	return out, nil
 }
 
 // placement is where one container's cgroup sits in systemd's tree.

@@ -64,8 +64,8 @@ func (g *guest) audit(subject, status, says string) {
 			if f.Subject != subject {
 				continue
 			}
-			g.t.Logf("delegation-audit %s %s: %s (top_cgroup %q, subtree_control %q, missing %q)", f.Status, f.Subject, f.Detail,
-				f.Data["top_cgroup"], f.Data["subtree_control"], f.Data["missing_controllers"])
+			g.t.Logf("delegation-audit %s %s: %s (top_cgroup %q, subtree_control %q, slice_keepers %q, missing %q)", f.Status, f.Subject, f.Detail,
+				f.Data["top_cgroup"], f.Data["subtree_control"], f.Data["slice_keepers"], f.Data["missing_controllers"])
 			if f.Status != status || !strings.Contains(f.Detail, says) {
 				g.t.Errorf("delegation-audit %s: %s %q, want %s saying %q", subject, f.Status, f.Detail, status, says)
 			}

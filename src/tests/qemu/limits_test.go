@@ -35,7 +35,9 @@ const (
 // every controller in /garden's subtree_control); what systemd 255's
 // daemon-reload does to each, what `-memory` on /garden does, and what a
 // loaded Delegate=yes unit (cellguard's own) changes. After each step,
-// validate's limits-intact must name exactly the limits that are gone.
+// validate's limits-intact must name exactly the limits that are gone, and
+// delegation-audit must fail the containers below system.slice until the
+// delegated unit runs there, then pass them naming it.
 // The logs hold the cgroup files at each step, the journal's debug lines
 // about controllers, and the same validate by the cellguard before the
 // check existed.
@@ -82,6 +84,8 @@ func TestNobleLimits(t *testing.T) {
 	g.reload()
 	g.state("c7", "c8")
 	g.expect("after a second daemon-reload", append(c7lost, c8lost...))
+	// A slice cannot delegate, and no active unit in system.slice does.
+	g.audit("system.slice", "fail", "no active unit in system.slice delegates")
 
 	t.Log("step 3: c9 at /garden/c9; runc enables every controller from the root down (c7's come back at the kernel's defaults); daemon-reload")
 	g.run("c9", "/garden/c9")
@@ -107,6 +111,8 @@ func TestNobleLimits(t *testing.T) {
 	g.state("c10", "c11")
 	c8default := []string{"c8 cpu weight default", "c8 cpu quota default", "c8 io weight default"}
 	g.expect("delegated unit loaded, after two daemon-reloads", slices.Concat(c7default, c8default, c9lost))
+	// What kept c11's limits: the delegated unit, active in system.slice.
+	g.audit("system.slice", "pass", "while cellguard-limitsprobe.service, active there, delegates them")
 }
 
 type guest struct {
