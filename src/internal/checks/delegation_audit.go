@@ -297,7 +297,9 @@ func (au audit) judgeGroup(g facts.ContainerGroup) validator.Finding {
 // /system.slice/c11 kept its cpu and io limits across two while
 // cellguard's delegated unit ran in system.slice, TestNobleLimits step 5);
 // on a BOSH VM that is monit's unit under cellguard.supervisor.protect.
-// Only active members count: an inactive one may be unloaded at any time.
+// Only members that are not inactive or failed count (activating while monit
+// restarts is fine: the unit stays loaded): systemd may unload an inactive
+// one at any time, and its delegation with it.
 func (au audit) belowSlice(g facts.ContainerGroup, count string, d map[string]string) validator.Finding {
 	s := g.Slice
 	d["slice_cgroup"] = s.Cgroup
@@ -320,7 +322,7 @@ func (au audit) belowSlice(g facts.ContainerGroup, count string, d map[string]st
 	var keepers, kept []string
 	for _, r := range s.Units {
 		u := r.Unit
-		if r.Err != nil || u == nil || u.LoadState != "loaded" || !u.Delegate || (u.ActiveState != "active" && u.ActiveState != "reloading") {
+		if r.Err != nil || u == nil || u.LoadState != "loaded" || !u.Delegate || u.ActiveState == "inactive" || u.ActiveState == "failed" {
 			continue
 		}
 		keepers = append(keepers, u.Name)

@@ -91,7 +91,7 @@ func TestDelegationAuditGardenOnUnified(t *testing.T) {
 func TestDelegationAuditBelowASliceOnUnified(t *testing.T) {
 	const all = "cpuset cpu io memory hugetlb pids rdma misc"
 	yes := []string{"cpu", "cpuset", "io", "memory", "pids"} // Delegate=yes on v2, as systemd 255 reads it back
-	inactive := func(u *systemd.Unit) *systemd.Unit { u.ActiveState = "inactive"; return u }
+	state := func(u *systemd.Unit, s string) *systemd.Unit { u.ActiveState = s; return u }
 	testCases := []struct {
 		name    string
 		mode    cgroup.Mode
@@ -117,9 +117,20 @@ func TestDelegationAuditBelowASliceOnUnified(t *testing.T) {
 		},
 		{
 			name: "an inactive unit keeps nothing: it may be unloaded", mode: cgroup.Unified, offered: all,
-			members: []*systemd.Unit{inactive(delegated("garden.service", yes...))},
+			members: []*systemd.Unit{state(delegated("garden.service", yes...), "inactive")},
 			status:  validator.Fail, missing: "cpu cpuset io memory pids",
 			detail: []string{"no active unit in system.slice delegates"},
+		},
+		{
+			name: "a failed unit keeps nothing either", mode: cgroup.Unified, offered: all,
+			members: []*systemd.Unit{state(delegated("garden.service", yes...), "failed")},
+			status:  validator.Fail, missing: "cpu cpuset io memory pids",
+			detail: []string{"no active unit in system.slice delegates"},
+		},
+		{
+			name: "monit's unit restarting (activating) still keeps them: it stays loaded", mode: cgroup.Unified, offered: all,
+			members: []*systemd.Unit{state(delegated("monit.service", yes...), "activating")},
+			status:  validator.Pass, keepers: "monit.service",
 		},
 		{
 			name: "a member delegating part keeps part", mode: cgroup.Unified, offered: all,
