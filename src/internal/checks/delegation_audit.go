@@ -319,13 +319,14 @@ func (au audit) belowSlice(g facts.ContainerGroup, count string, d map[string]st
 			want = append(want, c)
 		}
 	}
-	var keepers, kept []string
+	var keepers, kept, who []string
 	for _, r := range s.Units {
 		u := r.Unit
 		if r.Err != nil || u == nil || u.LoadState != "loaded" || !u.Delegate || u.ActiveState == "inactive" || u.ActiveState == "failed" {
 			continue
 		}
 		keepers = append(keepers, u.Name)
+		who = append(who, u.Name+": "+controllersText(u.DelegateControllers))
 		for _, c := range u.DelegateControllers {
 			if !slices.Contains(kept, c) {
 				kept = append(kept, c)
@@ -353,20 +354,13 @@ func (au audit) belowSlice(g facts.ContainerGroup, count string, d map[string]st
 	case len(missing) > 0:
 		d["missing_controllers"] = strings.Join(missing, " ")
 		return validator.Finding{Subject: g.Unit, Status: validator.Fail, Data: d,
-			Detail: fmt.Sprintf("%s; the active units there that delegate (%s) keep only %s, not %s",
-				exposed, strings.Join(keepers, " "), strings.Join(kept, " "), strings.Join(missing, " "))}
+			Detail: fmt.Sprintf("%s; the active units there that delegate keep only %s, not %s (%s)",
+				exposed, controllersText(kept), strings.Join(missing, " "), strings.Join(who, "; "))}
 	}
 	return validator.Finding{Subject: g.Unit, Status: validator.Pass, Data: d,
-		Detail: fmt.Sprintf("%s below %s: on cgroup v2 systemd moves nothing, and keeps %s enabled in %s while %s, active there, %s them: "+
+		Detail: fmt.Sprintf("%s below %s: on cgroup v2 systemd moves nothing, and keeps %s enabled in %s while units active there delegate them (%s): "+
 			"systemd enables in a slice what its loaded units need (measured with systemd 255 on noble, issue 37)",
-			count, g.Unit, strings.Join(want, " "), s.Cgroup, strings.Join(keepers, " "), delegateVerb(len(keepers)))}
-}
-
-func delegateVerb(n int) string {
-	if n == 1 {
-		return "delegates"
-	}
-	return "delegate"
+			count, g.Unit, strings.Join(want, " "), s.Cgroup, strings.Join(who, "; "))}
 }
 
 func plural(n int, what string) string {

@@ -113,7 +113,7 @@ func TestDelegationAuditBelowASliceOnUnified(t *testing.T) {
 			name: "monit's unit delegated in place keeps them", mode: cgroup.Unified, offered: all,
 			members: []*systemd.Unit{plainUnit("cron.service"), delegated("monit.service", yes...)},
 			status:  validator.Pass, keepers: "monit.service",
-			detail: []string{"keeps cpu cpuset io memory pids enabled in /system.slice while monit.service, active there, delegates them"},
+			detail: []string{"keeps cpu cpuset io memory pids enabled in /system.slice while units active there delegate them (monit.service: cpu cpuset io memory pids)"},
 		},
 		{
 			name: "an inactive unit keeps nothing: it may be unloaded", mode: cgroup.Unified, offered: all,
@@ -136,13 +136,21 @@ func TestDelegationAuditBelowASliceOnUnified(t *testing.T) {
 			name: "a member delegating part keeps part", mode: cgroup.Unified, offered: all,
 			members: []*systemd.Unit{delegated("a.service", "memory", "pids")},
 			status:  validator.Fail, keepers: "a.service", missing: "cpu cpuset io",
-			detail: []string{"(a.service) keep only memory pids, not cpu cpuset io"},
+			detail: []string{"keep only memory pids, not cpu cpuset io (a.service: memory pids)"},
+		},
+		{
+			// systemd 255's systemd-udevd.service has Delegate=pids (read
+			// back on the noble VM): it keeps pids alone.
+			name: "systemd-udevd's Delegate=pids keeps pids alone", mode: cgroup.Unified, offered: all,
+			members: []*systemd.Unit{delegated("systemd-udevd.service", "pids")},
+			status:  validator.Fail, keepers: "systemd-udevd.service", missing: "cpu cpuset io memory",
+			detail: []string{"keep only pids, not cpu cpuset io memory (systemd-udevd.service: pids)"},
 		},
 		{
 			name: "two members together", mode: cgroup.Unified, offered: all,
 			members: []*systemd.Unit{delegated("a.service", "memory", "pids"), delegated("b.scope", "cpu", "cpuset", "io")},
 			status:  validator.Pass, keepers: "a.service b.scope",
-			detail: []string{"while a.service b.scope, active there, delegate them"},
+			detail: []string{"while units active there delegate them (a.service: memory pids; b.scope: cpu cpuset io)"},
 		},
 		{
 			name: "only what the kernel offers is wanted", mode: cgroup.Unified, offered: "memory pids",
