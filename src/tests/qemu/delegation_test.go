@@ -16,6 +16,7 @@ import (
 // "-cpu" at the root with EBUSY) and delegation-audit passes them; with
 // cpuset taken out of /garden's subtree_control it warns naming cpuset.
 func TestNobleGardenDelegation(t *testing.T) {
+	t.Parallel()
 	qemuvm.RequireImage(t)
 	g, _ := bootWithCellguard(t)
 	g.sh("systemd-analyze log-level debug") // the controller writes are logged at debug only

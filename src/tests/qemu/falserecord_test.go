@@ -23,6 +23,7 @@ import (
 // "could not read"; validate --fix must neither move the init nor make the
 // cgroup. With CELLGUARD_BEFORE_REV the cellguard before says escaped.
 func TestNobleFalseRecord(t *testing.T) {
+	t.Parallel()
 	qemuvm.RequireImage(t)
 	g, before := bootWithCellguard(t)
 	g.bundle()

@@ -287,6 +287,7 @@ func TestNobleGardenToday(t *testing.T) {
 	if os.Getenv("CELLGUARD_QEMU_GARDEN") != "1" {
 		t.Skip("today's Garden in a noble VM is opt-in (CELLGUARD_QEMU_GARDEN=1): 37 minutes under TCG")
 	}
+	t.Parallel()
 	qemuvm.RequireImage(t)
 	dir := garden.Build(t, garden.OnV2)
 	t0, load0 := time.Now(), qemuvm.LoadAverage()

@@ -42,6 +42,7 @@ const (
 // about controllers, and the same validate by the cellguard before the
 // check existed.
 func TestNobleLimits(t *testing.T) {
+	t.Parallel()
 	qemuvm.RequireImage(t)
 	t0, load0 := time.Now(), qemuvm.LoadAverage()
 	g, _ := bootWithCellguard(t)

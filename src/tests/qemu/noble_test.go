@@ -1,6 +1,12 @@
 // Package qemu boots the noble VM (Ubuntu's kernel, cgroup v2; image.sh,
 // README.md) and checks from inside that it is the layout a noble cell has,
 // then runs cellguard's sysctl profile on that real kernel. Not shipped.
+//
+// Every test boots its own VM from the never-written image and runs in
+// parallel with the others, as many at once as go test's -parallel
+// (GOMAXPROCS): a TCG guest runs on one host thread (thread=single), so
+// one after another they left a core idle for the package's last ten
+// minutes of make test (README.md, "Time").
 package qemu
 
 import (
@@ -25,6 +31,7 @@ import (
 var cgroupFlags = regexp.MustCompile(`(^|\s)(systemd\.unified_cgroup_hierarchy|systemd\.legacy_systemd_cgroup_controller|cgroup_no_v1|SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE)(=|\s|$)`)
 
 func TestNobleVM(t *testing.T) {
+	t.Parallel()
 	qemuvm.RequireImage(t) // before the builds: a skip costs nothing
 	t0 := time.Now()
 	load0 := qemuvm.LoadAverage()

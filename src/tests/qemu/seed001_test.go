@@ -43,6 +43,7 @@ const (
 // neither check nor sysctl-profile blocks. The log holds every command's
 // output: the init's wchan and stack, the start times, the verdicts.
 func TestNobleSeed001(t *testing.T) {
+	t.Parallel()
 	qemuvm.RequireImage(t)
 	t0, load0 := time.Now(), qemuvm.LoadAverage()
 	rc93, rc94 := buildRunc(t, "rc93"), buildRunc(t, "rc94")

@@ -18,6 +18,7 @@ import (
 // middle of an instruction in update_curr: TestNobleTopology's runc run in
 // CI, and this loop); every runc container with a CPU quota does the same.
 func TestTCGSurvivesStaticKeyPatching(t *testing.T) {
+	t.Parallel()
 	vm := qemuvm.Start(t, qemuvm.Options{})
 	// The model took: a guest of qemuvm.TCGCPU has no cmpxchg16b (its SLUB
 	// fast path crashed guests under QEMU 7.2's TCG).

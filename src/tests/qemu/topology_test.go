@@ -20,6 +20,7 @@ import (
 // memory-limited. validate's cgroup-topology must name /garden/t1 and the
 // init's pid; the cellguard before the check had nothing to say.
 func TestNobleTopology(t *testing.T) {
+	t.Parallel()
 	qemuvm.RequireImage(t)
 	g, before := bootWithCellguard(t)
 	g.bundle()

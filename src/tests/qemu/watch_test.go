@@ -42,6 +42,7 @@ const stripTimeout = 40 * time.Second
 // for comparison. CELLGUARD_WATCH_REPS sets the repetitions: make test runs
 // 3 (each strip named); the measurement takes 20.
 func TestNobleWatchLimits(t *testing.T) {
+	t.Parallel()
 	qemuvm.RequireImage(t)
 	reps := 3
 	if s := os.Getenv("CELLGUARD_WATCH_REPS"); s != "" {
