@@ -36,9 +36,9 @@ const stripTimeout = 40 * time.Second
 // `systemctl daemon-reload` (systemd writes `-cpuset -cpu -io` into
 // system.slice's subtree_control) or `echo -memory` into /garden's (no
 // systemd signal at all). Each strip must be named by a `finding` line of
-// limits-intact for that container; the time from the action to the line
-// is reported as p50/p95/max, never asserted (a loaded host must not
-// flake it). Then the watch before this change does a few of the same,
+// limits-intact for that container; the time to the line from the action
+// and from the strip itself is reported as p50/p95/max, never asserted (a
+// loaded host must not flake it). Then the watch before this change does a few of the same,
 // for comparison. CELLGUARD_WATCH_REPS sets the repetitions: make test runs
 // 3 (each strip named); the measurement takes 20.
 func TestNobleWatchLimits(t *testing.T) {
@@ -161,9 +161,10 @@ func (w *watcher) restore() {
 	time.Sleep(quiet)
 }
 
-// strip causes s and returns the time from the action's start to
-// watch's finding on s.container and how long the action took (a
-// daemon-reload strips during it), by the guest's clock, and the scan's
+// strip causes s and returns, by the guest's clock, the time from the
+// action's start to watch's finding on s.container, how long the action
+// took (a daemon-reload strips during it), the time from the strip itself
+// (as the poller dated it, up to 50 ms late) to the finding, and the scan's
 // trigger.
 func (w *watcher) strip(s strip) (fromAction, action, fromStrip time.Duration, trigger string) {
 	w.g.t.Helper()
