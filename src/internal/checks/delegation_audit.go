@@ -275,10 +275,7 @@ func (au audit) judgeGroup(g facts.ContainerGroup) validator.Finding {
 	}
 	detail := fmt.Sprintf("%s below %s: %s", count, g.Unit, why)
 	if st == validator.Fail {
-		verb := "are"
-		if len(g.Containers) == 1 {
-			verb = "is"
-		}
+		verb := isAre(len(g.Containers))
 		risk := "moving them out" // seed 000
 		if !au.v1 {
 			risk = "disabling their controllers" // issue 37 item 1
@@ -303,22 +300,13 @@ func (au audit) judgeGroup(g facts.ContainerGroup) validator.Finding {
 func (au audit) belowSlice(g facts.ContainerGroup, count string, d map[string]string) validator.Finding {
 	s := g.Slice
 	d["slice_cgroup"] = s.Cgroup
-	verb := "are"
-	if len(g.Containers) == 1 {
-		verb = "is"
-	}
 	exposed := fmt.Sprintf("%s below %s %s exposed to systemd disabling their controllers: %s is a slice, and slices cannot delegate",
-		count, g.Unit, verb, g.Unit)
+		count, g.Unit, isAre(len(g.Containers)), g.Unit)
 	if s.Err != nil {
 		return validator.Finding{Subject: g.Unit, Status: validator.Fail, Data: d,
 			Detail: fmt.Sprintf("%s; whether an active unit there keeps them is unknown: %v", exposed, s.Err)}
 	}
-	var want []string
-	for _, c := range systemdControllers {
-		if slices.Contains(s.Offered, c) {
-			want = append(want, c)
-		}
-	}
+	want := offeredSystemd(s.Offered)
 	var keepers, kept, who []string
 	for _, r := range s.Units {
 		u := r.Unit
@@ -333,12 +321,7 @@ func (au audit) belowSlice(g facts.ContainerGroup, count string, d map[string]st
 			}
 		}
 	}
-	var missing []string
-	for _, c := range want {
-		if !slices.Contains(kept, c) {
-			missing = append(missing, c)
-		}
-	}
+	missing := notIn(want, kept)
 	d["slice_keepers"] = strings.Join(keepers, " ")
 	switch {
 	case len(want) == 0:
@@ -361,6 +344,36 @@ func (au audit) belowSlice(g facts.ContainerGroup, count string, d map[string]st
 		Detail: fmt.Sprintf("%s below %s: on cgroup v2 systemd moves nothing, and keeps %s enabled in %s while units active there delegate them (%s): "+
 			"systemd enables in a slice what its loaded units need (measured with systemd 255 on noble, issue 37)",
 			count, g.Unit, strings.Join(want, " "), s.Cgroup, strings.Join(who, "; "))}
+}
+
+// offeredSystemd is what of systemdControllers the root offers: what
+// systemd could disable, and so what a container's limits need kept.
+func offeredSystemd(offered []string) []string {
+	var want []string
+	for _, c := range systemdControllers {
+		if slices.Contains(offered, c) {
+			want = append(want, c)
+		}
+	}
+	return want
+}
+
+// notIn is want without have, in want's order.
+func notIn(want, have []string) []string {
+	var out []string
+	for _, c := range want {
+		if !slices.Contains(have, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 func plural(n int, what string) string {
@@ -402,15 +415,8 @@ func (au audit) outsideUnified(g facts.ContainerGroup, count string, data map[st
 			Detail: fmt.Sprintf("%s, and whether systemd can disable their controllers is unknown: %v", outside, t.Err)}
 	}
 	data["subtree_control"] = strings.Join(t.SubtreeControl, " ")
-	var want, missing []string
-	for _, c := range systemdControllers {
-		if slices.Contains(t.Offered, c) {
-			want = append(want, c)
-			if !slices.Contains(t.SubtreeControl, c) {
-				missing = append(missing, c)
-			}
-		}
-	}
+	want := offeredSystemd(t.Offered)
+	missing := notIn(want, t.SubtreeControl)
 	if len(want) == 0 {
 		return validator.Finding{Subject: g.Parent, Status: validator.Pass, Data: data,
 			Detail: fmt.Sprintf("%s: the root's cgroup.controllers offers none of %s, so there is nothing for systemd to disable",

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
@@ -208,9 +209,14 @@ func readUnits(ctx context.Context, s Spec, snap *snapshot.Source) UnitFacts {
 		}
 		f.Groups = append(f.Groups, *g)
 	}
-	if f.Mode == cgroup.Unified {
-		readTops(v.Layout(), f.Groups)
-		readSlices(ctx, v.Layout(), r, f.Groups)
+	if h := v.Layout().ForKey(""); f.Mode == cgroup.Unified && h != nil {
+		pr := v.Layout().NewProcsReader()
+		defer pr.Close()
+		// Both judges of v2 placement want what the root offers; read it
+		// once, and only when a group needs it.
+		offered := sync.OnceValues(func() ([]string, error) { return rootControllers(pr, h) })
+		readTops(pr, h, offered, f.Groups)
+		readSlices(ctx, v.Layout(), h, r, offered, f.Groups)
 	}
 	f.UnitsRead = len(r.units)
 	return f
@@ -259,14 +265,7 @@ func readPIDFile(root, path string) (int, error) {
 // readTops fills the top-level cgroup of every group outside every unit
 // and below one (not directly in the root, whose leaves systemd's writes
 // reach), each read once.
-func readTops(l *cgroup.Layout, groups []ContainerGroup) {
-	h := l.ForKey("")
-	if h == nil {
-		return
-	}
-	r := l.NewProcsReader()
-	defer r.Close()
-	offered, offeredErr := rootControllers(r, h)
+func readTops(r *cgroup.ProcsReader, h *cgroup.Hierarchy, offered func() ([]string, error), groups []ContainerGroup) {
 	tops := map[string]*TopCgroup{}
 	for i := range groups {
 		g := &groups[i]
@@ -278,7 +277,8 @@ func readTops(l *cgroup.Layout, groups []ContainerGroup) {
 			g.Top = t
 			continue
 		}
-		t := &TopCgroup{Cgroup: name, Offered: offered, Err: offeredErr}
+		t := &TopCgroup{Cgroup: name}
+		t.Offered, t.Err = offered()
 		if t.Err == nil {
 			b, err := r.ReadFile(h, name, "cgroup.subtree_control")
 			t.SubtreeControl, t.Err = strings.Fields(string(b)), err
@@ -304,14 +304,7 @@ func rootControllers(r *cgroup.ProcsReader, h *cgroup.Hierarchy) ([]string, erro
 // cgroup), that slice's members, each slice listed and read once. A child
 // cgroup named as a unit is realized, so systemd has the unit loaded and
 // reading it loads nothing.
-func readSlices(ctx context.Context, l *cgroup.Layout, units *unitReader, groups []ContainerGroup) {
-	h := l.ForKey("")
-	if h == nil {
-		return
-	}
-	var offered []string
-	var offeredErr error
-	read := false
+func readSlices(ctx context.Context, l *cgroup.Layout, h *cgroup.Hierarchy, units *unitReader, offered func() ([]string, error), groups []ContainerGroup) {
 	seen := map[string]*SliceMembers{}
 	for i := range groups {
 		g := &groups[i]
@@ -322,13 +315,8 @@ func readSlices(ctx context.Context, l *cgroup.Layout, units *unitReader, groups
 			g.Slice = s
 			continue
 		}
-		if !read {
-			r := l.NewProcsReader()
-			offered, offeredErr = rootControllers(r, h)
-			r.Close()
-			read = true
-		}
-		s := &SliceMembers{Cgroup: g.Read.Unit.ControlGroup, Offered: offered, Err: offeredErr}
+		s := &SliceMembers{Cgroup: g.Read.Unit.ControlGroup}
+		s.Offered, s.Err = offered()
 		if s.Err == nil && s.Cgroup == "" {
 			s.Err = fmt.Errorf("systemd reports no cgroup for %s", g.Unit)
 		}

@@ -258,27 +258,19 @@ const TCGNice = -10
 // integration package took 363 s instead of 192 (CI-B, 2026-12-07). A
 // second guest at nice 0 shares the other core with the other tests, and
 // when nothing else runs it has a core anyway.
-var priority struct {
-	sync.Mutex
-	held bool
-}
+var priority = make(chan struct{}, 1)
 
 // takePriority takes the slot if it is free.
 func takePriority() bool {
-	priority.Lock()
-	defer priority.Unlock()
-	if priority.held {
+	select {
+	case priority <- struct{}{}:
+		return true
+	default:
 		return false
 	}
-	priority.held = true
-	return true
 }
 
-func releasePriority() {
-	priority.Lock()
-	priority.held = false
-	priority.Unlock()
-}
+func releasePriority() { <-priority }
 
 func start(img Image, opts Options, accel string) (*VM, error) {
 	bin, err := exec.LookPath("qemu-system-x86_64")
