@@ -100,12 +100,12 @@ release-e2e:
 # one scenario), CELL_SKIP its -skip (CELL_SKIP='TestFleet/.*/garden' leaves
 # real Garden out). CELLGUARD_FLEET_SCENARIOS=all adds make cell's shape and
 # lanes to what make test runs.
-# -parallel 3: go test runs GOMAXPROCS parallel subtests at once (2 here),
-# and a shape waiting for a slot would double the wall time.
+# The shapes run at once whatever go test's -parallel (TestFleet starts
+# each in a goroutine of its own).
 CELL_RUN ?= ^TestFleet$$
 CELL_SKIP ?=
 cell: deps
-	CELLGUARD_FLEET_SCENARIOS=all $(GO) test -count=1 -timeout 100m -parallel 3 -tags $(CRASHTAG) \
+	CELLGUARD_FLEET_SCENARIOS=all $(GO) test -count=1 -timeout 100m -tags $(CRASHTAG) \
 	  -run '$(CELL_RUN)' $(if $(CELL_SKIP),-skip '$(CELL_SKIP)') -v ./src/tests/fleet/
 
 # A real BOSH director (v283.0.0) in a lab network namespace, for the fleet

@@ -33,6 +33,11 @@ const (
 // long as one (src/tests/fleet/README.md, "Shapes"). What runs is what -run
 // and -skip pick (pick): `-run 'TestFleet/jammy/watch_heals'` brings up
 // jammy's director and the fleet-heal lane's one cell, and nothing else.
+//
+// The shapes are not t.Parallel: go test's -parallel (make test's default,
+// GOMAXPROCS: 2 here) would hold the third shape back until one of the
+// others ended, and the shapes wait rather than compute. Each runs in a
+// goroutine of its own; t.Run may be called from several at once.
 func TestFleet(t *testing.T) {
 	p, err := pickFromFlags()
 	if err != nil {
@@ -40,7 +45,7 @@ func TestFleet(t *testing.T) {
 	}
 	var mu sync.Mutex
 	verdicts := map[string]string{}
-	// Runs after every parallel subtest ended: one line per shape that ran, last.
+	// Runs after every shape ended: one line per shape that ran, last.
 	t.Cleanup(func() {
 		for _, name := range shapeOrder {
 			if v, ok := verdicts[name]; ok {
@@ -48,36 +53,42 @@ func TestFleet(t *testing.T) {
 			}
 		}
 	})
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, name := range shapeOrder {
 		sh := shapes[name]
-		t.Run(sh.name, func(t *testing.T) {
-			if ok, why := p.shapePicked(sh); !ok {
-				t.Skip(why)
-			}
-			plan, left := p.plan(sh)
-			if len(left) > 0 {
-				t.Logf("make cell's, left out: %s (CELLGUARD_FLEET_SCENARIOS=all, or a -run naming them: TestFleet/%s/%s)", strings.Join(left, ", "), sh.name, left[0])
-			}
-			if len(plan) == 0 {
-				t.Skip("no scenario picked on " + sh.name)
-			}
-			// What this run brings up, before it does: lane: scenarios, a
-			// prerequisite in parentheses.
-			t.Logf("plan: %s", planSummary(plan))
-			t.Parallel()
-			v := "FAILED: stopped before its scenarios ran to the end (the errors above)"
-			// Deferred: t.Fatal and t.Skip end the goroutine.
-			defer func() {
-				if t.Skipped() {
-					v = "SKIPPED (why: above)"
-				}
-				mu.Lock()
-				verdicts[sh.name] = v
-				mu.Unlock()
-			}()
-			v = runFleet(t, sh, plan)
-		})
+		wg.Add(1)
+		go func() { defer wg.Done(); t.Run(sh.name, func(t *testing.T) { runShape(t, p, sh, &mu, verdicts) }) }()
 	}
+}
+
+// runShape is TestFleet/<shape>: the plan that shape runs, its lanes, and
+// its verdict for TestFleet's last lines.
+func runShape(t *testing.T, p pick, sh shape, mu *sync.Mutex, verdicts map[string]string) {
+	if ok, why := p.shapePicked(sh); !ok {
+		t.Skip(why)
+	}
+	plan, left := p.plan(sh)
+	if len(left) > 0 {
+		t.Logf("make cell's, left out: %s (CELLGUARD_FLEET_SCENARIOS=all, or a -run naming them: TestFleet/%s/%s)", strings.Join(left, ", "), sh.name, left[0])
+	}
+	if len(plan) == 0 {
+		t.Skip("no scenario picked on " + sh.name)
+	}
+	// What this run brings up, before it does: lane: scenarios, a
+	// prerequisite in parentheses.
+	t.Logf("plan: %s", planSummary(plan))
+	v := "FAILED: stopped before its scenarios ran to the end (the errors above)"
+	// Deferred: t.Fatal and t.Skip end the goroutine.
+	defer func() {
+		if t.Skipped() {
+			v = "SKIPPED (why: above)"
+		}
+		mu.Lock()
+		verdicts[sh.name] = v
+		mu.Unlock()
+	}()
+	v = runFleet(t, sh, plan)
 }
 
 // pickFromFlags is this run's pick: go test's -run and -skip, and
