@@ -323,6 +323,8 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 		testRelease := filepath.Join(work, "cellguard-test.tgz")
 		testSrc := filepath.Join(work, "src", "test-release")
 		step("copy test-release", "cp", "-a", filepath.Join(f.repo, "src/tests/bosh/test-release"), testSrc)
+		rc93 := step("runc 1.0.0-rc93 for old-runc (src/tests/qemu/runc.sh: cached, or built from the Go module proxy)", "bash", "src/tests/qemu/runc.sh", "rc93")
+		step("copy rc93 into the test release", "install", "-D", "-m", "0755", filepath.Join(lastLine(rc93), "runc"), filepath.Join(testSrc, "src", "runc-rc93", "runc"))
 		if _, err := sh(ctx, testSrc, []string{"HOME=" + filepath.Join(work, "home")}, boshBin, "create-release", "--force",
 			"--tarball="+testRelease, "--non-interactive"); err != nil {
 			t.Fatalf("bosh create-release of the test release: %v", err)
@@ -468,11 +470,16 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 type addon struct {
 	Level string // cellguard.log.level: which version of the addon a cell runs
 	Fix   bool   // validator.fix
-	// Seed001 points validator.runtime_binaries.runc at the rc93 stand-in
-	// (test-release's old-runc job) and blocks on runtime-versions.
+	// Seed001 points validator.runtime_binaries.runc at rc93 (test-release's
+	// old-runc job) and blocks on runtime-versions where the hang's
+	// condition holds.
 	Seed001 bool
-	Protect bool // supervisor.protect: the unit holding monit delegated in place
-	Heal    bool // watch.heal: watch moves escaped processes back
+	// PipeLimitKept drops fs.pipe-user-pages-soft from the profile on a
+	// real kernel (real-kernel-addon-ops.yml's sysctl.remove): an operator
+	// who left it at the kernel's default, seed 001's condition.
+	PipeLimitKept bool
+	Protect       bool // supervisor.protect: the unit holding monit delegated in place
+	Heal          bool // watch.heal: watch moves escaped processes back
 	// Start names garden in cellguard.daemons, so pre-start installs
 	// cellguard-garden.service for a monit file that calls cellguard start
 	// (start-ops.yml).
@@ -515,9 +522,13 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	if a.Start {
 		daemons = gardenDaemon
 	}
-	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%s-%t-%t-%t-%t-%t-%t-%s.yml", f.dep, a.Level, a.Fix, a.Seed001, a.Protect, a.Heal, a.Start, f.healOff, f.gardenJob))
-	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ndrain_heal: %t\ncellguard_daemons: %s\ngarden_release: %s\n",
-		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, !f.healOff, daemons, f.gardenJob)
+	removed := "[]"
+	if a.PipeLimitKept {
+		removed = "[fs.pipe-user-pages-soft]"
+	}
+	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%s-%t-%t-%t-%t-%t-%t-%t-%s.yml", f.dep, a.Level, a.Fix, a.Seed001, a.PipeLimitKept, a.Protect, a.Heal, a.Start, f.healOff, f.gardenJob))
+	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ndrain_heal: %t\ncellguard_daemons: %s\ngarden_release: %s\nreal_kernel_sysctl_remove: %s\n",
+		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, !f.healOff, daemons, f.gardenJob, removed)
 	if err := os.WriteFile(vars, []byte(text), 0o600); err != nil {
 		return boshlab.Result{}, err
 	}

@@ -24,36 +24,43 @@ func TestPick(t *testing.T) {
 		shipped   = "; fleet-shipped: shipped hazard_canary cve_reports; fleet-metrics-tls: metrics_tls"
 		garden    = "fleet-garden: garden"
 		// noble's VMs are QEMU machines: only the scenarios that reach
-		// them as an operator does (bosh-cli) run there (scenarioRow.box).
-		onVMs = "fleet: deploy"
-		seed  = "fleet-garden-seed: garden_seed000; fleet-garden-seed-protected: garden_seed000_protected"
+		// them as an operator does (bosh-cli) run there (scenarioRow.box),
+		// and make cell adds their reboot (scenarioRow.vm, cellOnly).
+		onVMs     = "fleet: deploy seed001_canary"
+		onVMsCell = onVMs + " reboot"
+		seed      = "fleet-garden-seed: garden_seed000; fleet-garden-seed-protected: garden_seed000_protected"
 	)
 	testCases := []struct {
 		name, run, skip string
 		all             bool
 		want            map[string]string // shape: planSummary; absent, nothing runs there
 	}{
-		{name: "make test (go test ./...)", want: map[string]string{"jammy": defaults + shipped, "xenial": defaults}},
+		{name: "make test (go test ./...)", want: map[string]string{"jammy": defaults + shipped, "noble": onVMs, "xenial": defaults}},
 		{name: "make cell", run: "^TestFleet$", all: true,
-			want: map[string]string{"jammy": defaults + shipped + "; " + garden, "noble": onVMs, "xenial": defaults + "; " + seed}},
-		{name: "the README's -run TestFleet", run: "TestFleet", want: map[string]string{"jammy": defaults + shipped, "xenial": defaults}},
+			want: map[string]string{"jammy": defaults + shipped + "; " + garden, "noble": onVMsCell, "xenial": defaults + "; " + seed}},
+		{name: "the README's -run TestFleet", run: "TestFleet", want: map[string]string{"jammy": defaults + shipped, "noble": onVMs, "xenial": defaults}},
 		{name: "one scenario alone", run: "TestFleet/jammy/watch_heals", want: map[string]string{"jammy": "fleet-heal: watch_heals"}},
 		{name: "one scenario, anchored", run: "^TestFleet$/^jammy$/^watch_heals$", want: map[string]string{"jammy": "fleet-heal: watch_heals"}},
 		{name: "a later scenario of the rollout lane brings up what it starts from", run: "TestFleet/xenial/way_out",
 			want: map[string]string{"xenial": "fleet: (deploy) (blocked_later_cell) (blocked_canary) way_out"}},
 		{name: "the first scenario of the rollout lane alone", run: "TestFleet/jammy/deploy", want: map[string]string{"jammy": "fleet: deploy"}},
-		{name: "a make cell shape named runs make test's scenarios there", run: "TestFleet/noble", want: map[string]string{"noble": onVMs}},
+		{name: "a shape named runs make test's scenarios there", run: "TestFleet/noble", want: map[string]string{"noble": onVMs}},
+		{name: "noble's reboot named runs, after what it starts from", run: "TestFleet/noble/reboot", want: map[string]string{"noble": "fleet: (deploy) (seed001_canary) reboot"}},
+		{name: "no reboot scenario on a box", run: "TestFleet/jammy/reboot", want: map[string]string{}},
 		{name: "a make cell scenario named runs", run: "TestFleet/jammy/^garden$", want: map[string]string{"jammy": garden}},
 		{name: "a scenario that needs a box runs nowhere on QEMU VMs", run: "TestFleet/noble/^garden$", want: map[string]string{}},
-		{name: "noble's deploy on QEMU VMs", run: "TestFleet/noble/deploy", want: map[string]string{"noble": onVMs}},
+		{name: "noble's deploy on QEMU VMs", run: "TestFleet/noble/deploy", want: map[string]string{"noble": "fleet: deploy"}},
 		{name: "garden on a shape without it runs nothing", run: "TestFleet/xenial/^garden$", want: map[string]string{}},
 		{name: "both seed lanes by an unanchored name", run: "TestFleet/xenial/garden", want: map[string]string{"xenial": seed}},
-		{name: "one scenario on every shape", run: "TestFleet/.*/watch_heals",
+		{name: "one scenario on every shape it exists on", run: "TestFleet/.*/seed001_canary",
+			want: map[string]string{"jammy": "fleet: (deploy) (blocked_later_cell) (blocked_canary) (way_out) seed001_canary",
+				"noble": "fleet: (deploy) seed001_canary", "xenial": "fleet: (deploy) (blocked_later_cell) (blocked_canary) (way_out) seed001_canary"}},
+		{name: "a box's scenario on every shape", run: "TestFleet/.*/watch_heals",
 			want: map[string]string{"jammy": "fleet-heal: watch_heals", "xenial": "fleet-heal: watch_heals"}},
 		{name: "alternatives", run: "TestFleet/jammy/watch_heals|TestFleet/xenial/leaving",
 			want: map[string]string{"jammy": "fleet-heal: watch_heals", "xenial": "fleet-leaving: leaving"}},
 		{name: "a shape by -run and make cell's lanes by all", run: "TestFleet/jammy", all: true, want: map[string]string{"jammy": defaults + shipped + "; " + garden}},
-		{name: "-skip a shape", skip: "TestFleet/xenial", want: map[string]string{"jammy": defaults + shipped}},
+		{name: "-skip a shape", skip: "TestFleet/xenial", want: map[string]string{"jammy": defaults + shipped, "noble": onVMs}},
 		{name: "-skip the rollout lane's last scenario", run: "TestFleet/jammy", skip: "TestFleet/jammy/seed001",
 			want: map[string]string{"jammy": "fleet: deploy blocked_later_cell blocked_canary way_out; fleet-leaving: leaving; fleet-heal: watch_heals; " + drainHeal + "; fleet-protect: protect; fleet-start: start" + shipped}},
 		{name: "the drain-heal lane's second scenario starts from its first", run: "TestFleet/jammy/drain_unhealable",
@@ -102,8 +109,9 @@ func TestPickLeftOut(t *testing.T) {
 	if _, left := (pick{run: run}).plan(shapes["jammy"]); !slices.Equal(left, []string{"garden"}) {
 		t.Errorf("left out on jammy: %v; want garden", left)
 	}
-	if ok, why := (pick{}).shapePicked(shapes["noble"]); ok || !strings.Contains(why, "CELLGUARD_FLEET_SCENARIOS=all") {
-		t.Errorf("noble under make test: picked %t, %q", ok, why)
+	run, _ = parseRunPattern("TestFleet/noble")
+	if _, left := (pick{run: run}).plan(shapes["noble"]); !slices.Equal(left, []string{"reboot"}) {
+		t.Errorf("left out on noble: %v; want reboot", left)
 	}
 }
 
@@ -112,7 +120,8 @@ func TestPickLeftOut(t *testing.T) {
 // (two lanes of one name would deploy over each other); on every shape
 // make cell has exactly one gating lane, and make test six lanes (the
 // eleven scenarios) on xenial, eight (fifteen: the shipped manifests')
-// on jammy; and no other test is named TestFleet<something>.
+// on jammy, one (two) on noble; and no other test is named
+// TestFleet<something>.
 func TestLaneTable(t *testing.T) {
 	word := regexp.MustCompile(`^[a-z0-9_]+$`)
 	for _, name := range shapeOrder {
@@ -152,7 +161,7 @@ func TestLaneTable(t *testing.T) {
 			t.Errorf("%s: %s would run beside every -run TestFleet/...; name it otherwise", f, m[1])
 		}
 	}
-	for name, want := range map[string][2]int{"jammy": {8, 15}, "xenial": {6, 11}} {
+	for name, want := range map[string][2]int{"jammy": {8, 15}, "noble": {1, 2}, "xenial": {6, 11}} {
 		plan, _ := pick{}.plan(shapes[name])
 		n := 0
 		for _, l := range plan {
@@ -260,7 +269,7 @@ func TestSubtestNames(t *testing.T) {
 			for _, l := range fleetLanes {
 				if l.on == nil || l.on(shapes[name]) {
 					for _, s := range l.scenarios {
-						if s.box && shapes[name].qemu {
+						if !s.on(shapes[name]) {
 							continue
 						}
 						t.Run(s.name, func(*testing.T) {})

@@ -23,13 +23,21 @@ func (f *fleet) realKernelSteps(ctx context.Context) []Step {
 			Do: func(r *Record) error { return f.kernelFacts(ctx, r) }},
 		{Name: "the whole sysctl profile, read back on each cell (bosh ssh)", Expects: []string{"sysctls-in-force", "sysctl-check-in-force"},
 			Do: func(r *Record) error { return f.sysctlsReadBack(ctx, r, "cell") }},
+	}
+}
+
+// rebootScenario is make cell's on a qemu shape: drift by hand, a reboot
+// of the VM from inside and a recreate through the director, the profile
+// read back after each.
+func (f *fleet) rebootScenario(ctx context.Context) Scenario {
+	return Scenario{Name: "a cell's reboot and recreate", Steps: []Step{
 		{Name: "drift by hand on the first cell, reported; then the VM rebooted from inside (bosh ssh: sudo systemctl reboot) and the profile read back",
 			Expects: []string{"drift-reported", "rebooted", "sysctls-in-force-after-reboot", "sysctl-check-in-force-after-reboot"},
 			Do:      func(r *Record) error { return f.driftAndReboot(ctx, r) }},
 		{Name: "bosh recreate of the first cell: delete_vm leaves no qemu, tap or disk; the new VM has the profile in force",
 			Expects: []string{"recreate-completes", "old-vm-gone", "sysctls-in-force-after-recreate", "sysctl-check-in-force-after-recreate"},
 			Do:      func(r *Record) error { return f.recreateOne(ctx, r) }},
-	}
+	}}
 }
 
 // bootScript prints how a VM's boot went, as systemd measured it: the

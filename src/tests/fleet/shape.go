@@ -9,7 +9,7 @@ import (
 // shape is what differs between the stemcell shapes the fleet runs on
 // (src/tests/bosh/stemcell/build.sh); everything else in the test is the
 // same on every shape. Each is a subtest of TestFleet (TestFleet/<name>);
-// make test runs those not cellOnly, make cell all three (pick).
+// make test and make cell run all three (pick: make cell adds scenarios).
 type shape struct {
 	name string // build.sh's argument; the stemcell's operating_system is ubuntu-<name>
 	// systemd is the stemcell's systemd; the seed-000 trigger is written for
@@ -28,13 +28,12 @@ type shape struct {
 	// scenario), so the garden scenario's addon delegates it with
 	// cellguard's list (cellguard.delegate_units) and expects quiet.
 	gardenDelegate bool
-	// cellOnly: make cell's shape, which make test leaves out (pick).
-	cellOnly bool
 	// qemu: the cells are QEMU VMs booting the stemcell's own kernel
 	// (src/tests/bosh/cpi/qemu-cpi, the image from src/tests/qemu/stemcell.sh),
 	// beside the nspawn CPI, on which the director compiles (cpi config,
 	// qemuCloudConfigOps). The test's hand cannot nsenter into them, so
-	// scenarios that need it (scenarioRow.box) do not run there yet.
+	// scenarios that need it (scenarioRow.box) do not run there yet; its
+	// hand there is bosh ssh.
 	qemu bool
 }
 
@@ -49,7 +48,7 @@ const (
 var shapes = map[string]shape{
 	"xenial": {name: "xenial", systemd: 229, supervisor: "runit.service", hostRuntime: true},
 	"jammy":  {name: "jammy", systemd: 249, supervisor: "runit.service"},
-	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service", gardenDelegate: true, cellOnly: true, qemu: true},
+	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service", gardenDelegate: true, qemu: true},
 }
 
 // runtimeDir is where a hostRuntime shape's VMs see the host's runtime: not
