@@ -88,7 +88,8 @@ release-e2e:
 # The README's first command: the fleet (src/tests/fleet/README.md). A real
 # BOSH director (cloudfoundry/bosh v283.0.0) deploys 3 cells and 1 other VM
 # with cellguard as a runtime-config addon, on each stemcell shape at once
-# (xenial: systemd 229, the seed's; jammy: 249; noble: 255): blocked
+# (xenial: systemd 229, the seed's; jammy: 249; noble: 255, QEMU VMs on
+# Ubuntu's kernel, where make test runs the deploy and seed 001): blocked
 # rollouts at a later cell and at the canary, the way out over bosh ssh, the
 # errand's fleet summary, seed 001, leaving, heal, protect and start; then
 # each shape's real Garden: seed 000 as it happened on xenial (the
