@@ -369,7 +369,7 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 					return err
 				}
 				sayTask(r, "bosh deploy", res)
-				r.Expect("deploy-succeeds", res.ExitCode == 0, "bosh deploy of cell (3) and other (1) exited %d after %s", res.ExitCode, res.Took.Round(time.Second))
+				r.Expect("deploy-succeeds", res.ExitCode == 0, "bosh deploy of cell (%d) and other (%d) exited %d after %s", f.cells, f.others, res.ExitCode, res.Took.Round(time.Second))
 				f.sayPreStartFailure(ctx, r, res)
 				counts := map[string]int{}
 				for _, m := range compileRE.FindAllStringSubmatch(res.Output, -1) {
@@ -447,15 +447,15 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 					}
 				}
 				// other has no job, so no process state ("" in --json).
-				r.Expect("fleet-running", cells == 3 && others == 1 && running == 3, "%d cell and %d other instances, %d cells running", cells, others, running)
-				r.Expect("addon-on-every-cell", cells == 3 && cellsWith == 3, "cellguard-watch (the addon's monit process) on %d of %d cells", cellsWith, cells)
-				r.Expect("addon-not-on-other", others == 1 && othersWith == 0, "cellguard-watch on %d of %d other instances (include.jobs: garden only)", othersWith, others)
+				r.Expect("fleet-running", cells == f.cells && others == f.others && running == f.cells, "%d cell and %d other instances, %d cells running", cells, others, running)
+				r.Expect("addon-on-every-cell", cells == f.cells && cellsWith == f.cells, "cellguard-watch (the addon's monit process) on %d of %d cells", cellsWith, cells)
+				r.Expect("addon-not-on-other", others == f.others && othersWith == 0, "cellguard-watch on %d of %d other instances (include.jobs: garden only)", othersWith, others)
 				// bosh ssh reaches each VM on its lab IP: the jobs each one has.
 				rows2, res, err := f.ssh(ctx, "", "ls /var/vcap/jobs | tr '\\n' ' '")
 				if err != nil {
 					return err
 				}
-				ok := res.ExitCode == 0 && len(rows2) == 4
+				ok := res.ExitCode == 0 && len(rows2) == f.cells+f.others
 				for _, row := range rows2 {
 					has := strings.Contains(" "+row.Stdout+" ", " cellguard ")
 					if strings.HasPrefix(row.Instance, "cell/") != has {
@@ -482,7 +482,7 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 					}
 					r.Say("      %s exit %s: %s", row.Instance, row.ExitCode, reportLine(row.Stdout))
 				}
-				r.Expect("errand-every-cell", res.ExitCode == 0 && cells == 3 && len(rows) == 3 && ok == 3,
+				r.Expect("errand-every-cell", res.ExitCode == 0 && cells == f.cells && len(rows) == f.cells && ok == f.cells,
 					"the errand ran on %d instances, %d cells, %d exited 0; bosh exit %d after %s", len(rows), cells, ok, res.ExitCode, res.Took.Round(100*time.Millisecond))
 				// The operator's one screen of it: cellguard fleet-summary
 				// reads what bosh-cli printed.
@@ -506,7 +506,7 @@ func (f *fleet) deployScenario(ctx context.Context, st *rollout) Scenario {
 						}
 					}
 				}
-				r.Expect("fleet-summary-every-cell", herr == nil && jerr == nil && len(sum.Cells) == 3 && okCells == 3,
+				r.Expect("fleet-summary-every-cell", herr == nil && jerr == nil && len(sum.Cells) == f.cells && okCells == f.cells,
 					"fleet-summary: %d instances, %d cells ok (exit: %v, --json: %v)", len(sum.Cells), okCells, herr, jerr)
 				// The director's own account of the errand's task, timings
 				// included (kept in the run's logs for the perf model).
