@@ -85,6 +85,9 @@ var fleetLanes = []laneSpec{
 		}},
 		{name: "way_out", box: true, make: func(f *fleet, ctx context.Context, st *rollout) Scenario { return f.wayOutScenario(ctx, st) }},
 		{name: "seed001_canary", make: func(f *fleet, ctx context.Context, st *rollout) Scenario { return f.seed001Scenario(ctx, st) }},
+		// Seed 001's hazard itself, rc93's init stuck on the canary: a
+		// real kernel's pipes, so QEMU VMs; two more deploys, make cell's.
+		{name: "seed001_stuck_init", vm: true, cellOnly: true, make: func(f *fleet, ctx context.Context, _ *rollout) Scenario { return f.stuckInitScenario(ctx) }},
 		// Drift by hand and a reboot of a cell, then a recreate: 7 minutes
 		// under TCG, so make cell's.
 		{name: "reboot", vm: true, cellOnly: true, make: func(f *fleet, ctx context.Context, _ *rollout) Scenario { return f.rebootScenario(ctx) }},

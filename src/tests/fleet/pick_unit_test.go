@@ -25,9 +25,9 @@ func TestPick(t *testing.T) {
 		garden    = "fleet-garden: garden"
 		// noble's VMs are QEMU machines: only the scenarios that reach
 		// them as an operator does (bosh-cli) run there (scenarioRow.box),
-		// and make cell adds their reboot (scenarioRow.vm, cellOnly).
+		// and make cell adds the stuck init and the reboot (scenarioRow.vm, cellOnly).
 		onVMs     = "fleet: deploy seed001_canary"
-		onVMsCell = onVMs + " reboot"
+		onVMsCell = onVMs + " seed001_stuck_init reboot"
 		seed      = "fleet-garden-seed: garden_seed000; fleet-garden-seed-protected: garden_seed000_protected"
 	)
 	testCases := []struct {
@@ -45,7 +45,7 @@ func TestPick(t *testing.T) {
 			want: map[string]string{"xenial": "fleet: (deploy) (blocked_later_cell) (blocked_canary) way_out"}},
 		{name: "the first scenario of the rollout lane alone", run: "TestFleet/jammy/deploy", want: map[string]string{"jammy": "fleet: deploy"}},
 		{name: "a shape named runs make test's scenarios there", run: "TestFleet/noble", want: map[string]string{"noble": onVMs}},
-		{name: "noble's reboot named runs, after what it starts from", run: "TestFleet/noble/reboot", want: map[string]string{"noble": "fleet: (deploy) (seed001_canary) reboot"}},
+		{name: "noble's reboot named runs, after what it starts from", run: "TestFleet/noble/reboot", want: map[string]string{"noble": "fleet: (deploy) (seed001_canary) (seed001_stuck_init) reboot"}},
 		{name: "no reboot scenario on a box", run: "TestFleet/jammy/reboot", want: map[string]string{}},
 		{name: "a make cell scenario named runs", run: "TestFleet/jammy/^garden$", want: map[string]string{"jammy": garden}},
 		{name: "a scenario that needs a box runs nowhere on QEMU VMs", run: "TestFleet/noble/^garden$", want: map[string]string{}},
@@ -110,8 +110,8 @@ func TestPickLeftOut(t *testing.T) {
 		t.Errorf("left out on jammy: %v; want garden", left)
 	}
 	run, _ = parseRunPattern("TestFleet/noble")
-	if _, left := (pick{run: run}).plan(shapes["noble"]); !slices.Equal(left, []string{"reboot"}) {
-		t.Errorf("left out on noble: %v; want reboot", left)
+	if _, left := (pick{run: run}).plan(shapes["noble"]); !slices.Equal(left, []string{"seed001_stuck_init", "reboot"}) {
+		t.Errorf("left out on noble: %v; want seed001_stuck_init, reboot", left)
 	}
 }
 

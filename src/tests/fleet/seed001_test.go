@@ -2,8 +2,11 @@ package fleet
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -135,8 +138,9 @@ const (
 
 // lastPreStart reads the cell's pre-start log over bosh ssh and returns
 // the last validate's verdict line ("cellguard validate --phase pre-start:
-// BLOCKED by runtime-versions") and its report, telling the lines about
-// runtime versions in the story. The agent appends each deploy's run.
+// BLOCKED by runtime-versions") and its report, telling the verdict and
+// the lines of seed 001's two checks in the story. The agent appends each
+// deploy's run.
 func (f *fleet) lastPreStart(ctx context.Context, r *Record, cell string) (verdict, report string, err error) {
 	rows, _, err := f.ssh(ctx, cell, "sudo cat /var/vcap/sys/log/cellguard/pre-start.stdout.log")
 	if err != nil {
@@ -155,8 +159,9 @@ func (f *fleet) lastPreStart(ctx context.Context, r *Record, cell string) (verdi
 	verdict, rest, _ := strings.Cut(report, "\n")
 	r.Say("   %s: its last pre-start (/var/vcap/sys/log/cellguard/pre-start.stdout.log, bosh ssh):", cell)
 	r.Say("      %s", verdict)
+	// The two checks seed 001 is about, not the CVEs rc93 also carries.
 	for _, l := range strings.Split(rest, "\n") {
-		if strings.Contains(l, "runc-rc93") || strings.Contains(l, "runtime-versions") {
+		if strings.Contains(l, "runc-rc93-init-hang") || strings.Contains(l, "stuck-runc-init") || strings.Contains(l, "runc init pid") {
 			r.Say("      %s", strings.TrimSpace(l))
 		}
 	}
@@ -190,4 +195,163 @@ func (f *fleet) runcOnCells(ctx context.Context) (map[string]cellRunc, error) {
 		cells[row.Instance] = cellRunc{rc93: has, runc: c.Validator.RuntimeBinaries["runc"]}
 	}
 	return cells, nil
+}
+
+// stuckInitScenario is seed 001's hazard itself on a real kernel, after
+// seed001_canary left rc93 on the cells with the whole profile in force
+// (fs.pipe-user-pages-soft 0): on the canary, by the test's hand over bosh
+// ssh and without cellguard, the soft limit at 1 (root is over it, so a
+// new pipe of a process without CAP_SYS_RESOURCE gets two pages) and rc93
+// runs a container whose seccomp filter (seed001-syscalls.txt: 8,888
+// bytes exported) does not fit: its runc init sleeps in pipe_write. The
+// next deploy's pre-start writes the limit back to 0, which wakes nothing,
+// and stuck-runc-init blocks the canary. The remedy is the check's fix:
+// SIGKILL rc93's parent, then the init, delete the container; the deploy
+// then completes.
+func (f *fleet) stuckInitScenario(ctx context.Context) Scenario {
+	var canary string
+	return Scenario{Name: "seed 001's runc init stuck on exhausted pipes", Steps: []Step{
+		{Name: "on the canary, by hand (bosh ssh): fs.pipe-user-pages-soft 1, rc93 runs a container with a 362-rule seccomp filter",
+			Expects: []string{"init-stuck-in-pipe-write"},
+			Do: func(r *Record) error {
+				order, err := f.cellOrder(ctx)
+				if err != nil {
+					return err
+				}
+				canary = order[0]
+				config, err := f.stuckBundle(ctx, canary)
+				if err != nil {
+					return err
+				}
+				script := fmt.Sprintf(`set -e
+d=%[1]s; cd $d; echo %[2]s | base64 -d > config.json
+sysctl -q -w fs.pipe-user-pages-soft=1
+setsid -f sh -c 'echo $$ > %[1]s/rc93.pid; exec %[3]s --root %[4]s run -d --bundle %[1]s %[5]s' </dev/null >%[1]s/rc93.log 2>&1
+for i in $(seq 240); do
+  for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = "runc:[2:INIT]" ] && init=${p#/proc/}; done
+  [ -n "$init" ] && [ "$(cat /proc/$init/wchan 2>/dev/null)" = pipe_write ] && break
+  sleep 1
+done
+echo "parent $(cat rc93.pid), init ${init:-none} in $(cat /proc/${init:-0}/wchan 2>/dev/null) after ${i}s; fs.pipe-user-pages-soft $(cat /proc/sys/fs/pipe-user-pages-soft)"
+cat rc93.log`, stuckDir, base64.StdEncoding.EncodeToString(config), rc93Path, stuckRoot, stuckID)
+				rows, res, err := f.ssh(ctx, canary, "sudo sh -c "+shellQuote(script))
+				if err != nil {
+					return err
+				}
+				out := ""
+				if len(rows) == 1 {
+					out = strings.ReplaceAll(rows[0].Stdout, "\r\n", "\n")
+				}
+				for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+					r.Say("   %s: %s", canary, l)
+				}
+				r.Expect("init-stuck-in-pipe-write", res.ExitCode == 0 && strings.Contains(out, " in pipe_write after "),
+					"rc93's runc init on %s sleeps in pipe_write (bosh ssh exited %d)", canary, res.ExitCode)
+				return nil
+			}},
+		{Name: "bosh deploy (a new log level): pre-start writes the limit back to 0 and still blocks on the stuck init",
+			Expects: []string{"stuck-deploy-blocked", "stuck-canary-report"},
+			Do: func(r *Record) error {
+				res, err := f.rollOut(ctx, r, addon{Level: "info", Seed001: true}, seed001Ops)
+				if err != nil {
+					return err
+				}
+				up := updated(res.Output)
+				r.Expect("stuck-deploy-blocked", res.ExitCode != 0 && len(up) == 1 && up[0] == canary,
+					"bosh deploy exited %d after updating %v (canary %s)", res.ExitCode, up, canary)
+				verdict, _, err := f.lastPreStart(ctx, r, canary)
+				if err != nil {
+					return err
+				}
+				r.Expect("stuck-canary-report", strings.Contains(verdict, "BLOCKED by") && strings.Contains(verdict, "stuck-runc-init") && !strings.Contains(verdict, "runtime-versions"),
+					"the canary's pre-start said %q: stuck-runc-init blocks, runtime-versions (the limit is 0 again) does not", verdict)
+				return nil
+			}},
+		{Name: "the remedy (stuck-runc-init's fix): SIGKILL rc93's parent, then its init; the container deleted; bosh deploy",
+			Expects: []string{"no-init-left", "stuck-remedy-completes"},
+			Do: func(r *Record) error {
+				script := fmt.Sprintf(`cd %[1]s; kill -KILL $(cat rc93.pid) 2>/dev/null
+for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = "runc:[2:INIT]" ] && kill -KILL ${p#/proc/}; done
+sleep 2; %[2]s --root %[3]s delete -f %[4]s 2>&1; rm -rf %[3]s/%[4]s; rmdir /sys/fs/cgroup/garden/%[4]s 2>/dev/null
+left=0; for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = "runc:[2:INIT]" ] && left=$((left+1)); done
+echo "runc init processes left: $left"; cd /; rm -rf %[1]s`, stuckDir, rc93Path, stuckRoot, stuckID)
+				rows, _, err := f.ssh(ctx, canary, "sudo sh -c "+shellQuote(script))
+				if err != nil {
+					return err
+				}
+				out := ""
+				if len(rows) == 1 {
+					out = strings.TrimSpace(strings.ReplaceAll(rows[0].Stdout, "\r\n", "\n"))
+				}
+				r.Say("   %s: %s", canary, strings.ReplaceAll(out, "\n", "; "))
+				r.Expect("no-init-left", strings.HasSuffix(out, "runc init processes left: 0"), "%s: %s", canary, out)
+				res, err := f.rollOut(ctx, r, addon{Level: "info", Seed001: true}, seed001Ops)
+				if err != nil {
+					return err
+				}
+				r.Expect("stuck-remedy-completes", res.ExitCode == 0, "bosh deploy exited %d", res.ExitCode)
+				return nil
+			}},
+	}}
+}
+
+// The stuck container: its bundle in the canary's data disk, in the
+// runtime root the addon validates (Garden's), so its init is one the
+// validator looks at as Garden's.
+const (
+	stuckDir  = "/var/vcap/data/seed001-stuck"
+	stuckRoot = "/run/garden-runc"
+	stuckID   = "seed001-stuck"
+)
+
+// stuckBundle makes the bundle's rootfs on cell (the stemcell's own
+// /bin/sleep and the libraries ldd names: rc93 looks the program up
+// before it loads seccomp) and returns its config: rc93's own `runc
+// spec`, noNewPrivileges (seccomp then loads after the capabilities are
+// dropped), the 362-rule allow list for x86_64, x86 and x32, default
+// ERRNO, the cgroup at /garden/seed001-stuck.
+func (f *fleet) stuckBundle(ctx context.Context, cell string) ([]byte, error) {
+	script := fmt.Sprintf(`set -e; rm -rf %[1]s; mkdir -p %[1]s/rootfs/proc %[1]s/rootfs/dev %[1]s/rootfs/sys
+for x in /usr/bin/sleep $(ldd /usr/bin/sleep | grep -o '/[^ ]*'); do cp --parents -L "$x" %[1]s/rootfs/; done
+cd %[1]s && %[2]s spec && cat config.json`, stuckDir, rc93Path)
+	rows, res, err := f.ssh(ctx, cell, "sudo sh -c "+shellQuote(script))
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) != 1 || res.ExitCode != 0 {
+		return nil, fmt.Errorf("the stuck bundle on %s: bosh ssh exited %d, %d rows", cell, res.ExitCode, len(rows))
+	}
+	var spec map[string]any
+	if err := json.Unmarshal([]byte(rows[0].Stdout), &spec); err != nil {
+		return nil, fmt.Errorf("rc93's runc spec on %s: %w", cell, err)
+	}
+	names, err := os.ReadFile(filepath.Join(f.repo, "src/tests/qemu/testdata/seed001-syscalls.txt"))
+	if err != nil {
+		return nil, err
+	}
+	var rules []map[string]any
+	for _, n := range strings.Split(string(names), "\n") {
+		if n = strings.TrimSpace(n); n != "" && !strings.HasPrefix(n, "#") {
+			rules = append(rules, map[string]any{"names": []string{n}, "action": "SCMP_ACT_ALLOW"})
+		}
+	}
+	proc, ok := spec["process"].(map[string]any)
+	linux, ok2 := spec["linux"].(map[string]any)
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("rc93's runc spec on %s has no process or linux section", cell)
+	}
+	proc["args"], proc["terminal"], proc["noNewPrivileges"] = []string{"/usr/bin/sleep", "100000"}, false, true
+	spec["root"] = map[string]any{"path": stuckDir + "/rootfs", "readonly": true}
+	linux["cgroupsPath"] = "/garden/" + stuckID
+	linux["seccomp"] = map[string]any{
+		"defaultAction": "SCMP_ACT_ERRNO",
+		"architectures": []string{"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"},
+		"syscalls":      rules,
+	}
+	return json.Marshal(spec)
+}
+
+// shellQuote quotes s for sh as one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
