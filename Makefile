@@ -140,6 +140,8 @@ golang-blob:
 # trees from 2026-12-03 until issue 40 (88f9e12 among them) ran by default: what
 # the defaults cost apart from the code (0f6ea25 had neither iterator nor
 # leaked-netns). Last, because 60,000 exiting processes leave minutes of load.
+# Before it, a live cell of 250 containers in a noble QEMU VM (cgroup v2,
+# Ubuntu's kernel; TCG here) and on this host, in one run (BenchmarkNobleLiveCell).
 BENCHFLAGS ?=
 BASELINE ?= 0f6ea25
 LIVESCALES ?= 10
@@ -150,6 +152,7 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./src/internal/procfs ./src/internal/cgroup ./src/internal/runcstate ./src/internal/checks
 	$(GO) test -run '^$$' -bench ScanLive -benchtime 10x ./src/internal/netns
 	$(GO) test -run '^$$' -bench 'StartStop|Watch' -benchtime 1x -timeout 60m ./src/tests/perf
+	$(GO) test -run '^$$' -bench NobleLiveCell -benchtime 1x -timeout 90m -tags $(CRASHTAG) ./src/tests/qemu
 	GO=$(GO) bin/cellbench run --live --bin $(BIN) --baseline $(BASELINE) --also-config src/cmd/cellbench/bpf-iterators.json --scales $(LIVESCALES) $(LIVEBENCHFLAGS)
 
 # Every build output: binaries, release tarballs and bosh's dev index,

@@ -86,7 +86,8 @@ func (c *liveCell) cgroupDirs() []string {
 }
 
 // startLive builds the cell under tmp. On error what it made is removed.
-func startLive(s fakehost.Spec, escaped float64, seed uint64, tmp string) (c *liveCell, err error) {
+// farm is a prebuilt cellfarm ("": compile one under tmp).
+func startLive(s fakehost.Spec, escaped float64, seed uint64, tmp, farm string) (c *liveCell, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("--live: run as root: the cell's processes go into cgroups of their own")
 	}
@@ -105,9 +106,10 @@ func startLive(s fakehost.Spec, escaped float64, seed uint64, tmp string) (c *li
 	if err := os.MkdirAll(c.runtimeRoot(), 0o700); err != nil {
 		return c, err
 	}
-	farm, err := buildFarm(c.dir)
-	if err != nil {
-		return c, err
+	if farm == "" {
+		if farm, err = buildFarm(c.dir); err != nil {
+			return c, err
+		}
 	}
 	layout, err := cgroup.Discover("/")
 	if err != nil {
@@ -180,9 +182,12 @@ func memAvailable() (int64, error) {
 	return 0, errors.New("--live: no MemAvailable in /proc/meminfo")
 }
 
-// buildFarm compiles cellfarm.c with the host's C compiler.
+// buildFarm compiles cellfarm.c with the host's C compiler into dir.
 func buildFarm(dir string) (string, error) {
 	src, bin := filepath.Join(dir, "cellfarm.c"), filepath.Join(dir, "cellfarm")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	if err := os.WriteFile(src, cellfarmC, 0o600); err != nil {
 		return "", err
 	}
@@ -520,7 +525,7 @@ func (f *runFlags) measureLive(k int, tmp string) (r *result, err error) {
 	s := fakehost.Cell(k)
 	r = &result{spec: s, live: true, baselineSkips: "not run on a live cell"}
 	fmt.Printf("\n== %dx live: %d containers x %d + %d host = %d processes\n", k, s.Containers, s.ProcsPerContainer, s.HostProcs, s.Processes())
-	c, err := startLive(s, f.escaped, f.seed, tmp)
+	c, err := startLive(s, f.escaped, f.seed, tmp, f.farm)
 	if err != nil {
 		return nil, err
 	}
@@ -570,7 +575,7 @@ func live(args []string) (err error) {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	c, err := startLive(fakehost.Cell(*scale), *escaped, *seed, tmp)
+	c, err := startLive(fakehost.Cell(*scale), *escaped, *seed, tmp, "")
 	if err != nil {
 		return err
 	}

@@ -29,8 +29,14 @@ func TestLiveCellComesAndGoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Built apart, as `cellbench farm` builds it for a VM without a C
+	// compiler (run --live --farm).
+	farm, err := buildFarm(filepath.Join(t.TempDir(), "farm"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := fakehost.Spec{Containers: 3, ProcsPerContainer: 4, HostProcs: 5}
-	c, err := startLive(s, 0.25, 1, t.TempDir())
+	c, err := startLive(s, 0.25, 1, t.TempDir(), farm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,8 @@ func main() {
 		err = cycle(os.Args[2:])
 	case "live":
 		err = live(os.Args[2:])
+	case "farm":
+		err = farm(os.Args[2:])
 	default:
 		usage()
 	}
@@ -81,8 +83,22 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cellbench gen --dir D [--scale K] [--escaped SHARE] | cellbench run --bin CELLGUARD [flags] | cellbench live [--scale K] [--escaped SHARE] -- CMD...")
+	fmt.Fprintln(os.Stderr, "usage: cellbench gen --dir D [--scale K] [--escaped SHARE] | cellbench run --bin CELLGUARD [flags] | cellbench live [--scale K] [--escaped SHARE] -- CMD... | cellbench farm DIR")
 	os.Exit(2)
+}
+
+// farm compiles the live cell's process into DIR/cellfarm, for `run
+// --live --farm` where there is no C compiler (a VM's stemcell image).
+func farm(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: cellbench farm DIR")
+	}
+	bin, err := buildFarm(args[0])
+	if err != nil {
+		return err
+	}
+	fmt.Println(bin)
+	return nil
 }
 
 func gen(args []string) error {
@@ -130,6 +146,7 @@ type runFlags struct {
 	baseline     string // git revision to build and compare against
 	baseBin      string
 	live         bool
+	farm         string // --live: a prebuilt cellfarm (cellbench farm)
 	// alsoConfig runs --bin a second time with --config alsoConfig, in
 	// turn with the others: the same binary with other switches (the BPF
 	// iterators 88f9e12 ran by default).
@@ -181,7 +198,8 @@ func run(args []string) error {
 	fs.BoolVar(&f.tmpfs, "tmpfs", false, "mount a tmpfs of its own for each cell (root, in a private mount namespace: unshare --mount)")
 	fs.StringVar(&f.baseline, "baseline", "", "git revision whose cellguard runs in turn with --bin on the same cells (built from a worktree of this repository)")
 	fs.StringVar(&f.alsoConfig, "also-config", "", "also run --bin with --config FILE, in turn on the same cells, and compare it with the baseline too")
-	fs.BoolVar(&f.live, "live", false, "cells of real processes on this host, validated on the live root (root; needs a C compiler), instead of fixture trees")
+	fs.BoolVar(&f.live, "live", false, "cells of real processes on this host, validated on the live root (root; needs a C compiler or --farm), instead of fixture trees")
+	fs.StringVar(&f.farm, "farm", "", "--live: the cell's process, built before by `cellbench farm DIR` (where this host has no C compiler)")
 	_ = fs.Parse(args)
 	for _, s := range strings.Split(*scales, ",") {
 		k, err := strconv.Atoi(strings.TrimSpace(s))

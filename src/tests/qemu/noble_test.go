@@ -131,7 +131,7 @@ func firstLine(s string) string {
 	return l
 }
 
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		t.Fatal("no caller")
@@ -140,13 +140,19 @@ func repoRoot(t *testing.T) string {
 }
 
 // buildCellguard builds ./src/cmd/cellguard static (it runs in the guest).
-func buildCellguard(t *testing.T) string {
-	bin := filepath.Join(t.TempDir(), "cellguard")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./src/cmd/cellguard")
+func buildCellguard(t testing.TB) string {
+	return buildStatic(t, "cellguard")
+}
+
+// buildStatic builds ./src/cmd/<name> without cgo, so the guest's libc
+// does not matter.
+func buildStatic(t testing.TB, name string) string {
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./src/cmd/"+name)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build cellguard: %v\n%s", err, out)
+		t.Fatalf("build %s: %v\n%s", name, err, out)
 	}
 	return bin
 }
