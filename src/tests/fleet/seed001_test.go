@@ -12,7 +12,8 @@ import (
 
 // seed001Scenario: seed 001 at the canary, through the director. The cells
 // get runc 1.0.0-rc93 (test-release's old-runc job: rc93 itself, built with
-// seccomp from the Go module proxy, stageRC93) and an addon whose validator
+// seccomp from the Go module proxy by src/tests/qemu/runc.sh, which
+// startFleet copies into its test release) and an addon whose validator
 // checks it. The hang's condition is a non-zero fs.pipe-user-pages-soft:
 //   - an nspawn box reads the host's (16384, the kernel's default: active),
 //     and cellguard cannot write fs.* there (only net.* in nspawn);
