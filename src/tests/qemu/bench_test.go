@@ -44,7 +44,9 @@ func BenchmarkNobleLiveCell(b *testing.B) {
 		b.Fatalf("cellbench farm: %v\n%s", err, out)
 	}
 	farm := strings.TrimSpace(string(out))
-	// args is the live cell's run, or with fixture the fixture tree's.
+	// args is the live cell's run, or with fixture the fixture tree's;
+	// its shell-loop baseline is skipped (--baseline-max-procs 1): it
+	// forks per process, minutes under TCG, and is not what this compares.
 	args := func(bin, cb, fm string, fixture bool) []string {
 		if fixture {
 			return []string{cb, "run", "--scales", "1", "--runs", strconv.Itoa(runs), "--baseline-max-procs", "1", "--bin", bin}
