@@ -82,7 +82,7 @@ func TestCtrlCTakesTheLabDown(t *testing.T) {
 	case <-time.After(3 * time.Minute): // a liveness bound, not a timing
 		t.Fatalf("the child still runs 3 minutes after SIGINT:\n%s", stderr.String())
 	}
-	t.Logf("child after SIGINT: %v\n%s", err, tail(stderr.String(), 10))
+	t.Logf("child after SIGINT: %v\n%s", err, testkit.Tail(stderr.String(), 10))
 	if _, err := os.Stat(netns); !os.IsNotExist(err) {
 		t.Errorf("the lab's namespace %s outlived the interrupted test (stat: %v)", netns, err)
 	}

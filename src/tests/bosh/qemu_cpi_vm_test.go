@@ -206,8 +206,8 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 				if oops := qemuvm.OopsReport(console, 120); oops != "" {
 					t.Logf("console of %s, the guest kernel's first oops or panic report:\n%s", filepath.Base(vm), oops)
 				}
-				t.Logf("console of %s (last 40 lines):\n%s", filepath.Base(vm), tail(console, 40))
-				t.Logf("agent log of %s (last 40 lines):\n%s", filepath.Base(vm), tail(agentLog(vm), 40))
+				t.Logf("console of %s (last 40 lines):\n%s", filepath.Base(vm), testkit.Tail(console, 40))
+				t.Logf("agent log of %s (last 40 lines):\n%s", filepath.Base(vm), testkit.Tail(agentLog(vm), 40))
 			}
 			if r := cpi(`{"method":"delete_vm","arguments":["` + filepath.Base(vm) + `"],"context":{}}`); r.Error != nil {
 				t.Errorf("cleanup: delete_vm %s: %+v", filepath.Base(vm), r.Error)
@@ -389,7 +389,7 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 		if vid == "" {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
-			t.Fatalf("no qemu of the second create_vm within 2 minutes (cpi.log: %s)", tail(readOr(filepath.Join(state, "cpi.log")), 10))
+			t.Fatalf("no qemu of the second create_vm within 2 minutes (cpi.log: %s)", testkit.Tail(readOr(filepath.Join(state, "cpi.log")), 10))
 		}
 		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 			t.Fatal(err)
@@ -401,7 +401,7 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 		}
 		assertNoQEMUVM(t, l, state, vid)
 		if cpilog := readOr(filepath.Join(state, "cpi.log")); strings.Contains(createLog, "a boot under KVM failed") && !strings.Contains(cpilog, "remembered in "+verdict) {
-			t.Errorf("the second create_vm did not take the remembered verdict %s:\n%s", verdict, tail(cpilog, 5))
+			t.Errorf("the second create_vm did not take the remembered verdict %s:\n%s", verdict, testkit.Tail(cpilog, 5))
 		}
 	})
 }
@@ -438,9 +438,4 @@ func agentLog(vmdir string) string {
 		return fmt.Sprintf("(debugfs: %v)", err)
 	}
 	return string(out)
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }

@@ -973,5 +973,10 @@ func (f *fleet) ssh(ctx context.Context, target, command string) ([]instanceRow,
 	if target != "" {
 		args = append(args, target)
 	}
-	return f.instanceRows(ctx, append(args, "-c", command, "--results")...)
+	rows, res, err := f.instanceRows(ctx, append(args, "-c", command, "--results")...)
+	// The remote end's terminal ends bosh ssh's lines with \r\n.
+	for i := range rows {
+		rows[i].Stdout = strings.ReplaceAll(rows[i].Stdout, "\r\n", "\n")
+	}
+	return rows, res, err
 }

@@ -155,8 +155,7 @@ func (f *fleet) lastPreStart(ctx context.Context, r *Record, cell string) (verdi
 	if i < 0 {
 		return "", "", fmt.Errorf("%s's pre-start log has no %q", cell, head)
 	}
-	// bosh ssh's output ends its lines with \r\n.
-	report = strings.ReplaceAll(rows[0].Stdout[i:], "\r\n", "\n")
+	report = rows[0].Stdout[i:]
 	verdict, rest, _ := strings.Cut(report, "\n")
 	r.Say("   %s: its last pre-start (/var/vcap/sys/log/cellguard/pre-start.stdout.log, bosh ssh):", cell)
 	r.Say("      %s", verdict)
@@ -241,7 +240,7 @@ cat rc93.log`, stuckDir, base64.StdEncoding.EncodeToString(config), rc93Path, st
 				}
 				out := ""
 				if len(rows) == 1 {
-					out = strings.ReplaceAll(rows[0].Stdout, "\r\n", "\n")
+					out = rows[0].Stdout
 				}
 				for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 					r.Say("   %s: %s", canary, l)
@@ -282,7 +281,7 @@ echo "runc init processes left: $left"; cd /; rm -rf %[1]s`, stuckDir, rc93Path,
 				}
 				out := ""
 				if len(rows) == 1 {
-					out = strings.TrimSpace(strings.ReplaceAll(rows[0].Stdout, "\r\n", "\n"))
+					out = strings.TrimSpace(rows[0].Stdout)
 				}
 				r.Say("   %s: %s", canary, strings.ReplaceAll(out, "\n", "; "))
 				r.Expect("no-init-left", strings.HasSuffix(out, "runc init processes left: 0"), "%s: %s", canary, out)

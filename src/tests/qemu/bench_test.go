@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/tests/testkit"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkNobleLiveCell(b *testing.B) {
 		if err != nil {
 			b.Fatalf("%v\n%s", err, out)
 		}
-		b.Logf("this host (cgroup v1 hybrid), fixture %t, %v:\n%s", fixture, time.Since(t0).Round(time.Second), lastLines(string(out), 6))
+		b.Logf("this host (cgroup v1 hybrid), fixture %t, %v:\n%s", fixture, time.Since(t0).Round(time.Second), testkit.Tail(string(out), 6))
 		return m
 	}
 	for i := 0; i < b.N; i++ {
@@ -89,7 +90,7 @@ func BenchmarkNobleLiveCell(b *testing.B) {
 			if err != nil {
 				b.Fatalf("%v\n%s", err, text)
 			}
-			b.Logf("the noble VM (cgroup v2, %s), fixture %t, %v:\n%s", vm.Accel, fixture, time.Since(t0).Round(time.Second), lastLines(text, 6))
+			b.Logf("the noble VM (cgroup v2, %s), fixture %t, %v:\n%s", vm.Accel, fixture, time.Since(t0).Round(time.Second), testkit.Tail(text, 6))
 			return m
 		}
 		vmLive, vmFix := inVM(false), inVM(true)
@@ -128,12 +129,4 @@ func parseLiveMedians(out string) (liveMedians, error) {
 		v[i] = f
 	}
 	return liveMedians{cleanWall: v[0], cleanCPU: v[1], escapedWall: v[2], escapedCPU: v[3]}, nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -12,6 +12,7 @@ package testkit
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cloudfoundry/cellguard/src/internal/safefile"
@@ -74,4 +75,11 @@ func RequireFile(t testing.TB, path, install string) {
 	if _, err := os.Stat(path); err != nil {
 		Unavailable(t, path+" not installed ("+err.Error()+"); "+install)
 	}
+}
+
+// Tail is the last n lines of s, for a log excerpt in a failure or a
+// story.
+func Tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
