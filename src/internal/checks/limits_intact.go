@@ -4,15 +4,22 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/limits"
+	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 	"github.com/cloudfoundry/cellguard/src/internal/validator"
 )
 
 // LimitsIntact compares the limits each container's runtime recorded with
 // what is in force along the cgroup each of its processes is in.
-type LimitsIntact struct{}
+type LimitsIntact struct {
+	// Runc names the host's runc: a child of it may still be joining its
+	// container (runcvouch.go). Now is the clock; nil means time.Now.
+	Runc RuncFiles
+	Now  func() time.Time
+}
 
 func (LimitsIntact) Meta() validator.Meta {
 	return validator.Meta{
@@ -50,13 +57,41 @@ func (LimitsIntact) Meta() validator.Meta {
 func (LimitsIntact) Needs() []facts.Kind { return []facts.Kind{facts.Limits} }
 
 // Judge judges the limits facts; facts that could not be read at all make
-// the check "could not judge".
-func (LimitsIntact) Judge(h *facts.Host) ([]validator.Finding, error) {
+// the check "could not judge". A process that is still the host's runc's
+// (runcvouch.go) is not judged: while runc creates a Garden pea, its init
+// is already in the pea's own cgroup, in the sandbox's pid namespace,
+// before any state records the pea, so the snapshot can only tie it to the
+// sandbox, whose limits it does not have (measured on a noble cell,
+// TestFleet/noble/garden_v2: every pea's creation drew a finding from watch
+// and its clearing a scan later).
+func (li LimitsIntact) Judge(h *facts.Host) ([]validator.Finding, error) {
 	lf := h.Limits()
 	if lf.Err != nil {
 		return nil, lf.Err
 	}
-	return JudgeLimits(lf.Facts), nil
+	f := lf.Facts
+	if v, err := h.Snapshot().Get(); err == nil {
+		f = withoutJoining(f, v, newVoucher(v.ProcFS(), li.Runc, v.Boot(), li.Now, h.Recheck()))
+	}
+	return JudgeLimits(f), nil
+}
+
+// withoutJoining is f without the processes vouch excuses: children of the
+// host's runc within its grace. f is not changed.
+func withoutJoining(f *limits.Facts, v *snapshot.Host, vouch *voucher) *limits.Facts {
+	keep := make([]limits.Process, 0, len(f.Processes))
+	for _, p := range f.Processes {
+		if pr := v.Find(p.PID); pr != nil && vouch.runcChild(pr.Stat.PPID, pr.Stat.StartTime) {
+			continue
+		}
+		keep = append(keep, p)
+	}
+	if len(keep) == len(f.Processes) {
+		return f
+	}
+	out := *f
+	out.Processes = keep
+	return &out
 }
 
 // JudgeLimits is the check's judgement of facts: one finding per container,

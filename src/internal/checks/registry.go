@@ -83,7 +83,7 @@ func All(h *facts.Host, p Policy) []validator.Check {
 		bound{SysctlProfile{}, h},
 		bound{LeakedNetns{}, h},
 		&DevicesCgroup{host: snap},
-		bound{LimitsIntact{}, h},
+		bound{LimitsIntact{Runc: runc, Now: p.Now}, h},
 		bound{CgroupTopology{}, h},
 	}
 }

@@ -132,3 +132,64 @@ func TestStuckRuncInitNoAlibiByName(t *testing.T) {
 		t.Fatalf("findings for pids %q, want 150 alone: %+v", got, bad)
 	}
 }
+
+// A pea's init while runc creates it (TestFleet/noble/garden_v2): in the
+// sandbox's pid namespace, in a cgroup without the sandbox's limits, and no
+// state records it yet. limits-intact excuses it exactly as cgroup-integrity
+// excuses a joining process, by its parent's executable and its age.
+func TestLimitsIntactNoAlibiByName(t *testing.T) {
+	testCases := []struct {
+		name   string
+		joiner fakehost.Proc // in c1's pid namespace, in a cgroup without its limit
+		report bool
+	}{
+		{"runc:[2:INIT] child of the container's init", fakehost.Proc{PPID: 100, Comm: "runc:[2:INIT]", Start: ticksAgo(time.Second)}, true},
+		{"runc:[2:INIT] child of a process named runc that is not the host's runc", fakehost.Proc{PPID: 91, Comm: "runc:[2:INIT]", Start: ticksAgo(time.Second)}, true},
+		{"child of the host's runc past the grace", fakehost.Proc{PPID: 90, Comm: "runc:[2:INIT]", Start: ticksAgo(10 * time.Minute)}, true},
+		{"child of the host's runc creating a pea, within the grace", fakehost.Proc{PPID: 90, Comm: "runc:[2:INIT]", Start: ticksAgo(time.Second)}, false},
+	}
+	for _, mode := range allModes {
+		for _, tc := range testCases {
+			t.Run(mode.String()+"/"+tc.name, func(t *testing.T) {
+				h := fakehost.New(t, mode)
+				d := deps(h)
+				d.RuntimeBinaries = map[string]string{"runc": h.Binary(hostRunc)}
+				h.Add(fakehost.Proc{PID: 90, Comm: "runc", Exe: hostRunc, Cgroup: "/system.slice/garden.service", Start: ticksAgo(time.Minute)})
+				h.Add(fakehost.Proc{PID: 91, Comm: "runc", Exe: h.Binary("/tmp/x/runc"), Cgroup: "/user.slice", Start: ticksAgo(time.Minute)})
+				limitFile, dir := "memory.max", func(cg string) string { return "sys/fs/cgroup" + cg + "/" }
+				if mode != cgroup.Unified {
+					limitFile, dir = "memory.limit_in_bytes", func(cg string) string { return "sys/fs/cgroup/memory" + cg + "/" }
+				} else {
+					h.Write("sys/fs/cgroup/cgroup.subtree_control", "memory pids\n")
+					h.Write("sys/fs/cgroup/garden/cgroup.subtree_control", "memory pids\n")
+				}
+				c := garden("c1")
+				c.Resources = map[string]any{"memory": 1 << 30}
+				h.RunContainer(c, 100, 2, 500)
+				h.Write(dir(c.Cgroup)+limitFile, "1073741824\n")
+				// The pea's own cgroup, which no state names yet, outside the
+				// cgroup that holds c1's limit (a privileged sandbox's pea is
+				// beside it below system.slice; an unprivileged one's pids
+				// limit is on its init's cgroup alone).
+				pea := "/garden/pea1"
+				h.Write(dir(pea)+limitFile, "max\n")
+				p := tc.joiner
+				p.PID, p.NS, p.Cgroup = 150, fakehost.NSOf(100), pea
+				h.Add(p)
+				var got []string
+				for _, f := range run(t, d, "limits-intact") {
+					if f.Status != validator.Pass {
+						got = append(got, f.Data["pid"])
+					}
+				}
+				want := ""
+				if tc.report {
+					want = "150"
+				}
+				if strings.Join(got, " ") != want {
+					t.Fatalf("limits-intact findings of pids %q, want %q", got, want)
+				}
+			})
+		}
+	}
+}
