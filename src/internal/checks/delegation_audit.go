@@ -302,14 +302,22 @@ func (au audit) belowSlice(g facts.ContainerGroup, count string, d map[string]st
 	d["slice_cgroup"] = s.Cgroup
 	exposed := fmt.Sprintf("%s below %s %s exposed to systemd disabling their controllers: %s is a slice, and slices cannot delegate",
 		count, g.Unit, isAre(len(g.Containers)), g.Unit)
+	// Members systemd did not answer for leave the verdict open: could not
+	// judge, not a finding (TestNobleGardenToday under TCG: a D-Bus read
+	// past its deadline made watch log a finding for system.slice and clear
+	// it a scan later, three times, while garden.service kept everything).
 	if s.Err != nil {
-		return validator.Finding{Subject: g.Unit, Status: validator.Fail, Data: d,
+		return validator.Finding{Subject: g.Unit, Status: validator.Error, Data: d,
 			Detail: fmt.Sprintf("%s; whether an active unit there keeps them is unknown: %v", exposed, s.Err)}
 	}
 	want := offeredSystemd(s.Offered)
 	var keepers, kept, who []string
+	var unread error
 	for _, r := range s.Units {
 		u := r.Unit
+		if r.Err != nil && unread == nil {
+			unread = r.Err
+		}
 		if r.Err != nil || u == nil || u.LoadState != "loaded" || !u.Delegate || u.ActiveState == "inactive" || u.ActiveState == "failed" {
 			continue
 		}
@@ -324,6 +332,9 @@ func (au audit) belowSlice(g facts.ContainerGroup, count string, d map[string]st
 	missing := notIn(want, kept)
 	d["slice_keepers"] = strings.Join(keepers, " ")
 	switch {
+	case len(missing) > 0 && unread != nil:
+		return validator.Finding{Subject: g.Unit, Status: validator.Error, Data: d,
+			Detail: fmt.Sprintf("%s; whether the units there keep %s is unknown: %v", exposed, strings.Join(missing, " "), unread)}
 	case len(want) == 0:
 		return validator.Finding{Subject: g.Unit, Status: validator.Pass, Data: d,
 			Detail: fmt.Sprintf("%s below %s: the root's cgroup.controllers offers none of %s, so there is nothing for systemd to disable",
