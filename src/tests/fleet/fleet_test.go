@@ -484,6 +484,10 @@ type addon struct {
 	// cellguard-garden.service for a monit file that calls cellguard start
 	// (start-ops.yml).
 	Start bool
+	// Runc is validator.runtime_binaries.runc where Garden brings its own
+	// (as the shipped manifests point it at garden-runc-release's); "" is
+	// the shape's.
+	Runc string
 }
 
 // gardenDaemon is cellguard.daemons' entry for the Garden stand-in, as
@@ -518,6 +522,9 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	if a.Seed001 {
 		runc = "/var/vcap/packages/runc-rc93/bin/runc"
 	}
+	if a.Runc != "" {
+		runc = a.Runc
+	}
 	daemons := "[]"
 	if a.Start {
 		daemons = gardenDaemon
@@ -526,14 +533,14 @@ func (f *fleet) runtimeConfig(ctx context.Context, a addon) (boshlab.Result, err
 	if a.PipeLimitKept {
 		removed = "[fs.pipe-user-pages-soft]"
 	}
-	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%s-%t-%t-%t-%t-%t-%t-%t-%s.yml", f.dep, a.Level, a.Fix, a.Seed001, a.PipeLimitKept, a.Protect, a.Heal, a.Start, f.healOff, f.gardenJob))
+	vars := filepath.Join(f.work, fmt.Sprintf("runtime-vars-%s-%s-%t-%t-%t-%t-%t-%t-%t-%s-%s.yml", f.dep, a.Level, a.Fix, a.Seed001, a.PipeLimitKept, a.Protect, a.Heal, a.Start, f.healOff, f.gardenJob, strings.ReplaceAll(runc, "/", "_")))
 	text := fmt.Sprintf("cellguard_log_level: %s\nvalidator_fix: %t\nvalidator_runc: %s\nvalidator_ignore: %s\nprotect_supervisor: %t\nwatch_heal: %t\ndrain_heal: %t\ncellguard_daemons: %s\ngarden_release: %s\nreal_kernel_sysctl_remove: %s\n",
 		a.Level, a.Fix, runc, ignore, a.Protect, a.Heal, !f.healOff, daemons, f.gardenJob, removed)
 	if err := os.WriteFile(vars, []byte(text), 0o600); err != nil {
 		return boshlab.Result{}, err
 	}
 	args := append([]string{"update-runtime-config", "--name", "cellguard-" + f.dep, filepath.Join(f.repo, "src/tests/fleet/manifests/runtime-config.yml")}, f.vars...)
-	for _, o := range append(f.shape.runtimeConfigOps(), f.gardenAddonOps()...) {
+	for _, o := range f.shape.runtimeConfigOps() {
 		args = append(args, "-o", filepath.Join(f.repo, o))
 	}
 	if f.seedJob {

@@ -47,3 +47,35 @@ runc states:
 		t.Fatalf("could not run %v", couldNot)
 	}
 }
+
+// TestParsePlacements holds garden_v2's placement lines to what
+// v2PlacementScript prints (lines as a noble cell of Garden c2d9348 would:
+// src/tests/qemu/README.md's measured placements).
+func TestParsePlacements(t *testing.T) {
+	out := "noise\nplacement|u1|1412|/garden/u1/init|/garden/u1/init|4026532301|4026531836|memory.max=67108864 pids.max=64 cpu.weight=4 io.weight=ABSENT\n" +
+		"placement|p1|1500|/system.slice/p1|/system.slice/p1|4026531836|4026531836|memory.max=67108864 pids.max=64 cpu.weight=4 io.weight=100\n" +
+		"placement|broken|1|2\n"
+	ps := parsePlacements(out)
+	if len(ps) != 2 {
+		t.Fatalf("placements %v", ps)
+	}
+	u1, p1 := ps["u1"], ps["p1"]
+	if u1.PID != 1412 || u1.At != "/garden/u1/init" || u1.HostPIDNS || u1.PIDNS != "4026532301" || u1.Limits["pids.max"] != "64" || u1.Limits["io.weight"] != "ABSENT" {
+		t.Errorf("u1: %+v", u1)
+	}
+	if !p1.HostPIDNS || p1.Recorded != "/system.slice/p1" || p1.Limits["memory.max"] != "67108864" {
+		t.Errorf("p1: %+v", p1)
+	}
+}
+
+func TestWatchEventTime(t *testing.T) {
+	if got := logTime("2026-12-03T12:22:02.5Z"); got != 1796300522.5 {
+		t.Errorf("RFC 3339: %f", got)
+	}
+	if got := logTime("1796300522.25"); got != 1796300522.25 {
+		t.Errorf("unix seconds: %f", got)
+	}
+	if !isContainer("garden/u1", "u1") || !isContainer("u1", "u1") || isContainer("garden/cu1", "u1") {
+		t.Error("isContainer")
+	}
+}

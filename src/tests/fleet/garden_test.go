@@ -40,7 +40,7 @@ const (
 var gardenPackages = []struct {
 	name    string
 	variant garden.Variant
-}{{"guardian", garden.Today}, {"guardian-2020-01", garden.SeedEra}}
+}{{"guardian", garden.Today}, {"guardian-2020-01", garden.SeedEra}, {"guardian-2026-08", garden.OnV2}}
 
 // buildGardenRelease makes the cellguard-test-garden tarball in the work
 // directory: a copy of src/tests/bosh/garden-release with build.sh's
@@ -58,7 +58,16 @@ func (f *fleet) buildGardenRelease(ctx context.Context, boshBin string) (string,
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			return "", fmt.Errorf("package %s's source directory: %w", p.name, err)
 		}
-		for _, b := range []string{"gdn", "dadoo", "init", "nstar", "gclient", "BUILDINFO"} {
+		files := append(slices.Clone(garden.Binaries), "BUILDINFO")
+		if p.variant == garden.OnV2 {
+			if err := os.MkdirAll(filepath.Join(dst, "runtime"), 0o755); err != nil {
+				return "", fmt.Errorf("package %s's runtime directory: %w", p.name, err)
+			}
+			for _, b := range garden.RuntimeBinaries {
+				files = append(files, filepath.Join("runtime", b))
+			}
+		}
+		for _, b := range files {
 			if _, err := sh(ctx, f.repo, nil, "cp", filepath.Join(bin, b), filepath.Join(dst, b)); err != nil {
 				return "", fmt.Errorf("package %s: %w", p.name, err)
 			}
@@ -97,7 +106,7 @@ type gardenContainer struct {
 
 // gardenScenario (long for the same reason as deployScenario): real Garden
 // (gdn v1.58.0, containerd mode) in garden.service on the shape's cells
-// (delegated by the addon where the shape needs it: gardenDelegate), every
+// (as garden_ctl writes it: no drop-in of cellguard's), every
 // container operation through Garden's API with gclient over bosh ssh; the
 // seed-000 trigger, what it moved (measured from /proc, beside a control
 // process in the unit that holds monit), a churn of containers, cellguard's
@@ -571,8 +580,11 @@ func (f *fleet) store(ctx context.Context, r *Record, rel release) error {
 var blockedByIntegrity = regexp.MustCompile(`BLOCKED by [^\n]*cgroup-integrity`)
 
 // gclient is a gclient command line against the garden job's socket.
-func gclient(op string, args ...string) string {
-	return strings.Join(append([]string{gclientBin, op, "-network", "unix", "-addr", gardenSocket}, args...), " ")
+func gclient(op string, args ...string) string { return gclientOf(gclientBin, op, args...) }
+
+// gclientOf is gclient with the client binary bin.
+func gclientOf(bin, op string, args ...string) string {
+	return strings.Join(append([]string{bin, op, "-network", "unix", "-addr", gardenSocket}, args...), " ")
 }
 
 // gclientResults are the JSON lines gclient printed, one per call.

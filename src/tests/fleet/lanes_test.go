@@ -117,6 +117,12 @@ var fleetLanes = []laneSpec{
 	// (garden-seed) on systemd 229, where its destroy hangs.
 	{dep: "fleet-garden", cells: 3, others: 1, garden: true, realGarden: true, cellOnly: true,
 		on: func(sh shape) bool { return !sh.hostRuntime }, scenarios: one("garden", (*fleet).gardenScenario)},
+	// Today's Garden on cgroup v2 (guardian c2d9348) where the cells boot
+	// Ubuntu's own kernel: one cell, every hand over bosh ssh.
+	{dep: "fleet-garden-v2", cells: 1, garden: true, realGarden: true, cellOnly: true,
+		on: func(sh shape) bool { return sh.qemu }, scenarios: []scenarioRow{
+			{name: "garden_v2", vm: true, make: func(f *fleet, ctx context.Context, _ *rollout) Scenario { return f.gardenV2Scenario(ctx) }},
+		}},
 	// Seed 000 as it happened and as it was measured: the next deploy stops
 	// at the cell's drain, which drain's heal off keeps (what heal does with
 	// the 2020-01 Garden is not measured here).

@@ -25,9 +25,10 @@ func TestPick(t *testing.T) {
 		garden    = "fleet-garden: garden"
 		// noble's VMs are QEMU machines: only the scenarios that reach
 		// them as an operator does (bosh-cli) run there (scenarioRow.box),
-		// and make cell adds the stuck init and the reboot (scenarioRow.vm, cellOnly).
+		// and make cell adds the stuck init, the reboot (scenarioRow.vm,
+		// cellOnly) and today's Garden on v2 (a lane of its own).
 		onVMs     = "fleet: deploy seed001_canary"
-		onVMsCell = onVMs + " seed001_stuck_init reboot"
+		onVMsCell = onVMs + " seed001_stuck_init reboot; fleet-garden-v2: garden_v2"
 		seed      = "fleet-garden-seed: garden_seed000; fleet-garden-seed-protected: garden_seed000_protected"
 	)
 	testCases := []struct {
@@ -49,6 +50,7 @@ func TestPick(t *testing.T) {
 		{name: "no reboot scenario on a box", run: "TestFleet/jammy/reboot", want: map[string]string{}},
 		{name: "a make cell scenario named runs", run: "TestFleet/jammy/^garden$", want: map[string]string{"jammy": garden}},
 		{name: "a scenario that needs a box runs nowhere on QEMU VMs", run: "TestFleet/noble/^garden$", want: map[string]string{}},
+		{name: "today's Garden on v2 named runs on QEMU VMs only", run: "TestFleet/.*/garden_v2", want: map[string]string{"noble": "fleet-garden-v2: garden_v2"}},
 		{name: "noble's deploy on QEMU VMs", run: "TestFleet/noble/deploy", want: map[string]string{"noble": "fleet: deploy"}},
 		{name: "garden on a shape without it runs nothing", run: "TestFleet/xenial/^garden$", want: map[string]string{}},
 		{name: "both seed lanes by an unanchored name", run: "TestFleet/xenial/garden", want: map[string]string{"xenial": seed}},
@@ -110,8 +112,8 @@ func TestPickLeftOut(t *testing.T) {
 		t.Errorf("left out on jammy: %v; want garden", left)
 	}
 	run, _ = parseRunPattern("TestFleet/noble")
-	if _, left := (pick{run: run}).plan(shapes["noble"]); !slices.Equal(left, []string{"seed001_stuck_init", "reboot"}) {
-		t.Errorf("left out on noble: %v; want seed001_stuck_init, reboot", left)
+	if _, left := (pick{run: run}).plan(shapes["noble"]); !slices.Equal(left, []string{"seed001_stuck_init", "reboot", "garden_v2"}) {
+		t.Errorf("left out on noble: %v; want seed001_stuck_init, reboot, garden_v2", left)
 	}
 }
 

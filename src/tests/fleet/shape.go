@@ -23,11 +23,6 @@ type shape struct {
 	// (garden.StageHostRuntime), bound into every VM read-only at runtimeDir,
 	// instead of the stemcell's: xenial's release pocket has no containerd.
 	hostRuntime bool
-	// gardenDelegate: real Garden's garden.service (Delegate=yes) still
-	// loses v1 blkio to the trigger here (noble, fleet run 1 of the garden
-	// scenario), so the garden scenario's addon delegates it with
-	// cellguard's list (cellguard.delegate_units) and expects quiet.
-	gardenDelegate bool
 	// qemu: the cells are QEMU VMs booting the stemcell's own kernel
 	// (src/tests/bosh/cpi/qemu-cpi, the image from src/tests/qemu/stemcell.sh),
 	// beside the nspawn CPI, on which the director compiles (cpi config,
@@ -48,7 +43,7 @@ const (
 var shapes = map[string]shape{
 	"xenial": {name: "xenial", systemd: 229, supervisor: "runit.service", hostRuntime: true},
 	"jammy":  {name: "jammy", systemd: 249, supervisor: "runit.service"},
-	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service", gardenDelegate: true, qemu: true},
+	"noble":  {name: "noble", systemd: 255, supervisor: "monit.service", qemu: true},
 }
 
 // runtimeDir is where a hostRuntime shape's VMs see the host's runtime: not
