@@ -280,12 +280,11 @@ func (gv *gardenVM) findings(step string) []string {
 // and what validate says at each step.
 //
 // Opt-in (CELLGUARD_QEMU_GARDEN=1), not in make test: under TCG it took
-// 37 minutes at load 15-60 and its later phases have not yet run to the end
-// (src/tests/qemu/README.md). It fails when a container lands elsewhere
-// than measured.
+// 22.6 minutes at load 2-3, 37 at load 15-60 (src/tests/qemu/README.md).
+// It fails when a container lands elsewhere than measured.
 func TestNobleGardenToday(t *testing.T) {
 	if os.Getenv("CELLGUARD_QEMU_GARDEN") != "1" {
-		t.Skip("today's Garden in a noble VM is opt-in (CELLGUARD_QEMU_GARDEN=1): 37 minutes under TCG")
+		t.Skip("today's Garden in a noble VM is opt-in (CELLGUARD_QEMU_GARDEN=1): 23-37 minutes under TCG")
 	}
 	t.Parallel()
 	qemuvm.RequireImage(t)
