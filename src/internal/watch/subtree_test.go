@@ -72,17 +72,11 @@ func (c *readCheck) Run(ctx context.Context) ([]validator.Finding, error) {
 	return c.fakeCheck.Run(ctx)
 }
 
-// A write to the subtree_control of a container's parent, which systemd
-// never announces, makes an event scan; so does one to the root's, while
-// a write to a cgroup no container is below makes none. The files are
-// real ones (a fixture tree), the inotify watch the kernel's.
-func TestSubtreeControlWriteMakesAnEventScan(t *testing.T) {
-	h := fakehost.New(t, cgroup.Unified)
-	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 1, 500)
-	cg := filepath.Join(h.Root, "sys/fs/cgroup")
-	for _, d := range []string{"", "garden", "garden/c1", "other"} {
-		h.Write(filepath.Join("sys/fs/cgroup", d, "cgroup.subtree_control"), "cpu io memory pids\n")
-	}
+// runOnHost runs a watcher of fixture host h whose event check reads the
+// host (so each scan tracks the files), with an hour's period, until the
+// test ends.
+func runOnHost(t *testing.T, h *fakehost.Host) *Watcher {
+	t.Helper()
 	integrity := &readCheck{fakeCheck: fakeCheck{id: escapeCheck}}
 	w := New(Config{
 		Registry: func(src *snapshot.Source) []validator.Check {
@@ -99,7 +93,22 @@ func TestSubtreeControlWriteMakesAnEventScan(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+// A write to the subtree_control of a container's parent, which systemd
+// never announces, makes an event scan; so does one to the root's, while
+// a write to a cgroup no container is below makes none. The files are
+// real ones (a fixture tree), the inotify watch the kernel's.
+func TestSubtreeControlWriteMakesAnEventScan(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 1, 500)
+	cg := filepath.Join(h.Root, "sys/fs/cgroup")
+	for _, d := range []string{"", "garden", "garden/c1", "other"} {
+		h.Write(filepath.Join("sys/fs/cgroup", d, "cgroup.subtree_control"), "cpu io memory pids\n")
+	}
+	w := runOnHost(t, h)
 	scans := func() float64 { return testutil.ToFloat64(w.m.Scans.WithLabelValues("subtree-control")) }
 	waitFor(t, func() bool { return testutil.ToFloat64(w.m.Scans.WithLabelValues(TriggerStart)) == 1 })
 
@@ -132,23 +141,7 @@ func TestCgroupEventsMakeAnEventScan(t *testing.T) {
 	for _, d := range []string{"garden/c1", "garden/other"} {
 		h.Write(filepath.Join("sys/fs/cgroup", d, "cgroup.events"), "populated 1\nfrozen 0\n")
 	}
-	integrity := &readCheck{fakeCheck: fakeCheck{id: escapeCheck}}
-	w := New(Config{
-		Registry: func(src *snapshot.Source) []validator.Check {
-			integrity.src = src
-			return []validator.Check{integrity}
-		},
-		Read: func() (*snapshot.Host, error) {
-			return snapshot.Read(snapshot.Spec{Root: h.Root, RuntimeRoots: []string{"/run/runc"}})
-		},
-		OnEvent: []string{escapeCheck},
-		Period:  time.Hour,
-		Logger:  lagertest.NewTestLogger("watch"),
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	w := runOnHost(t, h)
 	scans := func() float64 { return testutil.ToFloat64(w.m.Scans.WithLabelValues(string(EventsChanged))) }
 	waitFor(t, func() bool { return testutil.ToFloat64(w.m.Scans.WithLabelValues(TriggerStart)) == 1 })
 

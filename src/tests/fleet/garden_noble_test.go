@@ -190,9 +190,14 @@ func decodeReport(out string) (validator.Report, error) {
 // that could not run or are missing from the report (a report without them
 // proves nothing).
 func containerProblems(rep validator.Report) (problems, couldNotRun []string) {
+	return problemsOf(rep, containerChecks)
+}
+
+// problemsOf is containerProblems for the checks ids.
+func problemsOf(rep validator.Report, ids []string) (problems, couldNotRun []string) {
 	seen := map[string]bool{}
 	for _, res := range rep.Results {
-		if !slices.Contains(containerChecks, res.ID) {
+		if !slices.Contains(ids, res.ID) {
 			continue
 		}
 		seen[res.ID] = true
@@ -205,7 +210,7 @@ func containerProblems(rep validator.Report) (problems, couldNotRun []string) {
 			}
 		}
 	}
-	for _, id := range containerChecks {
+	for _, id := range ids {
 		if !seen[id] {
 			couldNotRun = append(couldNotRun, id+": not in the report")
 		}

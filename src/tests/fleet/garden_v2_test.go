@@ -149,27 +149,8 @@ func (f *fleet) v2Validate(ctx context.Context, r *Record, cell, when string) (v
 	if err != nil {
 		return rep, nil, fmt.Errorf("cellguard validate on %s %s: %w", cell, when, err)
 	}
-	var problems []string
-	seen := map[string]bool{}
-	for _, res := range rep.Results {
-		if !slices.Contains(v2Checks, res.ID) {
-			continue
-		}
-		seen[res.ID] = true
-		if res.Status == validator.Error {
-			problems = append(problems, res.ID+" could not judge: "+res.Error)
-		}
-		for _, fd := range res.Findings {
-			if fd.Status != validator.Pass && fd.Status != validator.Skip {
-				problems = append(problems, fmt.Sprintf("%s: %s %s: %s", res.ID, fd.Status, fd.Subject, fd.Detail))
-			}
-		}
-	}
-	for _, id := range v2Checks {
-		if !seen[id] {
-			problems = append(problems, id+": not in the report")
-		}
-	}
+	problems, couldNot := problemsOf(rep, v2Checks)
+	problems = append(problems, couldNot...)
 	r.Say("   %s: cellguard validate --phase drain %s: blocked %t; %s", cell, when, rep.Blocked, checkSummary(rep, v2Checks))
 	for i, p := range problems {
 		if i < 10 {
