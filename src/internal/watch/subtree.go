@@ -35,24 +35,12 @@ import (
 // with it are not watched here, so the parents' files are.
 const SubtreeChanged systemd.EventKind = "subtree-control"
 
-// EventsChanged is the event (and scan trigger) of a container's own
-// cgroup becoming empty or populated on cgroup v2: the kernel notifies
-// cgroup.events (populated 0/1) through cgroup_file_notify, which
-// fsnotify delivers as IN_MODIFY. A process moved out of the cgroup it was
-// alone in (a pea's, a container whose every process went) is seen at
-// once instead of at the next period: no systemd event announces a write
-// to cgroup.procs (measured on noble, TestFleet/noble/garden_v2: a pea's
-// process moved to the root was found by the period scan). An escape that
-// leaves others behind changes nothing there and still waits for it.
-const EventsChanged systemd.EventKind = "cgroup-events"
-
-// subtreeFiles are the files watch watches on v2: the
-// cgroup.subtree_control files that decide which controllers the
-// containers of h have (each container's own cgroup, whose children, e.g.
-// Garden's init, depend on it, and every ancestor up to and including the
-// v2 hierarchy's root), then each container's own cgroup.events. None on a
-// host without a v2 hierarchy holding controllers (hybrid: v1 has no
-// subtree_control). Each list sorted, each file once.
+// subtreeFiles are the cgroup.subtree_control files that decide which
+// controllers the containers of h have: each container's own cgroup (its
+// children, e.g. Garden's init, depend on it) and every ancestor up to and
+// including the v2 hierarchy's root. None on a host without a v2
+// hierarchy holding controllers (hybrid: v1 has no subtree_control).
+// Sorted, each once.
 func subtreeFiles(h *snapshot.Host) []string {
 	l := h.Layout()
 	if l == nil || l.Mode != cgroup.Unified {
@@ -67,28 +55,7 @@ func subtreeFiles(h *snapshot.Host) []string {
 			cgroups = append(cgroups, abs)
 		}
 	}
-	return append(subtreeControls(l, cgroups), eventsFiles(l, cgroups)...)
-}
-
-// eventsFiles are the cgroup.events files of the containers' own v2
-// cgroups (EventsChanged), sorted, each once.
-func eventsFiles(l *cgroup.Layout, cgroups []string) []string {
-	var out []string
-	for _, abs := range cgroups {
-		if h, rel, ok := l.Split(abs); ok && h.Unified && rel != "/" {
-			out = append(out, filepath.Join(l.Path(h, rel), "cgroup.events"))
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// eventKind is the event a write to file announces.
-func eventKind(file string) systemd.EventKind {
-	if filepath.Base(file) == "cgroup.events" {
-		return EventsChanged
-	}
-	return SubtreeChanged
+	return subtreeControls(l, cgroups)
 }
 
 // subtreeControls maps absolute v2 cgroup directories, as runc records
@@ -209,7 +176,7 @@ func (s *subtreeWatch) run(ctx context.Context, out chan<- systemd.Event) error 
 		at := time.Now()
 		if file, ok := s.firstModified(buf[:n]); ok {
 			select {
-			case out <- systemd.Event{Kind: eventKind(file), Unit: file, At: at}:
+			case out <- systemd.Event{Kind: SubtreeChanged, Unit: file, At: at}:
 			default: // a scan is due anyway
 			}
 		}
@@ -260,6 +227,6 @@ func (w *Watcher) trackSubtrees(h *snapshot.Host) {
 	}
 	if n := w.subtree.watched(); n != w.subtreeShown {
 		w.subtreeShown = n
-		w.log.Info("watching-subtree-control", lager.Data{"files": n}) // and the containers' cgroup.events
+		w.log.Info("watching-subtree-control", lager.Data{"files": n})
 	}
 }

@@ -18,8 +18,8 @@ import (
 )
 
 // The files watched are the subtree_control of each container's cgroup
-// and of every ancestor up to the root, each once, then each container's
-// own cgroup.events; none on a hybrid host, where the controllers are v1's.
+// and of every ancestor up to the root, each once; none on a hybrid host,
+// where the controllers are v1's.
 func TestSubtreeFiles(t *testing.T) {
 	h := fakehost.New(t, cgroup.Unified)
 	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 1, 500)
@@ -35,8 +35,7 @@ func TestSubtreeFiles(t *testing.T) {
 		got = append(got, strings.TrimPrefix(f, filepath.Join(h.Root, "sys/fs/cgroup")))
 	}
 	want := "/c7/cgroup.subtree_control /cgroup.subtree_control /garden/c1/cgroup.subtree_control /garden/c2/cgroup.subtree_control " +
-		"/garden/cgroup.subtree_control /system.slice/c8/cgroup.subtree_control /system.slice/cgroup.subtree_control " +
-		"/c7/cgroup.events /garden/c1/cgroup.events /garden/c2/cgroup.events /system.slice/c8/cgroup.events"
+		"/garden/cgroup.subtree_control /system.slice/c8/cgroup.subtree_control /system.slice/cgroup.subtree_control"
 	if s := strings.Join(got, " "); s != want {
 		t.Errorf("files:\n%s\nwant:\n%s", s, want)
 	}
@@ -72,11 +71,17 @@ func (c *readCheck) Run(ctx context.Context) ([]validator.Finding, error) {
 	return c.fakeCheck.Run(ctx)
 }
 
-// runOnHost runs a watcher of fixture host h whose event check reads the
-// host (so each scan tracks the files), with an hour's period, until the
-// test ends.
-func runOnHost(t *testing.T, h *fakehost.Host) *Watcher {
-	t.Helper()
+// A write to the subtree_control of a container's parent, which systemd
+// never announces, makes an event scan; so does one to the root's, while
+// a write to a cgroup no container is below makes none. The files are
+// real ones (a fixture tree), the inotify watch the kernel's.
+func TestSubtreeControlWriteMakesAnEventScan(t *testing.T) {
+	h := fakehost.New(t, cgroup.Unified)
+	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 1, 500)
+	cg := filepath.Join(h.Root, "sys/fs/cgroup")
+	for _, d := range []string{"", "garden", "garden/c1", "other"} {
+		h.Write(filepath.Join("sys/fs/cgroup", d, "cgroup.subtree_control"), "cpu io memory pids\n")
+	}
 	integrity := &readCheck{fakeCheck: fakeCheck{id: escapeCheck}}
 	w := New(Config{
 		Registry: func(src *snapshot.Source) []validator.Check {
@@ -93,22 +98,7 @@ func runOnHost(t *testing.T, h *fakehost.Host) *Watcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return w
-}
-
-// A write to the subtree_control of a container's parent, which systemd
-// never announces, makes an event scan; so does one to the root's, while
-// a write to a cgroup no container is below makes none. The files are
-// real ones (a fixture tree), the inotify watch the kernel's.
-func TestSubtreeControlWriteMakesAnEventScan(t *testing.T) {
-	h := fakehost.New(t, cgroup.Unified)
-	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 1, 500)
-	cg := filepath.Join(h.Root, "sys/fs/cgroup")
-	for _, d := range []string{"", "garden", "garden/c1", "other"} {
-		h.Write(filepath.Join("sys/fs/cgroup", d, "cgroup.subtree_control"), "cpu io memory pids\n")
-	}
-	w := runOnHost(t, h)
+	defer func() { cancel(); <-done }()
 	scans := func() float64 { return testutil.ToFloat64(w.m.Scans.WithLabelValues("subtree-control")) }
 	waitFor(t, func() bool { return testutil.ToFloat64(w.m.Scans.WithLabelValues(TriggerStart)) == 1 })
 
@@ -128,28 +118,4 @@ func TestSubtreeControlWriteMakesAnEventScan(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // past the settle scan
 	write("")
 	waitFor(t, func() bool { return scans() == 2 })
-}
-
-// The kernel's notice on a container's cgroup.events (populated changed:
-// its last process left, TestFleet/noble/garden_v2's escaped pea) makes an
-// event scan labelled cgroup-events; the cgroup.events of a cgroup no
-// container records makes none. A fixture tree's files, the kernel's
-// inotify: a write is the IN_MODIFY cgroup_file_notify sends.
-func TestCgroupEventsMakeAnEventScan(t *testing.T) {
-	h := fakehost.New(t, cgroup.Unified)
-	h.RunContainer(fakehost.Container{RuntimeRoot: "/run/runc", ID: "c1", Cgroup: "/garden/c1"}, 100, 1, 500)
-	for _, d := range []string{"garden/c1", "garden/other"} {
-		h.Write(filepath.Join("sys/fs/cgroup", d, "cgroup.events"), "populated 1\nfrozen 0\n")
-	}
-	w := runOnHost(t, h)
-	scans := func() float64 { return testutil.ToFloat64(w.m.Scans.WithLabelValues(string(EventsChanged))) }
-	waitFor(t, func() bool { return testutil.ToFloat64(w.m.Scans.WithLabelValues(TriggerStart)) == 1 })
-
-	h.Write("sys/fs/cgroup/garden/other/cgroup.events", "populated 0\nfrozen 0\n")
-	time.Sleep(300 * time.Millisecond)
-	if got := scans(); got != 0 {
-		t.Fatalf("cgroup.events of a cgroup no container records made %v scans", got)
-	}
-	h.Write("sys/fs/cgroup/garden/c1/cgroup.events", "populated 0\nfrozen 0\n")
-	waitFor(t, func() bool { return scans() == 1 })
 }

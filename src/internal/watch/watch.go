@@ -1,8 +1,7 @@
 // Package watch is `cellguard watch`: a daemon that runs the validator's
 // checks (the same registry, the same shared scan, the same validator.Run)
 // whenever systemd may have moved processes or (on cgroup v2) anyone wrote
-// a cgroup.subtree_control above a container or a container's cgroup
-// emptied or filled (cgroup.events), and on a period, and reports
+// a cgroup.subtree_control above a container, and on a period, and reports
 // what changed: a log line when a finding appears and when it clears,
 // Prometheus metrics on /metrics and in a node_exporter textfile, and,
 // when asked, heals the escapes the checks confirmed (package heal) within
@@ -44,7 +43,7 @@ const (
 // settle and each systemd event kind.
 var Triggers = []string{TriggerStart, TriggerPeriod, TriggerReconnect, TriggerSettle,
 	string(systemd.JobFinished), string(systemd.UnitNew), string(systemd.CgroupChanged),
-	string(systemd.Reloaded), string(systemd.ManagerRestarted), string(SubtreeChanged), string(EventsChanged)}
+	string(systemd.Reloaded), string(systemd.ManagerRestarted), string(SubtreeChanged)}
 
 // Defaults.
 const (
