@@ -165,7 +165,7 @@ type watchEvent struct {
 	At                     float64
 	Cleared                bool
 	Check, Subject, Detail string
-	Trigger                string // what made watch scan: unit, cgroup, period, ...
+	Trigger                string // what made watch scan: job, subtree-control, period, ...
 }
 
 // watchEvents reads watch.log's finding lines after its first skip lines.

@@ -57,7 +57,8 @@ type scenarioRow struct {
 	// needs an nspawn box; it does not run on a qemu shape.
 	box bool
 	// vm: the scenario is about a VM that boots its own kernel (a reboot,
-	// a recreate that must leave no qemu behind); it runs on qemu shapes only.
+	// a recreate that must leave no qemu behind, Ubuntu's cgroup v2 under
+	// today's Garden); it runs on qemu shapes only.
 	vm bool
 	// cellOnly: make cell's scenario, which make test leaves out (pick).
 	cellOnly bool
