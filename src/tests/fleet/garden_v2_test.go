@@ -168,19 +168,28 @@ type watchEvent struct {
 	Trigger                string // what made watch scan: job, subtree-control, period, ...
 }
 
-// watchEvents reads watch.log's finding lines after its first skip lines.
-func (f *fleet) watchEvents(ctx context.Context, cell string, skip int) ([]watchEvent, int, error) {
-	out, err := f.onCell(ctx, cell, fmt.Sprintf("wc -l <%[1]s; tail -n +%[2]d %[1]s", watchLog, skip+1))
+// watchMark is watch.log's length in lines: where the events of what
+// follows begin (watchEvents' skip).
+func (f *fleet) watchMark(ctx context.Context, cell string) (int, error) {
+	out, err := f.onCell(ctx, cell, "wc -l <"+watchLog)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
-	first, rest, _ := strings.Cut(out, "\n")
-	n, err := strconv.Atoi(strings.TrimSpace(first))
+	n, err := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil {
-		return nil, 0, fmt.Errorf("watch.log on %s: %q", cell, first)
+		return 0, fmt.Errorf("watch.log on %s: %q", cell, out)
+	}
+	return n, nil
+}
+
+// watchEvents reads watch.log's finding lines after its first skip lines.
+func (f *fleet) watchEvents(ctx context.Context, cell string, skip int) ([]watchEvent, error) {
+	out, err := f.onCell(ctx, cell, fmt.Sprintf("tail -n +%d %s", skip+1, watchLog))
+	if err != nil {
+		return nil, err
 	}
 	var evs []watchEvent
-	for _, l := range strings.Split(rest, "\n") {
+	for _, l := range strings.Split(out, "\n") {
 		var line struct {
 			Timestamp string `json:"timestamp"`
 			Message   string `json:"message"`
@@ -197,7 +206,7 @@ func (f *fleet) watchEvents(ctx context.Context, cell string, skip int) ([]watch
 		}
 		evs = append(evs, watchEvent{At: logTime(line.Timestamp), Cleared: cleared, Check: line.Data.Check, Subject: line.Data.Subject, Detail: line.Data.Detail, Trigger: line.Data.Trigger})
 	}
-	return evs, n, nil
+	return evs, nil
 }
 
 // logTime is a log line's timestamp in seconds since the epoch: RFC 3339
@@ -219,7 +228,7 @@ func isContainer(subject, h string) bool { return subject == h || strings.HasSuf
 func (f *fleet) waitWatch(ctx context.Context, cell string, skip int, d time.Duration, match func(watchEvent) bool) (watchEvent, bool, error) {
 	deadline := time.Now().Add(d)
 	for {
-		evs, _, err := f.watchEvents(ctx, cell, skip)
+		evs, err := f.watchEvents(ctx, cell, skip)
 		if err != nil {
 			return watchEvent{}, false, err
 		}
@@ -325,9 +334,8 @@ func (f *fleet) gardenV2Scenario(ctx context.Context) Scenario {
 				if g.cell == "" {
 					return fmt.Errorf("no cell from the step before")
 				}
-				if _, n, err := f.watchEvents(ctx, g.cell, 0); err == nil {
-					g.watchLines = n
-				} else {
+				var err error
+				if g.watchLines, err = f.watchMark(ctx, g.cell); err != nil {
 					return err
 				}
 				_, failed, err := f.gclientRun(ctx, r, g.cell, append(v2Create("u1", false, true), v2Create("p1", true, false)...)...)
@@ -398,7 +406,7 @@ func (f *fleet) gardenV2Scenario(ctx context.Context) Scenario {
 				}
 				r.Expect("v2-churn-through-garden", failed == 0, "%d of the churn's Garden calls failed", failed)
 				r.Expect("v2-churn-validate-quiet", quiet == 2, "validate found nothing in %d of 2 rounds", quiet)
-				evs, _, err := f.watchEvents(ctx, g.cell, g.watchLines)
+				evs, err := f.watchEvents(ctx, g.cell, g.watchLines)
 				if err != nil {
 					return err
 				}
@@ -441,7 +449,7 @@ func (f *fleet) gardenV2Scenario(ctx context.Context) Scenario {
 		{Name: "a limit lost by hand: -pids into /garden/u1's cgroup.subtree_control, then the recorded value back",
 			Expects: []string{"kernel-keeps-garden-pids", "validate-names-lost-pids", "watch-names-lost-pids", "watch-clears-restored-pids"},
 			Do: func(r *Record) error {
-				_, mark, err := f.watchEvents(ctx, g.cell, 0)
+				mark, err := f.watchMark(ctx, g.cell)
 				if err != nil {
 					return err
 				}
@@ -496,7 +504,7 @@ echo "init_pids.max=$(cat garden/u1/init/pids.max 2>/dev/null || echo ABSENT)"`)
 				if g.pea.ID == "" {
 					return fmt.Errorf("no pea from the steps before")
 				}
-				_, mark, err := f.watchEvents(ctx, g.cell, 0)
+				mark, err := f.watchMark(ctx, g.cell)
 				if err != nil {
 					return err
 				}
