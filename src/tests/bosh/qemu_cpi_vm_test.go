@@ -140,6 +140,8 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 	dir := t.TempDir()
 	run(t, "tar", "-xzf", tgz, "-C", dir, "image", "stemcell.MF")
 	t.Logf("stemcell %s:\n%s", tgz, readOr(filepath.Join(dir, "stemcell.MF")))
+	// Before the VMs' cleanup is registered, so it is released after it.
+	qemuvm.HoldHostFor(t)
 	l := newLab(t)
 
 	p := newPKI(t)

@@ -18,6 +18,7 @@ import (
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/boshlab"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/garden"
 	"github.com/cloudfoundry/cellguard/src/tests/testkit/interrupt"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/qemuvm"
 )
 
 // fleet is what every scenario shares: the director, bosh-cli, the CPI's
@@ -189,6 +190,20 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	if said != "" {
 		f.story("   " + said)
 	}
+	// A QEMU shape's guests run while no other process runs any
+	// (qemuvm.HostLockFile): taken once the director is ready, let go after
+	// every VM is gone (registered before their cleanups, so it runs after).
+	var qemuHold struct {
+		sync.Mutex
+		release func()
+	}
+	f.onCleanup(func() {
+		qemuHold.Lock()
+		defer qemuHold.Unlock()
+		if qemuHold.release != nil {
+			qemuHold.release()
+		}
+	})
 	director := filepath.Join(f.repo, "src/tests/director/director.sh")
 	if _, err := os.Stat(director); err != nil {
 		testkit.Unavailable(t, "no director: "+err.Error())
@@ -462,6 +477,15 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
+	}
+	if f.shape.qemu {
+		r, err := qemuvm.HoldHost(ctx, "TestFleet/"+sh0.name, func(s string) { f.story("   " + s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		qemuHold.Lock()
+		qemuHold.release = r
+		qemuHold.Unlock()
 	}
 	return f
 }

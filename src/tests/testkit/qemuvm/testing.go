@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/tests/testkit"
+	"github.com/cloudfoundry/cellguard/src/tests/testkit/interrupt"
 )
 
 // ImageScript is src/tests/qemu/image.sh's path in this checkout.
@@ -54,6 +55,7 @@ func Start(t testing.TB, opts Options) *VM {
 	if opts.Log == nil {
 		opts.Log = logWriter{t}
 	}
+	HoldHostFor(t) // its release runs after Close: registered first
 	v, err := Boot(context.Background(), img, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +73,18 @@ func Start(t testing.TB, opts Options) *VM {
 	})
 	t.Logf("qemuvm: %s VM booted (%s) in %v (qemu pid %d): %s", strings.ToUpper(v.Accel), v.State, v.BootTime.Round(time.Millisecond), v.PID, v.Hello)
 	return v
+}
+
+// HoldHostFor is HoldHost for a test that runs QEMU guests, itself or
+// through the QEMU CPI: SIGINT or SIGTERM ends its wait, and the test's end
+// releases it after every cleanup registered later (its VMs').
+func HoldHostFor(t testing.TB) {
+	t.Helper()
+	release, err := HoldHost(interrupt.Context(), t.Name(), func(s string) { t.Log(s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
 }
 
 // Run runs args in the guest, bounded by timeout, fails the test unless
