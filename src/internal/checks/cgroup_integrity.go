@@ -117,6 +117,9 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 				break
 			}
 		}
+		if len(escapes) > 0 {
+			escapes = unclaimed(escapes, newLateStates(v, ci.recheck))
+		}
 	}
 	var fs []validator.Finding
 	fs = append(fs, skipped...)
@@ -376,6 +379,25 @@ func stillOutside(now *snapshot.Now, e0 *suspect, vouch *voucher) []suspect {
 	}
 	if e0.ns == 0 || now.PidNS != e0.ns {
 		return nil
+	}
+	return out
+}
+
+// unclaimed drops the confirmed escapes of a process (not a container's
+// init) that is, in every hierarchy it is outside in, in a cgroup another
+// container's state records now (lateStates).
+func unclaimed(escapes []suspect, late *lateStates) []suspect {
+	out := escapes[:0]
+	for i := 0; i < len(escapes); {
+		j, all := i, true
+		for ; j < len(escapes) && escapes[j].PID == escapes[i].PID && escapes[j].c == escapes[i].c; j++ {
+			e := &escapes[j]
+			all = all && e.PID != e.c.State.InitProcessPid && late.claimed(e.c.StatePath, e.Want.Hierarchy, e.Actual)
+		}
+		if !all {
+			out = append(out, escapes[i:j]...)
+		}
+		i = j
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cloudfoundry/cellguard/src/internal/cgroup"
 	"github.com/cloudfoundry/cellguard/src/internal/facts"
 	"github.com/cloudfoundry/cellguard/src/internal/limits"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
@@ -72,8 +73,51 @@ func (li LimitsIntact) Judge(h *facts.Host) ([]validator.Finding, error) {
 	f := lf.Facts
 	if v, err := h.Snapshot().Get(); err == nil {
 		f = withoutJoining(f, v, newVoucher(v.ProcFS(), li.Runc, v.Boot(), li.Now, h.Recheck()))
+		f = withoutLate(f, v, newLateStates(v, h.Recheck()))
 	}
 	return JudgeLimits(f), nil
+}
+
+// withoutLate is f without the processes (not a container's init) that
+// are outside their container's cgroup in every hierarchy and, there, in a
+// cgroup another container's state records now (lateStates): a pea made
+// while the snapshot was read. f is not changed.
+func withoutLate(f *limits.Facts, v *snapshot.Host, late *lateStates) *limits.Facts {
+	keep := make([]limits.Process, 0, len(f.Processes))
+	for _, p := range f.Processes {
+		if !claimedElsewhere(&p, v, late) {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == len(f.Processes) {
+		return f
+	}
+	out := *f
+	out.Processes = keep
+	return &out
+}
+
+func claimedElsewhere(p *limits.Process, v *snapshot.Host, late *lateStates) bool {
+	if p.Err != "" || len(p.Paths) == 0 {
+		return false
+	}
+	for _, path := range p.Paths {
+		if cgroup.Under(path.Cgroup, p.Expected) {
+			return false
+		}
+	}
+	for i := range v.Discovery().Containers {
+		if c := &v.Discovery().Containers[i]; c.StatePath == p.StatePath && c.State != nil && c.State.InitProcessPid == p.PID {
+			return false
+		}
+	}
+	for _, path := range p.Paths {
+		h := v.Layout().ForKey(path.Key)
+		if h == nil || !late.claimed(p.StatePath, h, path.Cgroup) {
+			return false
+		}
+	}
+	return true
 }
 
 // withoutJoining is f without the processes vouch excuses: children of the

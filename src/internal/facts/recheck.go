@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudfoundry/cellguard/src/internal/hostroot"
+	"github.com/cloudfoundry/cellguard/src/internal/runcstate"
 	"github.com/cloudfoundry/cellguard/src/internal/runtimever"
 	"github.com/cloudfoundry/cellguard/src/internal/snapshot"
 )
@@ -26,6 +27,8 @@ type Recheck interface {
 	Rereader(v *snapshot.Host) snapshot.Rereader
 	// StateExists says whether a runtime state file is still there.
 	StateExists(path string) bool
+	// Rediscover reads v's runtime states again (snapshot.Host.Rediscover).
+	Rediscover(v *snapshot.Host) (*runcstate.Discovery, error)
 	// FileID is what path resolves to (a runc binary, /proc/<pid>/exe).
 	FileID(path string) (FileID, bool)
 	// RuncFiles are the identities of the host's runc binaries under
@@ -61,6 +64,8 @@ func (r LiveRecheck) Rereader(v *snapshot.Host) snapshot.Rereader {
 	}
 	return v.Rereader()
 }
+
+func (LiveRecheck) Rediscover(v *snapshot.Host) (*runcstate.Discovery, error) { return v.Rediscover() }
 
 func (LiveRecheck) StateExists(path string) bool {
 	_, err := os.Lstat(path)

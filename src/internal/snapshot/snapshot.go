@@ -41,6 +41,7 @@ type Spec struct {
 // judges the same host, and concurrently.
 type Host struct {
 	root   string
+	spec   Spec // what Rediscover reads again
 	proc   procfs.FS
 	layout *cgroup.Layout
 	disc   *runcstate.Discovery
@@ -85,6 +86,15 @@ func (v *Host) Layout() *cgroup.Layout { return v.layout }
 
 // Discovery is the runtime state found, one Container per state file.
 func (v *Host) Discovery() *runcstate.Discovery { return v.disc }
+
+// Rediscover reads the runtime states again, from the roots and with the
+// namespaces Read used: a container created after Read found the states
+// (a Garden pea, whose init runs in its own cgroup and in its sandbox's
+// pid namespace) has processes the snapshot saw and a state it did not.
+// The Host is not changed.
+func (v *Host) Rediscover() (*runcstate.Discovery, error) {
+	return runcstate.Discover(v.root, v.spec.RuntimeRoots, v.spec.Namespaces)
+}
 
 // Boot is the host's boot time, for process start times.
 func (v *Host) Boot() time.Time { return v.boot }
@@ -199,7 +209,7 @@ func Read(s Spec) (*Host, error) { return read(s, nil) }
 // read is Read; with c, through its caches (Incremental).
 func read(s Spec, c *caches) (*Host, error) {
 	root := hostroot.Dir(s.Root)
-	v := &Host{root: root, proc: procfs.New(root)}
+	v := &Host{root: root, spec: Spec{RuntimeRoots: s.RuntimeRoots, Namespaces: s.Namespaces}, proc: procfs.New(root)}
 	var err error
 	// The boot time first: a tree without proc/stat is named for that,
 	// before anything reads a process.
