@@ -21,21 +21,15 @@ import (
 func peaRace(t *testing.T, mode cgroup.Mode, created bool) (d testDeps, hierarchies int) {
 	t.Helper()
 	h := fakehost.New(t, mode)
-	limitFile, dir := "memory.max", func(cg string) string { return "sys/fs/cgroup" + cg + "/" }
-	if mode != cgroup.Unified {
-		limitFile, dir = "memory.limit_in_bytes", func(cg string) string { return "sys/fs/cgroup/memory" + cg + "/" }
-	} else {
-		h.Write("sys/fs/cgroup/cgroup.subtree_control", "memory pids\n")
-		h.Write("sys/fs/cgroup/garden/cgroup.subtree_control", "memory pids\n")
-	}
+	memoryLimit := memoryLimits(h, mode)
 	c1 := garden("c1")
 	c1.Resources = map[string]any{"memory": 1 << 30}
 	h.RunContainer(c1, 100, 2, 500)
-	h.Write(dir(c1.Cgroup)+limitFile, "1073741824\n")
+	h.Write(memoryLimit(c1.Cgroup), "1073741824\n")
 	p1 := garden("p1")
 	p1.JoinPidNS = fakehost.NSOf(100)
 	h.RunContainer(p1, 200, 1, 600)
-	h.Write(dir(p1.Cgroup)+limitFile, "max\n")
+	h.Write(memoryLimit(p1.Cgroup), "max\n")
 	d = deps(h)
 	if created {
 		d.Snapshot = snapshotWithout(t, h, p1)

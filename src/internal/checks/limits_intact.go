@@ -83,18 +83,7 @@ func (li LimitsIntact) Judge(h *facts.Host) ([]validator.Finding, error) {
 // cgroup another container's state records now (lateStates): a pea made
 // while the snapshot was read. f is not changed.
 func withoutLate(f *limits.Facts, v *snapshot.Host, late *lateStates) *limits.Facts {
-	keep := make([]limits.Process, 0, len(f.Processes))
-	for _, p := range f.Processes {
-		if !claimedElsewhere(&p, v, late) {
-			keep = append(keep, p)
-		}
-	}
-	if len(keep) == len(f.Processes) {
-		return f
-	}
-	out := *f
-	out.Processes = keep
-	return &out
+	return without(f, func(p *limits.Process) bool { return claimedElsewhere(p, v, late) })
 }
 
 func claimedElsewhere(p *limits.Process, v *snapshot.Host, late *lateStates) bool {
@@ -123,12 +112,19 @@ func claimedElsewhere(p *limits.Process, v *snapshot.Host, late *lateStates) boo
 // withoutJoining is f without the processes vouch excuses: children of the
 // host's runc within its grace. f is not changed.
 func withoutJoining(f *limits.Facts, v *snapshot.Host, vouch *voucher) *limits.Facts {
+	return without(f, func(p *limits.Process) bool {
+		pr := v.Find(p.PID)
+		return pr != nil && vouch.runcChild(pr.Stat.PPID, pr.Stat.StartTime)
+	})
+}
+
+// without is f without the processes drop says; f is not changed.
+func without(f *limits.Facts, drop func(*limits.Process) bool) *limits.Facts {
 	keep := make([]limits.Process, 0, len(f.Processes))
-	for _, p := range f.Processes {
-		if pr := v.Find(p.PID); pr != nil && vouch.runcChild(pr.Stat.PPID, pr.Stat.StartTime) {
-			continue
+	for i := range f.Processes {
+		if !drop(&f.Processes[i]) {
+			keep = append(keep, f.Processes[i])
 		}
-		keep = append(keep, p)
 	}
 	if len(keep) == len(f.Processes) {
 		return f

@@ -137,6 +137,18 @@ func TestStuckRuncInitNoAlibiByName(t *testing.T) {
 // sandbox's pid namespace, in a cgroup without the sandbox's limits, and no
 // state records it yet. limits-intact excuses it exactly as cgroup-integrity
 // excuses a joining process, by its parent's executable and its age.
+// memoryLimits readies h for memory limits below /garden (on v2 the
+// controller enabled down to it) and returns where cgroup cg's limit file
+// is, relative to the root.
+func memoryLimits(h *fakehost.Host, mode cgroup.Mode) func(cg string) string {
+	if mode != cgroup.Unified {
+		return func(cg string) string { return "sys/fs/cgroup/memory" + cg + "/memory.limit_in_bytes" }
+	}
+	h.Write("sys/fs/cgroup/cgroup.subtree_control", "memory pids\n")
+	h.Write("sys/fs/cgroup/garden/cgroup.subtree_control", "memory pids\n")
+	return func(cg string) string { return "sys/fs/cgroup" + cg + "/memory.max" }
+}
+
 func TestLimitsIntactNoAlibiByName(t *testing.T) {
 	testCases := []struct {
 		name   string
@@ -156,23 +168,17 @@ func TestLimitsIntactNoAlibiByName(t *testing.T) {
 				d.RuntimeBinaries = map[string]string{"runc": h.Binary(hostRunc)}
 				h.Add(fakehost.Proc{PID: 90, Comm: "runc", Exe: hostRunc, Cgroup: "/system.slice/garden.service", Start: ticksAgo(time.Minute)})
 				h.Add(fakehost.Proc{PID: 91, Comm: "runc", Exe: h.Binary("/tmp/x/runc"), Cgroup: "/user.slice", Start: ticksAgo(time.Minute)})
-				limitFile, dir := "memory.max", func(cg string) string { return "sys/fs/cgroup" + cg + "/" }
-				if mode != cgroup.Unified {
-					limitFile, dir = "memory.limit_in_bytes", func(cg string) string { return "sys/fs/cgroup/memory" + cg + "/" }
-				} else {
-					h.Write("sys/fs/cgroup/cgroup.subtree_control", "memory pids\n")
-					h.Write("sys/fs/cgroup/garden/cgroup.subtree_control", "memory pids\n")
-				}
+				memoryLimit := memoryLimits(h, mode)
 				c := garden("c1")
 				c.Resources = map[string]any{"memory": 1 << 30}
 				h.RunContainer(c, 100, 2, 500)
-				h.Write(dir(c.Cgroup)+limitFile, "1073741824\n")
+				h.Write(memoryLimit(c.Cgroup), "1073741824\n")
 				// The pea's own cgroup, which no state names yet, outside the
 				// cgroup that holds c1's limit (a privileged sandbox's pea is
 				// beside it below system.slice; an unprivileged one's pids
 				// limit is on its init's cgroup alone).
 				pea := "/garden/pea1"
-				h.Write(dir(pea)+limitFile, "max\n")
+				h.Write(memoryLimit(pea), "max\n")
 				p := tc.joiner
 				p.PID, p.NS, p.Cgroup = 150, fakehost.NSOf(100), pea
 				h.Add(p)
