@@ -16,8 +16,7 @@ import (
 // the processes after its init ran (`sleep`, pid 200, in p1's own cgroup,
 // in c1's pid namespace, its runc gone). created says whether p1's state
 // is there by the time the judges ask again. c1 records a memory limit
-// that p1's cgroup does not have.
-// hierarchies is how many the host has.
+// that p1's cgroup does not have; hierarchies is how many the host has.
 func peaRace(t *testing.T, mode cgroup.Mode, created bool) (d testDeps, hierarchies int) {
 	t.Helper()
 	h := fakehost.New(t, mode)
