@@ -87,7 +87,8 @@ const (
 // ConfirmSchedule is watch's wait before a suspected escape counts: 600ms
 // in three re-reads, against the validator's 1.5s in four, so a finding
 // is reported within a second of the job that caused it. A `runc exec`
-// still joining is recognised by its comm (runc init) regardless.
+// still joining is excused by its parent, the host's runc binary, within a
+// grace (checks' runcvouch.go), never by its comm.
 var ConfirmSchedule = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}
 
 // Config is what the caller decides.
