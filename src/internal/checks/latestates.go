@@ -20,7 +20,10 @@ import (
 // /system.slice/df7b6e64-..., named an escapee of privileged sandbox cp2
 // at /system.slice/cp2 by watch's cgroup-integrity and limits-intact).
 // Such a process is where its runtime put it: the pea's own judgement,
-// in the next scan, is the one that counts.
+// in the next scan, is the one that counts. Each judge reads its own, when
+// it asks: cgroup-integrity after its confirmation waits (1.5 s, watch's
+// 0.6 s), which give a state being written time to land; one read shared
+// with limits-intact, which asks without waiting, would come earlier.
 type lateStates struct {
 	v       *snapshot.Host
 	recheck facts.Recheck
