@@ -37,6 +37,8 @@ func TestSchedule(t *testing.T) {
 		{"a storm of starts 100 ms apart: a scan per start, one settle scan after the last",
 			"e0 e20 s45/1 e100 e120 s145/1 e200 e220 s245/1 s1000/1", "job@40 job@140 job@240 settle@350"},
 		{"nothing due without events", "s1000/1", ""},
+		{"a burst during the budget's wait is scanned once it ends, and covers its settle time",
+			"e0 s25/30 e40 s100/30 e120 s200/30 s1000/1", "job@20 job@320"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,3 +81,39 @@ func mustScan(t *testing.T, s, format string, v ...any) {
 }
 
 func msString(d time.Duration) string { return strconv.Itoa(int(d / time.Millisecond)) }
+
+// TestScheduleStormStaysWithinBudget drives watch's own budget with a
+// storm: an event every 10 ms for a minute, each event scan costing cpu.
+// Whatever a scan costs, the scans started in the minute may use at most
+// share of it (and the last scan, which the budget pays for after it), and
+// a cell whose scans are costly must still get the share, not less; cheap
+// scans are held back by the debounce alone.
+func TestScheduleStormStaysWithinBudget(t *testing.T) {
+	const storm = time.Minute
+	for _, cpu := range []time.Duration{5 * time.Millisecond, 150 * time.Millisecond, 2300 * time.Millisecond} {
+		t.Run(cpu.String(), func(t *testing.T) {
+			s := &schedule{quiet: DefaultDebounce, maxWait: maxDebounce, settle: settleDelay, share: eventCPUShare}
+			t0 := time.Unix(1000, 0)
+			var used time.Duration
+			scans := 0
+			for now := t0; now.Before(t0.Add(storm)); now = now.Add(10 * time.Millisecond) {
+				s.event(now, "job")
+				if due, ok := s.due(); ok && !due.After(now) {
+					_, last := s.begin(now)
+					s.done(now, cpu, last)
+					used += cpu
+					scans++
+				}
+			}
+			limit := time.Duration(eventCPUShare*float64(storm)) + cpu
+			floor := time.Duration(eventCPUShare*float64(storm)) - cpu
+			if free := time.Duration(storm/maxDebounce) * cpu; free < floor {
+				// Cheap scans: one per maxDebounce of the storm.
+				floor = free * 9 / 10
+			}
+			if used > limit || used < floor {
+				t.Errorf("%d scans used %s of CPU in a minute's storm, want within [%s, %s]", scans, used, floor, limit)
+			}
+		})
+	}
+}
