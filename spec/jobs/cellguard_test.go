@@ -439,6 +439,7 @@ func TestBadPropertiesFailToRender(t *testing.T) {
 	j := loadJob(t)
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := j.Render(tc.props)
 			if err == nil {
 				t.Fatalf("rendered; want an error containing %q", tc.want)
@@ -506,6 +507,7 @@ func TestConfigCheckJudgesDurationsAndCheckIDs(t *testing.T) {
 	j := loadJob(t)
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r, err := j.Render(tc.props)
 			if err != nil {
 				t.Fatalf("the template judged it (a second home of the rule): %v", err)
@@ -664,6 +666,7 @@ func TestRuncInitMaxAgeForms(t *testing.T) {
 	s := compileSchema(t)
 	for _, d := range []string{"5m", "90s", "1m30s", "1.5h", ".5h", "300ms", "2562047h"} {
 		t.Run(d, func(t *testing.T) {
+			t.Parallel()
 			props := fmt.Sprintf("{cellguard: {validator: {runc_init_max_age: %q}}}", d)
 			r := mustRender(t, props)
 			configCheck(t, r["config/cellguard.json"])

@@ -185,6 +185,7 @@ func TestDrainWrapperLetsOnlyTheVerdictBlock(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			v := install(t, r, "")
 			bin := filepath.Join(v.root, "vcap/packages/cellguard/bin/cellguard")
 			switch tc.stub {
