@@ -39,3 +39,8 @@ func (c *Cache) Discover(root string, runtimeRoots, namespaces []string) (*Disco
 
 // Reset forgets every file: the next Discover decodes them all.
 func (c *Cache) Reset() { c.files = nil }
+
+// Fork is a Cache that starts from what c knows. A Discover replaces its
+// cache's record of the files instead of changing it, so c and its forks
+// may each Discover at the same time, through their own.
+func (c *Cache) Fork() *Cache { return &Cache{files: c.files} }

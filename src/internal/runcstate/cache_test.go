@@ -105,3 +105,57 @@ func TestCacheAgreesWithFullDiscover(t *testing.T) {
 		})
 	}
 }
+
+// A fork starts from its cache's record: it decodes only the files new or
+// changed since, forks Discover at the same time without touching each
+// other or the cache (run with -race), and the cache's own record is the
+// one it had (snapshot.Host.Rediscover's use: two checks read the states
+// again at once, after the scan that read them).
+func TestCacheForksDiscoverAtOnce(t *testing.T) {
+	tmpl, err := os.ReadFile("testdata/good_runc115_hybrid_state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	put := func(id string) {
+		dir := filepath.Join(root, "run/runc", id)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(dir, "state.json"), strings.Replace(string(tmpl), `"id":"c1"`, `"id":"`+id+`"`, 1))
+	}
+	for i := range 20 {
+		put(fmt.Sprint("c", i))
+	}
+	roots := []string{"/run/runc"}
+	c := &Cache{}
+	if _, err := c.Discover(root, roots, nil); err != nil || c.Decoded != 20 {
+		t.Fatalf("first Discover: decoded %d (%v), want 20", c.Decoded, err)
+	}
+	put("late") // a container created after the scan read the states
+	forks := make([]*Cache, 4)
+	found := make([]*Discovery, len(forks))
+	errs := make([]error, len(forks))
+	done := make(chan int)
+	for i := range forks {
+		forks[i] = c.Fork()
+		go func() {
+			found[i], errs[i] = forks[i].Discover(root, roots, nil)
+			done <- i
+		}()
+	}
+	for range forks {
+		<-done
+	}
+	for i, f := range forks {
+		if errs[i] != nil || f.Decoded != 1 || len(found[i].Containers) != 21 {
+			t.Errorf("fork %d: decoded %d, found %d containers (%v); want the late one decoded alone, 21 found", i, f.Decoded, len(found[i].Containers), errs[i])
+		}
+	}
+	if len(c.files) != 20 {
+		t.Errorf("the cache's record holds %d files after its forks' Discovers, want its own 20", len(c.files))
+	}
+	if _, err := c.Discover(root, roots, nil); err != nil || c.Decoded != 1 {
+		t.Errorf("the cache's next Discover decoded %d (%v), want the late one alone", c.Decoded, err)
+	}
+}

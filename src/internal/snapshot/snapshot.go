@@ -66,6 +66,9 @@ type Host struct {
 	cgroups map[int]cgroupFile
 	// statsErr is StatsErr.
 	statsErr error
+	// states is what decoded the runtime states Read found, for
+	// Rediscover; never Discovered through itself.
+	states *runcstate.Cache
 }
 
 // cgroupFile is one /proc/<pid>/cgroup as read, or why it was not.
@@ -92,8 +95,10 @@ func (v *Host) Discovery() *runcstate.Discovery { return v.disc }
 // (a Garden pea, whose init runs in its own cgroup and in its sandbox's
 // pid namespace) has processes the snapshot saw and a state it did not.
 // The Host is not changed.
+// Only the state files that are new or changed since Read are decoded
+// (runcstate.Cache); Rediscovers may run at once.
 func (v *Host) Rediscover() (*runcstate.Discovery, error) {
-	return runcstate.Discover(v.root, v.spec.RuntimeRoots, v.spec.Namespaces)
+	return v.states.Fork().Discover(v.root, v.spec.RuntimeRoots, v.spec.Namespaces)
 }
 
 // Boot is the host's boot time, for process start times.
@@ -219,11 +224,13 @@ func read(s Spec, c *caches) (*Host, error) {
 	if v.layout, err = cgroup.Discover(root); err != nil {
 		return nil, err
 	}
+	// Through a cache either way: Rediscover starts from what it knows.
+	states := &runcstate.Cache{}
 	if c != nil {
-		v.disc, err = c.states.Discover(root, s.RuntimeRoots, s.Namespaces)
-	} else {
-		v.disc, err = runcstate.Discover(root, s.RuntimeRoots, s.Namespaces)
+		states = &c.states
 	}
+	v.disc, err = states.Discover(root, s.RuntimeRoots, s.Namespaces)
+	v.states = states.Fork()
 	if err != nil {
 		return nil, err
 	}
