@@ -94,9 +94,9 @@ func (v *Host) Discovery() *runcstate.Discovery { return v.disc }
 // namespaces Read used: a container created after Read found the states
 // (a Garden pea, whose init runs in its own cgroup and in its sandbox's
 // pid namespace) has processes the snapshot saw and a state it did not.
-// The Host is not changed.
-// Only the state files that are new or changed since Read are decoded
-// (runcstate.Cache); Rediscovers may run at once.
+// Only the state files new or changed since Read are decoded (through a
+// fork of Read's runcstate.Cache), and Rediscovers may run at once. The
+// Host is not changed.
 func (v *Host) Rediscover() (*runcstate.Discovery, error) {
 	return v.states.Fork().Discover(v.root, v.spec.RuntimeRoots, v.spec.Namespaces)
 }

@@ -340,6 +340,8 @@ func startFleet(t *testing.T, parent context.Context, sh0 shape, plan []plannedL
 		step("copy test-release", "cp", "-a", filepath.Join(f.repo, "src/tests/bosh/test-release"), testSrc)
 		rc93 := step("runc 1.0.0-rc93 for old-runc (src/tests/qemu/runc.sh: cached, or built from the Go module proxy)", "bash", "src/tests/qemu/runc.sh", "rc93")
 		step("copy rc93 into the test release", "install", "-D", "-m", "0755", filepath.Join(lastLine(rc93), "runc"), filepath.Join(testSrc, "src", "runc-rc93", "runc"))
+		rc94 := step("runc 1.0.0-rc94 for new-runc, seed 001's remedy (src/tests/qemu/runc.sh)", "bash", "src/tests/qemu/runc.sh", "rc94")
+		step("copy rc94 into the test release", "install", "-D", "-m", "0755", filepath.Join(lastLine(rc94), "runc"), filepath.Join(testSrc, "src", "runc-rc94", "runc"))
 		if _, err := sh(ctx, testSrc, []string{"HOME=" + filepath.Join(work, "home")}, boshBin, "create-release", "--force",
 			"--tarball="+testRelease, "--non-interactive"); err != nil {
 			t.Fatalf("bosh create-release of the test release: %v", err)

@@ -23,10 +23,12 @@ import (
 //     back over bosh ssh, as a boot without cellguard's file would have it.
 //
 // runtime-versions then blocks the canary's pre-start: the deploy stops at
-// the canary and the other cells are untouched. The remedy: on boxes the
-// old-runc job gone; on VMs the profile whole again, which defuses the
-// hazard (pre-start writes 0 before it validates), so rc93 stays and only
-// warns. What the test reads in the VMs it reads over bosh ssh, as an
+// the canary and the other cells are untouched. The remedy: on boxes runc
+// upgraded to 1.0.0-rc94 (test-release's new-runc job, rc94 itself, built
+// as rc93 is, in place of old-runc), which the addon then checks; on VMs
+// the profile whole again, which defuses the hazard (pre-start writes 0
+// before it validates), so rc93 stays, only warns, and is there for
+// seed001_stuck_init. What the test reads in the VMs it reads over bosh ssh, as an
 // operator would, on every shape.
 func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 	var canary string
@@ -92,13 +94,44 @@ func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 			}})
 	if !f.shape.qemu {
 		return Scenario{Name: "seed 001 at the canary", Steps: append(steps, Step{
-			Name: "the remedy: runc fixed (the old-runc job gone), the addon as before", Expects: []string{"seed001-remedy-completes"},
+			Name:    "the remedy: runc upgraded to 1.0.0-rc94 (new-runc in place of old-runc), the addon checking it",
+			Expects: []string{"seed001-remedy-completes", "remedy-runs-rc94"},
 			Do: func(r *Record) error {
-				res, err := f.rollOut(ctx, r, addon{Level: "debug"})
+				remedy := addon{Level: "debug", Seed001: true, Runc: rc94Path}
+				if f.shape.name == "xenial" {
+					// xenial's own runc (/usr/bin/runc 0.0.8) carries the
+					// devices deny-all hazard, which rightly blocks there
+					// whatever runc the addon names (runtimeConfig): the
+					// remedy ignores runtime-versions, as xenial's other
+					// lanes do.
+					remedy.Seed001 = false
+				}
+				res, err := f.rollOut(ctx, r, remedy, seed001RemedyOps)
 				if err != nil {
 					return err
 				}
-				r.Expect("seed001-remedy-completes", res.ExitCode == 0, "bosh deploy without the rc93 runc exited %d", res.ExitCode)
+				r.Expect("seed001-remedy-completes", res.ExitCode == 0, "bosh deploy with runc rc94 in place of rc93 exited %d", res.ExitCode)
+				verdict, _, err := f.lastPreStart(ctx, r, canary)
+				if err != nil {
+					return err
+				}
+				cells, err := f.runcOnCells(ctx)
+				if err != nil {
+					return err
+				}
+				rows, _, err := f.ssh(ctx, "cell", "sudo "+rc94Path+" --version | head -1")
+				if err != nil {
+					return err
+				}
+				rc94 := len(rows) == f.cells && len(cells) == f.cells
+				for _, row := range rows {
+					v := strings.TrimSpace(row.Stdout)
+					c := cells[row.Instance]
+					r.Say("   %s: %s; rc93 present %t; the addon checks %s", row.Instance, v, c.rc93, c.runc)
+					rc94 = rc94 && v == "runc version 1.0.0-rc94" && !c.rc93 && c.runc == rc94Path
+				}
+				r.Expect("remedy-runs-rc94", rc94 && strings.HasSuffix(verdict, ": ok"),
+					"every cell runs rc94 without rc93 and its addon checks it: %t; the canary's pre-start said %q", rc94, verdict)
 				return nil
 			}})}
 	}
@@ -133,8 +166,10 @@ func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 }
 
 const (
-	seed001Ops = "src/tests/fleet/manifests/seed001-ops.yml"
-	rc93Path   = "/var/vcap/packages/runc-rc93/bin/runc"
+	seed001Ops       = "src/tests/fleet/manifests/seed001-ops.yml"
+	seed001RemedyOps = "src/tests/fleet/manifests/seed001-remedy-ops.yml"
+	rc93Path         = "/var/vcap/packages/runc-rc93/bin/runc"
+	rc94Path         = "/var/vcap/packages/runc-rc94/bin/runc"
 )
 
 // lastPreStart reads the cell's pre-start log over bosh ssh and returns

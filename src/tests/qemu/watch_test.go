@@ -132,7 +132,7 @@ if [ -e system.slice/cx/io.bfq.weight ]; then echo 300 > system.slice/cx/io.bfq.
 		file:   "/sys/fs/cgroup/garden/cgroup.subtree_control", controller: "memory",
 		restore: memoryRestore},
 	// As on a cell where an operator's `bosh ssh` login started units
-	// just before his hand's write: each start makes an event scan, whose
+	// just before the operator's write: each start makes an event scan, whose
 	// CPU the budget counts (TestFleet/noble/garden_v2 named such a strip
 	// 1.0-1.7 s after the write). Measured only (CELLGUARD_WATCH_REPS).
 	{name: "-memory into /garden's subtree_control just after three unit starts, container at /garden/cy", container: "cy",
