@@ -25,11 +25,11 @@ import (
 // runtime-versions then blocks the canary's pre-start: the deploy stops at
 // the canary and the other cells are untouched. The remedy: on boxes runc
 // upgraded to 1.0.0-rc94 (test-release's new-runc job, rc94 itself, built
-// as rc93 is, in place of old-runc), which the addon then checks; on VMs
-// the profile whole again, which defuses the hazard (pre-start writes 0
-// before it validates), so rc93 stays, only warns, and is there for
-// seed001_stuck_init. What the test reads in the VMs it reads over bosh ssh, as an
-// operator would, on every shape.
+// as rc93 is, in place of old-runc), which the addon then names (and, but
+// on xenial, judges); on VMs the profile whole again, which defuses the
+// hazard (pre-start writes 0 before it validates), so rc93 stays, only
+// warns, and is there for seed001_stuck_init. What the test reads in the
+// VMs it reads over bosh ssh, as an operator would, on every shape.
 func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 	var canary string
 	var others []string
