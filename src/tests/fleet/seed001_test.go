@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -106,12 +108,7 @@ func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 					// lanes do.
 					remedy.Seed001 = false
 				}
-				res, err := f.rollOut(ctx, r, remedy, seed001RemedyOps)
-				if err != nil {
-					return err
-				}
-				r.Expect("seed001-remedy-completes", res.ExitCode == 0, "bosh deploy with runc rc94 in place of rc93 exited %d", res.ExitCode)
-				verdict, _, err := f.lastPreStart(ctx, r, canary)
+				verdict, _, err := f.remedyDeploy(ctx, r, remedy, "with runc rc94 in place of rc93", canary, seed001RemedyOps)
 				if err != nil {
 					return err
 				}
@@ -119,16 +116,11 @@ func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 				if err != nil {
 					return err
 				}
-				rows, _, err := f.ssh(ctx, "cell", "sudo "+rc94Path+" --version | head -1")
-				if err != nil {
-					return err
-				}
-				rc94 := len(rows) == f.cells && len(cells) == f.cells
-				for _, row := range rows {
-					v := strings.TrimSpace(row.Stdout)
-					c := cells[row.Instance]
-					r.Say("   %s: %s; rc93 present %t; the addon checks %s", row.Instance, v, c.rc93, c.runc)
-					rc94 = rc94 && v == "runc version 1.0.0-rc94" && !c.rc93 && c.runc == rc94Path
+				rc94 := len(cells) == f.cells
+				for _, name := range slices.Sorted(maps.Keys(cells)) {
+					c := cells[name]
+					r.Say("   %s: %s; rc93 present %t; the addon checks %s", name, c.rc94, c.rc93, c.runc)
+					rc94 = rc94 && c.rc94 == "runc version 1.0.0-rc94" && !c.rc93 && c.runc == rc94Path
 				}
 				r.Expect("remedy-runs-rc94", rc94 && strings.HasSuffix(verdict, ": ok"),
 					"every cell runs rc94 without rc93 and its addon checks it: %t; the canary's pre-start said %q", rc94, verdict)
@@ -139,12 +131,7 @@ func (f *fleet) seed001Scenario(ctx context.Context, st *rollout) Scenario {
 		Name:    "the remedy on a real kernel: the whole profile again (fs.pipe-user-pages-soft 0), rc93 kept",
 		Expects: []string{"seed001-remedy-completes", "rc93-defused", "pipe-limit-off"},
 		Do: func(r *Record) error {
-			res, err := f.rollOut(ctx, r, addon{Level: "debug", Seed001: true}, seed001Ops)
-			if err != nil {
-				return err
-			}
-			r.Expect("seed001-remedy-completes", res.ExitCode == 0, "bosh deploy with rc93 and the whole profile exited %d", res.ExitCode)
-			verdict, report, err := f.lastPreStart(ctx, r, canary)
+			verdict, report, err := f.remedyDeploy(ctx, r, addon{Level: "debug", Seed001: true}, "with rc93 and the whole profile", canary, seed001Ops)
 			if err != nil {
 				return err
 			}
@@ -171,6 +158,18 @@ const (
 	rc93Path         = "/var/vcap/packages/runc-rc93/bin/runc"
 	rc94Path         = "/var/vcap/packages/runc-rc94/bin/runc"
 )
+
+// remedyDeploy rolls out seed 001's remedy (a and ops; what says what it
+// deploys), expects it to complete, and returns the canary's last
+// pre-start verdict and report (lastPreStart).
+func (f *fleet) remedyDeploy(ctx context.Context, r *Record, a addon, what, canary string, ops ...string) (verdict, report string, err error) {
+	res, err := f.rollOut(ctx, r, a, ops...)
+	if err != nil {
+		return "", "", err
+	}
+	r.Expect("seed001-remedy-completes", res.ExitCode == 0, "bosh deploy %s exited %d", what, res.ExitCode)
+	return f.lastPreStart(ctx, r, canary)
+}
 
 // lastPreStart reads the cell's pre-start log over bosh ssh and returns
 // the last validate's verdict line ("cellguard validate --phase pre-start:
@@ -206,28 +205,39 @@ func (f *fleet) lastPreStart(ctx context.Context, r *Record, cell string) (verdi
 // cellRunc is what runcOnCells read on one cell.
 type cellRunc struct {
 	rc93 bool   // the old-runc job's rc93 is there
+	rc94 string // the first line new-runc's rc94 prints for --version; "" without it
 	runc string // the addon's validator.runtime_binaries.runc
 }
 
 // runcOnCells reads, over one bosh ssh to every cell, whether rc93 is
-// there and which runc the addon checks.
+// there, what rc94 says it is, and which runc the addon checks.
 func (f *fleet) runcOnCells(ctx context.Context) (map[string]cellRunc, error) {
-	rows, _, err := f.ssh(ctx, "cell", "sudo test -x "+rc93Path+" && echo rc93; sudo cat "+cellguardConfig)
+	rows, _, err := f.ssh(ctx, "cell", "sudo test -x "+rc93Path+" && echo rc93; sudo test -x "+rc94Path+" && sudo "+rc94Path+
+		" --version | head -1; sudo cat "+cellguardConfig)
 	if err != nil {
 		return nil, err
 	}
 	cells := map[string]cellRunc{}
 	for _, row := range rows {
-		first, rest, _ := strings.Cut(row.Stdout, "\n")
-		has := strings.TrimSpace(first) == "rc93"
-		if !has {
-			rest = row.Stdout
+		// The config is JSON; what the tests printed comes before it.
+		i := strings.Index(row.Stdout, "{")
+		if i < 0 {
+			return nil, fmt.Errorf("%s printed no %s: %q", row.Instance, cellguardConfig, row.Stdout)
 		}
 		var c addonConfig
-		if err := json.Unmarshal([]byte(rest), &c); err != nil {
+		if err := json.Unmarshal([]byte(row.Stdout[i:]), &c); err != nil {
 			return nil, fmt.Errorf("%s's %s: %w", row.Instance, cellguardConfig, err)
 		}
-		cells[row.Instance] = cellRunc{rc93: has, runc: c.Validator.RuntimeBinaries["runc"]}
+		cr := cellRunc{runc: c.Validator.RuntimeBinaries["runc"]}
+		for _, l := range strings.Split(row.Stdout[:i], "\n") {
+			switch l = strings.TrimSpace(l); {
+			case l == "rc93":
+				cr.rc93 = true
+			case strings.HasPrefix(l, "runc version "):
+				cr.rc94 = l
+			}
+		}
+		cells[row.Instance] = cr
 	}
 	return cells, nil
 }
