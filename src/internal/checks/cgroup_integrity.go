@@ -126,7 +126,7 @@ func (ci *CgroupIntegrity) Run(ctx context.Context) ([]validator.Finding, error)
 	for _, e := range escapes {
 		fs = append(fs, e.Finding())
 	}
-	fs = append(fs, runtimesFound(v.Discovery())...)
+	fs = append(fs, runtimesFound(v)...)
 	fs = append(fs, validator.Finding{
 		Status: validator.Pass,
 		Detail: fmt.Sprintf("%d containers, %d container processes checked on a %s cgroup host", nContainers, nProcs, v.Layout().Mode),

@@ -53,17 +53,39 @@ func TestRuntimesScannedByDefault(t *testing.T) {
 	}
 }
 
-// No runtime root and no container: a warning that names where cellguard
-// looked, not a silent pass.
-func TestNothingToCheckWarns(t *testing.T) {
+// No runtime root and no container: a host whose processes all share the
+// host's pid namespace runs no container yet (a Garden cell before its
+// first container) and passes, saying where cellguard looked; a process in
+// another pid namespace is a container nobody said where to find, and
+// warns, naming it.
+func TestNothingToCheckWarnsOnlyWhenContainersRunUnseen(t *testing.T) {
 	h := fakehost.New(t, cgroup.Hybrid)
 	h.Add(fakehost.Proc{PID: 50, Comm: "gdn", Cgroup: "/system.slice/garden.service"})
 	d := deps(h)
 	d.RuntimeRoots = []string{"/run/runc", "/var/vcap/sys/run/bpm-runc"}
+	fs := run(t, d, "cgroup-integrity")
+	if bad := failures(fs); len(bad) != 0 {
+		t.Fatalf("no container yet: %+v", bad)
+	}
+	var none *validator.Finding
+	for i := range fs {
+		if fs[i].Data["kind"] == "no-containers" {
+			none = &fs[i]
+		}
+	}
+	if none == nil || none.Status != validator.Pass || !strings.Contains(none.Detail, "looked in /run/runc, /var/vcap/sys/run/bpm-runc") {
+		t.Fatalf("no container yet: want a pass naming where it looked, got %+v", fs)
+	}
+
+	// A container whose runtime keeps its state elsewhere.
+	h.Add(fakehost.Proc{PID: 70, PPID: 60, Comm: "sleep", NS: 4026532999, Cgroup: "/garden/c1"})
+	h.Add(fakehost.Proc{PID: 71, PPID: 70, Comm: "sh", NS: 4026532999, Cgroup: "/garden/c1"})
 	bad := failures(run(t, d, "cgroup-integrity"))
 	if len(bad) != 1 || bad[0].Status != validator.Warn || bad[0].Data["kind"] != "nothing-to-check" ||
-		!strings.Contains(bad[0].Detail, "looked in /run/runc, /var/vcap/sys/run/bpm-runc") {
-		t.Fatalf("got %+v", bad)
+		!strings.Contains(bad[0].Detail, "looked in /run/runc, /var/vcap/sys/run/bpm-runc") ||
+		!strings.Contains(bad[0].Detail, "2 processes run in a pid namespace other than the host's (pid 70 (sleep), pid 71 (sh))") ||
+		bad[0].Data["processes_in_other_pid_namespaces"] != "2" {
+		t.Fatalf("containers unseen: %+v", bad)
 	}
 	// A root that exists, even empty, is something checked.
 	h.Mkdir("run/runc")

@@ -132,6 +132,21 @@ func (v *Host) ListedBy(pid int) (int, bool) {
 // HostNS is the pid namespace of the root's pid 1; 0 when unreadable.
 func (v *Host) HostNS() uint64 { return v.hostNS }
 
+// InOtherPidNS are the processes read in a pid namespace that is known and
+// not the host's, in pid order: containers' (nil when the host's is unknown).
+func (v *Host) InOtherPidNS() []Proc {
+	if v.hostNS == 0 {
+		return nil
+	}
+	var out []Proc
+	for _, p := range v.procs {
+		if p.NS != 0 && p.NS != v.hostNS {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Denied counts the processes whose stat could not be read (EACCES).
 func (v *Host) Denied() int { return v.denied }
 

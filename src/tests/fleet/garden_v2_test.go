@@ -411,8 +411,7 @@ func (f *fleet) gardenV2Scenario(ctx context.Context) Scenario {
 					return err
 				}
 				// Findings opened since, not the clearing of one opened
-				// before: the fresh cell's "nothing to check" warn (no
-				// runtime root until Garden's first container) clears here.
+				// before.
 				var found []string
 				for _, e := range evs {
 					if !e.Cleared && slices.Contains(v2Checks, e.Check) {
