@@ -124,7 +124,8 @@ func (b *agentBus) waitPong(t *testing.T, d time.Duration) time.Duration {
 // messages; through `ssh setup` (what `bosh ssh` sends) the VM is entered
 // over the lab network: uname -r 6.8.0-*, cgroup2fs, the stemcell's command
 // line without a cgroup flag, systemd 255, the director's blobstore at its
-// own path both ways. reboot_vm boots it again with its disk. delete_vm
+// own path both ways. reboot_vm starts its qemu again on its disk, whose
+// kernel and systemd come up a second time. delete_vm
 // leaves no qemu process, tap, file or mount; neither does a create_vm
 // interrupted by SIGINT, as a terminal's Ctrl-C sends it.
 // Long because each step needs the VM the steps before it made.
@@ -285,8 +286,8 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	facts := strings.Split(inVM("uname -r; stat -fc %T /sys/fs/cgroup; cat /proc/cmdline; systemctl --version | head -n 1; cat /proc/sys/kernel/random/boot_id"), "\n")
-	if len(facts) != 5 {
+	facts := strings.Split(inVM("uname -r; stat -fc %T /sys/fs/cgroup; cat /proc/cmdline; systemctl --version | head -n 1"), "\n")
+	if len(facts) != 4 {
 		t.Fatalf("the VM's facts: %q", facts)
 	}
 	t.Logf("in the VM: uname -r %s; /sys/fs/cgroup %s; /proc/cmdline %s; %s", facts[0], facts[1], facts[2], facts[3])
@@ -332,35 +333,54 @@ func TestQEMUCPIBootsNoble(t *testing.T) {
 		t.Errorf("has_vm %s = %s, %+v; want true", cid, r.Result, r.Error)
 	}
 
-	// reboot_vm: the same disk boots again (the agent's user is still there).
+	// reboot_vm: qemu killed and started again on the same overlay and tap,
+	// and the guest's kernel and systemd come up from that disk a second
+	// time. Not waited for: the agent's answer after the cold reset. That
+	// boot is create_vm's (start_qemu), and under make test's load it took
+	// 3 m 37 s (CI, 2026-12-07: 48 s on a quiet host), all of it on the
+	// critical path of the QEMU guests the host lock serializes; an agent
+	// back on a rebooted disk is the fleet's noble reboot scenario's (make
+	// cell), and its sysctls read back after it.
+	oldPID := cpiQEMUPIDs(id)[0]
+	overlay := filepath.Join(vmdir, "root.qcow2")
+	inode := func() uint64 {
+		fi, err := os.Stat(overlay)
+		if err != nil {
+			t.Fatalf("the VM's overlay: %v", err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	before := inode()
+	console := filepath.Join(vmdir, "console.log")
+	welcomes := func() int { return strings.Count(readOr(console), "Welcome to ") }
+	booted := welcomes()
+	if booted != 1 {
+		t.Fatalf("the console shows systemd's welcome %d times before reboot_vm; want 1", booted)
+	}
 	t1 := time.Now()
 	if r := cpi(`{"method":"reboot_vm","arguments":["` + cid + `"],"context":{}}`); r.Error != nil {
 		t.Fatalf("reboot_vm: %+v", r.Error)
 	}
-	rebooted := bus.waitPong(t, qemuvm.BootTimeout()+3*time.Minute)
-	t.Logf("reboot_vm: the agent answered ping %v later", rebooted.Round(time.Second))
-	// reboot_vm is a cold reset: what the guest had not written back is lost,
-	// the agent's earlier ssh user too (seen once). bosh ssh sets up a user per
-	// session anyway.
-	v, err = bus.send("ssh", time.Minute, "setup", map[string]string{"user": "bosh_cgtest2", "public_key": strings.TrimSpace(string(pub))})
-	if err != nil || !strings.Contains(string(v), `"status":"success"`) {
-		t.Fatalf("ssh setup through the agent after reboot_vm: %s, %v", v, err)
+	if pids := cpiQEMUPIDs(id); len(pids) != 1 || pids[0] == oldPID {
+		t.Errorf("qemu of %s after reboot_vm: %v; want one, not %s", cid, pids, oldPID)
 	}
-	var bootID string
-	for t2 := time.Now(); time.Since(t2) < 3*time.Minute; { // sshd may come up after the agent
-		out, err := exec.Command("nsenter", "--net="+l.path, "ssh", "-i", key, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
-			"-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR", "bosh_cgtest2@10.244.0.10",
-			"cat /proc/sys/kernel/random/boot_id").Output()
-		if err == nil {
-			bootID = strings.TrimSpace(string(out))
-			break
-		}
-		time.Sleep(3 * time.Second)
+	if after := inode(); after != before {
+		t.Errorf("reboot_vm made a new overlay (inode %d, before %d); want the VM's disk kept", after, before)
 	}
-	t.Logf("reboot_vm: ssh %v later", time.Since(t1).Round(time.Second))
-	if bootID == "" || bootID == facts[4] {
-		t.Errorf("boot id after reboot_vm %q, before %q; want a new boot on the same disk", bootID, facts[4])
+	if out := run(t, "ip", "-n", l.name, "-o", "link", "show", "dev", "qt-"+id); !strings.Contains(out, "master "+l.bridge) {
+		t.Errorf("the VM's tap after reboot_vm: %s; want it on %s", out, l.bridge)
 	}
+	for deadline := time.Now().Add(qemuvm.BootTimeout()); welcomes() == booted && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+	}
+	if got := welcomes(); got != booted+1 {
+		t.Fatalf("the console shows systemd's welcome %d times %v after reboot_vm; want %d (last 20 lines:\n%s)",
+			got, time.Since(t1).Round(time.Second), booted+1, testkit.Tail(readOr(console), 20))
+	}
+	if has := cpi(`{"method":"has_vm","arguments":["` + cid + `"],"context":{}}`); string(has.Result) != "true" {
+		t.Errorf("has_vm %s after reboot_vm = %s, %+v; want true", cid, has.Result, has.Error)
+	}
+	t.Logf("reboot_vm: systemd welcomed on the same disk %v later", time.Since(t1).Round(time.Second))
 
 	if r := cpi(`{"method":"delete_vm","arguments":["` + cid + `"],"context":{}}`); r.Error != nil {
 		t.Fatalf("delete_vm: %+v", r.Error)
