@@ -33,14 +33,19 @@ func cpiConfigFor(e boshlab.Env, sdbox, state, boxPrefix, nspawnArgs string) ([]
 // other runs: the rollout lane's 4 VMs at once. -m 1536 with tb-size 256
 // MiB (QEMU 7.2's default translation buffer is 1 GiB) keeps 4 VMs under
 // about 7 GiB; one vCPU each, as 4 VMs under TCG already ask more than the
-// 2 cores have. nice 0, not the CPI's -10 for a lone guest: four guests at
+// 2 cores have. nice -5, not the CPI's -10 for a lone guest: four guests at
 // -10 would outweigh the director and its compilation VM about 37 to 1 on
-// two cores; make cell ran its noble lane at 0 (run N), -10 is unmeasured.
+// two cores (a cold deploy compiles before it creates the VMs, but the box
+// shapes' lanes compile beside them). At nice 0 the guests starved when
+// they booted beside the box shapes' deploys: make test's noble deploy took
+// 6m45s when its VMs came after the boxes' deploys (CI-Q, 2026-12-07) and
+// 15m4s when they came at the same time (CI-R, load 27). At -5 a guest
+// weighs three nice-0 tasks.
 const (
 	qemuMemoryMB = 1536
 	qemuCPUs     = 1
 	qemuTBSizeMB = 256
-	qemuTCGNice  = 0
+	qemuTCGNice  = -5
 )
 
 // qemuCPIConfigFor is the QEMU CPI's config behind this director: the same
