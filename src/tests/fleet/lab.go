@@ -42,10 +42,9 @@ func cpiConfigFor(e boshlab.Env, sdbox, state, boxPrefix, nspawnArgs string) ([]
 // 15m4s when they came at the same time (CI-R, load 27). At -5 a guest
 // weighed three nice-0 tasks. Since 2026-12-08 the QEMU CPI puts every TCG
 // guest in the host's cpu cgroup for guests (qemuvm.CPUGroup), weighed as
-// one entity against the rest, so nice only ranks guests among themselves
-// (at that group's first weight, 65536, the three VMs' creation took
-// 3m21s-3m53s beside the box shapes' deploys, CI-V, against 8m35s-8m51s,
-// CI-S; src/tests/qemu/README.md says why it is 16384 now).
+// one entity against the rest, so nice only ranks guests among themselves:
+// the three VMs' creation took 3m21s-3m53s beside the box shapes' deploys
+// (CI-V) against 8m35s-8m51s (CI-S).
 const (
 	qemuMemoryMB = 1536
 	qemuCPUs     = 1

