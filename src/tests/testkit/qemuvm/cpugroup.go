@@ -12,20 +12,19 @@ import (
 
 // CPUGroup is the cgroup (v1 cpu controller) every TCG guest's qemu on
 // this host runs in, this kit's and the QEMU CPI's alike
-// (src/tests/bosh/cpi/qemu-cpi, cpu_group: the same path and weight).
+// (src/tests/bosh/cpi/qemu-cpi, cpu_group: the same path and values).
 //
 // nice alone did not keep a guest's clock: on a cgroup v1 host without
 // systemd as PID 1 every process sits in the cpu root, where CFS weighs
 // each runnable task on its own, and make test's box shapes bring up
 // directors and compile beside the guests with 30-47 tasks runnable. A
-// guest at nice -10 (weight 9548) then gets a third of a core: the CPI
-// test's agent answered 4m25s after create_vm (1m12s on a quiet host),
-// which held the host lock and the fleet's noble lane behind it (CI-U,
-// 2026-12-08). A group is weighed as one entity: at cpu.shares 65536 (64
-// nice-0 tasks) its guests get 1.15 of 2 cores against the 47 runnable
-// tasks seen here, 1.7 against 10, and both cores when nothing else runs
-// (the end of make test: src/tests/qemu's two guests alone). No quota: a
-// cap of 1.5 cores would have slowed exactly that end.
+// guest at nice -10 (weight 9548) then gets a third of a core: the CPI test's agent answered 4m25s after create_vm (60 s on a
+// quiet host), which held the host lock and the fleet's noble lane behind
+// it (CI-U, 2026-12-08). A group is weighed as one entity: at cpu.shares
+// 65536 (64 nice-0 tasks) its guests get 1.15 of 2 cores against the 47
+// runnable tasks seen here, 1.7 against 10, and both cores when nothing
+// else runs (the end of make test: src/tests/qemu's two guests alone). No
+// quota: a cap of 1.5 cores would have slowed exactly that end.
 const CPUGroup = "/sys/fs/cgroup/cpu/cellguard-qemu"
 
 // cpuGroupShares is the group's cpu.shares.
