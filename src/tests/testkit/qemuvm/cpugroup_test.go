@@ -21,7 +21,12 @@ func TestCPUGroupHoldsAGuestAndGoesWithIt(t *testing.T) {
 		testkit.Unavailable(t, "no cgroup v1 cpu hierarchy on this host")
 	}
 	t.Cleanup(func() { removeCPUGroupAt(group) })
-	cmd := startStandIn(t)
+	// A stand-in for qemu.
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	if err := joinCPUGroupAt(group, cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
@@ -46,23 +51,15 @@ func TestCPUGroupHoldsAGuestAndGoesWithIt(t *testing.T) {
 		t.Fatalf("the group stayed after its last process ended: %v", err)
 	}
 	// Gone between two guests, the next one makes it again.
-	cmd2 := startStandIn(t)
+	cmd2 := exec.Command("sleep", "60")
+	if err := cmd2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd2.Process.Kill(); cmd2.Wait() })
 	if err := joinCPUGroupAt(group, cmd2.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
 	if got := CPUGroupOf(cmd2.Process.Pid); got != "/"+filepath.Base(group) {
 		t.Fatalf("after the group was removed, a new guest is in %q", got)
 	}
-}
-
-// startStandIn starts a process standing in for qemu, ended by the test's
-// cleanup (registered after the group's removal, so it runs first).
-func startStandIn(t *testing.T) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd
 }
