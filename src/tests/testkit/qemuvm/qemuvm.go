@@ -110,7 +110,6 @@ func BootTimeout() time.Duration {
 type VM struct {
 	Accel    string        // "kvm" or "tcg"
 	Nice     int           // qemu's nice value (TCG: TCGNice for one guest at a time, else 0)
-	CPUGroup string        // a TCG guest's cpu cgroup (CPUGroup), or "none (why)"
 	PID      int           // the qemu process
 	BootTime time.Duration // from qemu's start to the agent's hello and is-system-running
 	Hello    string        // the agent's greeting (pid, kernel, boot id)
@@ -166,7 +165,7 @@ func bootOnce(ctx context.Context, img Image, opts Options, accel string, timeou
 	}
 	model := "-cpu host"
 	if accel == "tcg" {
-		model = fmt.Sprintf("-cpu %s, tb-size %d MiB, nice %d, cpu group %s", tcgCPU(), opts.TBSizeMB, v.Nice, v.CPUGroup)
+		model = fmt.Sprintf("-cpu %s, tb-size %d MiB, nice %d", tcgCPU(), opts.TBSizeMB, v.Nice)
 	}
 	fmt.Fprintf(opts.Log, "qemuvm: qemu pid %d (%s, -m %d, -smp %d, %s), boot timeout %v\n",
 		v.PID, accel, opts.MemoryMB, opts.CPUs, model, timeout.Round(time.Second))
@@ -330,12 +329,6 @@ func start(img Image, opts Options, accel string) (*VM, error) {
 		return nil, fmt.Errorf("start qemu: %w", err)
 	}
 	v.PID = cmd.Process.Pid
-	if accel == "tcg" {
-		v.CPUGroup = CPUGroup
-		if err := joinCPUGroup(v.PID); err != nil {
-			v.CPUGroup = "none (" + err.Error() + ")"
-		}
-	}
 	return v, nil
 }
 
@@ -592,7 +585,6 @@ func (v *VM) Close() error {
 		if err := os.RemoveAll(v.dir); err != nil && v.closeErr == nil {
 			v.closeErr = fmt.Errorf("close VM: %w", err)
 		}
-		removeCPUGroup() // when this was the host's last guest
 		if forget != nil {
 			forget()
 		}
@@ -601,7 +593,6 @@ func (v *VM) Close() error {
 }
 
 func removeStaleDirs() {
-	removeCPUGroup() // left by a process killed before its Close
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*-*"))
 	for _, d := range dirs {
 		pidStr, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), dirPrefix), "-")
