@@ -40,11 +40,8 @@ func cpiConfigFor(e boshlab.Env, sdbox, state, boxPrefix, nspawnArgs string) ([]
 // they booted beside the box shapes' deploys: make test's noble deploy took
 // 6m45s when its VMs came after the boxes' deploys (CI-Q, 2026-12-07) and
 // 15m4s when they came at the same time (CI-R, load 27). At -5 a guest
-// weighed three nice-0 tasks. Since 2026-12-08 the QEMU CPI puts every TCG
-// guest in the host's cpu cgroup for guests (qemuvm.CPUGroup), weighed as
-// one entity against the rest, so nice only ranks guests among themselves:
-// the three VMs' creation took 3m21s-3m53s beside the box shapes' deploys
-// (CI-V) against 8m35s-8m51s (CI-S).
+// weighs three nice-0 tasks. (A cpu cgroup of their own for the guests
+// was tried and withdrawn: src/tests/qemu/README.md.)
 const (
 	qemuMemoryMB = 1536
 	qemuCPUs     = 1
