@@ -30,7 +30,8 @@ func cpiConfigFor(e boshlab.Env, sdbox, state, boxPrefix, nspawnArgs string) ([]
 }
 
 // The QEMU CPI's VMs, sized for this 2-core, 24 GiB machine shared with
-// other runs: the rollout lane's 4 VMs at once. -m 1536 with tb-size 256
+// other runs: up to 4 VMs at once (the rollout lane's until 2026-12-07;
+// 2 cells since 2026-12-08). -m 1536 with tb-size 256
 // MiB (QEMU 7.2's default translation buffer is 1 GiB) keeps 4 VMs under
 // about 7 GiB; one vCPU each, as 4 VMs under TCG already ask more than the
 // 2 cores have. nice -5, not the CPI's -10 for a lone guest: four guests at
